@@ -1,0 +1,66 @@
+# dnabert-scaling: `make help` lists the targets.
+# Every target that runs Python first creates/refreshes .venv from requirements/lock.txt.
+
+SHELL       := /bin/bash
+PYTHON      ?= python3
+VENV        ?= .venv
+VPY         := $(VENV)/bin/python
+STAMP       := $(VENV)/.installed
+CLI         := $(VENV)/bin/dnabert-scaling
+OUT         ?= reproduce
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help venv test reproduce kick-tires bench bench-train bench-read bench-trace \
+        lint-container image sweep-slurm clean
+
+help: ## list the targets
+	@echo "dnabert-scaling: DNABERT-2 DDP scaling study (traces, analysis, claims checker, report)"
+	@echo
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo
+	@echo "Variables: OUT=$(OUT) (reproduce output folder), PYTHON=$(PYTHON), PYTEST_ARGS=..."
+
+# pip prints a warning for each find-links folder of this machine's pip.conf that does not exist:
+# those lines are filtered out (pipefail keeps pip's exit status).
+PIPQ := 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+
+$(STAMP): requirements/lock.txt pyproject.toml
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	set -o pipefail; $(VPY) -m pip install --quiet -r requirements/lock.txt $(PIPQ)
+	set -o pipefail; $(VPY) -m pip install --quiet --no-deps --no-build-isolation -e . $(PIPQ)
+	@touch $@
+
+venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
+
+test: $(STAMP) ## run the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
+	$(VPY) scripts/reproduce.py --out $(OUT)
+
+kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, minutes)
+	$(VPY) scripts/reproduce.py --kick-tires --out kick-tires
+
+bench: bench-train bench-read ## all CPU-runnable benchmarks
+
+bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of repeats)
+	$(VPY) scripts/bench_train.py
+
+bench-read: $(STAMP) ## trace reading speed: read_trace + summarize vs a plain otf2 event loop
+	$(VPY) scripts/bench_read.py
+
+bench-trace: $(STAMP) ## tracing dilation: traced / untraced step time per tracer mode (needs CUDA)
+	$(VPY) scripts/bench_trace.py
+
+lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and the shell scripts
+	$(VPY) -m dnabert_scaling.containerlint containers/dnabert-scaling.def
+
+image: ## build dnabert-scaling.sif with Apptainer (needs apptainer)
+	containers/build.sh
+
+sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (see scripts/slurm/)
+	$(CLI) sweep --executor slurm --gpus 1,4,8 --tracer auto --out runs
+
+clean: ## remove outputs (not the venv)
+	rm -rf runs results report reproduce kick-tires .pytest_cache

@@ -1,0 +1,3 @@
+from dnabert_scaling.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""The ``dnabert-scaling`` command line.
+
+Each subcommand lives in its own module, which provides ``add_arguments(parser)`` and
+``run(args) -> int``. Modules are imported only when their subcommand runs, so ``--help`` is fast
+and a subcommand's heavy imports (torch, otf2, nbconvert) cost nothing elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dnabert_scaling import __version__
+from dnabert_scaling.errors import ArtifactError
+
+# name -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("dnabert_scaling.train", "one rank of DNABERT-2 fine-tuning under DDP (start under torchrun or srun)"),
+    "synth-data": ("dnabert_scaling.data", "write a synthetic GUE-format task (planted motifs decide the label)"),
+    "sweep": ("dnabert_scaling.sweep", "run the traced/untraced world-size sweep (local torchrun or SLURM)"),
+    "busbw": ("dnabert_scaling.busbw", "all_reduce bus-bandwidth benchmark at the DDP bucket sizes"),
+    "analyze": ("dnabert_scaling.analysis.cli", "metrics per world size from run directories or bare traces"),
+    "check": ("dnabert_scaling.checker", "compare metrics with the claims in expected/claims.toml"),
+    "report": ("dnabert_scaling.report.build", "write the paper-style HTML report"),
+    "convert": ("dnabert_scaling.traces.convert", "convert Kineto traces to OTF2 (Score-P 9 layout)"),
+    "summarize": ("dnabert_scaling.traces.summary", "per-rank GPU-time summary of one trace"),
+    "selftest": ("dnabert_scaling.selftest", "quick end-to-end check of this installation"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dnabert-scaling",
+        description="DNABERT-2 DDP scaling study: traced runs, trace analysis, claims checker, report.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] not in SUBCOMMANDS:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 0 if not argv else 2
+    name, rest = argv[0], argv[1:]
+    module_name, help_text = SUBCOMMANDS[name]
+    module = importlib.import_module(module_name)
+    sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text)
+    module.add_arguments(sub)
+    args = sub.parse_args(rest)
+    try:
+        return int(module.run(args) or 0)
+    except ArtifactError as exc:
+        print(f"dnabert-scaling {name}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"dnabert-scaling {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

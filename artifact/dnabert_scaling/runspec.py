@@ -1,0 +1,46 @@
+"""What one run of the sweep is: shared by the sweep, its executors and the analysis."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRACERS = ("none", "torch", "scorep")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run: ``world_size`` ranks, one tracer, one repeat, one run directory."""
+
+    world_size: int
+    tracer: str
+    repeat: int
+    run_dir: Path
+    train_args: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def name(self) -> str:
+        return run_name(self.world_size, self.tracer, self.repeat)
+
+    def command_args(self) -> list[str]:
+        """Arguments after ``dnabert-scaling train`` for this run."""
+        return [*self.train_args, "--tracer", self.tracer, "--out", str(self.run_dir)]
+
+    def is_complete(self) -> bool:
+        return run_status(self.run_dir) == "ok"
+
+
+def run_name(world_size: int, tracer: str, repeat: int) -> str:
+    return f"ws{world_size}-{tracer}-r{repeat}"
+
+
+def run_status(run_dir: Path) -> str | None:
+    """``"ok"`` / ``"failed"`` from ``summary.json``, or None when the run has not finished."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text()).get("status")
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,57 @@
+"""Phase annotations that every tracer sees.
+
+The training loop marks ``step`` (or ``warmup``), ``forward``, ``backward`` and ``optimizer``
+through one interface. Under Score-P the marks are Score-P user regions (``ds:<name>``); otherwise
+they are ``torch.profiler.record_function`` ranges (what Kineto records as ``user_annotation``)
+plus NVTX ranges on CUDA (what Nsight Systems shows). The untraced runs keep the same marks, so
+traced and untraced runs execute the same host code and the tracing dilation is the tracer's alone.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+PREFIX = "ds:"
+PHASES = ("step", "warmup", "forward", "backward", "optimizer")
+
+
+class PhaseMarker:
+    """``with marker.phase("forward"): ...`` emits a range named ``ds:forward``."""
+
+    def __init__(self, backend: str, cuda: bool = False):
+        if backend not in ("scorep", "torch"):
+            raise ValueError(f"unknown phase backend {backend!r}")
+        self.backend = backend
+        self._nvtx = None
+        if backend == "scorep":
+            import scorep.user  # available under `python -m scorep`
+
+            self._begin, self._end = scorep.user.region_begin, scorep.user.region_end
+        else:
+            import torch
+
+            self._record = torch.profiler.record_function
+            if cuda:
+                self._nvtx = torch.cuda.nvtx
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if name not in PHASES:
+            raise ValueError(f"unknown phase {name!r}")
+        label = PREFIX + name
+        if self.backend == "scorep":
+            self._begin(label)
+            try:
+                yield
+            finally:
+                self._end(label)
+            return
+        if self._nvtx is not None:
+            self._nvtx.range_push(label)
+        try:
+            with self._record(label):
+                yield
+        finally:
+            if self._nvtx is not None:
+                self._nvtx.range_pop()

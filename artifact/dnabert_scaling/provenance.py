@@ -1,0 +1,163 @@
+"""Where a result came from: software versions, hardware, and every fallback taken.
+
+A fallback (no GPU, no Score-P, no weights, synthetic data, ...) is recorded as a
+:class:`Fallback` in the run's provenance, and the report shows each one. Nothing falls back
+silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+ENV_KEYS = (
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NTASKS",
+    "CUDA_VISIBLE_DEVICES",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_DEBUG",
+    "OMP_NUM_THREADS",
+    "APPTAINER_CONTAINER",
+    "SINGULARITY_CONTAINER",
+    "SCOREP_CUDA_ENABLE",
+    "SCOREP_TOTAL_MEMORY",
+)
+PACKAGES = ("torch", "transformers", "tokenizers", "datasets", "safetensors", "otf2", "pandas", "numpy", "scorep")
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """One thing that ran differently from the study's set-up, and why."""
+
+    what: str  # e.g. "device", "tracer", "weights", "data"
+    used: str  # what ran instead
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    def sentence(self) -> str:
+        return f"{self.what}: {self.used} ({self.reason})"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _nvidia_smi() -> dict[str, Any] | None:
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    gpus = [dict(zip(("name", "driver", "memory"), [x.strip() for x in line.split(",")])) for line in out.splitlines() if line.strip()]
+    return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
+
+
+def git_revision(start: Path | None = None) -> str | None:
+    here = start or Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        return rev.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def collect(device_type: str | None = None) -> dict[str, Any]:
+    """Versions and hardware of this process's machine (cheap; safe to call on every rank)."""
+    from dnabert_scaling import __version__
+
+    info: dict[str, Any] = {
+        "time": now_iso(),
+        "artifact_version": __version__,
+        "git_revision": git_revision(),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "packages": package_versions(),
+        "env": {k: os.environ[k] for k in ENV_KEYS if k in os.environ},
+    }
+    try:
+        import torch
+
+        info["torch_cuda"] = torch.version.cuda
+        info["cuda_available"] = torch.cuda.is_available()
+        if torch.cuda.is_available():
+            info["gpu_count"] = torch.cuda.device_count()
+            info["gpu_name"] = torch.cuda.get_device_name(0)
+            info["cudnn"] = torch.backends.cudnn.version()
+            try:
+                info["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
+            except Exception:  # NCCL missing from a build
+                info["nccl"] = None
+    except ImportError:
+        pass
+    if device_type == "cuda" or info.get("cuda_available"):
+        smi = _nvidia_smi()
+        if smi:
+            info["driver"] = smi["driver"]
+            info["gpus"] = smi["gpus"]
+    return info
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_tree(root: str | os.PathLike, skip: Iterable[str] = ()) -> dict[str, str]:
+    """sha256 of every file under ``root`` (relative paths, sorted), except names in ``skip``."""
+    root = Path(root)
+    skip = set(skip)
+    out: dict[str, str] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel in skip:
+            continue
+        out[rel] = sha256_file(path)
+    return out

@@ -14,7 +14,7 @@ from conftest import DATA
 GOLDEN = DATA / "golden"
 
 
-@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("attention", ["sdpa", "eager", "unpad"])
 def test_golden_classifier_outputs(attention):
     io = load_file(GOLDEN / "tiny-6head/io.safetensors")
     model = build_model(GOLDEN / "tiny-6head/config.json", attention=attention)
@@ -47,7 +47,8 @@ def test_base_config_shapes():
     assert tuple(state["bert.encoder.layer.11.attention.self.Wqkv.weight"].shape) == (2304, 768)
     assert tuple(state["bert.encoder.layer.0.mlp.gated_layers.weight"].shape) == (6144, 768)
     assert "bert.encoder.layer.0.mlp.gated_layers.bias" not in state
-    assert not list(model.buffers())  # DDP would broadcast a buffer every step
+    # as released: one non-persistent buffer (DDP broadcasts it each forward), no ALiBi buffer
+    assert [n for n, _ in model.named_buffers()] == ["bert.embeddings.token_type_ids"]
 
 
 def test_mlm_checkpoint_loading_report():

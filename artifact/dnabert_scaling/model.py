@@ -28,7 +28,11 @@ from torch import nn
 
 from dnabert_scaling.errors import ArtifactError
 
-ATTENTION_IMPLS = ("sdpa", "eager")
+# sdpa: padded layout, scaled_dot_product_attention (the port's default).
+# eager: padded layout, the released attention math spelled out (matmul, + bias, softmax, matmul).
+# unpad: the released code's own PyTorch path: tokens unpadded between layers, re-padded around the
+#        eager attention math in every layer (the baseline the port is benchmarked against).
+ATTENTION_IMPLS = ("sdpa", "eager", "unpad")
 PAD_TOKEN_ID = 3  # "[PAD]" in the released tokenizer (config.json does not carry it)
 PADDING_BIAS = -10000.0  # what the released code adds on masked keys
 
@@ -130,10 +134,20 @@ class BertEmbeddings(nn.Module):
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab_size"], cfg["hidden_size"])
         self.LayerNorm = nn.LayerNorm(cfg["hidden_size"], eps=cfg["layer_norm_eps"])
         self.dropout = nn.Dropout(cfg["hidden_dropout_prob"])
+        # As released: an all-zero, non-persistent buffer (not in the state dict). Under DDP with
+        # broadcast_buffers=True (the default the recipe runs with) it is broadcast every forward.
+        self.register_buffer(
+            "token_type_ids", torch.zeros(cfg.get("max_position_embeddings", 512), dtype=torch.long), persistent=False
+        )
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        token_type = self.token_type_embeddings.weight[0]  # token_type_ids are all zero
-        return self.dropout(self.LayerNorm(self.word_embeddings(input_ids) + token_type))
+        batch, seq = input_ids.shape
+        if seq <= self.token_type_ids.numel():
+            token_types = self.token_type_ids[:seq].expand(batch, seq)
+        else:
+            token_types = torch.zeros_like(input_ids)
+        embeddings = self.word_embeddings(input_ids) + self.token_type_embeddings(token_types)
+        return self.dropout(self.LayerNorm(embeddings))
 
 
 class BertSelfAttention(nn.Module):
@@ -147,9 +161,13 @@ class BertSelfAttention(nn.Module):
         self.p_dropout = cfg["attention_probs_dropout_prob"]
         self.Wqkv = nn.Linear(cfg["hidden_size"], 3 * cfg["hidden_size"])
 
-    def forward(self, hidden: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        batch, seq, width = hidden.shape
-        qkv = self.Wqkv(hidden).view(batch, seq, 3, self.num_heads, self.head_dim)
+    def forward(self, hidden: torch.Tensor, bias: torch.Tensor, unpadded: "Unpadded | None" = None) -> torch.Tensor:
+        qkv = self.Wqkv(hidden)
+        if unpadded is not None:  # (nnz, 3w) -> (batch, seq, 3w) with zeros on padding
+            qkv = unpadded.pad(qkv)
+        batch, seq, width3 = qkv.shape
+        width = width3 // 3
+        qkv = qkv.view(batch, seq, 3, self.num_heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each (batch, heads, seq, head_dim)
         p = self.p_dropout if self.training else 0.0
         if self.attention == "sdpa":
@@ -158,7 +176,30 @@ class BertSelfAttention(nn.Module):
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim) + bias
             probs = F.dropout(torch.softmax(scores, dim=-1), p=p, training=self.training)
             ctx = torch.matmul(probs.to(v.dtype), v)
-        return ctx.transpose(1, 2).reshape(batch, seq, width)
+        ctx = ctx.transpose(1, 2).reshape(batch, seq, width)
+        return unpadded.unpad(ctx) if unpadded is not None else ctx
+
+
+@dataclass
+class Unpadded:
+    """Where the real tokens of a padded (batch, seq) layout are, for the ``unpad`` path."""
+
+    indices: torch.Tensor  # flat positions of real tokens in batch * seq
+    batch: int
+    seq: int
+
+    @classmethod
+    def from_mask(cls, attention_mask: torch.Tensor) -> "Unpadded":
+        batch, seq = attention_mask.shape
+        return cls(torch.nonzero(attention_mask.flatten(), as_tuple=False).flatten(), batch, seq)
+
+    def unpad(self, padded: torch.Tensor) -> torch.Tensor:
+        return padded.reshape(self.batch * self.seq, *padded.shape[2:]).index_select(0, self.indices)
+
+    def pad(self, rows: torch.Tensor) -> torch.Tensor:
+        out = rows.new_zeros(self.batch * self.seq, *rows.shape[1:])
+        out.index_copy_(0, self.indices, rows)
+        return out.view(self.batch, self.seq, *rows.shape[1:])
 
 
 class BertSelfOutput(nn.Module):
@@ -178,8 +219,8 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(cfg, attention)
         self.output = BertSelfOutput(cfg)
 
-    def forward(self, hidden: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        return self.output(self.self(hidden, bias), hidden)
+    def forward(self, hidden: torch.Tensor, bias: torch.Tensor, unpadded: Unpadded | None = None) -> torch.Tensor:
+        return self.output(self.self(hidden, bias, unpadded), hidden)
 
 
 class BertGatedMLP(nn.Module):
@@ -205,8 +246,8 @@ class BertLayer(nn.Module):
         self.attention = BertAttention(cfg, attention)
         self.mlp = BertGatedMLP(cfg)
 
-    def forward(self, hidden: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        return self.mlp(self.attention(hidden, bias))
+    def forward(self, hidden: torch.Tensor, bias: torch.Tensor, unpadded: Unpadded | None = None) -> torch.Tensor:
+        return self.mlp(self.attention(hidden, bias, unpadded))
 
 
 class BertEncoder(nn.Module):
@@ -220,6 +261,7 @@ class BertEncoder(nn.Module):
     def __init__(self, cfg: Mapping[str, Any], attention: str):
         super().__init__()
         self.num_heads = cfg["num_attention_heads"]
+        self.attention = attention
         self.layer = nn.ModuleList(BertLayer(cfg, attention) for _ in range(cfg["num_hidden_layers"]))
         self._slopes = alibi_slopes(self.num_heads)
         self._alibi_cache: dict[tuple[int, str], torch.Tensor] = {}
@@ -243,6 +285,16 @@ class BertEncoder(nn.Module):
 
     def forward(self, hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         bias = self.attention_bias(attention_mask)
+        device_type = hidden.device.type
+        if self.attention == "sdpa" and torch.is_autocast_enabled(device_type):
+            # SDPA wants the mask in the query dtype: cast once here, not in every layer.
+            bias = bias.to(torch.get_autocast_dtype(device_type))
+        if self.attention == "unpad":
+            unpadded = Unpadded.from_mask(attention_mask)
+            hidden = unpadded.unpad(hidden)
+            for layer in self.layer:
+                hidden = layer(hidden, bias, unpadded)
+            return unpadded.pad(hidden)
         for layer in self.layer:
             hidden = layer(hidden, bias)
         # The released code computes real tokens only and pads the output with zeros.

@@ -39,7 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"folder with the released checkpoint (config.json + pytorch_model.bin); default ${ENV_WEIGHTS}; "
         "without it the model is randomly initialised (recorded as a fallback)",
     )
-    g.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa")
+    g.add_argument(
+        "--attention",
+        choices=("sdpa", "eager", "unpad"),
+        default="sdpa",
+        help="sdpa (default), eager (same math spelled out), unpad (the released code's PyTorch path)",
+    )
     g.add_argument("--task", default="prom_300_all", help="GUE task name (default prom_300_all, the study's)")
     g.add_argument(
         "--data",
@@ -75,6 +80,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("true", "false"),
         default="true",
         help="recipe runs end up with True under the HF Trainer (default true)",
+    )
+    g.add_argument(
+        "--broadcast-buffers",
+        choices=("true", "false"),
+        default="true",
+        help="DDP default, as the recipe runs it: the model's token_type_ids buffer is broadcast each forward",
     )
     g.add_argument("--gradient-as-bucket-view", action="store_true")
     g.add_argument("--static-graph", action="store_true")
@@ -193,7 +204,7 @@ def _build_model(args, num_labels: int, setup: Setup):
     return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}
 
 
-def _optimizer(model, args, device_type: str):
+def build_optimizer(model, args, device_type: str):
     import torch
 
     decay, no_decay = [], []
@@ -209,7 +220,7 @@ def _optimizer(model, args, device_type: str):
     return torch.optim.AdamW(groups, lr=args.lr, **kwargs)
 
 
-def _linear_schedule(optimizer, warmup: int, total: int):
+def linear_schedule(optimizer, warmup: int, total: int):
     import torch
 
     def factor(step: int) -> float:
@@ -218,6 +229,51 @@ def _linear_schedule(optimizer, warmup: int, total: int):
         return max(0.0, float(total - step) / float(max(1, total - warmup)))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class TrainStep:
+    """One optimisation step with its phase marks: forward, backward, optimizer.
+
+    Shared by the training loop and the benchmarks, so both run the same host code. Returns the
+    loss (a device tensor: nothing here waits for the GPU) and the host time of each phase.
+    """
+
+    def __init__(self, train_model, model, optimizer, scheduler, autocast, scaler, max_grad_norm, marker):
+        self.train_model, self.model = train_model, model
+        self.optimizer, self.scheduler = optimizer, scheduler
+        self.autocast, self.scaler = autocast, scaler
+        self.max_grad_norm = max_grad_norm
+        self.marker = marker
+        self.params = [p for p in model.parameters() if p.requires_grad]
+
+    def __call__(self, ids, mask, labels, measured: bool = True, inject_fault: str | None = None):
+        import torch
+
+        marker, scaler, optimizer = self.marker, self.scaler, self.optimizer
+        with marker.phase("step" if measured else "warmup"):
+            t0 = time.perf_counter()
+            with marker.phase("forward"):
+                with self.autocast:
+                    loss = self.train_model(ids, mask, labels).loss
+            t1 = time.perf_counter()
+            if inject_fault:
+                raise RuntimeError(inject_fault)
+            with marker.phase("backward"):
+                (scaler.scale(loss) if scaler else loss).backward()
+            t2 = time.perf_counter()
+            with marker.phase("optimizer"):
+                if scaler:
+                    scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
+                if scaler:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+                self.scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+            t3 = time.perf_counter()
+        return loss, {"forward": t1 - t0, "backward": t2 - t1, "optimizer": t3 - t2}
 
 
 # --- timing --------------------------------------------------------------------------------------
@@ -441,6 +497,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         ddp_kwargs = dict(
             bucket_cap_mb=args.bucket_cap_mb,
             find_unused_parameters=args.find_unused_parameters == "true",
+            broadcast_buffers=args.broadcast_buffers == "true",
             gradient_as_bucket_view=args.gradient_as_bucket_view,
             static_graph=args.static_graph,
         )
@@ -449,16 +506,16 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         train_model = DDP(model, **ddp_kwargs)
     else:
         train_model = model
-    optimizer = _optimizer(model, args, device_type)
+    optimizer = build_optimizer(model, args, device_type)
     total_steps = args.warmup_steps + args.steps
-    scheduler = _linear_schedule(optimizer, args.lr_warmup_steps, total_steps)
+    scheduler = linear_schedule(optimizer, args.lr_warmup_steps, total_steps)
     precision, amp_dtype = _precision(args, device_type, deviations)
     scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
 
     # Rank shard of a per-epoch permutation (DistributedSampler semantics, drop_last).
-    train = task.splits["train"].with_format("torch")
-    ids_all = train["input_ids"]
-    labels_all = train["labels"]
+    train = task.splits["train"].with_format("numpy")[:]
+    ids_all = torch.from_numpy(train["input_ids"]).long()
+    labels_all = torch.from_numpy(train["labels"]).long()
     if device_type == "cuda":
         ids_all, labels_all = ids_all.pin_memory(), labels_all.pin_memory()
     per_rank = len(labels_all) // info.world_size
@@ -486,7 +543,14 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
 
         tracer = TorchProfilerTracer(
-            args.out / "traces" / f"rank{info.rank}.json.gz", args.warmup_steps, args.steps, device_type, args.trace_cpu_ops
+            args.out / "traces" / f"rank{info.rank}.json.gz",
+            args.warmup_steps,
+            args.steps,
+            device_type,
+            cpu_ops=args.trace_cpu_ops,
+            rank=info.rank,
+            world_size=info.world_size,
+            backend=backend,
         )
     else:
         tracer = NullTracer()
@@ -504,41 +568,22 @@ def _run(args, info, rank_dir: Path, fault) -> int:
 
         progress = tqdm(total=total_steps, desc=f"train ws={info.world_size}", unit="step", file=sys.stderr, mininterval=1.0)
     autocast = torch.autocast(device_type=device_type, dtype=amp_dtype, enabled=amp_dtype is not None)
+    train_step = TrainStep(train_model, model, optimizer, scheduler, autocast, scaler, args.max_grad_norm, marker)
     t_measure = None
     with tracer:
         for step in range(total_steps):
             measured = step >= args.warmup_steps
             if measured and t_measure is None:
                 t_measure = time.perf_counter()
+            tracer.step_begin(step)
             ids, mask, labels = batch(step)
             rec = timer.start(step, measured)
-            hp: dict[str, float] = {}
-            with marker.phase("step" if measured else "warmup"):
-                t0 = time.perf_counter()
-                with marker.phase("forward"):
-                    with autocast:
-                        loss = train_model(ids, mask, labels).loss
-                t1 = time.perf_counter()
-                if fault is not None and fault == (info.rank, step):
-                    raise RuntimeError(f"injected fault on rank {info.rank} at step {step} (--inject-fault)")
-                with marker.phase("backward"):
-                    (scaler.scale(loss) if scaler else loss).backward()
-                t2 = time.perf_counter()
-                with marker.phase("optimizer"):
-                    if scaler:
-                        scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-                    if scaler:
-                        scaler.step(optimizer)
-                        scaler.update()
-                    else:
-                        optimizer.step()
-                    scheduler.step()
-                    optimizer.zero_grad(set_to_none=True)
-                t3 = time.perf_counter()
-                hp = {"forward": t1 - t0, "backward": t2 - t1, "optimizer": t3 - t2}
+            inject = None
+            if fault is not None and fault == (info.rank, step):
+                inject = f"injected fault on rank {info.rank} at step {step} (--inject-fault)"
+            loss, hp = train_step(ids, mask, labels, measured, inject_fault=inject)
             timer.end(rec, loss, scheduler.get_last_lr()[0], hp)
-            tracer.step()
+            tracer.step_end(step)
             if progress is not None:
                 progress.update(1)
     records = timer.finish()
@@ -588,7 +633,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "device_type": device_type,
             "tracer": tracer_name,
             "tracer_requested": args.tracer,
-            "trace_cpu_ops": bool(args.trace_cpu_ops) if tracer_name == "torch" else None,
+            "trace_mode": getattr(tracer, "mode", None),
             "precision": precision,
             "attention": args.attention,
             "model": args.model,
@@ -629,8 +674,8 @@ def _evaluate(model, task, device, info, autocast, args) -> float | None:
 
     if "dev" not in task.splits:
         return None
-    dev = task.splits["dev"].with_format("torch")
-    ids_all, labels_all = dev["input_ids"], dev["labels"]
+    dev = task.splits["dev"].with_format("numpy")[:]
+    ids_all, labels_all = torch.from_numpy(dev["input_ids"]).long(), torch.from_numpy(dev["labels"]).long()
     model.eval()
     correct = torch.zeros((), dtype=torch.long, device=device)
     total = torch.zeros((), dtype=torch.long, device=device)

@@ -43,5 +43,8 @@ class NullTracer:
     def __exit__(self, *exc):
         return False
 
-    def step(self) -> None:
+    def step_begin(self, step: int) -> None:
+        pass
+
+    def step_end(self, step: int) -> None:
         pass

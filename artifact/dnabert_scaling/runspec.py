@@ -18,10 +18,11 @@ class RunSpec:
     repeat: int
     run_dir: Path
     train_args: tuple[str, ...] = field(default_factory=tuple)
+    variant: str = ""  # e.g. "noddp": world size 1 without the DDP wrapper
 
     @property
     def name(self) -> str:
-        return run_name(self.world_size, self.tracer, self.repeat)
+        return run_name(self.world_size, self.tracer, self.repeat) + (f"-{self.variant}" if self.variant else "")
 
     def command_args(self) -> list[str]:
         """Arguments after ``dnabert-scaling train`` for this run."""

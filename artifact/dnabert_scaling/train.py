@@ -129,6 +129,7 @@ def _device(args, fallbacks: list[Fallback]):
     import torch
 
     if args.device == "cpu":
+        fallbacks.append(Fallback("device", "CPU with gloo", "--device cpu given"))
         return "cpu"
     if torch.cuda.is_available():
         return "cuda"
@@ -184,7 +185,12 @@ def _prepare_data(args, setup: Setup):
         if dist.is_initialized():
             dist.barrier()
         setup.fallbacks.append(Fallback("data", f"synthetic planted-motif task shaped like {like}", why))
-    return data.load_task(folder, model_max_length=args.seq_len, task_name=args.task if folder.name == args.task else None)
+    task = data.load_task(folder, model_max_length=args.seq_len, task_name=args.task if folder.name == args.task else None)
+    if task.synthetic and not any(f.what == "data" for f in setup.fallbacks):
+        setup.fallbacks.append(
+            Fallback("data", f"synthetic planted-motif task shaped like {task.name}", f"{folder} holds synthetic.json")
+        )
+    return task
 
 
 def _build_model(args, num_labels: int, setup: Setup):

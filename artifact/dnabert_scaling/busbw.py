@@ -1,0 +1,134 @@
+"""all_reduce bus bandwidth at the DDP bucket sizes (``dnabert-scaling busbw``).
+
+Run one process per GPU (torchrun / srun), like the training. For each message size it times
+``iters`` all_reduce calls (after warm-up) and reports the median time, the algorithm bandwidth
+``bytes / time`` and the bus bandwidth ``algbw * 2 (n - 1) / n`` (the nccl-tests convention: the
+bytes each rank's link must carry in a ring all_reduce). The analysis uses it to state the NCCL
+busy-wait caveat as a number: the AllReduce kernel time a step shows against the time its
+gradient bytes need at this bandwidth.
+
+By default the sizes are those of the DDP buckets of the model the sweep trains: DDP's own
+bucketing of the parameters (first bucket 1 MiB, then ``--bucket-cap-mb``), computed with the
+same helper DDP uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from dnabert_scaling.errors import ArtifactError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, type=Path, help="JSON file to write (rank 0)")
+    p.add_argument("--model", default="base", help="model whose DDP buckets give the message sizes")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    p.add_argument("--sizes-mb", default=None, help="explicit message sizes in MiB (comma separated) instead")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    p.add_argument("--dist-timeout", type=float, default=300.0)
+
+
+def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
+    """Byte sizes of the gradient buckets DDP builds for ``model_name`` (fp32 gradients)."""
+    import torch
+    import torch.distributed as dist
+
+    from dnabert_scaling.model import build_model
+
+    model = build_model(model_name, num_labels=2)
+    params = [p for p in model.parameters() if p.requires_grad]
+    # DDP buckets parameters in reverse order of registration (backward order), first bucket 1 MiB.
+    params = list(reversed(params))
+    limits = [1024 * 1024, int(bucket_cap_mb * 1024 * 1024)]
+    buckets, _ = dist._compute_bucket_assignment_by_size(params, limits, [False] * len(params))
+    return [sum(params[i].numel() * params[i].element_size() for i in bucket) for bucket in buckets]
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    import torch.distributed as dist
+
+    from dnabert_scaling import provenance
+    from dnabert_scaling.distributed import init_process_group, rank_info
+
+    info = rank_info()
+    if info.world_size < 2:
+        raise ArtifactError("busbw needs at least 2 ranks (start it under torchrun or srun)")
+    cuda = torch.cuda.is_available() and args.device != "cpu"
+    if args.device == "cuda" and not cuda:
+        raise ArtifactError("--device cuda: no CUDA device is visible")
+    device_type = "cuda" if cuda else "cpu"
+    if cuda:
+        torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
+    backend = init_process_group(info, device_type, args.dist_timeout)
+    if args.sizes_mb:
+        try:
+            sizes = [int(float(x) * 1024 * 1024) for x in args.sizes_mb.split(",")]
+        except ValueError:
+            raise ArtifactError(f"--sizes-mb must be numbers, not {args.sizes_mb!r}") from None
+        source = "given"
+    else:
+        sizes = ddp_bucket_bytes(args.model, args.bucket_cap_mb)
+        source = f"DDP buckets of {args.model} (bucket_cap_mb={args.bucket_cap_mb})"
+    unique = sorted(set(sizes))
+    device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    n = info.world_size
+    rows = []
+    for size in unique:
+        buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
+        for _ in range(args.warmup):
+            dist.all_reduce(buf)
+        times = []
+        for _ in range(args.iters):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                dist.all_reduce(buf)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1e3)
+            else:
+                t0 = time.perf_counter()
+                dist.all_reduce(buf)
+                times.append(time.perf_counter() - t0)
+        # the slowest rank defines the collective's time
+        t = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        med = float(t.item())
+        algbw = buf.numel() * 4 / med
+        rows.append({"bytes": buf.numel() * 4, "median_s": med, "algbw_Bps": algbw, "busbw_Bps": algbw * 2 * (n - 1) / n})
+    if info.rank == 0:
+        total = sum(sizes)
+        by_size = {r["bytes"]: r for r in rows}
+        ideal = sum(by_size[max(1, s // 4) * 4]["median_s"] for s in sizes)
+        out = {
+            "world_size": n,
+            "backend": backend,
+            "device_type": device_type,
+            "sizes_source": source,
+            "bucket_bytes": sizes,
+            "gradient_bytes": total,
+            "sizes": rows,
+            # time one step's buckets need when each runs alone at the measured speed
+            "step_allreduce_s": ideal,
+            "busbw_Bps_median": statistics.median(r["busbw_Bps"] for r in rows),
+            "provenance": provenance.collect(device_type),
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=2) + "\n")
+        for r in rows:
+            print(
+                f"busbw ws={n} {r['bytes'] / 2**20:8.2f} MiB: {r['median_s'] * 1e6:9.1f} us, "
+                f"algbw {r['algbw_Bps'] / 1e9:7.2f} GB/s, busbw {r['busbw_Bps'] / 1e9:7.2f} GB/s",
+                file=sys.stderr,
+            )
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0

@@ -1,0 +1,1 @@
+"""From traces to metrics: step/phase attribution, the GPU-time partition, scaling figures."""

@@ -1,0 +1,220 @@
+"""Which measured step and which phase each GPU activity of one rank belongs to.
+
+A GPU activity belongs to the phase (``forward``, ``backward``, ``optimizer``, else ``other``) and
+the measured step during which the host *launched* it: the GPU runs behind the host, so the
+time an activity runs says little about the host code that asked for it. Three methods, best
+first:
+
+- ``correlation`` (Kineto): each kernel/copy carries the correlation id of the runtime or
+  driver call that launched it; the call's host time places it. Exact.
+- ``stream-order`` (Score-P): no correlation ids are written, but with ``references`` each
+  kernel-launch call carries its target stream (``CUDA_STREAM_REF``). A stream executes kernels
+  in the order they were launched into it, so the i-th launch into stream s is the i-th kernel on
+  s. Used per stream when the launch and kernel counts agree; copies and memsets, whose calls
+  carry no reference, and streams whose counts disagree fall back to
+- ``time-window``: the phase that was running on the host most recently before the activity
+  started on the GPU. A lower bound on the lag, so it misplaces work that queues up.
+
+Host step windows tile the measured part of the run: step k owns host time from its own start to
+the next step's start (the last step: to its end), so host work between the marked ranges (the
+next batch's copy, for instance) belongs to a step too. Launches before the first measured step
+(warm-up) or after the last one are not attributed (step -1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dnabert_scaling.traces.classify import is_launch_api
+
+PHASES = ("forward", "backward", "optimizer")
+PHASE_CODES = {name: i for i, name in enumerate(PHASES)}
+OTHER = len(PHASES)  # code of "other"
+PHASE_LABELS = (*PHASES, "other")
+
+
+@dataclass
+class HostTimeline:
+    """The measured steps and their phases on one rank's host, as sorted arrays."""
+
+    step_start: np.ndarray
+    step_end: np.ndarray
+    phase_start: np.ndarray
+    phase_end: np.ndarray
+    phase_code: np.ndarray
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_start)
+
+    @classmethod
+    def from_host(cls, host: pd.DataFrame) -> "HostTimeline":
+        phases = host[host["kind"] == "phase"]
+        names = phases["name"].astype(str).to_numpy()
+        steps = phases[names == "step"].sort_values("start_ns")
+        inner = phases[np.isin(names, PHASES)].sort_values("start_ns")
+        return cls(
+            step_start=steps["start_ns"].to_numpy(np.int64),
+            step_end=steps["end_ns"].to_numpy(np.int64),
+            phase_start=inner["start_ns"].to_numpy(np.int64),
+            phase_end=inner["end_ns"].to_numpy(np.int64),
+            phase_code=np.array([PHASE_CODES[n] for n in inner["name"].astype(str)], dtype=np.int8),
+        )
+
+    def step_of(self, t: np.ndarray, tail: int = 0) -> np.ndarray:
+        """Index of the measured step whose host window holds each time (-1 outside); the last
+        window is extended by ``tail`` ns."""
+        t = np.asarray(t, dtype=np.int64)
+        if self.steps == 0:
+            return np.full(t.shape, -1, dtype=np.int64)
+        k = np.searchsorted(self.step_start, t, side="right") - 1
+        limit = np.append(self.step_start[1:], self.step_end[-1] + tail)
+        inside = (k >= 0) & (t < limit[np.clip(k, 0, None)])
+        return np.where(inside, k, -1)
+
+    def phase_containing(self, t: np.ndarray) -> np.ndarray:
+        """Phase code of the phase range holding each time, ``OTHER`` where none does."""
+        t = np.asarray(t, dtype=np.int64)
+        if len(self.phase_start) == 0:
+            return np.full(t.shape, OTHER, dtype=np.int8)
+        i = np.searchsorted(self.phase_start, t, side="right") - 1
+        ok = (i >= 0) & (t < self.phase_end[np.clip(i, 0, None)])
+        return np.where(ok, self.phase_code[np.clip(i, 0, None)], OTHER).astype(np.int8)
+
+    def phase_before(self, t: np.ndarray) -> np.ndarray:
+        """Phase code of the latest phase range that started at or before each time."""
+        t = np.asarray(t, dtype=np.int64)
+        if len(self.phase_start) == 0:
+            return np.full(t.shape, OTHER, dtype=np.int8)
+        i = np.searchsorted(self.phase_start, t, side="right") - 1
+        return np.where(i >= 0, self.phase_code[np.clip(i, 0, None)], OTHER).astype(np.int8)
+
+    def step_before(self, t: np.ndarray) -> np.ndarray:
+        """Measured step whose host window holds each GPU time; the GPU runs behind the host, so
+        the last window is extended by one median step length."""
+        tail = int(np.median(self.step_end - self.step_start)) if self.steps else 0
+        return self.step_of(t, tail=tail)
+
+
+@dataclass
+class Attribution:
+    """Per GPU activity (rows of the rank's gpu table, same order): step index and phase code."""
+
+    step: np.ndarray
+    phase: np.ndarray
+    method: np.ndarray  # per activity: "correlation" | "stream-order" | "time-window"
+    notes: list[str] = field(default_factory=list)
+
+    def method_summary(self) -> dict[str, int]:
+        values, counts = np.unique(self.method.astype(str), return_counts=True)
+        return {str(v): int(c) for v, c in zip(values, counts)}
+
+    @property
+    def main_method(self) -> str:
+        summary = self.method_summary()
+        return max(summary, key=summary.get) if summary else "none"
+
+
+def _by_launch_time(timeline: HostTimeline, launch_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return timeline.step_of(launch_t), timeline.phase_containing(launch_t)
+
+
+def by_time_window(gpu: pd.DataFrame, timeline: HostTimeline) -> tuple[np.ndarray, np.ndarray]:
+    start = gpu["start_ns"].to_numpy(np.int64)
+    return timeline.step_before(start), timeline.phase_before(start)
+
+
+def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline):
+    """Steps/phases from the launching call's host time; mask of activities it could place."""
+    launches = host[(host["kind"] == "launch") & host["correlation"].notna()]
+    corr = gpu["correlation"]
+    have = corr.notna().to_numpy()
+    step = np.full(len(gpu), -1, dtype=np.int64)
+    phase = np.full(len(gpu), OTHER, dtype=np.int8)
+    found = np.zeros(len(gpu), dtype=bool)
+    if not have.any() or len(launches) == 0:
+        return step, phase, found
+    lc = launches["correlation"].to_numpy(np.int64)
+    lt = launches["start_ns"].to_numpy(np.int64)
+    order = np.argsort(lc, kind="stable")
+    lc, lt = lc[order], lt[order]
+    gc = corr.to_numpy(dtype=np.int64, na_value=-1)
+    pos = np.searchsorted(lc, gc)
+    pos_c = np.clip(pos, 0, len(lc) - 1)
+    found = have & (pos < len(lc)) & (lc[pos_c] == gc)
+    t = lt[pos_c]
+    s, p = _by_launch_time(timeline, t)
+    step[found], phase[found] = s[found], p[found]
+    return step, phase, found
+
+
+def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline, notes: list[str]):
+    """Pair the i-th kernel launch into each stream with the i-th kernel on that stream."""
+    step = np.full(len(gpu), -1, dtype=np.int64)
+    phase = np.full(len(gpu), OTHER, dtype=np.int8)
+    found = np.zeros(len(gpu), dtype=bool)
+    launches = host[(host["kind"] == "launch") & host["stream"].notna()]
+    if len(launches):
+        launches = launches[[is_launch_api(n) for n in launches["name"].astype(str)]]
+    if len(launches) == 0:
+        return step, phase, found
+    kernel_rows = np.flatnonzero((gpu["kind"] == "kernel").to_numpy())
+    gstream = gpu["stream"].to_numpy(np.int64)
+    lstream = launches["stream"].to_numpy(dtype=np.int64, na_value=-1)
+    ltime = launches["start_ns"].to_numpy(np.int64)
+    for s in np.unique(gstream[kernel_rows]):
+        rows = kernel_rows[gstream[kernel_rows] == s]
+        rows = rows[np.argsort(gpu["start_ns"].to_numpy(np.int64)[rows], kind="stable")]
+        lt = np.sort(ltime[lstream == s], kind="stable")
+        if len(lt) != len(rows):
+            notes.append(
+                f"stream {s}: {len(lt)} kernel launches but {len(rows)} kernels; "
+                "time-window attribution used for this stream"
+            )
+            continue
+        st, ph = _by_launch_time(timeline, lt)
+        step[rows], phase[rows], found[rows] = st, ph, True
+    return step, phase, found
+
+
+def attribute(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline | None = None,
+              prefer: str | None = None) -> Attribution:
+    """Attribute one rank's GPU activities to measured steps and phases (best method available).
+
+    ``prefer="stream-order"`` skips the correlation ids (used to validate the Score-P method on
+    Kineto traces, where the exact answer is known).
+    """
+    timeline = timeline or HostTimeline.from_host(host)
+    notes: list[str] = []
+    method = np.full(len(gpu), "time-window", dtype=object)
+    step, phase = by_time_window(gpu, timeline)
+    if prefer is None and gpu["correlation"].notna().any():
+        cs, cp, found = by_correlation(gpu, host, timeline)
+        step, phase = np.where(found, cs, step), np.where(found, cp, phase)
+        method[found] = "correlation"
+        missing = int((~found).sum())
+        if missing:
+            notes.append(f"{missing} GPU activities without a matching launch record: time-window attribution")
+        return Attribution(step, phase.astype(np.int8), method, notes)
+    if prefer in (None, "stream-order"):
+        ss, sp, found = by_stream_order(gpu, host, timeline, notes)
+        step, phase = np.where(found, ss, step), np.where(found, sp, phase)
+        method[found] = "stream-order"
+    return Attribution(step, phase.astype(np.int8), method, notes)
+
+
+def agreement(truth: Attribution, other: Attribution, weights: np.ndarray | None = None) -> dict[str, float | None]:
+    """Share of activities (and of their GPU time, with ``weights``) that ``other`` places in the
+    same (step, phase) as ``truth``; only activities ``truth`` placed in a measured step count."""
+    sel = truth.step >= 0
+    if not sel.any():
+        return {"activities": None, "time": None, "n": 0}
+    same = (truth.step == other.step) & (truth.phase == other.phase)
+    out: dict[str, float | None] = {"activities": float(same[sel].mean()), "n": int(sel.sum())}
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64)[sel]
+        out["time"] = float((w * same[sel]).sum() / w.sum()) if w.sum() > 0 else None
+    return out

@@ -1,0 +1,119 @@
+"""``dnabert-scaling analyze``: metrics per world size from run folders or bare traces.
+
+    dnabert-scaling analyze runs/ --out results/
+    dnabert-scaling analyze --world-size 8 exp/scorep-rank0 ... exp/scorep-rank7 --out results/
+    dnabert-scaling analyze --trace-manifest traces.toml --out results/
+
+Writes ``results/metrics.json`` and ``results/tables/*.csv``. The files are first written to a
+temporary folder and moved into place only when the analysis succeeded, so a failed analysis
+leaves earlier results untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from dnabert_scaling.errors import ArtifactError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", type=Path, help="sweep folders or run folders")
+    p.add_argument("--out", type=Path, required=True, help="results folder")
+    p.add_argument("--world-size", nargs="+", action="append", default=[], metavar=("N", "TRACE"),
+                   help="bare per-rank traces of one world size (repeatable): --world-size 8 r0 r1 ... r7")
+    p.add_argument("--trace-manifest", type=Path, action="append", default=[],
+                   help="TOML file with [[traced]] entries (world_size, tracer, traces, batch_size)")
+    p.add_argument("--batch-size", type=int, default=None, help="per-rank batch of bare traces (for samples/s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dnabert_scaling.analysis.metrics import build
+    from dnabert_scaling.analysis.runs import BareTraces, Inputs, discover, load_trace_manifest
+
+    inputs = discover(args.paths) if args.paths else Inputs()
+    for group in args.world_size:
+        try:
+            n = int(group[0])
+        except ValueError:
+            raise ArtifactError(f"--world-size takes N and then the traces, not {group[0]!r}") from None
+        if len(group) < 2:
+            raise ArtifactError(f"--world-size {n}: give the per-rank trace paths after the world size")
+        inputs.bare.append(BareTraces(n, [Path(p) for p in group[1:]], batch_size=args.batch_size))
+    for manifest in args.trace_manifest:
+        inputs.bare += load_trace_manifest(manifest)
+    if not inputs.runs and not inputs.bare:
+        raise ArtifactError("nothing to analyse: give sweep/run folders, --world-size N TRACE..., or --trace-manifest")
+    metrics, tables = build(inputs)
+    write_results(args.out, metrics, tables)
+    print(format_summary(metrics))
+    print(f"analyze: wrote {args.out / 'metrics.json'} and {args.out / 'tables'}/", file=sys.stderr)
+    return 0
+
+
+def write_results(out: Path, metrics: dict, tables: dict) -> None:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".analyze-", dir=out.parent))
+    try:
+        (tmp / "tables").mkdir()
+        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, default=_json_default) + "\n")
+        for name, df in tables.items():
+            df.to_csv(tmp / "tables" / f"{name}.csv", index=False)
+        out.mkdir(exist_ok=True)
+        if (out / "tables").exists():
+            shutil.rmtree(out / "tables")
+        for stale in ("verdicts.json", "verdicts.txt"):  # verdicts of older metrics would mislead
+            if (out / stale).exists():
+                (out / stale).unlink()
+        (tmp / "tables").rename(out / "tables")
+        (tmp / "metrics.json").replace(out / "metrics.json")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _json_default(obj):
+    import numpy as np
+
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj)}")
+
+
+def _fmt(stat, scale=1e3, unit="ms"):
+    if not stat:
+        return "-"
+    return f"{stat['median'] * scale:.2f} {unit}"
+
+
+def format_summary(metrics: dict) -> str:
+    lines = [f"# {metrics['label']}",
+             f"{'ws':>3} {'samples/s':>10} {'eff':>6} {'step':>10} {'compute':>10} {'exp.comm':>10} {'idle':>10} "
+             f"{'AllReduce':>10} {'backward':>10} {'AR/bwd':>7} {'overlap':>8}"]
+    for key, e in metrics["world_sizes"].items():
+        tp = e.get("throughput") or {}
+        sps = tp.get("samples_per_s") or {}
+        gpu = (e.get("traced") or {}).get("gpu") or {}
+        ratio = gpu.get("allreduce_to_backward") or {}
+        ov = gpu.get("overlap_ratio") or {}
+        eff = e.get("efficiency")
+        lines.append(
+            f"{key:>3} {sps.get('median', float('nan')):>10.1f} {eff if eff is not None else float('nan'):>6.2f} "
+            f"{_fmt(gpu.get('step_time_s')):>10} {_fmt(gpu.get('compute_s')):>10} {_fmt(gpu.get('exposed_comm_s')):>10} "
+            f"{_fmt(gpu.get('idle_s')):>10} {_fmt(gpu.get('allreduce_kernel_s')):>10} {_fmt(gpu.get('backward_gpu_s')):>10} "
+            f"{ratio.get('median', float('nan')):>7.2f} {ov.get('median', float('nan')):>8.2f}"
+        )
+        reason = (e.get("traced") or {}).get("gpu_not_run_reason")
+        if reason:
+            lines.append(f"    GPU metrics not run: {reason}")
+    for f in metrics.get("fallbacks", []):
+        lines.append(f"fallback: {f['what']}: {f['used']} ({f['reason']})")
+    return "\n".join(lines)

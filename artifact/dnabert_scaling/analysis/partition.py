@@ -1,0 +1,166 @@
+"""Per-step GPU-time figures of one rank.
+
+Each measured step owns a window of the rank's GPU timeline: from the start of the first GPU
+activity the step launched to the start of the next step's first activity (the last step: to the
+end of its last activity). The windows tile the measured run, so the time in which the GPU waits
+for the host counts as the step's idle time. Inside each window the GPU time is partitioned
+exactly (TraceLens' partition, per step instead of per trace)::
+
+    step = compute + exposed communication + exposed memcpy + idle
+    compute           = |U compute|
+    exposed comm      = |U nccl - U compute|
+    exposed memcpy    = |U memory - U compute - U nccl|
+    idle              = step - |U all|
+
+and next to it the overlap ratio ``|U compute ∩ U nccl| / |U nccl|`` (HTA's definition), NCCL
+time as a sum of kernel durations and as a union, the AllReduce kernel time, and the GPU busy
+time of each phase's compute kernels (attributed by launch, see ``attribution``). All lengths are
+computed in integer nanoseconds with ``dnabert_scaling.intervals`` and reported in seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dnabert_scaling import intervals as iv
+from dnabert_scaling.analysis.attribution import PHASES, Attribution
+
+NS = 1e-9
+
+
+def step_windows(gpu: pd.DataFrame, att: Attribution, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(window start, window end, valid) per measured step, in ns."""
+    start = gpu["start_ns"].to_numpy(np.int64)
+    end = gpu["end_ns"].to_numpy(np.int64)
+    ws = np.full(steps, np.iinfo(np.int64).max, dtype=np.int64)
+    last_end = np.full(steps, np.iinfo(np.int64).min, dtype=np.int64)
+    sel = att.step >= 0
+    np.minimum.at(ws, att.step[sel], start[sel])
+    np.maximum.at(last_end, att.step[sel], end[sel])
+    valid = ws != np.iinfo(np.int64).max
+    we = np.empty(steps, dtype=np.int64)
+    idx = np.flatnonzero(valid)
+    for j, k in enumerate(idx):  # a loop over steps (50), not activities
+        we[k] = ws[idx[j + 1]] if j + 1 < len(idx) else last_end[k]
+    we[~valid] = ws[~valid] = 0
+    return ws, we, valid
+
+
+def _union(gpu: pd.DataFrame, mask: np.ndarray) -> iv.Intervals:
+    return iv.union(gpu["start_ns"].to_numpy(np.int64)[mask], gpu["end_ns"].to_numpy(np.int64)[mask])
+
+
+def rank_step_table(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataFrame:
+    """One row per measured step of this rank with every per-step figure (seconds)."""
+    ws, we, valid = step_windows(gpu, att, steps)
+    cat = gpu["category"].astype(str).to_numpy()
+    kind = gpu["kind"].astype(str).to_numpy()
+    coll = gpu["collective"].astype(object).to_numpy()
+    dur = (gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64))
+    comp = _union(gpu, cat == "compute")
+    nccl = _union(gpu, cat == "nccl")
+    mem = _union(gpu, cat == "memory")
+    everything = _union(gpu, np.ones(len(gpu), dtype=bool))
+
+    def inside(a: iv.Intervals) -> np.ndarray:
+        return iv.length_in_windows(a, ws, we)
+
+    window = we - ws
+    compute_ns = inside(comp)
+    exposed_comm_ns = inside(iv.subtract(nccl, comp))
+    exposed_mem_ns = inside(iv.subtract(iv.subtract(mem, comp), nccl))
+    busy_ns = inside(everything)
+    nccl_union_ns = inside(nccl)
+    overlap_ns = inside(iv.intersect(comp, nccl))
+
+    sel = att.step >= 0
+    k = att.step[sel]
+
+    def per_step_sum(mask: np.ndarray, values: np.ndarray | None = None) -> np.ndarray:
+        m = mask[sel]
+        w = (values if values is not None else np.ones(len(gpu)))[sel][m]
+        return np.bincount(k[m], weights=w, minlength=steps)[:steps]
+
+    is_nccl_kernel = (cat == "nccl") & (kind == "kernel")
+    is_allreduce = is_nccl_kernel & (coll == "AllReduce")
+    table = {
+        "step": np.arange(steps),
+        "valid": valid,
+        "window_start_ns": ws,
+        "step_time_s": window * NS,
+        "compute_s": compute_ns * NS,
+        "exposed_comm_s": exposed_comm_ns * NS,
+        "exposed_memcpy_s": exposed_mem_ns * NS,
+        "idle_s": (window - busy_ns) * NS,
+        "nccl_kernel_sum_s": per_step_sum(is_nccl_kernel, dur) * NS,
+        "nccl_union_s": nccl_union_ns * NS,
+        "nccl_kernels": per_step_sum(is_nccl_kernel).astype(np.int64),
+        "overlap_s": overlap_ns * NS,
+        "allreduce_kernel_s": per_step_sum(is_allreduce, dur) * NS,
+        "allreduce_kernels": per_step_sum(is_allreduce).astype(np.int64),
+        "unknown_collective_nccl_s": per_step_sum(is_nccl_kernel & pd.isna(coll), dur) * NS,
+        "kernels": per_step_sum(kind == "kernel").astype(np.int64),
+    }
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table["overlap_ratio"] = np.where(nccl_union_ns > 0, overlap_ns / np.maximum(nccl_union_ns, 1), np.nan)
+        table["exposed_comm_share"] = np.where(window > 0, exposed_comm_ns / np.maximum(window, 1), np.nan)
+    for code, phase in enumerate(PHASES):
+        mask = (cat == "compute") & (att.phase == code) & (att.step >= 0)
+        table[f"{phase}_gpu_s"] = inside(_union(gpu, mask)) * NS
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = table["backward_gpu_s"]
+        table["allreduce_to_backward"] = np.where(b > 0, table["allreduce_kernel_s"] / np.where(b > 0, b, 1), np.nan)
+        total_kernel = per_step_sum(kind == "kernel", dur) * NS + per_step_sum(kind != "kernel", dur) * NS
+        table["allreduce_share"] = np.where(total_kernel > 0, table["allreduce_kernel_s"] / np.where(total_kernel > 0, total_kernel, 1), np.nan)
+    out = pd.DataFrame(table)
+    return out[out["valid"]].drop(columns=["valid"]).reset_index(drop=True)
+
+
+def stream_busy(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataFrame:
+    """Busy time per stream per step (median over steps), and the stream's role."""
+    ws, we, valid = step_windows(gpu, att, steps)
+    ws, we = ws[valid], we[valid]
+    rows = []
+    stream = gpu["stream"].to_numpy(np.int64)
+    cat = gpu["category"].astype(str).to_numpy()
+    dur = gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64)
+    for s in np.unique(stream):
+        m = stream == s
+        busy = iv.length_in_windows(_union(gpu, m), ws, we) * NS
+        by_cat = {c: int(dur[m & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
+        total = sum(by_cat.values()) or 1
+        top = max(by_cat, key=by_cat.get)
+        role = top if by_cat[top] / total >= 0.9 else "mixed"
+        rows.append({"stream": int(s), "busy_s_per_step": float(np.median(busy)) if len(busy) else 0.0, "role": role,
+                     "compute_share": by_cat["compute"] / total, "nccl_share": by_cat["nccl"] / total})
+    return pd.DataFrame(rows)
+
+
+def activity_key(gpu: pd.DataFrame) -> np.ndarray:
+    """The name of the 'GPU activity' each row belongs to for the ranking: NCCL kernels by
+    collective (``nccl:AllReduce``; ``nccl:unknown`` when neither name nor trace says), other
+    kernels, copies and memsets by their name (as Vampir's function summary groups regions)."""
+    names = gpu["name"].astype(str).to_numpy()
+    coll = gpu["collective"].astype(object).to_numpy()
+    cat = gpu["category"].astype(str).to_numpy()
+    key = names.astype(object).copy()
+    nccl = cat == "nccl"
+    key[nccl] = ["nccl:" + (c if isinstance(c, str) else "unknown") for c in coll[nccl]]
+    return key
+
+
+def ranking(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataFrame:
+    """Summed GPU time per activity over the measured steps of this rank."""
+    sel = att.step >= 0
+    if not sel.any():
+        return pd.DataFrame(columns=["activity", "kind", "sum_ns", "count"])
+    dur = (gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64))[sel]
+    frame = pd.DataFrame({
+        "activity": activity_key(gpu)[sel],
+        "kind": np.where(gpu["category"].astype(str).to_numpy()[sel] == "nccl", "nccl",
+                         gpu["kind"].astype(str).to_numpy()[sel]),
+        "sum_ns": dur,
+    })
+    out = frame.groupby(["activity", "kind"], sort=False, observed=True).agg(sum_ns=("sum_ns", "sum"), count=("sum_ns", "size"))
+    return out.reset_index()

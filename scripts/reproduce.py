@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The reviewer's two paths: ``make reproduce`` and ``make kick-tires``.
+
+``make reproduce`` (this script without ``--kick-tires``) looks at the machine first:
+
+- GPUs here (or SLURM with GPU nodes): the study's sweep, world sizes 1, 4, 8 (those that fit:
+  a world size larger than the GPUs reachable is not run, and its claims come out NOT RUN),
+  traced with Score-P when it works, else torch.profiler;
+- no GPU (the embedded default): a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2) that
+  proves the pipeline end to end. Its GPU metrics are NOT RUN, with the reason.
+
+Either way it then analyses the reference traces shipped in ``expected/reference/`` (recorded on
+real GPUs), checks every result set against ``expected/claims.toml`` and writes one report.
+``--kick-tires`` does only the last part (reference traces -> analysis -> verdicts -> report).
+
+Every command it runs is printed, so each step can be rerun by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-m", "dnabert_scaling"]
+SMOKE_TRAIN = ["--model", "tiny", "--steps", "8", "--warmup-steps", "2", "--batch-size", "8",
+               "--find-unused-parameters", "false"]
+
+
+def say(msg: str) -> None:
+    print(f"[reproduce] {msg}", flush=True)
+
+
+def run(cmd: list[str], check: bool = True) -> int:
+    say("$ " + shlex.join(str(c) for c in cmd))
+    rc = subprocess.run(cmd).returncode
+    if check and rc != 0:
+        say(f"command failed with exit status {rc}")
+        raise SystemExit(rc)
+    return rc
+
+
+def gpus_here() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except ImportError:
+        return 0
+
+
+def slurm_here() -> bool:
+    if not shutil.which("sbatch") or not shutil.which("sinfo"):
+        return False
+    try:
+        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def reference_sets() -> list[Path]:
+    ref = ROOT / "expected" / "reference"
+    if not ref.is_dir():
+        return []
+    return sorted(p for p in ref.iterdir() if p.is_dir() and any(q.name.startswith("ws") for q in p.iterdir()))
+
+
+def analyse_and_check(sweep: Path, results: Path, claims: Path) -> int:
+    run([*CLI, "analyze", str(sweep), "--out", str(results)])
+    # the verdicts are results: a FAIL is reported, not a crash of the pipeline
+    return run([*CLI, "check", str(results), "--expected", str(claims)], check=False)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=Path("reproduce"))
+    p.add_argument("--kick-tires", action="store_true", help="only the shipped reference traces")
+    p.add_argument("--gpus", default="1,4,8", help="world sizes of the GPU sweep")
+    p.add_argument("--executor", choices=("auto", "local", "slurm"), default="auto")
+    p.add_argument("--tracer", default="auto")
+    p.add_argument("--cpu", action="store_true", help="run the CPU smoke sweep even where GPUs exist")
+    args = p.parse_args(argv)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    claims = ROOT / "expected" / "claims.toml"
+    t0 = time.monotonic()
+    result_sets: list[tuple[str, Path, int]] = []
+    plan: dict = {"kick_tires": args.kick_tires, "steps": []}
+
+    if not args.kick_tires:
+        n_gpus = 0 if args.cpu else gpus_here()
+        slurm = slurm_here() and not args.cpu and args.executor in ("auto", "slurm")
+        executor = "slurm" if (args.executor == "slurm" or (args.executor == "auto" and slurm and n_gpus == 0)) else "local"
+        if n_gpus or executor == "slurm":
+            sizes = [int(x) for x in args.gpus.split(",")]
+            if executor == "local":
+                skipped = [n for n in sizes if n > n_gpus]
+                sizes = [n for n in sizes if n <= n_gpus]
+                if skipped:
+                    say(f"world sizes {skipped} need more than the {n_gpus} GPU(s) here: not run (their claims will be NOT RUN)")
+                plan["not_run"] = skipped
+            name = "gpu"
+            sweep_cmd = [*CLI, "sweep", "--gpus", ",".join(map(str, sizes)), "--executor", executor,
+                         "--tracer", args.tracer, "--out", str(out / name / "runs")]
+            say(f"{n_gpus} GPU(s) here, executor {executor}: the study's sweep at world sizes {sizes}")
+        else:
+            name = "smoke"
+            say("no GPU and no SLURM here: the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2)")
+            sweep_cmd = [*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "torch", "--repeats", "2",
+                         "--out", str(out / name / "runs"), "--", *SMOKE_TRAIN]
+        plan["steps"].append({"name": name, "command": sweep_cmd})
+        rc = run(sweep_cmd, check=False)
+        if rc != 0:
+            say(f"the sweep reported failed runs (exit {rc}); analysing what completed")
+        verdict_rc = analyse_and_check(out / name / "runs", out / name / "results", claims)
+        result_sets.append((name, out / name / "results", verdict_rc))
+
+    refs = reference_sets()
+    if not refs:
+        say("no reference traces in expected/reference/: nothing recorded on GPUs to re-derive")
+    for ref in refs:
+        name = f"reference-{ref.name}"
+        verdict_rc = analyse_and_check(ref, out / name / "results", claims)
+        result_sets.append((name, out / name / "results", verdict_rc))
+    if not result_sets:
+        say("nothing was analysed")
+        return 1
+    report_dir = out / "report"
+    run([*CLI, "report", *[str(r) for _, r, _ in result_sets], "--out", str(report_dir)])
+    minutes = (time.monotonic() - t0) / 60
+    lines = [f"dnabert-scaling reproduce: {minutes:.1f} min", f"report: {report_dir / 'report.html'}"]
+    for name, results, rc in result_sets:
+        verdicts = results / "verdicts.json"
+        counts = {}
+        if verdicts.is_file():
+            for c in json.loads(verdicts.read_text()).get("claims", []):
+                counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+        lines.append(f"{name}: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no verdicts")
+                     + f"  ({results / 'verdicts.txt'})")
+    (out / "SUMMARY.txt").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Naming and classification rules shared by every reader (so OTF2 and Kineto agree).
+
+* Kernel names: demangled when mangled, parameter list dropped, template arguments kept, and
+  the ``void`` return type dropped (every ``__global__`` function returns void, so it carries no
+  information). ``void at::native::f<4, float>(int, float*)`` -> ``at::native::f<4, float>``.
+* Category: ``memory`` for copies and memsets; ``nccl`` for kernels whose name starts with
+  ``nccl`` (case-insensitive: ``ncclKernel_*``, ``ncclDevKernel_*``, ``ncclSymkDevKernel_*``);
+  ``compute`` for every other kernel.
+* Collective of an NCCL kernel: from the name when it says (``ncclKernel_AllReduce_RING_LL_Sum_float``,
+  ``ncclDevKernel_AllReduce_Sum_f32_RING_LL``), else from Kineto's ``Collective name`` argument
+  (``ncclDevKernel_Generic*`` kernels name no collective), else missing.
+* Phases: host ranges named ``ds:<phase>``; Score-P's Python bindings prefix user regions with
+  ``user:`` (``user:ds:step``), which is stripped.
+* Kernel launches: the CUDA runtime / driver launch entry points (``cuLaunchKernel``,
+  ``cuLaunchKernelEx``, ``cudaLaunchKernel``, ``cudaLaunchKernelExC_v11060``, cooperative ...).
+* Copies get canonical names ``Memcpy HtoD|DtoH|DtoD|PtoP|HtoH``, memsets ``Memset``: OTF2 records
+  copies as RMA operations without a name, so both readers use the direction alone.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from dnabert_scaling.traces.demangle import demangle, is_mangled
+from dnabert_scaling.traces.model import PHASE_NAMES
+
+PHASE_PREFIX = "ds:"
+USER_REGION_PREFIX = "user:"
+
+_LAUNCH_RE = re.compile(r"^(cu|cuda)Launch(Cooperative)?Kernel(Ex|ExC)?(_v\d+)?(_ptsz|_ptds)?$")
+_NCCL_COLLECTIVE_RE = re.compile(r"^nccl[A-Za-z]*Kernel_([A-Za-z]+)", re.IGNORECASE)
+_MEMCPY_RE = re.compile(r"^Memcpy\s*([A-Za-z]to[A-Za-z])", re.IGNORECASE)
+
+_COLLECTIVES = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+    "sendrecv": "SendRecv",
+    "send": "Send",
+    "recv": "Recv",
+    "alltoall": "AllToAll",
+    "gather": "Gather",
+    "scatter": "Scatter",
+}
+# Order matters for substring matching of free-form names ("_reduce_scatter_base").
+_COLLECTIVE_SEARCH = ("allreduce", "reducescatter", "allgather", "alltoall", "broadcast",
+                      "sendrecv", "send", "recv", "reduce", "gather", "scatter", "barrier")
+
+_DTYPE_BYTES = {
+    "float": 4, "float32": 4, "int": 4, "int32": 4, "uint32": 4,
+    "double": 8, "float64": 8, "long": 8, "int64": 8, "uint64": 8,
+    "half": 2, "float16": 2, "bfloat16": 2, "short": 2, "int16": 2, "uint16": 2,
+    "byte": 1, "char": 1, "int8": 1, "uint8": 1, "bool": 1,
+}
+
+
+def strip_parameters(name: str) -> str:
+    """Drop a trailing ``(...)`` parameter list (balanced, so templates with ``(...)`` survive)."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        c = name[i]
+        if c == ")":
+            depth += 1
+        elif c == "(":
+            depth -= 1
+            if depth == 0:
+                head = name[:i].rstrip()
+                return head if head else name
+    return name
+
+
+@lru_cache(maxsize=65536)
+def kernel_display_name(name: str) -> str:
+    """The one name a kernel gets in every trace format (see the module docstring)."""
+    full = demangle(name) if is_mangled(name) else name
+    short = strip_parameters(full.strip())
+    if short.startswith("void "):
+        short = short[5:].lstrip()
+    return short or name
+
+
+def is_nccl(name: str) -> bool:
+    return name[:4].lower() == "nccl"
+
+
+def kernel_category(name: str) -> str:
+    return "nccl" if is_nccl(name) else "compute"
+
+
+def normalize_collective(value) -> str | None:
+    """Canonical collective name (``AllReduce``, ...) from a free-form label, or None."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    key = text.lower().replace("_", "").replace(" ", "").replace("-", "")
+    if key in _COLLECTIVES:
+        return _COLLECTIVES[key]
+    for k in _COLLECTIVE_SEARCH:
+        if k in key:
+            return _COLLECTIVES.get(k, k.capitalize())
+    return text
+
+
+@lru_cache(maxsize=4096)
+def collective_from_name(name: str) -> str | None:
+    """The collective an NCCL kernel name states, or None (``ncclDevKernel_Generic``)."""
+    m = _NCCL_COLLECTIVE_RE.match(name)
+    if not m:
+        return None
+    token = m.group(1).lower()
+    return _COLLECTIVES.get(token)
+
+
+def dtype_bytes(dtype) -> int | None:
+    """Element size of a torch dtype label as Kineto writes it (``Float``, ``BFloat16``, ...)."""
+    if dtype is None:
+        return None
+    key = str(dtype).strip().lower().replace("torch.", "")
+    if key.startswith("float8"):
+        return 1
+    return _DTYPE_BYTES.get(key)
+
+
+def phase_name(region: str) -> str | None:
+    """``step``/``warmup``/``forward``/``backward``/``optimizer`` for a phase range, else None."""
+    if region.startswith(USER_REGION_PREFIX):
+        region = region[len(USER_REGION_PREFIX):]
+    if not region.startswith(PHASE_PREFIX):
+        return None
+    p = region[len(PHASE_PREFIX):]
+    return p if p in PHASE_NAMES else None
+
+
+def is_launch_api(name: str) -> bool:
+    return bool(_LAUNCH_RE.match(name))
+
+
+_COPY_API_RE = re.compile(r"^(cu|cuda)Mem(cpy|set)", re.IGNORECASE)
+
+
+def is_copy_api(name: str) -> bool:
+    """Runtime/driver calls that enqueue a copy or memset (``cudaMemcpyAsync``, ``cuMemsetD32Async``, ...).
+
+    Kineto correlates the copy with its call like a kernel with its launch, so the analysis
+    places copies exactly too; stream-order matching uses kernel launches only."""
+    return bool(_COPY_API_RE.match(name))
+
+
+def memcpy_name(direction: str | None) -> str:
+    """``Memcpy HtoD`` etc.; ``Memcpy`` when the direction is unknown."""
+    return f"Memcpy {direction}" if direction else "Memcpy"
+
+
+def memcpy_direction(kineto_name: str) -> str | None:
+    """``HtoD`` from ``Memcpy HtoD (Pageable -> Device)``; None when the name does not say."""
+    m = _MEMCPY_RE.match(kineto_name)
+    if not m:
+        return None
+    d = m.group(1)
+    return d[0].upper() + "to" + d[-1].upper()
+
+
+MEMSET_NAME = "Memset"

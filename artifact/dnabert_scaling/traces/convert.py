@@ -1,0 +1,85 @@
+"""``dnabert-scaling convert KINETO... --out DIR``: Kineto traces -> OTF2 (Score-P 9 layout).
+
+One archive per input rank, ``DIR/scorep-rank<R>/traces.otf2``: the same layout a Score-P run of
+the study writes, so Vampir, CASITA, Pipit or this project's own reader open torch.profiler
+traces exactly like Score-P ones. What is written is described in ``otf2_writer``; reading a
+converted archive back yields the same GPU activities and host ranges as reading the Kineto
+file (checked by the tests on real traces).
+
+Existing outputs are never overwritten unless ``--force`` is given; all targets are checked
+before anything is written, and each archive is written under a temporary name and renamed
+when complete, so an interrupted conversion leaves no half-written ``scorep-rank<R>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from dnabert_scaling import __version__
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
+from dnabert_scaling.traces.loader import read_many
+from dnabert_scaling.traces.otf2_writer import write_tables
+
+CREATOR = f"dnabert-scaling-convert {__version__}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("traces", nargs="+", metavar="KINETO",
+                        help="Kineto traces (.json or .json.gz), one per rank")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output directory; receives scorep-rank<R>/traces.otf2 per rank")
+    parser.add_argument("--force", action="store_true", help="replace existing scorep-rank<R> outputs")
+    parser.add_argument("--workers", type=int, default=None, help="processes for reading (default: one per core)")
+
+
+def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None = None) -> list[dict]:
+    """Convert Kineto traces to one Score-P-9-layout archive per rank under ``out_dir``."""
+    paths = [Path(p) for p in inputs]
+    for p in paths:
+        if not is_kineto_path(p):
+            raise ArtifactError("convert reads Kineto traces (.json or .json.gz)", p)
+        if not p.is_file():
+            raise ArtifactError("trace file not found", p)
+    traces = read_many(paths, workers) if len(paths) > 1 else [read_kineto(paths[0])]
+    seen: dict[int, str] = {}
+    for t in traces:
+        for r, m in t.ranks.items():
+            if r in seen:
+                raise ArtifactError(f"rank {r} appears twice: in {seen[r]} and in {m['source']}")
+            seen[r] = m["source"]
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ArtifactError("output path exists and is not a directory", out)
+    targets = {r: out / f"scorep-rank{r}" for r in seen}
+    clashes = [str(p) for p in targets.values() if p.exists()]
+    if clashes and not force:
+        raise ArtifactError(f"output exists, not overwritten (use --force): {', '.join(clashes)}")
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for t in traces:
+        for r in t.rank_ids:
+            target = targets[r]
+            tmp = out / f".scorep-rank{r}.partial"
+            shutil.rmtree(tmp, ignore_errors=True)
+            counts = write_tables(t.gpu[t.gpu["rank"] == r], t.host[t.host["rank"] == r], tmp,
+                                  creator=CREATOR, description=f"converted from {seen[r]} by {CREATOR}")
+            counts["rank"] = r
+            if target.exists():
+                shutil.rmtree(target)
+            tmp.rename(target)
+            counts["source"] = seen[r]
+            counts["archive"] = str(target / "traces.otf2")
+            results.append(counts)
+    return results
+
+
+def run(args) -> int:
+    results = convert(args.traces, args.out, force=args.force, workers=args.workers)
+    for c in results:
+        print(f"rank {c['rank']}: {c['source']} -> {c['archive']} "
+              f"({c['kernels']} kernels, {c['memcpys']} copies, {c['memsets']} memsets, "
+              f"{c['phases']} phase ranges, {c['launches']} launches; {c['events']} events)")
+    return 0

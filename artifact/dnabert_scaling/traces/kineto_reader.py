@@ -1,0 +1,279 @@
+"""Read a torch.profiler (Kineto) Chrome-trace JSON (``.json`` or ``.json.gz``) into the tables.
+
+What is taken from the trace:
+
+* GPU activities: ``cat`` in ``kernel`` / ``gpu_memcpy`` / ``gpu_memset`` (``ph`` ``X``); device
+  from ``args.device`` (else ``pid``), stream from ``args.stream`` (else ``tid``), correlation
+  from ``args.correlation`` (the id of the ``cuda_runtime`` / ``cuda_driver`` call that launched
+  it), NCCL collective and message size from the ``Collective name``, ``In msg nelems`` and
+  ``dtype`` arguments that recent PyTorch attaches to NCCL kernels.
+* Host ranges: ``user_annotation`` ranges named ``ds:<phase>`` (what ``record_function`` writes)
+  and the kernel-launch runtime/driver calls; a launch gets the stream of the GPU activity with
+  its correlation id.
+* Metadata: ``distributedInfo`` (rank, world size, NCCL version), CUDA/CUPTI versions,
+  ``baseTimeNanoseconds``, device names.
+
+Timestamps are microseconds written as decimal floats with nanosecond digits
+(``"ts": 4458676522690.655``). Converting through a binary float would lose the last digit
+(16 significant digits exceed a double's precision), so the JSON is parsed with
+``parse_float=str`` and each time is converted from its decimal text to an exact integer number
+of nanoseconds. Times stay on the trace's own clock (``ts`` as written, in ns); the absolute
+Unix time is ``meta['base_time_ns'] + t`` when the trace records ``baseTimeNanoseconds``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections import Counter
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from pathlib import Path
+
+import numpy as np
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.traces import classify
+from dnabert_scaling.traces.model import (
+    GPU_SCHEMA,
+    HOST_SCHEMA,
+    NoGpuActivityError,
+    Trace,
+    empty_host,
+    make_frame,
+)
+
+GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+_RANK_FILE_RE = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+
+
+def is_kineto_path(path) -> bool:
+    name = Path(path).name.lower()
+    return name.endswith(".json") or name.endswith(".json.gz")
+
+
+def us_to_ns(value) -> int:
+    """Exact integer nanoseconds from a Kineto microsecond value (decimal text or int)."""
+    if type(value) is str:
+        i = value.find(".")
+        if i >= 0 and "e" not in value and "E" not in value:
+            frac = value[i + 1:]
+            if len(frac) == 3:
+                return int(value[:i] + frac)
+            if len(frac) < 3:
+                return int(value[:i] + frac + "0" * (3 - len(frac)))
+        try:
+            d = Decimal(value) * 1000
+        except InvalidOperation:
+            raise ValueError(f"not a number: {value!r}") from None
+        return int(d.to_integral_value(rounding=ROUND_HALF_EVEN))
+    if isinstance(value, bool):
+        raise ValueError(f"not a number: {value!r}")
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, float):  # pragma: no cover - only when parsed elsewhere
+        return int(round(value * 1000))
+    raise ValueError(f"not a number: {value!r}")
+
+
+def _has_ns_digits(value) -> bool:
+    return type(value) is str and "." in value
+
+
+def load_json(path: Path) -> dict:
+    """The trace document; ArtifactError naming the file for unreadable gzip or JSON."""
+    try:
+        if path.name.lower().endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                raw = fh.read()
+        else:
+            raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ArtifactError("trace file not found", path) from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ArtifactError(f"corrupt or truncated gzip data ({exc})", path) from None
+    try:
+        doc = json.loads(raw, parse_float=str)
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path) from None
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(f"not valid JSON text ({exc})", path) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise ArtifactError("not a Kineto/Chrome trace (no 'traceEvents' list)", path)
+    return doc
+
+
+def _int(value, default=None):
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(Decimal(str(value)))
+        except (InvalidOperation, ValueError):
+            return default
+
+
+def read_kineto(path, rank_hint: int | None = None) -> Trace:
+    """Read one rank's Kineto trace. ``rank_hint`` is used when the trace names no rank."""
+    path = Path(path)
+    doc = load_json(path)
+    events = doc["traceEvents"]
+    warnings: list[str] = []
+
+    dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    rank = _int(dist.get("rank"))
+    world_size = _int(dist.get("world_size"))
+    m = _RANK_FILE_RE.search(path.name)
+    file_rank = int(m.group(1)) if m else None
+    if rank is None:
+        if rank_hint is not None:
+            rank = rank_hint
+        elif file_rank is not None:
+            rank = file_rank
+        else:
+            rank = 0
+            warnings.append("no distributedInfo.rank and no rank<R> in the file name: assumed rank 0")
+    elif file_rank is not None and file_rank != rank:
+        warnings.append(f"file name says rank {file_rank} but distributedInfo.rank is {rank}: using {rank}")
+
+    g_dev, g_stream, g_kind, g_name, g_start, g_end, g_coll, g_msg, g_msg_na, g_corr, g_corr_na = (
+        [], [], [], [], [], [], [], [], [], [], [])
+    phases, launches = [], []
+    annotations: Counter = Counter()
+    ns_digits = False
+    bad_events = 0
+
+    for e in events:
+        if type(e) is not dict:
+            bad_events += 1
+            continue
+        cat = e.get("cat")
+        if e.get("ph") != "X":
+            continue
+        kind = GPU_CATS.get(cat)
+        if kind is None and cat != "user_annotation" and cat not in LAUNCH_CATS:
+            continue
+        try:
+            ts = e["ts"]
+            start = us_to_ns(ts)
+            end = start + us_to_ns(e.get("dur", 0))
+        except (KeyError, ValueError) as exc:
+            raise ArtifactError(f"event {e.get('name')!r} ({cat}) has no valid ts/dur ({exc})", path) from None
+        if end < start:
+            raise ArtifactError(f"event {e.get('name')!r} ({cat}) at ts {e.get('ts')} has a negative duration", path)
+        ns_digits = ns_digits or _has_ns_digits(ts)
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        name = str(e.get("name", ""))
+        if kind is not None:
+            dev = _int(args.get("device"), _int(e.get("pid"), -1))
+            stream = _int(args.get("stream"), _int(e.get("tid"), -1))
+            corr = _int(args.get("correlation"))
+            g_dev.append(dev)
+            g_stream.append(stream)
+            g_kind.append(kind)
+            g_start.append(start)
+            g_end.append(end)
+            g_corr.append(corr if corr is not None else 0)
+            g_corr_na.append(corr is None)
+            msg = None
+            coll = np.nan
+            if kind == "kernel":
+                disp = classify.kernel_display_name(name)
+                if classify.is_nccl(disp):
+                    coll = classify.collective_from_name(disp) or classify.normalize_collective(
+                        args.get("Collective name")) or np.nan
+                    nel = _int(args.get("In msg nelems"))
+                    size = classify.dtype_bytes(args.get("dtype"))
+                    if nel is not None and size is not None:
+                        msg = nel * size
+            elif kind == "memcpy":
+                disp = classify.memcpy_name(classify.memcpy_direction(name))
+                msg = _int(args.get("bytes"))
+            else:
+                disp = classify.MEMSET_NAME
+                msg = _int(args.get("bytes"))
+            g_name.append(disp)
+            g_coll.append(coll)
+            g_msg.append(msg if msg is not None else 0)
+            g_msg_na.append(msg is None)
+        elif cat == "user_annotation":
+            annotations[name] += 1
+            p = classify.phase_name(name)
+            if p is not None:
+                phases.append((_thread_name(e), p, start, end))
+        elif classify.is_launch_api(name) or classify.is_copy_api(name):
+            corr = _int(args.get("correlation"))
+            launches.append((_thread_name(e), name, start, end, corr))
+
+    if bad_events:
+        warnings.append(f"{bad_events} trace event(s) are not JSON objects (ignored)")
+    if not g_start:
+        raise NoGpuActivityError(
+            "no GPU activity in this trace (no kernel, gpu_memcpy or gpu_memset events): a CPU-only "
+            "profile, or torch.profiler ran without ProfilerActivity.CUDA", path)
+
+    cats = []
+    for k, nm in zip(g_kind, g_name):
+        cats.append("memory" if k != "kernel" else classify.kernel_category(nm))
+    gpu = make_frame({
+        "rank": rank, "device": g_dev, "stream": g_stream, "kind": g_kind, "name": g_name,
+        "start_ns": g_start, "end_ns": g_end, "category": cats, "collective": g_coll,
+        "msg_bytes": (g_msg, g_msg_na), "correlation": (g_corr, g_corr_na),
+    }, GPU_SCHEMA)
+
+    stream_of_corr = {c: s for c, s, na in zip(g_corr, g_stream, g_corr_na) if not na}
+    rows = [(t, "phase", n, s, en, None, None) for t, n, s, en in phases]
+    for t, n, s, en, c in launches:
+        rows.append((t, "launch", n, s, en, stream_of_corr.get(c) if c is not None else None, c))
+    if rows:
+        threads, kinds, names, starts, ends, streams, corrs = zip(*rows)
+        host = make_frame({
+            "rank": rank, "thread": list(threads), "kind": list(kinds), "name": list(names),
+            "start_ns": list(starts), "end_ns": list(ends),
+            "stream": ([s if s is not None else 0 for s in streams], [s is None for s in streams]),
+            "correlation": ([c if c is not None else 0 for c in corrs], [c is None for c in corrs]),
+        }, HOST_SCHEMA)
+    else:
+        host = empty_host()
+    if not phases:
+        warnings.append("no ds:* phase annotations (phase attribution impossible)")
+
+    base = _int(doc.get("baseTimeNanoseconds"))
+    meta = {
+        "source": str(path),
+        "format": "kineto",
+        "tool": "torch.profiler (Kineto)",
+        "tool_version": f"trace schema {doc.get('schemaVersion', '?')}",
+        "clock_resolution_hz": 10**9 if ns_digits else 10**6,
+        "rank": rank,
+        "world_size": world_size,
+        "streams": sorted({int(s) for s in g_stream}),
+        "devices": sorted({int(d) for d in g_dev}),
+        "base_time_ns": base,
+        "distributed": {k: dist.get(k) for k in ("backend", "rank", "world_size", "nccl_version") if k in dist},
+        "cuda_runtime_version": doc.get("cuda_runtime_version"),
+        "cuda_driver_version": doc.get("cuda_driver_version"),
+        "cupti_version": doc.get("cupti_version"),
+        "device_names": [d.get("name") for d in doc.get("deviceProperties", []) if isinstance(d, dict)],
+        "annotations": dict(annotations.most_common(50)),
+        "events_read": len(events),
+        "events_total": len(events),
+        "warnings": warnings,
+    }
+    return Trace(gpu, host, {rank: meta})
+
+
+def _thread_name(e: dict) -> str:
+    """``Master thread`` for the process's main thread (tid == pid), else ``Thread <tid>``."""
+    tid, pid = e.get("tid"), e.get("pid")
+    if tid is not None and tid == pid:
+        return "Master thread"
+    return f"Thread {tid}"

@@ -1,0 +1,162 @@
+"""Find and read the traces of a run: ``read_trace`` (one file or archive) and ``read_run_traces``.
+
+``read_run_traces`` accepts a run directory (``<run>/traces/...``), a traces directory, or an
+explicit list of paths, and reads the ranks in parallel (a process pool: the OTF2 and JSON
+readers are CPU-bound Python). The run layout of ``docs/design.md`` names the files
+``traces/rank<R>.json.gz`` (torch tracer) and ``traces/scorep-rank<R>/`` (Score-P); other
+names are accepted, and the rank then comes from the trace itself.
+
+Rank identity: Kineto's ``distributedInfo.rank``; for Score-P the experiment directory name
+``scorep-rank<R>`` (with ``--mpp=none`` the trace itself does not know its rank) or the
+"MPI Rank <r>" location groups of an MPI archive. Two traces claiming one rank, or a rank
+missing from 0..world_size-1, are errors naming them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Iterable
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
+from dnabert_scaling.traces.model import Trace
+from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, read_otf2
+
+_KINETO_RANK_RE = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+
+
+def trace_format(path) -> str:
+    """``kineto`` or ``otf2`` for a trace path, ArtifactError when it is neither."""
+    p = Path(path)
+    if is_kineto_path(p):
+        return "kineto"
+    if p.suffix == ".otf2" or (p.is_dir() and ((p / ANCHOR_NAME).is_file() or any(p.glob("*.otf2")))):
+        return "otf2"
+    if not p.exists():
+        raise ArtifactError("trace not found", p)
+    raise ArtifactError("not a trace: expected an OTF2 anchor (.otf2), a Score-P experiment directory, "
+                        "or a Kineto .json/.json.gz file", p)
+
+
+def read_trace(path) -> Trace:
+    """Read one trace: an OTF2 anchor file or Score-P experiment directory, or a Kineto JSON.
+
+    An MPI Score-P archive yields all of its ranks; every other input yields one rank.
+    """
+    if trace_format(path) == "kineto":
+        return read_kineto(path)
+    return read_otf2(path)
+
+
+def discover(path) -> list[Path]:
+    """The trace files of a run directory or traces directory (or the path itself)."""
+    p = Path(path)
+    if not p.exists():
+        raise ArtifactError("no such file or directory", p)
+    if p.is_file():
+        return [p]
+    if (p / ANCHOR_NAME).is_file():
+        return [p]
+    base = p / "traces" if (p / "traces").is_dir() else p
+    kineto = sorted(x for x in base.iterdir() if x.is_file() and is_kineto_path(x))
+    otf2 = sorted(x for x in base.iterdir() if x.is_dir() and (x / ANCHOR_NAME).is_file())
+    if kineto and otf2:
+        raise ArtifactError(
+            f"both Kineto files ({len(kineto)}) and Score-P experiments ({len(otf2)}) here: "
+            "a run has one tracer; point at one set", base)
+    found = kineto or otf2
+    if not found:
+        failed = sorted(x.name for x in base.iterdir() if x.is_dir() and x.name.startswith("scorep-failed"))
+        hint = f" (Score-P renamed clashing experiments to {', '.join(failed)})" if failed else ""
+        raise ArtifactError(f"no traces found (expected rank<R>.json.gz or scorep-rank<R>/{ANCHOR_NAME}){hint}", base)
+    return found
+
+
+def _read_one(path: str) -> Trace:
+    return read_trace(path)
+
+
+def _pool_context():
+    # fork is cheap (the parent has numpy/pandas/otf2 loaded already); elsewhere spawn.
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+PARALLEL_MIN_BYTES = 32 << 20  # below this a process pool costs more (fork, pickling) than it saves
+
+
+def _trace_bytes(p: Path) -> int:
+    if p.is_file():
+        return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def read_many(paths: list[Path], workers: int | None = None) -> list[Trace]:
+    """Read several traces, in parallel when there are several, more than one core, and enough
+    data to be worth a process pool (``workers=None``); ``workers=1`` reads in this process."""
+    if workers is None:
+        workers = min(len(paths), os.cpu_count() or 1)
+        if workers > 1 and sum(_trace_bytes(Path(p)) for p in paths) < PARALLEL_MIN_BYTES:
+            workers = 1
+    if workers <= 1 or len(paths) <= 1:
+        return [_read_one(str(p)) for p in paths]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        return list(pool.map(_read_one, [str(p) for p in paths]))
+
+
+def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | None = None) -> Trace:
+    """Read every rank of a run; ranks must be unique and, given ``world_size``, complete.
+
+    ``paths_or_dir``: a run directory, its ``traces/`` directory, one trace path, or an iterable
+    of trace paths. ``workers``: processes to read with (default: one per core, at most one per
+    trace; 1 reads in this process).
+    """
+    if isinstance(paths_or_dir, (str, os.PathLike)):
+        paths = discover(paths_or_dir)
+    else:
+        paths = [Path(p) for p in paths_or_dir]
+        if not paths:
+            raise ArtifactError("no trace paths given")
+        for p in paths:
+            trace_format(p)
+    formats = {trace_format(p) for p in paths}
+    if len(formats) > 1:
+        raise ArtifactError(f"traces of different formats in one run: {', '.join(str(p) for p in paths)}")
+    traces = read_many(paths, workers)
+    seen: dict[int, str] = {}
+    for t in traces:
+        for r, m in t.ranks.items():
+            if r in seen:
+                raise ArtifactError(f"rank {r} appears twice: in {seen[r]} and in {m.get('source')}")
+            seen[r] = m.get("source")
+    trace = Trace.concat(traces)
+    sizes = {m.get("world_size") for m in trace.ranks.values() if m.get("world_size") is not None}
+    if world_size is None and len(sizes) == 1:
+        world_size = sizes.pop()
+    elif world_size is not None and sizes and sizes != {world_size}:
+        raise ArtifactError(
+            f"expected world size {world_size}, but the traces record {sorted(sizes)}")
+    if world_size is not None:
+        expected = set(range(world_size))
+        missing = sorted(expected - set(trace.ranks))
+        extra = sorted(set(trace.ranks) - expected)
+        where = str(paths_or_dir) if isinstance(paths_or_dir, (str, os.PathLike)) else "the given traces"
+        if missing:
+            raise ArtifactError(f"rank(s) {', '.join(map(str, missing))} of world size {world_size} missing in {where}"
+                                f" (found ranks {sorted(trace.ranks)})")
+        if extra:
+            raise ArtifactError(f"rank(s) {', '.join(map(str, extra))} outside world size {world_size} in {where}")
+        for m in trace.ranks.values():
+            if m.get("world_size") is None:
+                m["world_size"] = world_size
+    return trace
+
+
+def iter_sources(trace: Trace) -> Iterable[str]:
+    return (m.get("source", "?") for m in trace.ranks.values())

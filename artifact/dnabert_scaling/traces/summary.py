@@ -1,0 +1,237 @@
+"""``dnabert-scaling summarize TRACE [--json FILE]``: where one trace's GPU time goes, per rank.
+
+Figures (per rank, computed on unions of intervals so overlapping work counts once):
+
+* ``compute_s``  = |U compute|  (every non-NCCL kernel)
+* ``nccl_s``     = |U nccl|,  ``nccl_kernel_sum_s`` = sum of NCCL kernel durations
+* ``overlap_s``  = |U compute ∩ U nccl|, ``overlap_ratio`` = overlap / |U nccl| (HTA's
+  definition; null without NCCL)
+* ``exposed_comm_s``   = |U nccl - U compute|
+* ``exposed_memcpy_s`` = |U memory - U compute - U nccl|
+* ``idle_s``     = total - |U all|
+* ``total_s``    = last GPU end - first GPU start
+
+compute + exposed comm + exposed memcpy + idle = total holds exactly: the four are a partition
+of [first start, last end), computed in integer nanoseconds (also reported under ``ns``).
+Plus per-stream busy time and role, and the kernels with the largest summed time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dnabert_scaling import intervals as iv
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.traces.model import Trace
+
+TOP_KERNELS = 10
+
+
+def _u(df: pd.DataFrame) -> iv.Intervals:
+    return iv.union(df["start_ns"].to_numpy(np.int64), df["end_ns"].to_numpy(np.int64))
+
+
+def _s(ns: int) -> float:
+    return ns / 1e9
+
+
+def stream_role(kernel_categories: set[str]) -> str:
+    """A stream's role from the categories of its kernels (copies ride along on any stream).
+
+    ``compute`` or ``nccl`` when all its kernels are of one category, ``mixed`` when both run on
+    it, ``memory`` when it runs copies/memsets only.
+    """
+    if not kernel_categories:
+        return "memory"
+    return next(iter(kernel_categories)) if len(kernel_categories) == 1 else "mixed"
+
+
+def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
+    """The summary figures of one rank's GPU table (see the module docstring)."""
+    if len(gpu) == 0:
+        raise ValueError("no GPU activity")
+    cat = gpu["category"].to_numpy()
+    comp = _u(gpu[cat == "compute"])
+    nccl_rows = gpu[cat == "nccl"]
+    nccl = _u(nccl_rows)
+    mem = _u(gpu[cat == "memory"])
+    all_ = _u(gpu)
+    first = int(gpu["start_ns"].min())
+    last = int(gpu["end_ns"].max())
+    total = last - first
+    compute_ns = iv.total_length(comp)
+    nccl_ns = iv.total_length(nccl)
+    overlap_ns = iv.total_length(iv.intersect(comp, nccl))
+    exposed_comm_ns = iv.total_length(iv.subtract(nccl, comp))
+    exposed_mem_ns = iv.total_length(iv.subtract(iv.subtract(mem, comp), nccl))
+    busy_ns = iv.total_length(all_)
+    idle_ns = total - busy_ns
+    nccl_sum_ns = int((nccl_rows["end_ns"] - nccl_rows["start_ns"]).sum())
+    assert compute_ns + exposed_comm_ns + exposed_mem_ns + idle_ns == total, "partition does not add up"
+
+    kinds = gpu["kind"].to_numpy()
+    is_kernel = kinds == "kernel"
+    streams = []
+    dev_a = gpu["device"].to_numpy()
+    st_a = gpu["stream"].to_numpy()
+    for dev, st in sorted(set(zip(dev_a.tolist(), st_a.tolist()))):
+        sel = (dev_a == dev) & (st_a == st)
+        rows = gpu[sel]
+        cats = set(np.unique(cat[sel & is_kernel]).tolist())
+        streams.append({
+            "device": int(dev), "stream": int(st), "activities": int(sel.sum()),
+            "kernels": int((sel & is_kernel).sum()),
+            "busy_s": _s(iv.total_length(_u(rows))), "role": stream_role(cats),
+        })
+    dur = (gpu["end_ns"] - gpu["start_ns"]).to_numpy(np.int64)
+    kdur = dur[is_kernel]
+    kernel_sum = int(kdur.sum())
+    codes, uniq = pd.factorize(gpu["name"][is_kernel], sort=False)
+    sums = np.bincount(codes, weights=kdur, minlength=len(uniq)).astype(np.int64) if len(uniq) else np.zeros(0, np.int64)
+    counts = np.bincount(codes, minlength=len(uniq)) if len(uniq) else np.zeros(0, np.int64)
+    kcat = cat[is_kernel]
+    first_row = np.full(len(uniq), -1, np.int64)
+    first_row[codes[::-1]] = np.arange(codes.size)[::-1]
+    names = np.asarray(uniq, dtype=object)
+    order = sorted(range(len(uniq)), key=lambda i: (-int(sums[i]), str(names[i])))[:top]
+    top_kernels = [{"name": str(names[i]), "category": str(kcat[first_row[i]]), "count": int(counts[i]),
+                    "sum_s": _s(int(sums[i])), "share": (int(sums[i]) / kernel_sum) if kernel_sum else None}
+                   for i in order]
+    collectives = {}
+    if len(nccl_rows):
+        named = nccl_rows["collective"].astype(object).where(nccl_rows["collective"].notna(), "unknown")
+        for c, rows in nccl_rows.groupby(named.to_numpy(), sort=True):
+            collectives[str(c)] = {"count": int(len(rows)),
+                                   "sum_s": _s(int((rows["end_ns"] - rows["start_ns"]).sum()))}
+    return {
+        "kernel_count": int(is_kernel.sum()),
+        "nccl_kernel_count": int((is_kernel & (cat == "nccl")).sum()),
+        "memcpy_count": int((kinds == "memcpy").sum()),
+        "memset_count": int((kinds == "memset").sum()),
+        "compute_s": _s(compute_ns),
+        "nccl_s": _s(nccl_ns),
+        "nccl_kernel_sum_s": _s(nccl_sum_ns),
+        "overlap_s": _s(overlap_ns),
+        "overlap_ratio": (overlap_ns / nccl_ns) if nccl_ns else None,
+        "exposed_comm_s": _s(exposed_comm_ns),
+        "exposed_memcpy_s": _s(exposed_mem_ns),
+        "idle_s": _s(idle_ns),
+        "total_s": _s(total),
+        "ns": {"first_start": first, "last_end": last, "total": total, "busy": busy_ns,
+               "compute": compute_ns, "nccl": nccl_ns, "nccl_kernel_sum": nccl_sum_ns, "overlap": overlap_ns,
+               "exposed_comm": exposed_comm_ns, "exposed_memcpy": exposed_mem_ns, "idle": idle_ns},
+        "collectives": collectives,
+        "streams": streams,
+        "top_kernels": top_kernels,
+    }
+
+
+def summarize(trace: Trace, top: int = TOP_KERNELS) -> dict:
+    """``{"source", "format", "ranks": [{"rank", ...figures}]}`` for every rank of ``trace``."""
+    ranks = []
+    gpu = trace.gpu
+    rank_col = gpu["rank"].to_numpy()
+    for r in trace.rank_ids:
+        m = trace.ranks[r]
+        entry = {"rank": r, "source": m.get("source"), "tool": m.get("tool"), "world_size": m.get("world_size")}
+        entry.update(summarize_rank(gpu[rank_col == r], top))
+        entry["warnings"] = list(m.get("warnings", []))
+        ranks.append(entry)
+    sources = sorted({str(m.get("source")) for m in trace.ranks.values()})
+    return {"source": sources[0] if len(sources) == 1 else sources, "format": trace.format, "ranks": ranks}
+
+
+def _fmt_s(x) -> str:
+    return "-" if x is None else f"{x:.6f}"
+
+
+def format_table(summary: dict) -> str:
+    """A readable text rendering of ``summarize``'s result."""
+    out = []
+    src = summary["source"]
+    out.append(f"trace: {src if isinstance(src, str) else ', '.join(src)}  (format {summary['format']})")
+    cols = [("rank", "rank"), ("kernels", "kernel_count"), ("nccl", "nccl_kernel_count"),
+            ("compute_s", "compute_s"), ("nccl_s", "nccl_s"), ("nccl_sum_s", "nccl_kernel_sum_s"),
+            ("overlap", "overlap_ratio"), ("exp_comm_s", "exposed_comm_s"), ("exp_mem_s", "exposed_memcpy_s"),
+            ("idle_s", "idle_s"), ("total_s", "total_s")]
+    rows = []
+    for r in summary["ranks"]:
+        row = []
+        for _, k in cols:
+            v = r[k]
+            if k == "overlap_ratio":
+                row.append("-" if v is None else f"{v:.3f}")
+            elif isinstance(v, float):
+                row.append(_fmt_s(v))
+            else:
+                row.append(str(v))
+        rows.append(row)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, (h, _) in enumerate(cols)]
+    out.append("  ".join(h.rjust(w) for (h, _), w in zip(cols, widths)))
+    for row in rows:
+        out.append("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+    for r in summary["ranks"]:
+        out.append("")
+        out.append(f"rank {r['rank']} streams:")
+        for s in r["streams"]:
+            out.append(f"  CUDA[{s['device']}:{s['stream']}]  {s['role']:<8} busy {s['busy_s']:.6f} s, "
+                       f"{s['activities']} activities ({s['kernels']} kernels)")
+        if r["collectives"]:
+            out.append("  NCCL: " + ", ".join(f"{c} x{v['count']} ({v['sum_s']:.6f} s)" for c, v in r["collectives"].items()))
+        out.append(f"rank {r['rank']} top kernels by summed time:")
+        for k in r["top_kernels"]:
+            share = "" if k["share"] is None else f" {100 * k['share']:5.1f}%"
+            name = k["name"] if len(k["name"]) <= 90 else k["name"][:87] + "..."
+            out.append(f"  {k['sum_s']:.6f} s{share}  x{k['count']:<6} [{k['category']}] {name}")
+        for w in r["warnings"]:
+            out.append(f"  warning: {w}")
+    return "\n".join(out)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", metavar="TRACE",
+                        help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory")
+    parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
+    parser.add_argument("--top", type=int, default=TOP_KERNELS, help="number of top kernels to list")
+    parser.add_argument("--world-size", type=int, default=None, help="expected ranks 0..N-1 (directory input)")
+
+
+def _json_safe(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def run(args) -> int:
+    from dnabert_scaling.traces.loader import read_run_traces, read_trace
+
+    p = Path(args.trace)
+    if p.is_dir() and not (p / "traces.otf2").is_file():
+        trace = read_run_traces(p, world_size=args.world_size)
+    else:
+        trace = read_trace(p)
+    summary = _json_safe(summarize(trace, args.top))
+    if args.json == "-":
+        json.dump(summary, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(format_table(summary))
+    if args.json:
+        out = Path(args.json)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(summary, indent=2) + "\n")
+        except OSError as exc:
+            raise ArtifactError(f"cannot write the JSON summary ({exc.strerror})", out) from None
+    return 0

@@ -1,0 +1,262 @@
+"""Running one rank under Score-P: availability, the command and environment, post-run checks.
+
+The facts this relies on (see ``shared/reference/scorep-otf2.md`` and scorep_binding_python's
+``__main__.py``):
+
+* ``python -m scorep [opts] SCRIPT ARGS`` compiles a small init library, sets ``LD_PRELOAD``,
+  sets ``SCOREP_PYTHON_BINDINGS_INITIALISED=true`` and re-executes itself; Score-P then starts
+  before ``import torch``, so CUPTI is subscribed first. Options it does not know
+  (``--cuda``, ``--mpp=none``, ``--thread=pthread``, ``--nocompiler``) go to ``scorep-config``.
+  Every ``-...`` argument before the script is taken as such an option, so ``-m module`` is not
+  supported: we pass ``resources/scorep/run_module.py`` as the script, then the module.
+* Since bindings 4.5.0 ``--thread=pthread`` is no longer implied; without it PyTorch's autograd
+  thread would be folded into the main thread's location.
+* NCCL-only DDP is not an MPI program: each rank is its own Score-P measurement (``--mpp=none``)
+  with its own ``SCOREP_EXPERIMENT_DIRECTORY``. Score-P does not create the parent directory,
+  and an existing experiment directory is renamed away by default; we create the parent,
+  refuse a stale experiment directory, and set ``SCOREP_OVERWRITE_EXPERIMENT_DIRECTORY=false``
+  so that a clash aborts the measurement instead of renaming silently.
+* A full trace buffer makes Score-P flush mid-run (``TRACE BUFFER FLUSH``), a full CUPTI
+  buffer drops records: both are sized below for the study, and reported by
+  :func:`check_experiment`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from dnabert_scaling.errors import ArtifactError
+
+RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "scorep"
+LAUNCHER = RESOURCES / "run_module.py"
+PYTHON_FILTER = RESOURCES / "python-instrumentation.filter"
+
+# Low perturbation: kernels, copies and the driver calls with their stream references. Left out
+# on purpose: `sync` (synchronises around synchronous copies), `gpumemusage` (context
+# synchronisation on every allocation), `idle`/`kernel_counter` (not needed; idle is derived).
+DEFAULT_CUDA_ENABLE = "driver,kernel,memcpy,references"
+
+# Trace buffer. One kernel costs about 110 bytes of trace records: the cuLaunchKernel Enter/Leave
+# with its CUDA_STREAM_REF attribute (~34 B), PyTorch's one or two further driver calls per
+# kernel (~50 B) and the kernel's Enter/Leave on its stream location (~28 B). 50 steps x 1,000
+# kernels x 110 B = 5.5 MB; warm-up steps, model set-up and NCCL's helper threads add a few MB.
+# 256 MiB leaves a >20x margin, so no mid-run flush; memory is reserved per process (8 ranks on
+# a node: 2 GiB of 1+ TiB). With full Python instrumentation every Python call adds an
+# Enter/Leave (~30 B); a DNABERT-2 step makes ~1e5 calls: 50 x 1e5 x 30 B = 150 MB, so 2 GiB.
+DEFAULT_TOTAL_MEMORY = "256M"
+DEFAULT_TOTAL_MEMORY_PYTHON = "2G"
+# CUPTI activity buffer: a kernel activity record is ~200 B, a copy ~150 B. Holding every record
+# of 50 steps x 1,000 kernels (10 MB) even if Score-P only drains the buffer at the end needs
+# ~12 MB; 64 MiB gives 5x margin (default 1 MiB holds ~5,000 kernels: dropped records).
+DEFAULT_CUDA_BUFFER = "64M"
+DEFAULT_TIMER = "clock_gettime"  # avoids Score-P's TSC warnings; CUPTI stamps use the same clock
+
+INITIALISED_VARS = ("SCOREP_PYTHON_BINDINGS_INITIALISED", "SCOREP_PYTHON_BINDINGS_INITALISED")  # 2nd: old spelling
+
+_DROPPED_RE = re.compile(r"dropp?ed\b.*\brecords?|\brecords?\b.*\bdropp?ed", re.IGNORECASE)
+_FLUSH_RE = re.compile(r"TRACE BUFFER FLUSH|trace buffer flush|flush(ed|ing)? (of )?the (trace )?buffer", re.IGNORECASE)
+_ADVICE_RE = re.compile(r"\[Score-P\].*(SCOREP_TOTAL_MEMORY|SCOREP_CUDA_BUFFER)")
+_CUPTI_FAIL_RE = re.compile(r"CUPTI.*(fail|error|could not|unable)|subscri(be|ption).*(fail|error)", re.IGNORECASE)
+
+
+def scorep_available() -> tuple[bool, str]:
+    """Whether this machine can run ``python -m scorep --cuda``; the reason when it cannot."""
+    problems = []
+    if importlib.util.find_spec("scorep") is None:
+        problems.append("the Score-P Python bindings are not installed (`pip install scorep`, needs Score-P)")
+    config = shutil.which("scorep-config")
+    if config is None:
+        problems.append("scorep-config is not on PATH (Score-P not installed or not loaded)")
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        problems.append("no C compiler (the bindings compile an init library at every start)")
+    if config is not None:
+        info = shutil.which("scorep-info", path=str(Path(config).parent)) or shutil.which("scorep-info")
+        if info:
+            try:
+                out = subprocess.run([info, "config-summary"], capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.SubprocessError):
+                out = ""
+            m = re.search(r"CUDA support:\s*(\w+)", out)
+            if m and m.group(1).lower() != "yes":
+                problems.append("this Score-P was built without CUDA support (scorep-info: 'CUDA support: "
+                                f"{m.group(1)}')")
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"Score-P at {Path(config).parent.parent}"
+
+
+def under_scorep() -> bool:
+    """Whether this process already runs under ``python -m scorep`` (after its re-exec).
+
+    The bindings set ``SCOREP_PYTHON_BINDINGS_INITIALISED=true`` before re-executing; the
+    variable is inherited by child processes too, so the ``scorep`` package must also be
+    loaded in this interpreter (``python -m scorep`` imports it before the program runs).
+    """
+    import sys
+
+    flagged = any(os.environ.get(v) == "true" for v in INITIALISED_VARS)
+    return flagged and "scorep" in sys.modules
+
+
+def experiment_dir(run_dir, rank: int) -> Path:
+    """``<run_dir>/traces/scorep-rank<R>``, the run layout of docs/design.md."""
+    return Path(run_dir) / "traces" / f"scorep-rank{int(rank)}"
+
+
+def scorep_environment(rank: int, run_dir, *, python_instrumentation: bool = False, cuda_enable: str | None = None,
+                       total_memory: str | None = None, cuda_buffer: str | None = None,
+                       base_env: dict | None = None) -> dict[str, str]:
+    """Only the Score-P variables for one rank (see :func:`scorep_command` for the precedence)."""
+    env_in = os.environ if base_env is None else base_env
+    exp = experiment_dir(run_dir, rank)
+
+    def pick(explicit, name, default):
+        if explicit is not None:
+            return str(explicit)
+        return env_in.get(name) or default
+
+    out = {
+        "SCOREP_EXPERIMENT_DIRECTORY": str(exp.resolve()),
+        "SCOREP_OVERWRITE_EXPERIMENT_DIRECTORY": "false",
+        "SCOREP_ENABLE_TRACING": "true",
+        "SCOREP_ENABLE_PROFILING": "false",
+        "SCOREP_CUDA_ENABLE": pick(cuda_enable, "SCOREP_CUDA_ENABLE", DEFAULT_CUDA_ENABLE),
+        "SCOREP_TOTAL_MEMORY": pick(total_memory, "SCOREP_TOTAL_MEMORY",
+                                    DEFAULT_TOTAL_MEMORY_PYTHON if python_instrumentation else DEFAULT_TOTAL_MEMORY),
+        "SCOREP_CUDA_BUFFER": pick(cuda_buffer, "SCOREP_CUDA_BUFFER", DEFAULT_CUDA_BUFFER),
+        "SCOREP_TIMER": env_in.get("SCOREP_TIMER") or DEFAULT_TIMER,
+    }
+    if python_instrumentation:
+        out["SCOREP_FILTERING_FILE"] = env_in.get("SCOREP_FILTERING_FILE") or str(PYTHON_FILTER)
+    return out
+
+
+def scorep_command(python, module_args, rank, run_dir, *, python_instrumentation=False, cuda_enable=None,
+                   total_memory=None, cuda_buffer=None, extra_env=None) -> tuple[list[str], dict[str, str]]:
+    """The argv and the complete environment to run one rank under Score-P.
+
+    argv: ``[python, -m, scorep, --cuda, --mpp=none, --thread=pthread, --nocompiler,
+    [--noinstrumenter], <run_module.py>, MODULE, ARGS...]`` where ``module_args`` is
+    ``["dnabert_scaling", "train", ...]`` (a leading ``-m`` is accepted and dropped).
+    ``--noinstrumenter`` (only the phase user regions and CUDA are recorded) unless
+    ``python_instrumentation``, which records every Python call, filtered by
+    ``resources/scorep/python-instrumentation.filter``.
+
+    Environment: ``os.environ`` plus the Score-P variables plus ``extra_env``. A value given as an
+    argument wins over the caller's own ``SCOREP_*`` environment variable, which wins over the
+    defaults above. Creates ``<run_dir>/traces``; raises ArtifactError when the rank's experiment
+    directory already exists (Score-P would rename it; delete it or use a new run directory).
+    """
+    args = [str(a) for a in module_args]
+    if args and args[0] == "-m":
+        args = args[1:]
+    if not args:
+        raise ValueError("module_args must name the module to run")
+    exp = experiment_dir(run_dir, rank)
+    if exp.exists():
+        raise ArtifactError(
+            "Score-P experiment directory exists already (a previous run?): Score-P would rename it; "
+            "remove it or use a new run directory", exp)
+    try:
+        exp.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArtifactError(f"cannot create the traces directory ({exc.strerror})", exp.parent) from None
+    if not LAUNCHER.is_file():
+        raise ArtifactError("the Score-P module launcher is missing from the installation", LAUNCHER)
+    argv = [str(python), "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler"]
+    if not python_instrumentation:
+        argv.append("--noinstrumenter")
+    argv.append(str(LAUNCHER))
+    argv.extend(args)
+    env = dict(os.environ)
+    env.update(scorep_environment(rank, run_dir, python_instrumentation=python_instrumentation,
+                                  cuda_enable=cuda_enable, total_memory=total_memory, cuda_buffer=cuda_buffer))
+    if extra_env:
+        env.update({str(k): str(v) for k, v in extra_env.items()})
+    return argv, env
+
+
+def _log_findings(log_text: str) -> list[str]:
+    found: dict[str, int] = {}
+    for line in log_text.splitlines():
+        text = line.strip()
+        if not text:
+            continue
+        if _DROPPED_RE.search(text) or (_ADVICE_RE.search(text) and "SCOREP_CUDA_BUFFER" in text):
+            key = f"Score-P dropped CUDA activity records (raise SCOREP_CUDA_BUFFER): {text}"
+        elif _FLUSH_RE.search(text) or (_ADVICE_RE.search(text) and "SCOREP_TOTAL_MEMORY" in text):
+            key = f"Score-P flushed its trace buffer during the run (timing perturbed; raise SCOREP_TOTAL_MEMORY): {text}"
+        elif _CUPTI_FAIL_RE.search(text) and "score-p" in text.lower():
+            key = f"Score-P reported a CUPTI problem: {text}"
+        else:
+            continue
+        found[key] = found.get(key, 0) + 1
+    return [k if n == 1 else f"{k} (x{n})" for k, n in found.items()]
+
+
+def _read_cfg(exp: Path) -> dict[str, str]:
+    cfg = exp / "scorep.cfg"
+    out = {}
+    if cfg.is_file():
+        for line in cfg.read_text(errors="replace").splitlines():
+            if "=" in line and not line.lstrip().startswith("#"):
+                k, _, v = line.partition("=")
+                out[k.strip()] = v.strip()
+    return out
+
+
+def check_experiment(exp_dir, log_text: str | None = None) -> list[str]:
+    """Check one rank's Score-P experiment after the run; returns warnings (list of str).
+
+    Errors (ArtifactError): the directory or its ``traces.otf2`` anchor is missing; the archive
+    cannot be read; it has no CUDA stream location ("CUPTI was not subscribed"). Warnings: the
+    log reports dropped CUDA records, trace buffer flushes or CUPTI problems; the recorded
+    ``SCOREP_CUDA_ENABLE`` includes features that perturb the overlap being measured.
+    """
+    import otf2
+
+    from dnabert_scaling.traces import otf2_lowlevel as ll
+
+    exp = Path(exp_dir)
+    if not exp.is_dir():
+        siblings = sorted(p.name for p in exp.parent.glob("scorep-failed*")) if exp.parent.is_dir() else []
+        hint = f" (found {', '.join(siblings)}: clashing measurements were renamed)" if siblings else ""
+        raise ArtifactError(f"Score-P experiment directory missing{hint}", exp)
+    anchor = exp / "traces.otf2"
+    if not anchor.is_file():
+        raise ArtifactError(
+            "no traces.otf2 in the experiment directory: the measurement did not finish (crash or kill "
+            "before Score-P's finalisation) or tracing was off (SCOREP_ENABLE_TRACING)", exp)
+    with ll.captured_errors() as errors:
+        try:
+            with otf2.reader.open(str(anchor)) as tr:
+                locations = list(tr.definitions.locations)
+        except Exception as exc:
+            detail = errors.messages[0] if errors.messages else str(exc)
+            raise ArtifactError(f"the trace cannot be read ({detail})", anchor) from None
+    streams = [l for l in locations if l.type == otf2.LocationType.GPU]
+    if not streams:
+        names = ", ".join(sorted({l.name for l in locations})) or "none"
+        raise ArtifactError(
+            "CUPTI was not subscribed: the trace has no CUDA stream locations (locations: "
+            f"{names}). Another CUPTI user (torch.profiler, nsys, ncu) may have been active, Score-P may "
+            "lack CUDA support, or SCOREP_CUDA_ENABLE did not include 'kernel'", exp)
+    warnings: list[str] = []
+    if all(l.number_of_events == 0 for l in streams):
+        warnings.append("the CUDA stream locations hold no events (no kernel ran while Score-P measured)")
+    cfg = _read_cfg(exp)
+    enabled = cfg.get("SCOREP_CUDA_ENABLE", "").replace("'", "").replace('"', "")
+    flags = {f.strip().lower() for f in enabled.split(",") if f.strip()}
+    perturbing = sorted(flags & {"sync", "gpumemusage"})
+    if perturbing or "yes" in flags or "default" in flags:
+        what = ", ".join(perturbing) if perturbing else "the default set (includes sync, gpumemusage)"
+        warnings.append(f"SCOREP_CUDA_ENABLE records {what}: extra synchronisation perturbs the overlap measured")
+    if log_text:
+        warnings.extend(_log_findings(log_text))
+    return warnings

@@ -1,0 +1,199 @@
+"""Score-P run support: the command and environment, detection, post-run checks.
+
+Score-P cannot be installed on the machines that run these tests, so ``python -m scorep`` itself
+is not run: the tests check the argv/environment we build against what the bindings expect,
+run our module launcher for real, probe availability against stand-in executables on PATH, and
+run the post-run checks on real Score-P experiment directories (the samples) and on archives in
+the Score-P 9 layout.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+
+from conftest import DATA
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tracing import scorep as sp
+from tracegen import write_ground_truth
+
+CASITA = DATA / "traces" / "scorep-cuda-2rank"
+PINGPONG = DATA / "traces" / "scorep-mpi-pingpong"
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for k in list(os.environ):
+        if k.startswith("SCOREP_"):
+            monkeypatch.delenv(k)
+    return monkeypatch
+
+
+def test_command_and_environment(tmp_path, clean_env):
+    argv, env = sp.scorep_command("/venv/bin/python", ["dnabert_scaling", "train", "--steps", "50"], 3, tmp_path / "run")
+    assert argv == ["/venv/bin/python", "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler",
+                    "--noinstrumenter", str(sp.LAUNCHER), "dnabert_scaling", "train", "--steps", "50"]
+    exp = (tmp_path / "run" / "traces" / "scorep-rank3").resolve()
+    assert env["SCOREP_EXPERIMENT_DIRECTORY"] == str(exp)
+    assert (tmp_path / "run" / "traces").is_dir() and not exp.exists()  # parent made, experiment dir left to Score-P
+    assert env["SCOREP_OVERWRITE_EXPERIMENT_DIRECTORY"] == "false"
+    assert (env["SCOREP_ENABLE_TRACING"], env["SCOREP_ENABLE_PROFILING"]) == ("true", "false")
+    assert env["SCOREP_CUDA_ENABLE"] == "driver,kernel,memcpy,references"
+    assert (env["SCOREP_TOTAL_MEMORY"], env["SCOREP_CUDA_BUFFER"], env["SCOREP_TIMER"]) == ("256M", "64M", "clock_gettime")
+    assert "SCOREP_FILTERING_FILE" not in env
+    assert env["PATH"] == os.environ["PATH"]  # the complete environment, ready for subprocess
+    assert sp.LAUNCHER.is_file()
+
+
+def test_precedence_and_python_instrumentation(tmp_path, clean_env):
+    clean_env.setenv("SCOREP_CUDA_ENABLE", "kernel,memcpy")
+    clean_env.setenv("SCOREP_TOTAL_MEMORY", "3G")
+    argv, env = sp.scorep_command("python", ["-m", "dnabert_scaling", "train"], 0, tmp_path, python_instrumentation=True,
+                                  cuda_buffer="128M", extra_env={"NCCL_DEBUG": "WARN", "SCOREP_VERBOSE": "true"})
+    assert "--noinstrumenter" not in argv and argv[-3:] == [str(sp.LAUNCHER), "dnabert_scaling", "train"]
+    assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"          # the user's own setting is kept
+    assert env["SCOREP_TOTAL_MEMORY"] == "3G"
+    assert env["SCOREP_CUDA_BUFFER"] == "128M"                   # an argument wins
+    assert env["SCOREP_FILTERING_FILE"] == str(sp.PYTHON_FILTER)
+    assert env["NCCL_DEBUG"] == "WARN" and env["SCOREP_VERBOSE"] == "true"
+    _, env2 = sp.scorep_command("python", ["dnabert_scaling"], 1, tmp_path, cuda_enable="driver,kernel")
+    assert env2["SCOREP_CUDA_ENABLE"] == "driver,kernel"
+    clean_env.delenv("SCOREP_TOTAL_MEMORY")
+    assert sp.scorep_environment(2, tmp_path, python_instrumentation=True)["SCOREP_TOTAL_MEMORY"] == "2G"
+
+
+def test_existing_experiment_directory_is_refused(tmp_path, clean_env):
+    (tmp_path / "traces" / "scorep-rank0").mkdir(parents=True)
+    with pytest.raises(ArtifactError, match="experiment directory exists already") as exc:
+        sp.scorep_command("python", ["dnabert_scaling", "train"], 0, tmp_path)
+    assert "scorep-rank0" in str(exc.value)
+    with pytest.raises(ValueError):
+        sp.scorep_command("python", ["-m"], 1, tmp_path)
+
+
+def test_launcher_runs_a_module_like_python_dash_m(tmp_path):
+    mod = tmp_path / "pkg_probe"
+    mod.mkdir()
+    (mod / "__init__.py").write_text("")
+    (mod / "__main__.py").write_text("import sys\nprint(__name__, sys.argv[1:], sys.path[0])\n")
+    out = subprocess.run([sys.executable, str(sp.LAUNCHER), "pkg_probe", "train", "--x", "1"], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "__main__" and out[1:5] == ["['train',", "'--x',", "'1']", str(tmp_path)]
+    bad = subprocess.run([sys.executable, str(sp.LAUNCHER)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def test_under_scorep(monkeypatch):
+    monkeypatch.delenv("SCOREP_PYTHON_BINDINGS_INITIALISED", raising=False)
+    monkeypatch.delenv("SCOREP_PYTHON_BINDINGS_INITALISED", raising=False)
+    monkeypatch.delitem(sys.modules, "scorep", raising=False)
+    assert sp.under_scorep() is False
+    monkeypatch.setenv("SCOREP_PYTHON_BINDINGS_INITIALISED", "true")
+    assert sp.under_scorep() is False  # inherited variable, bindings not loaded in this interpreter
+    monkeypatch.setitem(sys.modules, "scorep", types.ModuleType("scorep"))
+    assert sp.under_scorep() is True
+
+
+def _fake_tools(bin_dir, cuda="yes"):
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, body in (("scorep-config", "echo --cuda"), ("cc", "exit 0"),
+                       ("scorep-info", f"echo 'Score-P 9.0'; echo '   CUDA support:     {cuda}'")):
+        p = bin_dir / name
+        p.write_text(f"#!/bin/sh\n{body}\n")
+        p.chmod(0o755)
+
+
+def test_scorep_available_reports_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "scorep" not in p])
+    if __import__("importlib").util.find_spec("scorep") is not None:  # pragma: no cover - real install
+        pytest.skip("the real Score-P bindings are installed here")
+    ok, why = sp.scorep_available()
+    assert not ok
+    assert "Python bindings are not installed" in why and "scorep-config is not on PATH" in why and "C compiler" in why
+    # stand-ins for an installation: a `scorep` package and Score-P's tools on PATH
+    site = tmp_path / "site"
+    (site / "scorep").mkdir(parents=True)
+    (site / "scorep" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    _fake_tools(tmp_path / "sp" / "bin", cuda="no")
+    monkeypatch.setenv("PATH", str(tmp_path / "sp" / "bin"))
+    ok, why = sp.scorep_available()
+    assert not ok and "without CUDA support" in why
+    _fake_tools(tmp_path / "sp" / "bin", cuda="yes")
+    ok, why = sp.scorep_available()
+    assert ok and why == f"Score-P at {tmp_path / 'sp'}"
+
+
+def test_check_experiment_on_real_samples():
+    assert sp.check_experiment(CASITA) == []
+    with pytest.raises(ArtifactError, match="CUPTI was not subscribed: the trace has no CUDA stream locations") as exc:
+        sp.check_experiment(PINGPONG)
+    assert "Master thread" in str(exc.value)
+
+
+def test_check_experiment_missing_pieces(tmp_path):
+    exp = tmp_path / "traces" / "scorep-rank0"
+    with pytest.raises(ArtifactError, match="experiment directory missing"):
+        sp.check_experiment(exp)
+    (tmp_path / "traces" / "scorep-failed-20250101_0000_1234").mkdir(parents=True)
+    with pytest.raises(ArtifactError, match="scorep-failed-20250101_0000_1234"):
+        sp.check_experiment(exp)
+    exp.mkdir()
+    (exp / "scorep.cfg").write_text("SCOREP_ENABLE_TRACING=true\n")
+    with pytest.raises(ArtifactError, match="no traces.otf2 in the experiment directory"):
+        sp.check_experiment(exp)
+
+
+def test_check_experiment_warnings_from_log_and_config(tmp_path):
+    exp = write_ground_truth(tmp_path / "traces" / "scorep-rank0")
+    assert sp.check_experiment(exp) == []
+    (exp / "scorep.cfg").write_text("SCOREP_ENABLE_TRACING=true\nSCOREP_CUDA_ENABLE='driver','kernel','sync','gpumemusage'\n")
+    log = "\n".join([
+        "step 10 loss 0.61",
+        "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:301: Warning: [CUPTI Activity] Context 1: Dropped 4096 records.",
+        "[Score-P] To avoid dropping of records increase the buffer size! Proposed minimum SCOREP_CUDA_BUFFER=8388608",
+        "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:301: Warning: [CUPTI Activity] Context 1: Dropped 4096 records.",
+        "[Score-P] Trace buffer flush on rank 0 (location 2). Consider increasing SCOREP_TOTAL_MEMORY.",
+        "SCOREP_TOTAL_MEMORY=256M",  # the launcher echoing its settings is not a warning
+    ])
+    warnings = sp.check_experiment(exp, log)
+    assert warnings[0] == "SCOREP_CUDA_ENABLE records gpumemusage, sync: extra synchronisation perturbs the overlap measured"
+    dropped = [w for w in warnings if w.startswith("Score-P dropped CUDA activity records")]
+    assert len(dropped) == 2 and dropped[0].endswith("(x2)")
+    flush = [w for w in warnings if w.startswith("Score-P flushed its trace buffer")]
+    assert len(flush) == 1 and "Trace buffer flush on rank 0" in flush[0]
+    assert len(warnings) == 4
+
+
+def test_filter_file_syntax():
+    lines = [l.strip() for l in sp.PYTHON_FILTER.read_text().splitlines() if l.strip() and not l.strip().startswith("#")]
+    assert lines[0] == "SCOREP_REGION_NAMES_BEGIN" and lines[-1] == "SCOREP_REGION_NAMES_END"
+    body = lines[1:-1]
+    assert body[0] == "EXCLUDE" and body[-2:] == ["INCLUDE", "user:*"]  # phase regions always kept (last rule wins)
+    patterns = [l for l in body if l not in ("EXCLUDE", "INCLUDE")]
+    assert all(" " not in p for p in patterns)
+    import fnmatch
+
+    for kept in ("user:ds:step", "user:ds:backward", "_Z13jacobi_kernelPKfPfiiS1_", "dnabert_scaling.model:forward",
+                 "torch.nn.modules.module:_call_impl"):
+        excluded = any(fnmatch.fnmatchcase(kept, p) for p in patterns[:-1])
+        assert not excluded or kept.startswith("user:"), kept
+    assert any(fnmatch.fnmatchcase("importlib._bootstrap:_find_and_load", p) for p in patterns)
+
+
+def test_tracer_resolution_uses_this_module(monkeypatch):
+    """tracing.resolve_tracer (the lead's) relies on scorep_available / under_scorep from here."""
+    from dnabert_scaling import tracing
+
+    if shutil.which("scorep-config") is None and not sp.under_scorep():
+        with pytest.raises(ArtifactError, match="Score-P cannot be used here: .*scorep-config is not on PATH"):
+            tracing.resolve_tracer("scorep")
+    monkeypatch.setattr(sp, "scorep_available", lambda: (False, "no Score-P in this test"))
+    monkeypatch.setattr(sp, "under_scorep", lambda: False)
+    tracer, fallback = tracing.resolve_tracer("auto")
+    assert tracer == "torch" and "no Score-P in this test" in str(fallback)

@@ -1,0 +1,169 @@
+"""``dnabert-scaling report``: the paper-style HTML report of one or more results folders.
+
+    dnabert-scaling report results/reference results/smoke --out report/ [--label TEXT ...]
+
+The report is a notebook (``report.template``) executed with nbclient on a kernel that runs this
+very interpreter, then converted with nbconvert's HTML exporter with the code cells hidden.
+Figures are PNG data inside the page, and the page loads nothing from the network, so
+``DIR/report.html`` alone is the report; the executed ``DIR/report.ipynb`` is written next to it.
+Each results folder becomes a labelled section (label: ``--label``, in order, else derived from
+``metrics.json``). A folder without ``verdicts.json`` is checked on the fly against the claims file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from dnabert_scaling.errors import ArtifactError
+
+# The lab template minus everything it would fetch from a CDN (require.js, MathJax, mermaid,
+# widget manager): the report renders offline, from one file.
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+"""
+
+
+def _kernel_manager_class():
+    """An AsyncKernelManager whose "python3" kernel is ``sys.executable``, whatever kernel specs
+    the user's Jupyter paths hold (a ``python3`` spec there could point at another environment)."""
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class ThisPythonSpecs(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            if kernel_name == "python3":
+                return KernelSpec(
+                    argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    display_name=f"Python {sys.version.split()[0]} ({sys.executable})",
+                    language="python", resource_dir="", metadata={"debugger": False},
+                )
+            return super().get_kernel_spec(kernel_name)
+
+    class ThisPythonKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _this_python_specs(self):
+            return ThisPythonSpecs(data_dir=self.data_dir)
+
+    return ThisPythonKernelManager
+
+
+def _package_root() -> Path:
+    import dnabert_scaling
+
+    return Path(dnabert_scaling.__file__).resolve().parents[1]
+
+
+def _kernel_env(scratch: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    root = str(_package_root())
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["MPLBACKEND"] = "Agg"
+    env["IPYTHONDIR"] = str(scratch / "ipython")  # no user startup files or profiles in the report
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+def build_report(results: list[Path], out: Path, labels: list[str] | None = None, claims: Path | None = None,
+                 timeout: int = 300, show_code: bool = False) -> dict[str, Any]:
+    """Execute the report notebook for ``results`` and write ``out/report.html`` + ``out/report.ipynb``."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+    from nbconvert import HTMLExporter
+
+    from dnabert_scaling import __version__, checker
+    from dnabert_scaling.provenance import now_iso
+    from dnabert_scaling.report import content, template
+
+    t0 = time.monotonic()
+    labels = list(labels or [])
+    if not results:
+        raise ArtifactError("give at least one results folder")
+    if len(labels) > len(results):
+        raise ArtifactError(f"{len(labels)} --label given for {len(results)} results folder(s)")
+    claims_path = Path(claims) if claims else checker.default_claims_path()
+    sets, titles, loaded = [], [], []
+    for i, r in enumerate(results):
+        metrics, mpath = checker.load_metrics(r)  # a clear error for a folder without metrics.json
+        folder = mpath.parent.resolve()
+        loaded.append((metrics, folder, labels[i] if i < len(labels) else None))
+    derived = content.distinct_labels([(m, f) for m, f, _ in loaded])
+    for (metrics, folder, label), auto in zip(loaded, derived):
+        sets.append({"path": str(folder), "label": label or auto})
+        titles.append(label or auto)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    params = {"created": now_iso(), "version": __version__, "prefix": sys.prefix, "python": sys.executable,
+              "strict_kernel": True, "claims": str(claims_path.resolve()) if claims_path.is_file() else None}
+    nb = template.notebook(sets, params["claims"], params, titles)
+
+    with tempfile.TemporaryDirectory(prefix="dnabert-report-") as scratch:
+        scratch_path = Path(scratch)
+        saved = os.environ.get("JUPYTER_RUNTIME_DIR")
+        os.environ["JUPYTER_RUNTIME_DIR"] = str(scratch_path / "runtime")  # connection files: never in $HOME
+        try:
+            client = NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=120,
+                                    kernel_manager_class=_kernel_manager_class(), allow_errors=False,
+                                    record_timing=False, resources={"metadata": {"path": str(out.resolve())}},
+                                    # the kernel's own start-up warnings (TCP on localhost) are noise here
+                                    extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            try:
+                client.execute(env=_kernel_env(scratch_path))
+            except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+                nbformat.write(nb, out / "report.ipynb")
+                raise ArtifactError(f"the report notebook failed (partly executed notebook: {out / 'report.ipynb'}): "
+                                    f"{_first_lines(str(exc))}") from None
+            except RuntimeError as exc:  # e.g. "Kernel didn't respond in 120 seconds"
+                raise ArtifactError(f"the notebook kernel ({sys.executable} -m ipykernel_launcher) did not start: {exc}") from None
+        finally:
+            if saved is None:
+                os.environ.pop("JUPYTER_RUNTIME_DIR", None)
+            else:
+                os.environ["JUPYTER_RUNTIME_DIR"] = saved
+    nbformat.write(nb, out / "report.ipynb")
+
+    exporter = HTMLExporter(template_name="lab", exclude_input=not show_code, exclude_input_prompt=True,
+                            exclude_output_prompt=True, exclude_anchor_links=True)
+    exporter.raw_template = OFFLINE_TEMPLATE
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": nb.metadata["title"]}})
+    tmp = out / ".report.html.tmp"
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(out / "report.html")
+    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles,
+            "seconds": time.monotonic() - t0}
+
+
+def _first_lines(text: str, n: int = 25) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[-n:])
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", nargs="+", type=Path, help="results folders written by `analyze` (each a section)")
+    p.add_argument("--out", type=Path, required=True, help="folder for report.html and report.ipynb")
+    p.add_argument("--label", action="append", default=[], metavar="TEXT",
+                   help="section label of the i-th results folder (repeat in order; default: from metrics.json)")
+    p.add_argument("--expected", type=Path, default=None,
+                   help="claims file for folders without verdicts.json (default: expected/claims.toml)")
+    p.add_argument("--timeout", type=int, default=300, help="seconds per notebook cell (default 300)")
+    p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
+
+
+def run(args: argparse.Namespace) -> int:
+    res = build_report(args.results, args.out, args.label, args.expected, args.timeout, args.show_code)
+    print(f"report: wrote {res['html']} and {res['notebook']} ({len(res['sets'])} result set(s), "
+          f"{res['seconds']:.1f} s)", file=sys.stderr)
+    for i, t in enumerate(res["sets"], 1):
+        print(f"  section {i + 1}: {t}", file=sys.stderr)
+    return 0

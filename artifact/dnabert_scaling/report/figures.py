@@ -1,0 +1,317 @@
+"""The report's figures: matplotlib (Agg) to PNG bytes, or a reason why a figure is not available.
+
+Every function takes one :class:`~dnabert_scaling.report.content.ResultSet` and returns a
+:class:`Figure` (PNG bytes, alt text) or a :class:`NotAvailable` (a sentence). The notebook shows
+either through :func:`dnabert_scaling.report.content.show_figure`, so a figure without data is a
+clear note, never an empty axis.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+DPI = 110
+COLORS = {
+    "compute": "#3b6fb6",
+    "exposed_comm": "#d1495b",
+    "exposed_memcpy": "#2e9e6a",
+    "idle": "#c7c7c7",
+    "nccl": "#d1495b",
+    "memory": "#2e9e6a",
+    "allreduce": "#d1495b",
+    "backward": "#3b6fb6",
+}
+PHASE_COLORS = {"forward": "#fde68a", "backward": "#bfdbfe", "optimizer": "#ddd6fe"}
+
+
+@dataclass
+class Figure:
+    png: bytes
+    alt: str
+
+
+@dataclass
+class NotAvailable:
+    reason: str
+
+
+def _png(fig, alt: str) -> Figure:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return Figure(buf.getvalue(), alt)
+
+
+def _gpu_sizes(rs) -> list[int]:
+    return [n for n in rs.world_sizes if rs.gpu(n)]
+
+
+def _ms(stat) -> float:
+    return float(stat["median"]) * 1e3 if stat and stat.get("median") is not None else float("nan")
+
+
+def gpu_missing_reason(rs) -> str:
+    """Why world sizes lack GPU metrics, grouped: "world sizes 1, 2: CPU run (gloo, no GPU): ..."."""
+    groups: dict[str, list[int]] = {}
+    for n in rs.world_sizes:
+        if not rs.gpu(n):
+            groups.setdefault(rs.gpu_reason(n).split(": ", 1)[-1], []).append(n)
+    if not groups:
+        return "no world size has GPU metrics"
+    return "; ".join(f"world size{'s' if len(v) > 1 else ''} {', '.join(map(str, v))}: {k}" for k, v in groups.items())
+
+
+# ---- Figure: GPU time breakdown per world size --------------------------------------------
+
+
+def breakdown(rs) -> Figure | NotAvailable:
+    sizes = _gpu_sizes(rs)
+    if not sizes:
+        return NotAvailable(f"no GPU time was measured ({gpu_missing_reason(rs)})")
+    parts = [("compute_s", "compute", COLORS["compute"]), ("exposed_comm_s", "exposed communication", COLORS["exposed_comm"]),
+             ("exposed_memcpy_s", "exposed memcpy", COLORS["exposed_memcpy"]), ("idle_s", "idle", COLORS["idle"])]
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    x = np.arange(len(sizes))
+    bottom = np.zeros(len(sizes))
+    for key, label, color in parts:
+        vals = np.array([_ms(rs.gpu(n).get(key)) for n in sizes])
+        vals = np.nan_to_num(vals)
+        ax.bar(x, vals, 0.55, bottom=bottom, label=label, color=color, edgecolor="white", linewidth=0.5)
+        for xi, b, v in zip(x, bottom, vals):
+            if v > 0.06 * max(1e-9, np.nanmax([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])):
+                ax.text(xi, b + v / 2, f"{v:.1f}", ha="center", va="center", fontsize=8, color="white" if label != "idle" else "black")
+        bottom += vals
+    step = np.array([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])
+    ax.scatter(x, step, marker="_", s=900, color="black", zorder=5, label="median step time")
+    ax.set_xticks(x, [f"{n} GPU" + ("s" if n > 1 else "") for n in sizes])
+    ax.set_ylabel("ms per step (median over ranks x steps)")
+    ax.set_ylim(0, max(np.nanmax(bottom), np.nanmax(step)) * 1.08)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=5, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title("Where the GPU step goes: compute + exposed comm + exposed memcpy + idle", fontsize=10)
+    return _png(fig, "Stacked bars per world size: compute, exposed communication, exposed memcpy and idle time per step")
+
+
+# ---- Figure: AllReduce vs backward ---------------------------------------------------------
+
+
+def allreduce_vs_backward(rs) -> Figure | NotAvailable:
+    sizes = _gpu_sizes(rs)
+    if not sizes:
+        return NotAvailable(f"no GPU time was measured ({gpu_missing_reason(rs)})")
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    x = np.arange(len(sizes))
+    w = 0.36
+    for off, key, label, color in ((-w / 2, "allreduce_kernel_s", "AllReduce kernel time (sum)", COLORS["allreduce"]),
+                                   (w / 2, "backward_gpu_s", "backward GPU time (union)", COLORS["backward"])):
+        med, lo, hi = [], [], []
+        for n in sizes:
+            st = rs.gpu(n).get(key) or {}
+            m = st.get("median")
+            med.append(np.nan if m is None else m * 1e3)
+            lo.append(np.nan if st.get("p10") is None else st["p10"] * 1e3)
+            hi.append(np.nan if st.get("p90") is None else st["p90"] * 1e3)
+        med, lo, hi = map(np.array, (med, lo, hi))
+        yerr = np.vstack([np.clip(med - lo, 0, None), np.clip(hi - med, 0, None)])
+        ax.bar(x + off, np.nan_to_num(med), w, label=label, color=color, yerr=np.nan_to_num(yerr), capsize=3,
+               error_kw={"elinewidth": 1})
+    for xi, n in zip(x, sizes):
+        r = rs.gpu(n).get("allreduce_to_backward") or {}
+        if r.get("median") is not None and n > 1:
+            ax.text(xi, ax.get_ylim()[1] * 0.02, f"ratio {r['median']:.2f}", ha="center", va="bottom", fontsize=8,
+                    color="white", fontweight="bold")
+        elif not (rs.gpu(n).get("allreduce_kernel_s") or {}).get("median"):
+            ax.text(xi - w / 2, ax.get_ylim()[1] * 0.02, "none", ha="center", va="bottom", fontsize=8, color="#6b7280")
+    ax.set_xticks(x, [f"{n} GPU" + ("s" if n > 1 else "") for n in sizes])
+    ax.set_ylabel("ms per step (median, p10-p90)")
+    ax.legend(fontsize=8, frameon=False, loc="upper left")
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title("AllReduce kernel time against the backward pass's GPU time", fontsize=10)
+    return _png(fig, "Grouped bars per world size: AllReduce kernel time and backward GPU time with p10-p90 error bars")
+
+
+# ---- Figure: Vampir-like timeline of one step -------------------------------------------------
+
+
+def timeline(rs) -> Figure | NotAvailable:
+    if not _gpu_sizes(rs):
+        return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
+    tl = rs.table("timeline")
+    if tl is None or tl.empty:
+        return NotAvailable(f"no timeline table ({rs.table_reason('timeline')})")
+    ws = int(tl["world_size"].max())
+    tl = tl[tl["world_size"] == ws]
+    ph = rs.table("timeline_phases")
+    if ph is not None and not ph.empty:
+        ph = ph[ph["world_size"] == ws]
+    rows = []  # (rank, stream, role)
+    for (rank, stream), g in tl.groupby(["rank", "stream"], sort=True):
+        dur = (g["end_s"] - g["start_s"]).groupby(g["category"]).sum()
+        role = dur.idxmax() if len(dur) else "compute"
+        rows.append((int(rank), int(stream), str(role)))
+    order = {"compute": 0, "memory": 1, "nccl": 2}
+    rows.sort(key=lambda r: (r[0], order.get(r[2], 3), r[1]))
+    ranks = sorted({r[0] for r in rows})
+    height = min(9.0, 1.2 + 0.32 * len(rows))
+    fig, ax = plt.subplots(figsize=(10, height))
+    ypos = {}
+    y = 0.0
+    band = {}
+    for rank in ranks:
+        mine = [r for r in rows if r[0] == rank]
+        top = y
+        for r in mine:
+            ypos[(r[0], r[1])] = y
+            y += 1.0
+        band[rank] = (top - 0.5, y - 0.5)
+        y += 0.4
+    tmax = float(tl["end_s"].max()) * 1e3
+    if ph is not None and not ph.empty:
+        for rank in ranks:
+            b0, b1 = band[rank]
+            for _, p in ph[(ph["rank"] == rank) & (ph["name"] != "step")].iterrows():
+                ax.add_patch(plt.Rectangle((p["start_s"] * 1e3, b0), (p["end_s"] - p["start_s"]) * 1e3, b1 - b0,
+                                           color=PHASE_COLORS.get(p["name"], "#eeeeee"), alpha=0.6, lw=0, zorder=0))
+            steps = ph[(ph["rank"] == rank) & (ph["name"] == "step")]
+            for _, p in steps.iterrows():
+                for edge in (p["start_s"], p["end_s"]):
+                    ax.plot([edge * 1e3] * 2, [b0, b1], color="#555555", lw=0.8, ls=":", zorder=1)
+            tmax = max(tmax, float(ph["end_s"].max()) * 1e3)
+    for (rank, stream), g in tl.groupby(["rank", "stream"], sort=False):
+        yy = ypos[(int(rank), int(stream))]
+        for cat, gg in g.groupby("category"):
+            spans = list(zip(gg["start_s"] * 1e3, (gg["end_s"] - gg["start_s"]) * 1e3))
+            ax.broken_barh(spans, (yy - 0.38, 0.76), facecolors=COLORS.get(str(cat), "#888888"), linewidth=0, zorder=2)
+    labels = [f"rank {r} · {role if role != 'memory' else 'memcpy'} (stream {s})" for r, s, role in rows]
+    ax.set_yticks([ypos[(r, s)] for r, s, _ in rows], labels, fontsize=7 if len(rows) > 10 else 8)
+    ax.set_ylim(y - 0.4, -0.9)
+    ax.set_xlim(0, tmax * 1.01)
+    ax.set_xlabel(f"ms since the step's first GPU activity (world size {ws}, one measured step, each rank on its own clock)")
+    handles = [Patch(color=COLORS["compute"], label="compute kernel"), Patch(color=COLORS["nccl"], label="NCCL kernel"),
+               Patch(color=COLORS["memory"], label="memcpy / memset")]
+    handles += [Patch(color=c, alpha=0.6, label=f"{n} phase (host range)") for n, c in PHASE_COLORS.items()]
+    ax.legend(handles=handles, fontsize=7, ncol=6, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
+    ax.spines[["top", "right"]].set_visible(False)
+    return _png(fig, f"Timeline of one measured step at world size {ws}: per rank the compute stream above the NCCL stream, "
+                     "phases shaded")
+
+
+# ---- Figure: overlap per step across ranks ---------------------------------------------------
+
+
+def overlap(rs, bound: float | None = None) -> Figure | NotAvailable:
+    if not _gpu_sizes(rs):
+        return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
+    sp = rs.table("step_partition")
+    if sp is None or sp.empty or "overlap_ratio" not in sp:
+        return NotAvailable(f"no per-step partition table ({rs.table_reason('step_partition') or 'no overlap_ratio column'})")
+    sp = sp[sp["world_size"] > 1].dropna(subset=["overlap_ratio"])
+    if sp.empty:
+        return NotAvailable("no multi-GPU world size with NCCL activity: the overlap ratio is only defined where NCCL "
+                            f"kernels ran (measured world sizes: {', '.join(map(str, rs.world_sizes))})")
+    sizes = sorted(int(n) for n in sp["world_size"].unique())
+    fig, axes = plt.subplots(1, len(sizes), figsize=(min(11, 3.9 * len(sizes) + 0.8), 3.0), sharey=True, squeeze=False)
+    cmap = plt.get_cmap("viridis")
+    for ax, n in zip(axes[0], sizes):
+        g = sp[sp["world_size"] == n]
+        ranks = sorted(g["rank"].unique())
+        for i, r in enumerate(ranks):
+            gr = g[g["rank"] == r].sort_values("step")
+            ax.plot(gr["step"], gr["overlap_ratio"], marker=".", ms=3, lw=0.8, alpha=0.85,
+                    color=cmap(i / max(1, len(ranks) - 1)), label=f"rank {r}")
+        if bound is not None:
+            ax.axhline(bound, color="#b3261e", ls="--", lw=1)
+            ax.text(ax.get_xlim()[0], bound, f" claim bound {bound:g}", color="#b3261e", fontsize=7, va="bottom")
+        ax.set_title(f"{n} GPUs (median {g['overlap_ratio'].median():.2f})", fontsize=9)
+        ax.set_xlabel("measured step")
+        ax.set_ylim(0, 1.05)
+        ax.spines[["top", "right"]].set_visible(False)
+        if len(ranks) <= 8:
+            ax.legend(fontsize=6, ncol=2, frameon=False, loc="lower right")
+    axes[0][0].set_ylabel("|U compute ∩ U nccl| / |U nccl|")
+    return _png(fig, "Overlap ratio per measured step, one line per rank, for each multi-GPU world size")
+
+
+# ---- Figure: throughput and efficiency ---------------------------------------------------------
+
+
+def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
+    sizes = [n for n in rs.world_sizes if (rs.entry(n).get("throughput") or {}).get("samples_per_s")]
+    if not sizes:
+        return NotAvailable("no throughput was measured (no untraced runs and no batch size for the traces)")
+    tp = rs.table("throughput")
+    base = (rs.entry(1).get("throughput") or {}).get("samples_per_s") if 1 in rs.world_sizes else None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.3))
+    med = np.array([rs.entry(n)["throughput"]["samples_per_s"]["median"] for n in sizes])
+    if tp is not None and not tp.empty and "samples_per_s" in tp:
+        t = tp[tp["variant"] != "noddp"] if "variant" in tp else tp
+        a.scatter(t["world_size"], t["samples_per_s"], s=14, color="#9ca3af", label="each untraced run", zorder=3)
+    a.plot(sizes, med, marker="o", color=COLORS["compute"], label="median", zorder=4)
+    if base:
+        xs = np.array(sorted(set([1, *sizes])))
+        a.plot(xs, xs * base["median"], ls="--", color="black", lw=1, label="ideal (N x 1-GPU)")
+    a.set_xscale("log", base=2)
+    a.set_xticks(sizes, [str(n) for n in sizes])
+    a.set_xlabel("GPUs (world size)" if rs.device != "cpu" else "ranks (world size, CPU)")
+    a.set_ylabel("samples / s")
+    a.legend(fontsize=8, frameon=False)
+    a.spines[["top", "right"]].set_visible(False)
+    a.set_title("Throughput", fontsize=10)
+    eff = [(n, rs.entry(n).get("efficiency")) for n in sizes]
+    eff = [(n, e) for n, e in eff if e is not None]
+    if len(eff) == 1 and eff[0][0] == 1:
+        eff = []
+        why = "only the 1-GPU baseline was measured"
+    else:
+        why = "no 1-GPU throughput baseline"
+    if eff:
+        b.bar([str(n) for n, _ in eff], [e for _, e in eff], color=COLORS["compute"], width=0.5)
+        for i, (_, e) in enumerate(eff):
+            b.text(i, e + 0.02, f"{e:.2f}", ha="center", fontsize=8)
+        b.axhline(1.0, color="black", ls="--", lw=1, label="ideal")
+        if bound is not None:
+            b.axhline(bound, color="#b3261e", ls="--", lw=1, label=f"claim bound {bound:g}")
+        b.set_ylim(0, max(1.35, max(e for _, e in eff) + 0.15))
+        b.legend(fontsize=8, frameon=False, loc="upper right", ncol=2)
+        b.set_title("Weak-scaling efficiency", fontsize=10)
+        b.set_xlabel("world size")
+    else:
+        b.axis("off")
+        b.text(0.5, 0.5, f"efficiency not available:\n{why}", ha="center", va="center",
+               fontsize=9, color="#6b7280", transform=b.transAxes)
+    b.spines[["top", "right"]].set_visible(False)
+    return _png(fig, "Throughput against ideal linear scaling, and weak-scaling efficiency per world size")
+
+
+# ---- Figure: busy-wait ---------------------------------------------------------------------------
+
+
+def busy_wait(rs) -> Figure | NotAvailable:
+    items = [(n, rs.busy_wait(n)) for n in rs.world_sizes]
+    items = [(n, b) for n, b in items if b and b.get("transfer_s_at_measured_busbw")]
+    if not items:
+        return NotAvailable("no bus-bandwidth measurement (busbw) for these runs, so the busy-wait share of the "
+                            "AllReduce kernel time cannot be estimated")
+    fig, ax = plt.subplots(figsize=(6.5, 2.9))
+    x = np.arange(len(items))
+    ax.bar(x - 0.18, [b["allreduce_kernel_s"] * 1e3 for _, b in items], 0.36, color=COLORS["allreduce"],
+           label="AllReduce kernel time per step (trace)")
+    ax.bar(x + 0.18, [b["transfer_s_at_measured_busbw"] * 1e3 for _, b in items], 0.36, color="#6b7280",
+           label="gradient bytes at measured bus bandwidth")
+    for xi, (_, b) in zip(x, items):
+        ax.text(xi - 0.18, b["allreduce_kernel_s"] * 1e3 * 1.02, f"x{b['ratio']:.1f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, [f"{n} GPUs" for n, _ in items])
+    ax.set_ylabel("ms per step")
+    ax.set_ylim(0, max(b["allreduce_kernel_s"] for _, b in items) * 1e3 * 1.15)
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _png(fig, "AllReduce kernel time against the pure transfer time at the measured bus bandwidth")

@@ -1,0 +1,173 @@
+"""The report notebook, shipped as code: :func:`notebook` returns the cells to execute.
+
+The first cell holds the parameters (the results folders with their labels, the claims file, the
+build's facts); ``dnabert-scaling report`` injects it, and anyone can edit it and rerun the
+notebook in Jupyter. The cells of section "Results" are repeated once per results folder, so each
+folder becomes a labelled section of its own. Code cells only call ``report.content`` and
+``report.figures``; their text is generated from the files, the static prose is in the markdown
+cells below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+PARAMETERS_TAG = "parameters"
+
+
+def parameters_cell(results: list[dict], claims: str | None, params: dict[str, Any]) -> Any:
+    src = ("# Parameters (injected by `dnabert-scaling report`; edit and rerun to point the notebook elsewhere).\n"
+           "# RESULTS: one entry per results folder, in report order; label None = derived from metrics.json.\n"
+           f"RESULTS = {results!r}\n"
+           f"CLAIMS = {claims!r}\n"
+           f"PARAMS = {params!r}\n")
+    return new_code_cell(src, metadata={"tags": [PARAMETERS_TAG, "injected-parameters"]})
+
+
+METHOD = """## 1 Method
+
+**Runs.** Each world size (1, 4, 8 GPUs in the study) fine-tunes DNABERT-2 under PyTorch DDP with the same
+per-rank batch (weak scaling): warm-up steps, then measured steps. Each rank is traced on its own: Score-P
+(OTF2; CUDA kernels, copies and NCCL recorded through CUPTI) or torch.profiler (Kineto). The training loop marks
+every step and its phases as host ranges (`ds:step`, `ds:forward`, `ds:backward`, `ds:optimizer`). Throughput
+comes from separate untraced runs (repeats), so the tracer's overhead does not enter it.
+
+**Step partition.** A measured step owns the window of the rank's GPU timeline from its first GPU activity to
+the next step's first. With *U* the union of the intervals of a class of activities, the window is split
+exactly, per rank and step:
+
+> step time = compute + exposed communication + exposed memcpy + idle
+>
+> compute = |U compute| · exposed comm = |U nccl − U compute| · exposed memcpy = |U memory − U compute − U nccl| ·
+> idle = step − |U all GPU activity|
+
+**Overlap.** overlap ratio = |U compute ∩ U nccl| / |U nccl|: the share of NCCL time with compute running on
+another stream at the same moment (defined only where NCCL kernels ran). Exposed-communication share = exposed
+comm / step time.
+
+**AllReduce against backward.** AllReduce kernel time is the *sum* of the durations of NCCL AllReduce kernels
+in the step; backward GPU time is the union of the compute kernels launched in the backward phase. A GPU
+activity belongs to the phase during which the host *launched* it (the GPU runs behind the host): exactly,
+through the launching call's correlation id (Kineto); for Score-P by stream order (the i-th launch into a stream
+is the i-th kernel on it, from the launch's `CUDA_STREAM_REF`); else by time window (the host phase running
+last before the activity started). Each set's analysis notes list the method used and, for Kineto traces, how
+well the two Score-P methods agree with the exact one. The ranking of GPU activities sums kernel time per
+name, with NCCL kernels grouped by collective.
+
+**Statistics.** Medians over all (rank, measured step) samples, with p10–p90 spreads. Weak-scaling efficiency
+= samples/s(N) / (N × samples/s(1)), against the 1-GPU run with the DDP wrapper.
+
+**Claims.** Each claim of the paper is a set of checks with explicit bounds in `expected/claims.toml`; the checker
+(`dnabert-scaling check`) turns them into PASS, FAIL, NOT RUN or INVALID (Appendix A lists every bound with
+its rationale)."""
+
+CAVEATS = """## {n} Caveats
+
+1. **NCCL's LL kernels busy-wait.** A low-latency (LL/LL128) NCCL kernel is launched early and spins on flags
+   until its peers' data arrive, so its duration includes waiting for the slowest rank, not only moving bytes.
+   AllReduce kernel time therefore *overstates* the transfer cost; the bounds of C3 and C4 are read with this in
+   mind, and C5 measures the cost that matters (exposed time). Where a bus-bandwidth benchmark was run on the same
+   machine, the figure below compares the two.
+2. **Summed kernel time double-counts overlap.** Kernel time summed per activity (the ranking, AllReduce vs
+   backward) counts time in which several streams are busy at once for each of them. The share of the step that
+   communication actually costs is the *exposed* communication of the partition, which is much smaller than the
+   AllReduce kernel time when the overlap is high.
+3. **50-step runs on a shared node are noisy.** A few tens of steps per run, on nodes shared with other jobs, give
+   medians that move by several percent between runs. The robust signals are qualitative (zero vs non-zero, which
+   stream, which activity is largest) and relative (ratios, shares, efficiencies); absolute milliseconds are
+   context, and every bound keeps a margin for this noise."""
+
+REPRODUCE = "## {n} How to reproduce"
+
+APPENDIX = """## Appendix A: the bounds and their rationale
+
+From the claims file used for the first result set with verdicts."""
+
+
+def _md(text: str) -> Any:
+    return new_markdown_cell(text)
+
+
+def _code(src: str, tag: str | None = None) -> Any:
+    return new_code_cell(src, metadata={"tags": [tag]} if tag else {})
+
+
+def set_cells(k: int, section: int, label: str) -> list:
+    """The cells of one results folder's section."""
+    s = f"{section}"
+    n = f"R.sets[{k}]"
+    cells = [
+        _md(f"## {s} Results: {label}"),
+        _code(f"S = {n}\nC.show(C.setup_html(S))", "setup"),
+        _md(f"### {s}.1 Claims and verdicts"),
+        _code("C.show(C.claims_html(S))", "claims"),
+        _md(f"### {s}.2 Where the GPU time goes"),
+        _code("C.show(C.metrics_table_html(S))", "metrics"),
+        _code(f"C.show_figure(F.breakdown(S), '{s}.1',\n"
+              "    'GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no '\n"
+              "    'compute under it), exposed memcpy and idle. Medians over all (rank, step) samples, so the stacked parts '\n"
+              "    'need not add up exactly to the median step time (black bar).')", "figure"),
+        _code(f"C.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
+              "    'Summed AllReduce kernel time against the backward pass\\'s GPU time per step (medians; error bars p10 to p90 '\n"
+              "    'over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes '\n"
+              "    'busy-waiting (Caveat 1).')", "figure"),
+        _code("C.show(C.ranking_html(S))", "ranking"),
+        _md(f"### {s}.3 One step, every rank: compute and communication side by side"),
+        _code(f"C.show_figure(F.timeline(S), '{s}.3',\n"
+              "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
+              "    'Vampir-like timeline: per rank its compute stream above its NCCL stream, kernels as bars, the host phases '\n"
+              "    '(forward, backward, optimizer) shaded behind them. AllReduce buckets running while the backward compute '\n"
+              "    'continues on the other stream are the overlap of claim C5.')", "figure"),
+        _code(f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
+              "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
+              "    'world size; dashed: the bound of claim C5.')", "figure"),
+        _md(f"### {s}.4 Throughput"),
+        _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.5',\n"
+              "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
+              "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
+              "    'claim C6.')", "figure"),
+        _code("C.show(C.notes_html(S))", "notes"),
+    ]
+    return cells
+
+
+def notebook(results: list[dict], claims: str | None, params: dict[str, Any], labels: list[str]) -> Any:
+    """The report notebook for ``results`` (dicts with ``path`` and ``label``) before execution."""
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["title"] = "DNABERT-2 DDP scaling: where does GPU time go?"
+    cells = [
+        parameters_cell(results, claims, params),
+        _code("from dnabert_scaling.report import content as C, figures as F\n"
+              "C.check_kernel(PARAMS)\n"
+              "R = C.Report.load(RESULTS, CLAIMS, PARAMS)\n"
+              "C.show(C.style() + C.title_html(R))", "title"),
+        _code("C.show(C.abstract_html(R))", "abstract"),
+        _md(METHOD),
+    ]
+    section = 2
+    for k, label in enumerate(labels):
+        cells += set_cells(k, section, label)
+        section += 1
+    cells.append(_md(CAVEATS.format(n=section)))
+    cells.append(_code("C.show(C.busy_wait_html(R, F, '%d'))" % section, "caveats"))
+    section += 1
+    cells.append(_md(REPRODUCE.format(n=section)))
+    cells.append(_code("C.show(C.reproduce_html(R))", "reproduce"))
+    cells.append(_md(APPENDIX))
+    cells.append(_code("S0 = next((S for S in R.sets if S.verdicts), None)\n"
+                       "C.show(C.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')", "appendix"))
+    cells.append(_md("## Appendix B: sanity checks per world size\n\nFrom the traced run of each world size: "
+                     "every rank present, every measured step complete, finite loss, GPU streams in every trace. "
+                     "A claim whose data come from a world size that failed one of them is INVALID."))
+    cells.append(_code("for S in R.sets:\n"
+                       "    C.show(f'<p><b>{C.esc(S.label)}</b></p>' + C.sanity_html(S))", "appendix"))
+    cells.append(_md("## Appendix C: this report's build"))
+    cells.append(_code("C.show(C.build_info_html(R))", "appendix"))
+    nb.cells = cells
+    nbformat.validate(nb)
+    return nb

@@ -56,13 +56,26 @@ def gpus_here() -> int:
         return 0
 
 
-def slurm_here() -> bool:
+def slurm_gpus() -> tuple[bool, str]:
+    """Whether to submit the GPU sweep to SLURM here, and why (not)."""
     if not shutil.which("sbatch") or not shutil.which("sinfo"):
-        return False
+        return False, "no SLURM commands on PATH"
     try:
-        return subprocess.run(["sinfo", "-h"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        out = subprocess.run(["sinfo", "-h", "-o", "%G"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"sinfo failed ({exc})"
+    if out.returncode != 0:
+        return False, "sinfo failed (no controller reachable)"
+    if "gpu" not in out.stdout:
+        return False, "the SLURM partitions offer no GPU gres"
+    if not image_path() and not os.environ.get("APPTAINER_CONTAINER"):
+        return False, "no dnabert-scaling.sif (build it with containers/build.sh, or set DNABERT_SCALING_IMAGE)"
+    return True, "SLURM with GPU nodes"
+
+
+def image_path() -> Path | None:
+    candidate = Path(os.environ.get("DNABERT_SCALING_IMAGE", ROOT / "dnabert-scaling.sif"))
+    return candidate if candidate.is_file() else None
 
 
 def reference_sets() -> list[Path]:
@@ -72,8 +85,11 @@ def reference_sets() -> list[Path]:
     return sorted(p for p in ref.iterdir() if p.is_dir() and any(q.name.startswith("ws") for q in p.iterdir()))
 
 
-def analyse_and_check(sweep: Path, results: Path, claims: Path) -> int:
-    run([*CLI, "analyze", str(sweep), "--out", str(results)])
+def analyse_and_check(sweep: Path, results: Path, claims: Path) -> int | None:
+    """Analysis and verdicts of one result set; None when the analysis itself failed."""
+    if run([*CLI, "analyze", str(sweep), "--out", str(results)], check=False) != 0:
+        say(f"the analysis of {sweep} failed (message above); it is left out of the report")
+        return None
     # the verdicts are results: a FAIL is reported, not a crash of the pipeline
     return run([*CLI, "check", str(results), "--expected", str(claims)], check=False)
 
@@ -92,12 +108,21 @@ def main(argv=None) -> int:
     claims = ROOT / "expected" / "claims.toml"
     t0 = time.monotonic()
     result_sets: list[tuple[str, Path, int]] = []
+    failures: list[str] = []
     plan: dict = {"kick_tires": args.kick_tires, "steps": []}
 
     if not args.kick_tires:
         n_gpus = 0 if args.cpu else gpus_here()
-        slurm = slurm_here() and not args.cpu and args.executor in ("auto", "slurm")
-        executor = "slurm" if (args.executor == "slurm" or (args.executor == "auto" and slurm and n_gpus == 0)) else "local"
+        slurm, why = slurm_gpus()
+        if args.executor == "slurm" or (args.executor == "auto" and slurm and n_gpus == 0 and not args.cpu):
+            executor = "slurm"
+        else:
+            executor = "local"
+            if args.executor == "auto" and n_gpus == 0:
+                say(f"not submitting to SLURM: {why}")
+        extra = []
+        if executor == "slurm":
+            extra = ["--image", str(image_path())] if image_path() else ["--no-container"]
         if n_gpus or executor == "slurm":
             sizes = [int(x) for x in args.gpus.split(",")]
             if executor == "local":
@@ -107,12 +132,12 @@ def main(argv=None) -> int:
                     say(f"world sizes {skipped} need more than the {n_gpus} GPU(s) here: not run (their claims will be NOT RUN)")
                 plan["not_run"] = skipped
             name = "gpu"
-            sweep_cmd = [*CLI, "sweep", "--gpus", ",".join(map(str, sizes)), "--executor", executor,
+            sweep_cmd = [*CLI, "sweep", "--gpus", ",".join(map(str, sizes)), "--executor", executor, *extra,
                          "--tracer", args.tracer, "--out", str(out / name / "runs")]
             say(f"{n_gpus} GPU(s) here, executor {executor}: the study's sweep at world sizes {sizes}")
         else:
             name = "smoke"
-            say("no GPU and no SLURM here: the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2)")
+            say("no GPU here (and no SLURM to use): the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2)")
             sweep_cmd = [*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "torch", "--repeats", "2",
                          "--out", str(out / name / "runs"), "--", *SMOKE_TRAIN]
         plan["steps"].append({"name": name, "command": sweep_cmd})
@@ -120,7 +145,10 @@ def main(argv=None) -> int:
         if rc != 0:
             say(f"the sweep reported failed runs (exit {rc}); analysing what completed")
         verdict_rc = analyse_and_check(out / name / "runs", out / name / "results", claims)
-        result_sets.append((name, out / name / "results", verdict_rc))
+        if verdict_rc is not None:
+            result_sets.append((name, out / name / "results", verdict_rc))
+        else:
+            failures.append(f"{name}: the sweep produced nothing that could be analysed (exit {rc})")
 
     refs = reference_sets()
     if not refs:
@@ -128,7 +156,10 @@ def main(argv=None) -> int:
     for ref in refs:
         name = f"reference-{ref.name}"
         verdict_rc = analyse_and_check(ref, out / name / "results", claims)
-        result_sets.append((name, out / name / "results", verdict_rc))
+        if verdict_rc is not None:
+            result_sets.append((name, out / name / "results", verdict_rc))
+        else:
+            failures.append(f"{name}: the analysis of the shipped traces failed")
     if not result_sets:
         say("nothing was analysed")
         return 1
@@ -144,9 +175,10 @@ def main(argv=None) -> int:
                 counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
         lines.append(f"{name}: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no verdicts")
                      + f"  ({results / 'verdicts.txt'})")
+    lines += [f"FAILED: {f}" for f in failures]
     (out / "SUMMARY.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -142,7 +142,12 @@ def write_manifest(spec: RunSpec, status: str, returncode: int | None, started: 
 def _set_aside_failed(run_dir: Path) -> Path | None:
     if not run_dir.exists():
         return None
-    target = run_dir.with_name(f"{run_dir.name}.failed-{time.strftime('%Y%m%d-%H%M%S')}")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}-{n}")
     run_dir.rename(target)
     return target
 

@@ -1,0 +1,89 @@
+"""End to end on CPU: the smoke sweep (real torchrun, gloo, world sizes 1 and 2) through the
+analysis, the checker and the report; and the sweep's resume and failure handling."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, ROOT
+
+CLI = [PYTHON, "-m", "dnabert_scaling"]
+TRAIN = ["--model", "tiny", "--steps", "4", "--warmup-steps", "1", "--batch-size", "4", "--find-unused-parameters", "false"]
+
+
+def _run(cmd, timeout=600):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, tiny_task):
+    out = tmp_path_factory.mktemp("smoke")
+    proc = _run([*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "torch", "--repeats", "1",
+                 "--out", str(out / "runs"), "--data", str(tiny_task), "--", *TRAIN])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def test_sweep_layout_and_manifests(smoke):
+    runs = smoke / "runs"
+    names = json.loads((runs / "sweep.json").read_text())["runs"]
+    assert names == ["ws1-none-r0", "ws1-none-r0-noddp", "ws1-torch-r0", "ws2-none-r0", "ws2-torch-r0"]
+    for name in names:
+        manifest = json.loads((runs / name / "manifest.json").read_text())
+        assert manifest["status"] == "ok"
+        assert {"summary.json", "rank0/steps.jsonl", "logs/launcher.log"} <= set(manifest["files"])
+        assert all(len(h) == 64 for h in manifest["files"].values())
+        assert {f["what"] for f in manifest["fallbacks"]} >= {"device", "weights", "data"}
+    assert (runs / "ws2-torch-r0" / "traces" / "rank1.json.gz").is_file()
+    assert json.loads((runs / "busbw-ws2.json").read_text())["world_size"] == 2
+
+
+def test_rerun_skips_complete_runs(smoke, tiny_task):
+    before = (smoke / "runs" / "ws1-none-r0" / "manifest.json").read_text()
+    proc = _run([*CLI, "sweep", "--gpus", "1", "--device", "cpu", "--tracer", "torch", "--repeats", "1",
+                 "--out", str(smoke / "runs"), "--data", str(tiny_task), "--", *TRAIN], timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("skipped") == 3
+    assert (smoke / "runs" / "ws1-none-r0" / "manifest.json").read_text() == before
+
+
+def test_analysis_check_and_report(smoke):
+    results = smoke / "results"
+    proc = _run([*CLI, "analyze", str(smoke / "runs"), "--out", str(results)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads((results / "metrics.json").read_text())
+    ws2 = metrics["world_sizes"]["2"]
+    assert ws2["traced"]["gpu"] is None
+    assert "CPU run" in ws2["traced"]["gpu_not_run_reason"]
+    assert ws2["traced"]["sanity"]["all_ranks_present"] and ws2["traced"]["sanity"]["steps_complete"]
+    assert ws2["throughput"]["samples_per_s"]["median"] > 0 and ws2["efficiency"] > 0
+    assert metrics["world_sizes"]["1"]["throughput_noddp"]["samples_per_s"]["n"] == 1
+    assert {f["what"] for f in metrics["fallbacks"]} >= {"device", "weights", "data"}
+    proc = _run([*CLI, "check", str(results), "--expected", str(ROOT / "expected" / "claims.toml")])
+    assert proc.returncode == 0, proc.stdout[-3000:]  # NOT RUN is not a failure without --strict
+    verdicts = {c["id"]: c for c in json.loads((results / "verdicts.json").read_text())["claims"]}
+    assert {c["verdict"] for c in verdicts.values()} == {"NOT RUN"}
+    assert "CPU" in verdicts["C1"]["reason"] or "cpu" in verdicts["C1"]["reason"].lower()
+    strict = _run([*CLI, "check", str(results), "--expected", str(ROOT / "expected" / "claims.toml"), "--strict", "--quiet"])
+    assert strict.returncode == 1
+    proc = _run([*CLI, "report", str(results), "--out", str(smoke / "report")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    html = (smoke / "report" / "report.html").read_text()
+    assert "NOT RUN" in html and "CPU" in html and "<img" in html
+
+
+def test_failed_run_is_reported_and_kept(tmp_path, tiny_task):
+    out = tmp_path / "runs"
+    proc = _run([*CLI, "sweep", "--gpus", "2", "--device", "cpu", "--tracer", "none", "--repeats", "1", "--no-busbw",
+                 "--out", str(out), "--data", str(tiny_task), "--", *TRAIN, "--inject-fault", "1:2", "--dist-timeout", "30"],
+                timeout=300)
+    assert proc.returncode == 1
+    assert "ws2-none-r0" in proc.stderr and "failed" in proc.stderr
+    manifest = json.loads((out / "ws2-none-r0" / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["returncode"] != 0
+    # a rerun sets the failed attempt aside instead of overwriting it
+    _run([*CLI, "sweep", "--gpus", "2", "--device", "cpu", "--tracer", "none", "--repeats", "1", "--no-busbw",
+          "--out", str(out), "--data", str(tiny_task), "--", *TRAIN, "--inject-fault", "1:2", "--dist-timeout", "30"],
+         timeout=300)
+    assert len(list(out.glob("ws2-none-r0.failed-*"))) == 1

@@ -59,8 +59,9 @@ lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and 
 image: ## build dnabert-scaling.sif with Apptainer (needs apptainer)
 	containers/build.sh
 
-sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (see scripts/slurm/)
-	$(CLI) sweep --executor slurm --gpus 1,4,8 --tracer auto --out runs
+SLURM_CONFIG ?= site.conf
+sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (settings: SLURM_CONFIG=site.conf, see scripts/slurm/)
+	$(CLI) sweep --executor slurm --slurm-config $(SLURM_CONFIG) --gpus 1,4,8 --tracer auto --out runs
 
 clean: ## remove outputs (not the venv)
 	rm -rf runs results report reproduce kick-tires .pytest_cache

@@ -68,6 +68,9 @@ def slurm_gpus() -> tuple[bool, str]:
         return False, "sinfo failed (no controller reachable)"
     if "gpu" not in out.stdout:
         return False, "the SLURM partitions offer no GPU gres"
+    conf = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=20).stdout
+    if "dnabert-ci" in conf:
+        return False, "this is the test cluster of .ci/run (fake GPUs)"
     if not image_path() and not os.environ.get("APPTAINER_CONTAINER"):
         return False, "no dnabert-scaling.sif (build it with containers/build.sh, or set DNABERT_SCALING_IMAGE)"
     return True, "SLURM with GPU nodes"

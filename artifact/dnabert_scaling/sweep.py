@@ -276,14 +276,9 @@ def run(args: argparse.Namespace) -> int:
 
     results: list[RunResult] = []
     if args.executor == "slurm":
-        from dnabert_scaling.slurm import config_from_args, run_slurm
-
-        config = config_from_args(args)
-        for job in run_slurm(plan, config):
-            print(f"slurm job {getattr(job, 'job_id', '?')}: {getattr(job, 'state', getattr(job, 'status', '?'))}", file=sys.stderr)
-        for spec in plan:
-            status = "ok" if spec.is_complete() else "failed"
-            results.append(RunResult(spec, status, None, 0.0, "" if status == "ok" else "see the job log"))
+        results, job_error = _run_with_slurm(args, plan)
+        if job_error:
+            print(f"sweep: {job_error}", file=sys.stderr)
     else:
         for n in sizes:
             for spec in [s for s in plan if s.world_size == n]:
@@ -302,6 +297,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"sweep: {len(failed)} run(s) failed: {', '.join(r.spec.run_dir.name for r in failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list[RunResult], str | None]:
+    """Submit through ``dnabert_scaling.slurm``, then write each run's manifest as the local
+    executor does (the job id and its log stand in for the launcher command)."""
+    from dnabert_scaling.slurm import SlurmJobError, config_from_args, run_slurm
+
+    config = config_from_args(args)
+    complete_before = {s.name for s in plan if s.is_complete()}
+    started = now_iso()
+    error = None
+    try:
+        jobs = run_slurm(plan, config)
+    except SlurmJobError as exc:
+        jobs, error = exc.results, str(exc)
+    for job in jobs:
+        print(f"slurm job {job.job_id}: {job.state}" + (f" ({job.describe()})" if not job.ok else ""), file=sys.stderr)
+    by_run = {name: job for job in jobs for name in job.runs}
+    results = []
+    for spec in plan:
+        if spec.name in complete_before:
+            results.append(RunResult(spec, "skipped", 0, 0.0, "already complete"))
+            continue
+        job = by_run.get(spec.name)
+        status = "ok" if spec.is_complete() else "failed"
+        message = "" if status == "ok" else (job.describe() if job else "not submitted")
+        if spec.run_dir.is_dir():
+            extra = {"message": message, "warnings": list(job.warnings) if job else [],
+                     "slurm_job": {"id": job.job_id, "state": job.state, "log": str(job.log) if job and job.log else None}
+                     if job else None}
+            write_manifest(spec, status, job.exit_code if job else None, started, 0.0,
+                           ["sbatch", f"(job {job.job_id if job else '?'})"], "slurm", extra)
+        results.append(RunResult(spec, status, None, 0.0, message))
+    return results, error
 
 
 def format_table(results: list[RunResult]) -> str:

@@ -139,7 +139,9 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         sub = trace.rank(r)
         gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
         tl = HostTimeline.from_host(host)
-        if expected_steps and tl.steps != expected_steps:
+        if tl.steps == 0:
+            problems.append(f"rank {r}: the trace marks no measured step (no ds:step range): nothing to analyse")
+        elif expected_steps and tl.steps != expected_steps:
             problems.append(f"rank {r}: the trace marks {tl.steps} measured steps, expected {expected_steps}")
         att = attribute(gpu, host, tl)
         notes += [f"rank {r}: {n}" for n in att.notes]
@@ -370,7 +372,7 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
                     traced["ranks"] = trace.rank_ids
                     res = analyze_trace(trace, ws, expected, trace_src["run"])
                     problems += res.metrics.pop("trace_problems")
-                    if any("measured steps" in p for p in problems):
+                    if any("measured step" in p for p in problems):
                         sanity["steps_complete"] = False
                     if expected is None:
                         traced["measured_steps"] = int(res.steps.groupby("rank").size().min()) if len(res.steps) else 0

@@ -5,10 +5,9 @@ One rank, a warm-up step and two measured steps, compute on stream 7 and AllRedu
 """
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from dnabert_scaling.analysis.attribution import HostTimeline, attribute, agreement
+from dnabert_scaling.analysis.attribution import attribute, agreement
 from dnabert_scaling.analysis.metrics import analyze_trace, stat
 from dnabert_scaling.analysis import partition
 from dnabert_scaling.traces.model import GPU_SCHEMA, HOST_SCHEMA, Trace, make_frame

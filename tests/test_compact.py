@@ -1,6 +1,5 @@
 """Compacted Kineto traces read back into exactly the same tables."""
 
-import gzip
 import json
 
 import pandas as pd

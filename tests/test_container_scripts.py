@@ -9,7 +9,6 @@ the downloads from Hugging Face and perftools, and %test inside a built image.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import zipfile

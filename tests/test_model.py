@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.model import alibi_slopes, build_model, count_parameters, load_pretrained

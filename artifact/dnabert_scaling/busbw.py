@@ -37,7 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
     """Byte sizes of the gradient buckets DDP builds for ``model_name`` (fp32 gradients)."""
-    import torch
     import torch.distributed as dist
 
     from dnabert_scaling.model import build_model

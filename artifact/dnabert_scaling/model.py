@@ -77,7 +77,7 @@ def resolve_config(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, A
             path = path / "config.json"
         if not path.is_file():
             raise ArtifactError(
-                f"no model config: expected 'base', 'tiny', a config.json or a folder holding one", path
+                "no model config: expected 'base', 'tiny', a config.json or a folder holding one", path
             )
         try:
             cfg = json.loads(path.read_text())

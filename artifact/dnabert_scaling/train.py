@@ -401,8 +401,9 @@ def _maybe_reexec_under_scorep(args, info) -> None:
 
 
 def _replace_option(argv: list[str], name: str, value: str) -> list[str]:
+    """``argv`` with every ``name X`` / ``name=X`` removed and ``name value`` appended."""
     out, skip = [], False
-    for i, a in enumerate(argv):
+    for a in argv:
         if skip:
             skip = False
             continue

@@ -59,8 +59,8 @@ lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and 
 image: ## build dnabert-scaling.sif with Apptainer (needs apptainer)
 	containers/build.sh
 
-SLURM_CONFIG ?= site.conf
-sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (settings: SLURM_CONFIG=site.conf, see scripts/slurm/)
+SLURM_CONFIG ?= $(or $(DNABERT_SLURM_CONFIG),site.conf)
+sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (settings: SLURM_CONFIG, default DNABERT_SLURM_CONFIG or site.conf)
 	$(CLI) sweep --executor slurm --slurm-config $(SLURM_CONFIG) --gpus 1,4,8 --tracer auto --out runs
 
 clean: ## remove outputs (not the venv)

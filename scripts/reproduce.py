@@ -107,8 +107,16 @@ def main(argv=None) -> int:
     p.add_argument("--cpu", action="store_true", help="run the CPU smoke sweep even where GPUs exist")
     args = p.parse_args(argv)
     out = args.out.resolve()
+    try:  # shorter, machine-independent paths in the outputs when OUT lies below the working directory
+        out = out.relative_to(Path.cwd().resolve())
+    except ValueError:
+        pass
     out.mkdir(parents=True, exist_ok=True)
     claims = ROOT / "expected" / "claims.toml"
+    try:
+        claims = claims.relative_to(Path.cwd().resolve())
+    except ValueError:
+        pass
     t0 = time.monotonic()
     result_sets: list[tuple[str, Path, int]] = []
     failures: list[str] = []
@@ -158,6 +166,10 @@ def main(argv=None) -> int:
         say("no reference traces in expected/reference/: nothing recorded on GPUs to re-derive")
     for ref in refs:
         name = f"reference-{ref.name}"
+        try:
+            ref = ref.relative_to(Path.cwd().resolve())
+        except ValueError:
+            pass
         verdict_rc = analyse_and_check(ref, out / name / "results", claims)
         if verdict_rc is not None:
             result_sets.append((name, out / name / "results", verdict_rc))
@@ -169,15 +181,22 @@ def main(argv=None) -> int:
     report_dir = out / "report"
     run([*CLI, "report", *[str(r) for _, r, _ in result_sets], "--out", str(report_dir)])
     minutes = (time.monotonic() - t0) / 60
-    lines = [f"dnabert-scaling reproduce: {minutes:.1f} min", f"report: {report_dir / 'report.html'}"]
+    mode = "kick-tires" if args.kick_tires else "reproduce"
+    lines = [f"dnabert-scaling {mode}: {minutes:.1f} min", f"report: {report_dir / 'report.html'}"]
     for name, results, rc in result_sets:
         verdicts = results / "verdicts.json"
         counts = {}
         if verdicts.is_file():
             for c in json.loads(verdicts.read_text()).get("claims", []):
                 counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
-        lines.append(f"{name}: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no verdicts")
+        where = ("pre-recorded traces shipped in expected/, re-analysed here" if name.startswith("reference-")
+                 else "run on this machine")
+        lines.append(f"{name} ({where}): " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no verdicts")
                      + f"  ({results / 'verdicts.txt'})")
+        metrics = results / "metrics.json"
+        if metrics.is_file():
+            for f in json.loads(metrics.read_text()).get("fallbacks", []):
+                lines.append(f"    fallback: {f.get('what')}: {f.get('used')}")
     lines += [f"FAILED: {f}" for f in failures]
     (out / "SUMMARY.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -82,3 +82,33 @@ def test_analyze_refuses_a_folder_without_runs_and_keeps_old_results(tmp_path):
     proc = _analyze(empty, "--out", out)
     assert proc.returncode == 2 and "holds no run folders" in proc.stderr
     assert json.loads((out / "metrics.json").read_text()) == {"old": True}
+
+
+@pytest.mark.parametrize("gpus, message", [("1,,4", "comma-separated list of integers"), ("1,1", "twice"),
+                                          ("0", "positive world sizes"), ("a", "comma-separated list")])
+def test_sweep_rejects_bad_world_sizes(tmp_path, gpus, message):
+    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "sweep", "--gpus", gpus, "--device", "cpu",
+                           "--out", str(tmp_path / "runs")], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_sweep_without_gpus_needs_an_explicit_cpu_request(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible here")
+    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "sweep", "--gpus", "1", "--out", str(tmp_path / "runs")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and "no CUDA device is visible" in proc.stderr and "--device cpu" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_summarize_checks_the_world_size_of_one_archive():
+    archive = DATA / "traces" / "scorep-cuda-2rank"
+    bad = subprocess.run([PYTHON, "-m", "dnabert_scaling", "summarize", str(archive), "--world-size", "4"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert bad.returncode == 2 and "expected world size 4" in bad.stderr and "traces.otf2" in bad.stderr
+    ok = subprocess.run(f"{PYTHON} -m dnabert_scaling summarize {archive} --world-size 2 --json - | head -1",
+                        shell=True, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert ok.stdout.strip() == "{" and "Traceback" not in ok.stderr

@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
-    sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text)
+    sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text,
+                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     module.add_arguments(sub)
     args = sub.parse_args(rest)
     try:

@@ -57,13 +57,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def world_sizes(text: str) -> list[int]:
+    items = [x.strip() for x in text.split(",")]
     try:
-        sizes = [int(x) for x in text.split(",") if x.strip()]
+        sizes = [int(x) for x in items]
     except ValueError:
-        raise ArtifactError(f"--gpus must be a comma-separated list of integers, not {text!r}") from None
+        raise ArtifactError(f"--gpus must be a comma-separated list of integers like 1,4,8, not {text!r}") from None
     if not sizes or min(sizes) < 1:
         raise ArtifactError(f"--gpus must list positive world sizes, not {text!r}")
-    return sorted(set(sizes))
+    if len(set(sizes)) != len(sizes):
+        raise ArtifactError(f"--gpus lists a world size twice: {text!r}")
+    return sorted(sizes)
 
 
 def plan_runs(out: Path, sizes: list[int], tracer: str, repeats: int, baseline_no_ddp: bool,
@@ -233,8 +236,13 @@ def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeo
 def _check_local_resources(sizes: list[int], device: str) -> str:
     import torch
 
-    if device == "cpu" or (device == "auto" and not torch.cuda.is_available()):
+    if device == "cpu":
         return "cpu"
+    if not torch.cuda.is_available():
+        raise ArtifactError(
+            "no CUDA device is visible here: the study's sweep needs GPUs; run it with --executor slurm "
+            "on a GPU cluster, or pass --device cpu for the CPU smoke sweep (gloo; no GPU metrics)"
+        )
     count = torch.cuda.device_count()
     if device == "cuda" and count == 0:
         raise ArtifactError("--device cuda: no CUDA device is visible")

@@ -204,7 +204,7 @@ def _build_model(args, num_labels: int, setup: Setup):
         Fallback(
             "weights",
             f"random initialisation from the {args.model!r} config",
-            f"no --weights and ${ENV_WEIGHTS} is not set (GPU time depends on shapes, not weights)",
+            f"no --weights and ${ENV_WEIGHTS} is not set; GPU time depends on shapes, not weights",
         )
     )
     return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}

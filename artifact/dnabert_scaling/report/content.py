@@ -26,6 +26,8 @@ STUDY = {
     "tracer": "Score-P (OTF2 traces, CUDA and NCCL recording)",
     "measured_steps": 50,
 }
+# The official fine-tuning recipe the study ran (prom_300-shaped task), for the set-up differences.
+RECIPE = {"model": "base", "batch_size_per_rank": 8, "seq_len_tokens": 70, "find_unused_parameters": True}
 VERDICT_CLASS = {PASS: "pass", FAIL: "fail", NOT_RUN: "notrun", INVALID: "invalid"}
 VERDICT_WORD = {PASS: "confirmed", FAIL: "refuted", NOT_RUN: "not run", INVALID: "invalid"}
 
@@ -373,6 +375,8 @@ def fallback_items(rs: ResultSet) -> list[str]:
         out.append("<b>No GPU: CPU smoke run</b> (gloo instead of NCCL). It proves the pipeline end to end; "
                    "it cannot measure GPU time, so every GPU claim is NOT RUN.")
     for f in m.get("fallbacks") or []:
+        if isinstance(f, dict) and rs.device == "cpu" and f.get("what") == "device":
+            continue  # said in the first item
         if isinstance(f, dict):
             what, used, why = f.get("what", "?"), f.get("used", "?"), f.get("reason", "")
             word = {"weights": "Random weights" if "random" in str(used).lower() else "Weights",
@@ -395,6 +399,23 @@ def fallback_items(rs: ResultSet) -> list[str]:
     if rs.world_sizes and rs.world_sizes != STUDY["world_sizes"]:
         out.append(f"<b>World sizes</b> measured: {', '.join(map(str, rs.world_sizes))} "
                    f"(the study: {', '.join(map(str, STUDY['world_sizes']))}); claims at a world size not measured are NOT RUN.")
+    prov = m.get("provenance") or {}
+    if prov.get("model") and prov["model"] != RECIPE["model"]:
+        params = prov.get("parameters")
+        out.append(f"<b>Model</b>: the {esc(prov['model'])!s} configuration"
+                   + (f" ({params / 1e6:.1f} M parameters)" if params else "")
+                   + " instead of DNABERT-2-117M's released one.")
+    if prov.get("batch_size_per_rank") and prov["batch_size_per_rank"] != RECIPE["batch_size_per_rank"]:
+        out.append(f"<b>Per-GPU batch</b> {prov['batch_size_per_rank']} instead of the recipe's "
+                   f"{RECIPE['batch_size_per_rank']} (weak scaling: the same per rank at every world size).")
+    if prov.get("seq_len_tokens") and prov["seq_len_tokens"] != RECIPE["seq_len_tokens"]:
+        out.append(f"<b>Sequence length</b> {prov['seq_len_tokens']} tokens instead of prom_300's {RECIPE['seq_len_tokens']}.")
+    if prov.get("precision") == "fp32":
+        out.append("<b>Precision</b>: fp32, no autocast (the recipe trains with fp16 autocast on GPUs).")
+    ddp = prov.get("ddp_options") or {}
+    if ddp and ddp.get("find_unused_parameters") is not None and ddp["find_unused_parameters"] != RECIPE["find_unused_parameters"]:
+        out.append("<b>DDP</b>: find_unused_parameters=False (under the HF Trainer the recipe runs with True, one more "
+                   "autograd-graph traversal per step).")
     steps = {rs.traced(n).get("measured_steps") for n in rs.world_sizes} - {None}
     if steps and steps != {STUDY["measured_steps"]}:
         out.append(f"<b>Measured steps</b> per traced run: {', '.join(map(str, sorted(steps)))} (the study: {STUDY['measured_steps']}).")
@@ -521,8 +542,12 @@ def _measured_cell(check: dict) -> str:
 
 
 def _short(x: Any, n: int = 48) -> str:
+    """At most n characters, cut in the middle so both the family and the specialisation show."""
     s = str(x)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    if len(s) <= n:
+        return s
+    head = (n - 1) * 2 // 3
+    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
 
 
 def _bounds_cell(b: dict) -> str:
@@ -694,9 +719,19 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
                    "spend waiting for peers, not moving data (bus bandwidth from <code class='ds'>dnabert-scaling busbw</code>).")
         out.append(figure_html(figures.busy_wait(rs), f"{section}.{k}", caption))
     if without:
-        out.append(f"<div class='ds-na'><b>Busy-wait figure not available</b> for {esc('; '.join(without))}: no "
-                   "bus-bandwidth measurement (busbw) came with these runs, so the share of AllReduce kernel time spent "
-                   "waiting cannot be estimated; read their AllReduce times as upper bounds of the transfer cost.</div>")
+        reasons = []
+        for rs in report.sets:
+            if rs.label not in without:
+                continue
+            if rs.device == "cpu":
+                why = "a CPU run: the bus bandwidth may have been measured (gloo), but there are no GPU AllReduce kernels to compare it with"
+            elif rs.metrics.get("busbw"):
+                why = "the bus bandwidth was measured, but no AllReduce kernel time to compare it with"
+            else:
+                why = "no bus-bandwidth measurement (busbw) came with these runs (it runs at world sizes of 2 and more)"
+            reasons.append(f"{esc(rs.label)}: {why}")
+        out.append("<div class='ds-na'><b>Busy-wait figure not available</b> for " + "; ".join(reasons)
+                   + ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost.</div>")
     return "".join(out)
 
 

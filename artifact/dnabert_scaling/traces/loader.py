@@ -140,8 +140,9 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
     if world_size is None and len(sizes) == 1:
         world_size = sizes.pop()
     elif world_size is not None and sizes and sizes != {world_size}:
+        sources = sorted({str(m.get("source")) for m in trace.ranks.values() if m.get("world_size") not in (None, world_size)})
         raise ArtifactError(
-            f"expected world size {world_size}, but the traces record {sorted(sizes)}")
+            f"expected world size {world_size}, but the traces record {sorted(sizes)} ({', '.join(sources)})")
     if world_size is not None:
         expected = set(range(world_size))
         missing = sorted(expected - set(trace.ranks))

@@ -220,13 +220,21 @@ def run(args) -> int:
     if p.is_dir() and not (p / "traces.otf2").is_file():
         trace = read_run_traces(p, world_size=args.world_size)
     else:
-        trace = read_trace(p)
+        # one file or experiment directory (which may hold several MPI ranks): --world-size still checks it
+        trace = read_run_traces([p], world_size=args.world_size) if args.world_size else read_trace(p)
     summary = _json_safe(summarize(trace, args.top))
-    if args.json == "-":
-        json.dump(summary, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    try:
+        if args.json == "-":
+            json.dump(summary, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+            return 0
+        print(format_table(summary))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `summarize ... | head`: the reader stopped listening; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    print(format_table(summary))
     if args.json:
         out = Path(args.json)
         try:

@@ -105,6 +105,7 @@ def build_report(results: list[Path], out: Path, labels: list[str] | None = None
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     params = {"created": now_iso(), "version": __version__, "prefix": sys.prefix, "python": sys.executable,
+              "cwd": str(Path.cwd().resolve()),
               "strict_kernel": True, "claims": str(claims_path.resolve()) if claims_path.is_file() else None}
     nb = template.notebook(sets, params["claims"], params, titles)
 

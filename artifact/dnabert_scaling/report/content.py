@@ -71,6 +71,18 @@ pre.ds { background: #f3f4f6; padding: .6em .8em; border-radius: 4px; overflow-x
 """
 
 
+_DISPLAY_ROOT: list[str] = []  # set from the build parameters: the working directory of `report`
+
+
+def shown(path: Any) -> str:
+    """A path as the reader should see it: relative to the folder the report was built from when it
+    lies below it (the notebook itself runs elsewhere, so it gets absolute paths)."""
+    text = str(path)
+    if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
+        return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1:]
+    return text
+
+
 def esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
@@ -280,7 +292,9 @@ class Report:
     @classmethod
     def load(cls, results: list[dict], claims: str | None = None, params: dict | None = None) -> "Report":
         sets = [load_set(i, r["path"], r.get("label"), claims) for i, r in enumerate(results)]
-        return cls(sets, dict(params or {}))
+        params = dict(params or {})
+        _DISPLAY_ROOT[:] = [params["cwd"]] if params.get("cwd") else []
+        return cls(sets, params)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,7 +528,7 @@ def setup_html(rs: ResultSet) -> str:
     row("Steps", f"{esc(p.get('warmup_steps'))} warm-up + {esc(p.get('measured_steps'))} measured" if p.get("measured_steps") else None)
     row("Provenance", f"artifact {esc(p.get('artifact_version', '?'))}, git {esc(p.get('git_revision') or 'unknown')}, "
                       f"runs recorded {esc(p.get('time', '?'))}")
-    row("Results folder", f"<code class='ds'>{esc(rs.path)}</code> (metrics created {esc(m.get('created', '?'))})")
+    row("Results folder", f"<code class='ds'>{esc(shown(rs.path))}</code> (metrics created {esc(m.get('created', '?'))})")
     row("Verdicts", esc(rs.verdicts_source))
     fb = fallback_items(rs)
     warn = ""
@@ -736,7 +750,7 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
 
 
 def reproduce_html(report: Report) -> str:
-    paths = " ".join(str(s.path) for s in report.sets)
+    paths = " ".join(shown(s.path) for s in report.sets)
     return f"""<p>Everything in this report is rebuilt from files, by commands that can be rerun one at a time:</p>
 <pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, minutes)
 make reproduce      # the GPU sweep where GPUs exist (1, 4, 8), else the CPU smoke run; then analysis, check, report
@@ -761,12 +775,12 @@ def build_info_html(report: Report) -> str:
     import sys
 
     p = report.params
-    rows = [("Python of the report kernel", f"{sys.executable} ({platform.python_version()})"),
+    rows = [("Python of the report kernel", f"{shown(sys.executable)} ({platform.python_version()})"),
             ("Report built", p.get("created", "?")), ("Artifact version", p.get("version", "?")),
-            ("Claims file", p.get("claims") or "–")]
+            ("Claims file", shown(p.get("claims")) if p.get("claims") else "–")]
     for s in report.sets:
         src = (s.verdicts or {}).get("sources") or {}
-        rows.append((f"Set {s.number}", f"{s.path} — metrics {s.metrics.get('created', '?')}"
+        rows.append((f"Set {s.number}", f"{shown(s.path)} — metrics {s.metrics.get('created', '?')}"
                      + (f", claims sha256 {src['claims_sha256'][:12]}…" if src.get("claims_sha256") else "")))
     return "<table class='ds-table ds-kv'>" + "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for a, b in rows) + "</table>"
 

@@ -29,6 +29,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "artifact"))  # also when run without the package installed
+
+from dnabert_scaling.provenance import below_cwd  # noqa: E402
 CLI = [sys.executable, "-m", "dnabert_scaling"]
 SMOKE_TRAIN = ["--model", "tiny", "--steps", "8", "--warmup-steps", "2", "--batch-size", "8",
                "--find-unused-parameters", "false"]
@@ -106,17 +109,10 @@ def main(argv=None) -> int:
     p.add_argument("--tracer", default="auto")
     p.add_argument("--cpu", action="store_true", help="run the CPU smoke sweep even where GPUs exist")
     args = p.parse_args(argv)
-    out = args.out.resolve()
-    try:  # shorter, machine-independent paths in the outputs when OUT lies below the working directory
-        out = out.relative_to(Path.cwd().resolve())
-    except ValueError:
-        pass
+    # shorter, machine-independent paths in the outputs when they lie below the working directory
+    out = below_cwd(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    claims = ROOT / "expected" / "claims.toml"
-    try:
-        claims = claims.relative_to(Path.cwd().resolve())
-    except ValueError:
-        pass
+    claims = below_cwd(ROOT / "expected" / "claims.toml")
     t0 = time.monotonic()
     result_sets: list[tuple[str, Path, int]] = []
     failures: list[str] = []
@@ -166,10 +162,7 @@ def main(argv=None) -> int:
         say("no reference traces in expected/reference/: nothing recorded on GPUs to re-derive")
     for ref in refs:
         name = f"reference-{ref.name}"
-        try:
-            ref = ref.relative_to(Path.cwd().resolve())
-        except ValueError:
-            pass
+        ref = below_cwd(ref)
         verdict_rc = analyse_and_check(ref, out / name / "results", claims)
         if verdict_rc is not None:
             result_sets.append((name, out / name / "results", verdict_rc))

@@ -70,7 +70,7 @@ def test_attribution_by_correlation():
 def test_partition_per_step_by_hand():
     tr = make_trace()
     att = attribute(tr.gpu, tr.host)
-    table = partition.rank_step_table(tr.gpu, att, 2)
+    table = partition.rank_step_table(tr.gpu, att, partition.step_windows(tr.gpu, att, 2))
     s0, s1 = table.iloc[0], table.iloc[1]
     ns = 1e-9
     # step 0 window [5, 125): compute 30+45+8, exposed comm [90,110), memcpy [5,8), idle 120-106

@@ -142,6 +142,15 @@ def collect(device_type: str | None = None) -> dict[str, Any]:
     return info
 
 
+def below_cwd(path: str | os.PathLike) -> Path:
+    """``path`` relative to the working directory when it lies below it, else unchanged: keeps
+    machine-specific prefixes out of results and logs."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return Path(path)
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:

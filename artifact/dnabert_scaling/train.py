@@ -19,7 +19,6 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -115,16 +114,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # --- set-up ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Setup:
-    info: Any
-    device: Any
-    device_type: str
-    tracer: str
-    fallbacks: list[Fallback] = field(default_factory=list)
-    deviations: list[str] = field(default_factory=list)
-
-
 def _device(args, fallbacks: list[Fallback]):
     import torch
 
@@ -170,7 +159,7 @@ def _find_task_folder(args) -> tuple[Path | None, str]:
     return None, f"task {args.task!r} not found under ${ENV_GUE}={root}"
 
 
-def _prepare_data(args, setup: Setup):
+def _prepare_data(args, rank: int, fallbacks: list[Fallback]):
     """The tokenized task; a synthetic one (written by rank 0 into the run dir) when GUE is absent."""
     import torch.distributed as dist
 
@@ -180,27 +169,27 @@ def _prepare_data(args, setup: Setup):
     if folder is None:
         like = args.task if args.task in data.GUE_TASKS else data.DEFAULT_TASK
         folder = args.out / "synthetic-data"
-        if setup.info.rank == 0 and not (folder / "train.csv").is_file():
+        if rank == 0 and not (folder / "train.csv").is_file():
             data.write_synthetic_task(folder, like=like, seed=args.seed)
         if dist.is_initialized():
             dist.barrier()
-        setup.fallbacks.append(Fallback("data", f"synthetic planted-motif task shaped like {like}", why))
+        fallbacks.append(Fallback("data", f"synthetic planted-motif task shaped like {like}", why))
     task = data.load_task(folder, model_max_length=args.seq_len, task_name=args.task if folder.name == args.task else None)
-    if task.synthetic and not any(f.what == "data" for f in setup.fallbacks):
-        setup.fallbacks.append(
+    if task.synthetic and not any(f.what == "data" for f in fallbacks):
+        fallbacks.append(
             Fallback("data", f"synthetic planted-motif task shaped like {task.name}", f"{folder} holds synthetic.json")
         )
     return task
 
 
-def _build_model(args, num_labels: int, setup: Setup):
+def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
     from dnabert_scaling.model import build_model, load_pretrained
 
     weights = args.weights or os.environ.get(ENV_WEIGHTS)
     if weights:
         model, report = load_pretrained(weights, num_labels=num_labels, attention=args.attention)
         return model, {"source": "pretrained", **report.as_dict()}
-    setup.fallbacks.append(
+    fallbacks.append(
         Fallback(
             "weights",
             f"random initialisation from the {args.model!r} config",
@@ -493,10 +482,8 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     ddp_kwargs: dict[str, Any] | None = None
     if use_ddp:
         backend = init_process_group(info, device_type, args.dist_timeout)
-    setup = Setup(info, device, device_type, tracer_name, fallbacks, deviations)
-
-    task = _prepare_data(args, setup)
-    model, weights_info = _build_model(args, task.num_labels, setup)
+    task = _prepare_data(args, info.rank, fallbacks)
+    model, weights_info = _build_model(args, task.num_labels, fallbacks)
     model.to(device)
     if use_ddp:
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -658,7 +645,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "finite_loss": all(g["finite_loss"] for g in gathered),
             "dev_accuracy": accuracy,
             "ranks": gathered,
-            "fallbacks": [f.as_dict() for f in setup.fallbacks],
+            "fallbacks": [f.as_dict() for f in fallbacks],
             "deviations": deviations,
             "provenance": prov,
         }

@@ -98,7 +98,7 @@ def _sanity_from_run(run: RunInfo | None, world_size: int, expected_steps: int |
     return sanity, problems
 
 
-def _timeline(gpu: pd.DataFrame, att, windows, rank: int, step: int, ws: int, host: pd.DataFrame):
+def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, windows, rank: int, step: int, ws: int):
     start, end, valid = windows
     if step >= len(start) or not valid[step]:
         return [], []
@@ -115,7 +115,6 @@ def _timeline(gpu: pd.DataFrame, att, windows, rank: int, step: int, ws: int, ho
     })
     phases = host[(host["kind"] == "phase")]
     names = phases["name"].astype(str).to_numpy()
-    tl = HostTimeline.from_host(host)
     prow = []
     if step < tl.steps:
         h0, h1 = tl.step_start[step], tl.step_end[step]
@@ -134,6 +133,9 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     validation = {"stream-order": [], "time-window": []}
     per_rank = {}
     problems: list[str] = []
+    allreduce_streams: set[int] = set()
+    compute_streams: set[int] = set()
+    shared_stream = False  # stream ids are per rank: AllReduce and compute share one on some rank
     for r in trace.rank_ids:
         sub = trace.rank(r)
         gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
@@ -150,16 +152,24 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
             dur = gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64)
             for prefer in validation:
                 validation[prefer].append(agreement(att, attribute(gpu, host, tl, prefer=prefer), dur))
-        table = partition.rank_step_table(gpu, att, tl.steps)
+        windows = partition.step_windows(gpu, att, tl.steps)
+        table = partition.rank_step_table(gpu, att, windows)
         table.insert(0, "rank", r)
         steps_tables.append(table)
-        rk = partition.ranking(gpu, att, tl.steps)
+        rk = partition.ranking(gpu, att)
         rk["rank"] = r
         rank_tables.append(rk)
-        sb = partition.stream_busy(gpu, att, tl.steps)
+        sb = partition.stream_busy(gpu, windows)
         sb.insert(0, "rank", r)
         stream_tables.append(sb)
-        per_rank[r] = (gpu, host, att, partition.step_windows(gpu, att, tl.steps))
+        cat = gpu["category"].astype(str).to_numpy()
+        stream = gpu["stream"].to_numpy()
+        ar = set(stream[(cat == "nccl") & (gpu["collective"].astype(object).to_numpy() == "AllReduce")].tolist())
+        cs = set(stream[cat == "compute"].tolist())
+        allreduce_streams |= ar
+        compute_streams |= cs
+        shared_stream = shared_stream or bool(ar & cs)
+        per_rank[r] = (gpu, host, tl, att, windows)
     steps = pd.concat(steps_tables, ignore_index=True)
     steps.insert(0, "run", run_name)
     steps.insert(0, "world_size", world_size)
@@ -175,20 +185,8 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     streams = pd.concat(stream_tables, ignore_index=True)
     streams.insert(0, "world_size", world_size)
 
-    gpu_all = trace.gpu
-    cat = gpu_all["category"].astype(str).to_numpy()
-    coll = gpu_all["collective"].astype(object).to_numpy()
-    allreduce_streams = sorted({int(s) for s in gpu_all["stream"].to_numpy()[(cat == "nccl") & (coll == "AllReduce")]})
-    compute_streams = sorted({int(s) for s in gpu_all["stream"].to_numpy()[cat == "compute"]})
-    # stream ids are per rank; "own stream" holds when on every rank AllReduce and compute never share one
-    own = None
-    if allreduce_streams:
-        own = True
-        for r, (gpu, _, _, _) in per_rank.items():
-            c = gpu["category"].astype(str).to_numpy()
-            a = set(gpu["stream"].to_numpy()[(c == "nccl") & (gpu["collective"].astype(object).to_numpy() == "AllReduce")])
-            if a & set(gpu["stream"].to_numpy()[c == "compute"]):
-                own = False
+    # "own stream" holds when on every rank AllReduce and compute never share a stream
+    own = (not shared_stream) if allreduce_streams else None
     unknown_s = float(steps["unknown_collective_nccl_s"].sum())
     nccl_s = float(steps["nccl_kernel_sum_s"].sum())
     if unknown_s > 0:
@@ -207,7 +205,8 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         "exposed_comm_share": s("exposed_comm_share"),
         "allreduce_kernel_s": s("allreduce_kernel_s"), "allreduce_kernels_per_step": s("allreduce_kernels"),
         "allreduce_share": s("allreduce_share"),
-        "allreduce_streams": allreduce_streams, "compute_streams": compute_streams, "allreduce_own_stream": own,
+        "allreduce_streams": sorted(int(x) for x in allreduce_streams),
+        "compute_streams": sorted(int(x) for x in compute_streams), "allreduce_own_stream": own,
         "forward_gpu_s": s("forward_gpu_s"), "backward_gpu_s": s("backward_gpu_s"), "optimizer_gpu_s": s("optimizer_gpu_s"),
         "allreduce_to_backward": s("allreduce_to_backward"),
         "kernels_per_step": s("kernels"),
@@ -231,8 +230,8 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         med = st["step_time_s"].median()
         k = int(st.iloc[(st["step_time_s"] - med).abs().argsort().iloc[0]]["step"])
         metrics["timeline_step"] = k
-        for r, (gpu, host, att, windows) in per_rank.items():
-            rows, prow = _timeline(gpu, att, windows, r, k, world_size, host)
+        for r, (gpu, host, tl, att, windows) in per_rank.items():
+            rows, prow = _timeline(gpu, host, tl, att, windows, r, k, world_size)
             timeline += rows
             tphases += prow
     res = TracedResult(metrics, steps, rk, streams)

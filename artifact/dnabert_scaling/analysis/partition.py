@@ -51,9 +51,13 @@ def _union(gpu: pd.DataFrame, mask: np.ndarray) -> iv.Intervals:
     return iv.union(gpu["start_ns"].to_numpy(np.int64)[mask], gpu["end_ns"].to_numpy(np.int64)[mask])
 
 
-def rank_step_table(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataFrame:
+Windows = tuple[np.ndarray, np.ndarray, np.ndarray]  # (start, end, valid) per measured step
+
+
+def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd.DataFrame:
     """One row per measured step of this rank with every per-step figure (seconds)."""
-    ws, we, valid = step_windows(gpu, att, steps)
+    ws, we, valid = windows
+    steps = len(ws)
     cat = gpu["category"].astype(str).to_numpy()
     kind = gpu["kind"].astype(str).to_numpy()
     coll = gpu["collective"].astype(object).to_numpy()
@@ -117,9 +121,9 @@ def rank_step_table(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataF
     return out[out["valid"]].drop(columns=["valid"]).reset_index(drop=True)
 
 
-def stream_busy(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataFrame:
+def stream_busy(gpu: pd.DataFrame, windows: Windows) -> pd.DataFrame:
     """Busy time per stream per step (median over steps), and the stream's role."""
-    ws, we, valid = step_windows(gpu, att, steps)
+    ws, we, valid = windows
     ws, we = ws[valid], we[valid]
     rows = []
     stream = gpu["stream"].to_numpy(np.int64)
@@ -150,7 +154,7 @@ def activity_key(gpu: pd.DataFrame) -> np.ndarray:
     return key
 
 
-def ranking(gpu: pd.DataFrame, att: Attribution, steps: int) -> pd.DataFrame:
+def ranking(gpu: pd.DataFrame, att: Attribution) -> pd.DataFrame:
     """Summed GPU time per activity over the measured steps of this rank."""
     sel = att.step >= 0
     if not sel.any():

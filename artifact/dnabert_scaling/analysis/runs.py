@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.provenance import below_cwd
 
 RUN_DIR_RE = re.compile(r"^ws(\d+)-(none|torch|scorep)-r(\d+)(?:-([a-z0-9]+))?$")
 
@@ -70,14 +71,6 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _display_path(p: Path) -> str:
-    """The path relative to the working directory when it lies below it (no machine paths in results)."""
-    try:
-        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(p)
-
-
 def load_run(path: Path) -> RunInfo:
     path = Path(path)
     summary_path, manifest_path = path / "summary.json", path / "manifest.json"
@@ -109,7 +102,7 @@ def discover(paths: list[Path]) -> Inputs:
         p = Path(p)
         if not p.exists():
             raise ArtifactError("does not exist", p)
-        inputs.sources.append(_display_path(p))
+        inputs.sources.append(str(below_cwd(p)))
         if is_run_dir(p):
             inputs.runs.append(load_run(p))
             continue

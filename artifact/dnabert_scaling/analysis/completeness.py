@@ -195,12 +195,18 @@ def describe_rank(rank: int, c: dict[str, Any], below: int | None = None, bound:
 
 
 def trace_completeness(trace, bound: float = DEFAULT_BOUND) -> dict[str, Any]:
-    """Completeness of every rank of a ``Trace``: ``judge``'s result plus ``per_rank`` figures."""
+    """Completeness of every rank of a ``Trace``: ``judge``'s result (status, bound, reason, ranks), the
+    totals over the ranks (``launches``, ``activities`` found for them, ``ratio``, ``steps_below_bound``)
+    and the ``per_rank`` figures."""
     per_rank = {}
     for r in trace.rank_ids:
         sub = trace.rank(r)
         gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
         per_rank[r] = rank_completeness(gpu, host, HostTimeline.from_host(host), bound)
     out = judge(per_rank, bound)
-    out["per_rank"] = {str(r): c for r, c in per_rank.items()}
+    launches = sum(c["launches"] for c in per_rank.values())
+    found = sum(c["found"] for c in per_rank.values())
+    out.update({"launches": launches, "activities": found, "ratio": (found / launches) if launches else None,
+                "steps_below_bound": sum(c["steps_below_bound"] or 0 for c in per_rank.values()),
+                "per_rank": {str(r): c for r, c in per_rank.items()}})
     return out

@@ -183,14 +183,16 @@ def describe_rank(rank: int, c: dict[str, Any], below: int | None = None, bound:
     bound = c.get("bound", DEFAULT_BOUND) if bound is None else bound
     share = c.get("share")
     text = (f"rank {rank}: GPU activities for {c.get('found', 0):,} of {c.get('launches', 0):,} launches in the "
-            f"measured steps ({'-' if share is None else f'{100 * share:.1f}%'}, {c.get('method')}), "
+            f"measured steps ({'-' if share is None else f'{100 * share:.2f}%'}, {c.get('method')}), "
             f"{below} of {c.get('steps', 0)} measured steps below {100 * bound:g}%")
     if c.get("min_step_share") is not None and below:
         text += f" (lowest step {100 * c['min_step_share']:.1f}%)"
     if c.get("activities_without_launch"):
         text += f"; {c['activities_without_launch']:,} GPU activities without a launch record"
     if c.get("kinds_not_recorded"):
-        text += f"; not recorded by the tracer, left out: {', '.join(c['kinds_not_recorded'])} calls"
+        calls = c.get("calls_by_kind") or {}
+        text += "; " + ", ".join(f"{calls.get(k, 0):,} {k} calls" for k in c["kinds_not_recorded"]) + (
+            " left out: the trace holds no activity of that kind (the tracer did not record it)")
     return text
 
 

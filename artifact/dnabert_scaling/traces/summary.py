@@ -29,6 +29,7 @@ import pandas as pd
 
 from dnabert_scaling import intervals as iv
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
 from dnabert_scaling.traces.model import Trace
 
 TOP_KERNELS = 10
@@ -199,8 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", metavar="TRACE",
                         help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory")
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
-    parser.add_argument("--top", type=int, default=TOP_KERNELS, help="number of top kernels to list")
-    parser.add_argument("--world-size", type=int, default=None, help="expected ranks 0..N-1 (directory input)")
+    parser.add_argument("--top", type=positive_int, default=TOP_KERNELS, help="number of top kernels to list")
+    parser.add_argument("--world-size", type=positive_int, default=None, help="expected ranks 0..N-1 (directory input)")
 
 
 def _json_safe(obj):
@@ -216,6 +217,10 @@ def _json_safe(obj):
 def run(args) -> int:
     from dnabert_scaling.traces.loader import read_run_traces, read_trace
 
+    if args.json and args.json != "-":
+        from dnabert_scaling.outputs import writable_file
+
+        writable_file(args.json, "--json")
     p = Path(args.trace)
     if p.is_dir() and not (p / "traces.otf2").is_file():
         trace = read_run_traces(p, world_size=args.world_size)

@@ -28,15 +28,16 @@ def _why(exc: OSError) -> str:
     return f"cannot be written: {exc.strerror or exc}"
 
 
-def _probe(folder: Path, option: str) -> None:
+def _probe(folder: Path) -> OSError | None:
     """Create and remove a file in ``folder`` (``os.access`` is not enough: it ignores ACLs and
-    is true for root on a read-only mount of some file systems)."""
+    is true for root on a read-only mount of some file systems). The error, or None."""
     try:
         fd, name = tempfile.mkstemp(prefix=".write-test-", dir=folder)
     except OSError as exc:
-        raise ArtifactError(f"{option}: folder {_why(exc)}", folder) from None
+        return exc
     os.close(fd)
     os.unlink(name)
+    return None
 
 
 def writable_dir(path: Path | str, option: str = "--out", create: bool = False) -> Path:
@@ -47,23 +48,23 @@ def writable_dir(path: Path | str, option: str = "--out", create: bool = False) 
     if path.exists() and not path.is_dir():
         raise ArtifactError(f"{option}: exists and is not a folder", path)
     if path.exists():
-        _probe(path, option)
-    elif create:
+        problem = _probe(path)
+        if problem:
+            raise ArtifactError(f"{option}: folder {_why(problem)}", path)
+        return path
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ArtifactError(f"{option}: cannot be created: {parent} on its path is a file, not a folder", path)
+    problem = _probe(parent)
+    if problem is None and create:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ArtifactError(f"{option}: folder {_why(exc)}", path) from None
-        _probe(path, option)
-    else:
-        parent = path.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        if not parent.is_dir():
-            raise ArtifactError(f"{option}: {parent} on its path is a file, not a folder", path)
-        try:
-            _probe(parent, option)
-        except ArtifactError:
-            raise ArtifactError(f"{option}: cannot be created, {parent} is not writable", path) from None
+            problem = exc
+    if problem:
+        raise ArtifactError(f"{option}: cannot be created: {parent} {_why(problem)}", path)
     return path
 
 

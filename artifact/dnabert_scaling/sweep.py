@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -265,23 +266,46 @@ def _last_lines(path: Path, n: int = 3) -> str:
     return " | ".join(lines[-n:])
 
 
+_EXIT_RE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def _signal_deaths(log: Path) -> dict[int, int]:
+    """rank -> signal number, for the ranks torchrun reports as ended by a signal."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return {int(r): -int(code) for r, code in _EXIT_RE.findall(text) if int(code) < 0}
+
+
 def failure_message(spec: RunSpec, rc: int | None, why: str) -> str:
-    """The first rank that failed, its error's last lines, and where to read more."""
+    """The first rank that failed, its cause, and where to read more.
+
+    A rank killed by a signal (other than the SIGTERM torchrun sends the survivors) records no
+    error of its own and is the cause; otherwise the rank whose ``error.txt`` was written first
+    (``failed_at`` in its summary). torchrun's "Root Cause" is not used: it names the rank whose
+    exit it noticed first, often a survivor that failed on the broken connection.
+    """
+    import signal
+
     log = spec.run_dir / "logs" / "launcher.log"
-    failures = []
+    head = why or (f"exit status {rc}" if rc is not None else "failed")
+    errors = {}
     for err in spec.run_dir.glob("rank*/error.txt"):
-        rank_summary = err.parent / "summary.json"
         try:
-            at = float(json.loads(rank_summary.read_text()).get("failed_at"))
+            at = float(json.loads((err.parent / "summary.json").read_text()).get("failed_at"))
         except (OSError, ValueError, TypeError):
             at = err.stat().st_mtime
-        failures.append((at, err))
-    head = why or (f"exit status {rc}" if rc is not None else "failed")
-    if failures:
-        _, err = min(failures)
-        others = len(failures) - 1
+        errors[err.parent.name] = (at, err)
+    killed = {r: s for r, s in _signal_deaths(log).items() if s != signal.SIGTERM and f"rank{r}" not in errors}
+    if killed:
+        rank, sig = min(killed.items())
+        return (f"{head}; rank{rank} was killed by {signal.Signals(sig).name} and recorded no error"
+                + (f"; {len(errors)} other rank(s) failed after it" if errors else "") + f" (log: {log})")
+    if errors:
+        _, err = min(errors.values())
+        others = len(errors) - 1
         return (f"{head}; {err.parent.name} failed first: {_last_lines(err, 1)} (traceback: {err}"
                 + (f"; {others} other rank(s) failed after it" if others else "") + f"; log: {log})")
+    if why:  # the sweep ended the run itself (timeout, interrupt): the log's tail is its own doing
+        return f"{head} (log: {log})"
     tail = _last_lines(log, 3) if log.is_file() else ""
     return f"{head}; no rank recorded an error" + (f"; last log lines: {tail}" if tail else "") + f" (log: {log})"
 

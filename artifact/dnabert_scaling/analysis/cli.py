@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.analysis.metrics import build
-    from dnabert_scaling.analysis.runs import BareTraces, Inputs, discover, load_trace_manifest
+    from dnabert_scaling.analysis.runs import BareTraces, Inputs, check_one_configuration, discover, load_trace_manifest
 
     from dnabert_scaling.outputs import writable_dir
 
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         inputs.bare += load_trace_manifest(manifest)
     if not inputs.runs and not inputs.bare:
         raise ArtifactError("nothing to analyse: give sweep/run folders, --world-size N TRACE..., or --trace-manifest")
+    check_one_configuration(inputs)
     metrics, tables = build(inputs)
     write_results(args.out, metrics, tables)
     print(format_summary(metrics))

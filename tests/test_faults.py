@@ -63,6 +63,14 @@ def _run_processes(run_dir: Path) -> list[int]:
     return found
 
 
+def _rank_pid(run_dir: Path, rank: int) -> int:
+    pids = [pid for pid in _run_processes(run_dir)
+            if f"RANK={rank}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            and b"train" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
 def _wait_for_steps(path: Path, sweep: subprocess.Popen, n: int = 3, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -118,14 +126,27 @@ def test_a_killed_rank_is_named_as_the_cause(tmp_path, tiny_task):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
     run_dir = out / "ws2-none-r0"
     _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
-    rank1 = [pid for pid in _run_processes(run_dir)
-             if b"RANK=1" in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-             and b"train" in Path(f"/proc/{pid}/cmdline").read_bytes()]
-    assert len(rank1) == 1, rank1
-    os.kill(rank1[0], signal.SIGKILL)
+    os.kill(_rank_pid(run_dir, 1), signal.SIGKILL)
     _, err = sweep.communicate(timeout=120)
     assert sweep.returncode == 1
     assert "rank1 was killed by SIGKILL" in err and str(run_dir / "logs" / "launcher.log") in err, err[-2000:]
+    _assert_run_ended(run_dir, "rank1 was killed by SIGKILL")
+
+
+def test_a_hung_rank_ends_the_run_after_the_dist_timeout(tmp_path, tiny_task):
+    out = tmp_path / "runs"
+    sweep = subprocess.Popen([*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY,
+                              "--steps", "100000", "--dist-timeout", "15"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    run_dir = out / "ws2-none-r0"
+    _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
+    os.kill(_rank_pid(run_dir, 1), signal.SIGSTOP)  # hung: alive, holding its sockets, doing nothing
+    t0 = time.monotonic()
+    _, err = sweep.communicate(timeout=180)
+    assert sweep.returncode == 1 and time.monotonic() - t0 < 15 + 60, err[-2000:]
+    # torchrun SIGKILLs the hung rank once the survivor's collective timed out: both are named
+    assert "rank1 was killed by SIGKILL" in err and "rank0 recorded:" in err, err[-2000:]
+    assert str(run_dir / "rank0" / "error.txt") in err and str(run_dir / "logs" / "launcher.log") in err
     _assert_run_ended(run_dir, "rank1 was killed by SIGKILL")
 
 

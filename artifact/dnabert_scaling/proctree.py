@@ -79,9 +79,10 @@ def _signal_all(pids: set[int], sig: int) -> None:
 def end_run(proc, marker: dict[str, str], grace_s: float = 10.0) -> list[int]:
     """SIGTERM every process of the run, SIGKILL what is left after ``grace_s``; reap ``proc``.
 
-    Returns the pids that needed SIGKILL. When it returns no process of the run is left alive.
+    Returns the pids it found alive (besides ``proc``). When it returns, none of them is left.
     """
     pids = run_processes(proc.pid, marker)
+    found = sorted(pids - {proc.pid})
     _signal_all(pids, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
@@ -90,11 +91,10 @@ def end_run(proc, marker: dict[str, str], grace_s: float = 10.0) -> list[int]:
         if not pids:
             break
         time.sleep(0.1)
-    killed = sorted(pids)
     while pids:
         _signal_all(pids, signal.SIGKILL)
         proc.poll()
         time.sleep(0.05)
         pids = run_processes(proc.pid, marker)
     proc.wait()
-    return killed
+    return found

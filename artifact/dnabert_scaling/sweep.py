@@ -252,7 +252,9 @@ def _launch(cmd: list[str], log, timeout: float) -> tuple[int | None, str]:
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, **marker})
     try:
-        return proc.wait(timeout=timeout), ""
+        rc = proc.wait(timeout=timeout)
+        left = end_run(proc, marker)  # a rank the launcher left behind must not outlive the run's status
+        return rc, (f"the launcher left {len(left)} process(es) of the run behind; killed" if left else "")
     except subprocess.TimeoutExpired:
         end_run(proc, marker)
         return None, f"killed with all its ranks after {timeout:g} s (--run-timeout)"
@@ -297,8 +299,12 @@ def failure_message(spec: RunSpec, rc: int | None, why: str) -> str:
     killed = {r: s for r, s in _signal_deaths(log).items() if s != signal.SIGTERM and f"rank{r}" not in errors}
     if killed:
         rank, sig = min(killed.items())
+        also = ""
+        if errors:
+            _, err = min(errors.values())
+            also = f"; {err.parent.name} recorded: {_last_lines(err, 1)} (traceback: {err})"
         return (f"{head}; rank{rank} was killed by {signal.Signals(sig).name} and recorded no error"
-                + (f"; {len(errors)} other rank(s) failed after it" if errors else "") + f" (log: {log})")
+                f"{also} (log: {log})")
     if errors:
         _, err = min(errors.values())
         others = len(errors) - 1

@@ -81,6 +81,18 @@ def _wait_for_steps(path: Path, sweep: subprocess.Popen, n: int = 3, timeout: fl
     raise AssertionError(f"{path} did not get {n} steps in {timeout} s")
 
 
+def _training_sweep(tmp_path: Path, tiny_task: Path, *train_args: str) -> tuple[subprocess.Popen, Path]:
+    """A 2-rank sweep of a run too long to finish, started in a session of its own (so a signal
+    sent to it reaches the sweep only, not torchrun or the ranks), once rank 1 has trained."""
+    out = tmp_path / "runs"
+    sweep = subprocess.Popen([*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY,
+                              "--steps", "100000", *train_args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    run_dir = out / "ws2-none-r0"
+    _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
+    return sweep, run_dir
+
+
 def _assert_run_ended(run_dir: Path, message: str) -> None:
     """No process of the run is left; its status is 'failed' and stays so."""
     assert _run_processes(run_dir) == []
@@ -107,12 +119,7 @@ def test_run_timeout_ends_every_rank(tmp_path, tiny_task):
 
 
 def test_sigint_to_the_sweep_alone_ends_its_run(tmp_path, tiny_task):
-    out = tmp_path / "runs"
-    # its own session: the signal reaches the sweep only, not torchrun or the ranks
-    sweep = subprocess.Popen([*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY, "--steps", "100000"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
-    run_dir = out / "ws2-none-r0"
-    _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
+    sweep, run_dir = _training_sweep(tmp_path, tiny_task)
     sweep.send_signal(signal.SIGINT)
     _, err = sweep.communicate(timeout=60)
     assert sweep.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
@@ -120,12 +127,7 @@ def test_sigint_to_the_sweep_alone_ends_its_run(tmp_path, tiny_task):
 
 
 def test_a_killed_rank_is_named_as_the_cause(tmp_path, tiny_task):
-    out = tmp_path / "runs"
-    sweep = subprocess.Popen([*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY,
-                              "--steps", "100000", "--dist-timeout", "30"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
-    run_dir = out / "ws2-none-r0"
-    _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
+    sweep, run_dir = _training_sweep(tmp_path, tiny_task, "--dist-timeout", "30")
     os.kill(_rank_pid(run_dir, 1), signal.SIGKILL)
     _, err = sweep.communicate(timeout=120)
     assert sweep.returncode == 1
@@ -134,12 +136,7 @@ def test_a_killed_rank_is_named_as_the_cause(tmp_path, tiny_task):
 
 
 def test_a_hung_rank_ends_the_run_after_the_dist_timeout(tmp_path, tiny_task):
-    out = tmp_path / "runs"
-    sweep = subprocess.Popen([*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY,
-                              "--steps", "100000", "--dist-timeout", "15"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
-    run_dir = out / "ws2-none-r0"
-    _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
+    sweep, run_dir = _training_sweep(tmp_path, tiny_task, "--dist-timeout", "15")
     os.kill(_rank_pid(run_dir, 1), signal.SIGSTOP)  # hung: alive, holding its sockets, doing nothing
     t0 = time.monotonic()
     _, err = sweep.communicate(timeout=180)

@@ -958,9 +958,9 @@ def load_metrics(results: str | Path) -> tuple[dict, Path]:
         metrics = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ArtifactError(f"not valid JSON: {exc}", path) from None
-    if not isinstance(metrics, dict) or not isinstance(metrics.get("world_sizes"), dict):
-        raise ArtifactError("no 'world_sizes' object: not a metrics.json written by analyze", path)
-    return metrics, path
+    from dnabert_scaling.metrics_schema import validate_metrics
+
+    return validate_metrics(metrics, path), path
 
 
 def check_results(results: str | Path, claims_path: str | Path | None = None) -> dict[str, Any]:
@@ -998,8 +998,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    verdicts = check_results(args.results, args.expected)
+    from dnabert_scaling.outputs import writable_dir
+
     out = args.out or (args.results.parent if args.results.suffix == ".json" else args.results)
+    writable_dir(out, "--out" if args.out else "results folder (verdicts.json goes there; or give --out)")
+    verdicts = check_results(args.results, args.expected)
     write_verdicts(verdicts, out, args.strict)
     if not args.quiet:
         sys.stdout.write(format_table(verdicts))

@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     except ArtifactError as exc:
         print(f"dnabert-scaling {name}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a write that failed after the up-front checks (disk full, a folder removed)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"dnabert-scaling {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"dnabert-scaling {name}: interrupted", file=sys.stderr)
         return 130

@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import nonneg_float, nonneg_int, positive_float, positive_int
 from dnabert_scaling.provenance import Fallback
 
 ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
 ENV_GUE = "DNABERT_SCALING_GUE"
+# 50 measured steps take minutes; a collective that waits this long has a dead or hung peer.
+DIST_TIMEOUT_S = 300.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,16 +55,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "else a synthetic task of the same shape (recorded as a fallback)",
     )
     g.add_argument("--synthetic", action="store_true", help="use a synthetic task even when GUE is present")
-    g.add_argument("--seq-len", type=int, default=None, help="override the task's model_max_length (tokens)")
+    g.add_argument("--seq-len", type=positive_int, default=None, help="override the task's model_max_length (tokens)")
 
     g = p.add_argument_group("schedule (official recipe defaults)")
-    g.add_argument("--batch-size", type=int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
-    g.add_argument("--warmup-steps", type=int, default=5, help="untimed, untraced steps before the measured ones")
-    g.add_argument("--steps", type=int, default=50, help="measured steps")
-    g.add_argument("--lr", type=float, default=3e-5)
-    g.add_argument("--weight-decay", type=float, default=0.01)
-    g.add_argument("--lr-warmup-steps", type=int, default=50, help="linear LR warm-up (recipe: 50)")
-    g.add_argument("--max-grad-norm", type=float, default=1.0)
+    g.add_argument("--batch-size", type=positive_int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
+    g.add_argument("--warmup-steps", type=nonneg_int, default=5, help="untimed, untraced steps before the measured ones")
+    g.add_argument("--steps", type=positive_int, default=50, help="measured steps")
+    g.add_argument("--lr", type=positive_float, default=3e-5)
+    g.add_argument("--weight-decay", type=nonneg_float, default=0.01)
+    g.add_argument("--lr-warmup-steps", type=nonneg_int, default=50, help="linear LR warm-up (recipe: 50)")
+    g.add_argument("--max-grad-norm", type=positive_float, default=1.0)
     g.add_argument("--seed", type=int, default=42)
     g.add_argument(
         "--precision",
@@ -73,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("DDP")
     g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
-    g.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    g.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP gradient bucket size in MiB")
     g.add_argument(
         "--find-unused-parameters",
         choices=("true", "false"),
@@ -88,14 +91,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--gradient-as-bucket-view", action="store_true")
     g.add_argument("--static-graph", action="store_true")
-    g.add_argument("--dist-timeout", type=float, default=600.0, help="seconds before a hung collective fails the run")
+    g.add_argument(
+        "--dist-timeout",
+        type=positive_float,
+        default=DIST_TIMEOUT_S,
+        help="seconds a collective may wait for a hung or dead peer before the run fails; a hung rank ends "
+        "the run after about this long (plus torchrun's few seconds of shutdown)",
+    )
     g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
 
     g = p.add_argument_group("tracing and output")
     g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none")
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
-    g.add_argument("--out", required=True, type=Path, help="run directory")
+    g.add_argument("--out", required=True, type=Path,
+                   help="run directory; must not hold another run's files (see --overwrite)")
+    g.add_argument("--overwrite", action="store_true",
+                   help="delete the files of an earlier run in --out first (never mixes two runs in one folder)")
     g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
     g.add_argument("--no-progress", action="store_true")
     g.add_argument(
@@ -418,11 +430,15 @@ def _parse_fault(spec: str | None) -> tuple[int, int] | None:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.distributed import rank_info
 
-    if args.steps < 1 or args.warmup_steps < 0 or args.batch_size < 1:
-        raise ArtifactError("--steps and --batch-size must be at least 1, --warmup-steps at least 0")
+    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.tracing.scorep import under_scorep
+
     info = rank_info()
     fault = _parse_fault(args.inject_fault)
     args.out = Path(args.out).resolve()
+    if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
+        writable_dir(args.out, "--out", create=True)
+        _claim_run_dir(args.out, info, args.overwrite)
     rank_dir = args.out / f"rank{info.rank}"
     rank_dir.mkdir(parents=True, exist_ok=True)
     _maybe_reexec_under_scorep(args, info)
@@ -438,11 +454,59 @@ def run(args: argparse.Namespace) -> int:
         os._exit(1)
 
 
+# Files a finished or started run leaves in its folder. A launcher's own ``logs/`` and the empty
+# folders another rank of this run creates at start are not among them (ranks start concurrently).
+_RUN_FILES = ("summary.json", "manifest.json", "config.json", "synthetic-data")
+
+
+def _earlier_run_files(out: Path) -> list[Path]:
+    found = [out / name for name in _RUN_FILES if (out / name).exists()]
+    for rank_dir in sorted(d for d in out.glob("rank*") if d.is_dir()):
+        found += [p for p in rank_dir.iterdir() if p.name in ("steps.jsonl", "summary.json", "error.txt")]
+    traces = out / "traces"
+    if traces.is_dir():
+        # a Score-P experiment folder is created when its rank starts; its anchor is written at the end
+        found += [p for p in traces.iterdir() if not p.name.startswith("scorep-rank") or (p / "traces.otf2").exists()]
+    return found
+
+
+def _claim_run_dir(out: Path, info, overwrite: bool) -> None:
+    """Refuse an output folder that holds another run; with ``--overwrite`` delete that run first.
+
+    Each rank deletes only what is its own (its ``rank<R>/`` and traces); rank 0 also the run's
+    files and the folders of ranks beyond this world size, so concurrent ranks never race.
+    """
+    import shutil
+
+    earlier = _earlier_run_files(out)
+    if not earlier:
+        return
+    if not overwrite:
+        shown = ", ".join(str(p.relative_to(out)) for p in earlier[:6]) + (" ..." if len(earlier) > 6 else "")
+        raise ArtifactError(
+            f"--out holds the files of an earlier run ({shown}); give an empty or new folder, or --overwrite "
+            "to delete that run first", out)
+    r = info.rank
+    mine = [out / f"rank{r}", out / "traces" / f"rank{r}.json.gz", out / "traces" / f"rank{r}.json",
+            out / "traces" / f"scorep-rank{r}"]
+    if r == 0:
+        mine += [out / name for name in _RUN_FILES]
+        for other in [*out.glob("rank*"), *(out / "traces").glob("*rank*")]:
+            digits = "".join(ch for ch in other.name.split("rank", 1)[1] if ch.isdigit())
+            if digits and int(digits) >= info.world_size:
+                mine.append(other)
+    for path in mine:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
 def _record_failure(rank_dir: Path, info, exc: BaseException) -> None:
     try:
         (rank_dir / "error.txt").write_text("".join(traceback.format_exception(exc)))
         (rank_dir / "summary.json").write_text(
-            json.dumps({"status": "failed", "rank": info.rank, "error": repr(exc)}, indent=2) + "\n"
+            json.dumps({"status": "failed", "rank": info.rank, "error": repr(exc), "failed_at": time.time()}, indent=2) + "\n"
         )
         if info.rank == 0:
             (rank_dir.parent / "summary.json").write_text(

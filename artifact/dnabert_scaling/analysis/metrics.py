@@ -22,7 +22,7 @@ import pandas as pd
 
 from dnabert_scaling.analysis import completeness, partition
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
-from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths
+from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.provenance import now_iso
 
@@ -289,7 +289,7 @@ def _choose_traced(runs: list[RunInfo]) -> tuple[RunInfo | None, list[str]]:
 
 
 def _throughput(runs: list[RunInfo], ws: int) -> dict[str, Any] | None:
-    untraced = [r for r in runs if r.tracer == "none" and r.variant != "noddp" and r.ok and r.summary.get("samples_per_s")]
+    untraced = [r for r in runs if r.tracer == "none" and r.variant != "noddp" and usable_throughput(r)]
     if not untraced:
         return None
     return {
@@ -303,7 +303,7 @@ def _throughput(runs: list[RunInfo], ws: int) -> dict[str, Any] | None:
 
 
 def _noddp_throughput(runs: list[RunInfo]) -> dict[str, Any] | None:
-    base = [r for r in runs if r.tracer == "none" and r.variant == "noddp" and r.ok and r.summary.get("samples_per_s")]
+    base = [r for r in runs if r.tracer == "none" and r.variant == "noddp" and usable_throughput(r)]
     if not base:
         return None
     return {"runs": [r.name for r in base], "samples_per_s": stat([r.summary["samples_per_s"] for r in base])}
@@ -426,6 +426,8 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
             traced["sanity"] = sanity
             entry["traced"] = traced
         entry["throughput"] = _throughput(runs, ws)
+        notes += [f"run {r.name}: a loss was not finite; its throughput is not used for scaling"
+                  for r in runs if r.tracer == "none" and r.ok and r.summary.get("finite_loss") is False]
         if entry["throughput"] is None and entry["traced"] and entry["traced"]["gpu"]:
             st = entry["traced"]["gpu"]["step_time_s"]
             batch = bare[0].batch_size if bare else None
@@ -439,7 +441,8 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
                 tables["throughput"].append(pd.DataFrame([{
                     "world_size": ws, "run": r.name, "tracer": r.tracer, "variant": r.variant, "repeat": r.repeat,
                     "samples_per_s": r.summary["samples_per_s"], "step_time_s": r.summary["median_step_time_s"],
-                    "global_batch": r.summary.get("global_batch"), "status": r.status}]))
+                    "global_batch": r.summary.get("global_batch"),
+                    "status": r.status if usable_throughput(r) or not r.ok else "non-finite loss"}]))
         dil = None
         if traced_run is not None and traced_run.ok and entry["throughput"] and entry["throughput"]["source"] == "untraced":
             t = traced_run.summary.get("median_step_time_s")

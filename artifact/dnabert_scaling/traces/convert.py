@@ -19,6 +19,8 @@ from pathlib import Path
 
 from dnabert_scaling import __version__
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
+from dnabert_scaling.outputs import writable_dir
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.loader import read_many
 from dnabert_scaling.traces.otf2_writer import write_tables
@@ -32,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="output directory; receives scorep-rank<R>/traces.otf2 per rank")
     parser.add_argument("--force", action="store_true", help="replace existing scorep-rank<R> outputs")
-    parser.add_argument("--workers", type=int, default=None, help="processes for reading (default: one per core)")
+    parser.add_argument("--workers", type=positive_int, default=None, help="processes for reading (default: one per core)")
 
 
 def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None = None) -> list[dict]:
@@ -50,14 +52,11 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
             if r in seen:
                 raise ArtifactError(f"rank {r} appears twice: in {seen[r]} and in {m['source']}")
             seen[r] = m["source"]
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ArtifactError("output path exists and is not a directory", out)
+    out = writable_dir(out_dir, "--out", create=True)
     targets = {r: out / f"scorep-rank{r}" for r in seen}
     clashes = [str(p) for p in targets.values() if p.exists()]
     if clashes and not force:
         raise ArtifactError(f"output exists, not overwritten (use --force): {', '.join(clashes)}")
-    out.mkdir(parents=True, exist_ok=True)
     results = []
     for t in traces:
         for r in t.rank_ids:

@@ -459,11 +459,13 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
         detail = "; ".join(dict.fromkeys(errors.messages[-3:])) or str(exc)
         if m:
             ref = int(m.group(1))
+            # a damaged local definition file fails as "definition record": name that file, not the events
+            kind, suffix = ("local definition file", "def") if "definition record" in detail else ("event file", "evt")
             try:
                 loc = defs.locations[ref]
-                where = f" (event file {evt_dir.name}/{ref}.evt, location {loc.name!r} of {loc.group.name})"
+                where = f" ({kind} {evt_dir.name}/{ref}.{suffix}, location {loc.name!r} of {loc.group.name})"
             except Exception:
-                where = f" (event file {evt_dir.name}/{ref}.evt)"
+                where = f" ({kind} {evt_dir.name}/{ref}.{suffix})"
         raise ArtifactError(f"cannot read events{where}: truncated or corrupt? {detail}", anchor) from None
 
     strings = _string_table(defs)

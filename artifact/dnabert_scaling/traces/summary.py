@@ -36,6 +36,7 @@ import pandas as pd
 from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.partition import partition_ns, stream_role
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
 from dnabert_scaling.traces.model import Trace
 
 TOP_KERNELS = 10
@@ -198,8 +199,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory; "
                              "several: the ranks of one run")
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
-    parser.add_argument("--top", type=int, default=TOP_KERNELS, help="number of top kernels to list")
-    parser.add_argument("--world-size", type=int, default=None, help="expected ranks 0..N-1 (directory input)")
+    parser.add_argument("--top", type=positive_int, default=TOP_KERNELS, help="number of top kernels to list")
+    parser.add_argument("--world-size", type=positive_int, default=None, help="expected ranks 0..N-1 (directory input)")
 
 
 def _json_safe(obj):
@@ -215,6 +216,10 @@ def _json_safe(obj):
 def run(args) -> int:
     from dnabert_scaling.traces.loader import read_run_traces, read_trace
 
+    if args.json and args.json != "-":
+        from dnabert_scaling.outputs import writable_file
+
+        writable_file(args.json, "--json")
     paths = [Path(t) for t in args.trace]
     p = paths[0]
     if len(paths) > 1:

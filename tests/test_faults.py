@@ -263,6 +263,27 @@ def test_output_folder_without_write_permission(tmp_path, tiny_task, command):
         shutil.rmtree(base)
 
 
+def _can_mount_read_only() -> bool:
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o ro tmpfs /mnt"], capture_output=True)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount_read_only(), reason="needs unshare -m and mount (root or user namespaces)")
+@pytest.mark.parametrize("command", ["train", "synth-data", "analyze", "convert"])
+def test_output_folder_on_a_read_only_file_system(tmp_path, tiny_task, command):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    target = ro / "out"
+    args = " ".join(f"'{a}'" for a in [*CLI, *map(str, _writers(tmp_path, target, tiny_task)[command])])
+    # a private mount namespace: a read-only tmpfs over ro/ for this command only
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o ro tmpfs '{ro}' && exec {args}"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    _refused(proc, "--out: cannot be created", "read-only file system", target)
+    assert list(ro.iterdir()) == []
+
+
 @pytest.mark.parametrize("args, option", [
     (["train", "--dist-timeout", "0"], "--dist-timeout"),
     (["train", "--bucket-cap-mb", "-1"], "--bucket-cap-mb"),
@@ -318,7 +339,7 @@ def test_check_and_report_refuse_malformed_metrics(tmp_path, damage, message):
 
 def _trained_run(root: Path, name: str, tiny_task: Path, *extra: str) -> Path:
     run = root / name
-    proc = _run(["train", *TINY, "--steps", "2", "--no-ddp", "--device", "cpu", "--no-progress", "--data", tiny_task,
+    proc = _run(["train", *TINY, "--steps", "2", "--device", "cpu", "--no-progress", "--data", tiny_task,
                  "--out", run, *extra])
     assert proc.returncode == 0, proc.stderr[-2000:]
     return run

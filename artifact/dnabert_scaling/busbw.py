@@ -36,6 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dist-timeout", type=positive_float, default=300.0)
 
 
+def sizes_source(model_name: str, bucket_cap_mb: float) -> str:
+    return f"DDP buckets of {model_name} (bucket_cap_mb={float(bucket_cap_mb)})"
+
+
 def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
     """Byte sizes of the gradient buckets DDP builds for ``model_name`` (fp32 gradients)."""
     import torch.distributed as dist
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         source = "given"
     else:
         sizes = ddp_bucket_bytes(args.model, args.bucket_cap_mb)
-        source = f"DDP buckets of {args.model} (bucket_cap_mb={args.bucket_cap_mb})"
+        source = sizes_source(args.model, args.bucket_cap_mb)
     unique = sorted(set(sizes))
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     n = info.world_size

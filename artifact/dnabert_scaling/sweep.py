@@ -213,6 +213,13 @@ def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
         diff = _differences(recorded, want)
         if diff:
             changed[run_dir.name] = diff
+    for path in sorted(out.glob("busbw-ws*.json")):  # reused as well: measured at the requested buckets?
+        try:
+            source = json.loads(path.read_text()).get("sizes_source")
+        except ValueError:
+            raise ArtifactError("not valid JSON; remove it or use --fresh", path) from None
+        if source != busbw_sizes_source(base):
+            changed[path.name] = [f"message sizes {source!r} -> {busbw_sizes_source(base)!r}"]
     if changed:
         first = next(iter(changed.values()))
         raise ArtifactError(
@@ -368,15 +375,26 @@ def _summary(run_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _busbw_model(train_args: list[str]) -> tuple[str, float]:
+    """(model, bucket cap in MiB) whose DDP buckets the bus-bandwidth runs measure."""
+    opts = _options(train_args)
+    return opts.get("--model", "base"), float(opts.get("--bucket-cap-mb", 25.0))
+
+
+def busbw_sizes_source(train_args: list[str]) -> str:
+    """The ``sizes_source`` that ``busbw`` records for the buckets of these train options."""
+    from dnabert_scaling.busbw import sizes_source
+
+    return sizes_source(*_busbw_model(train_args))
+
+
 def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeout: float) -> RunResult | None:
     target = out / f"busbw-ws{n}.json"
     spec = RunSpec(n, "busbw", 0, out / f"busbw-ws{n}")
     if target.is_file():
         return RunResult(spec, "skipped", 0, 0.0, "already measured")
-    model = train_args[train_args.index("--model") + 1] if "--model" in train_args else "base"
-    args = ["busbw", "--out", str(target), "--model", model, "--device", device]
-    if "--bucket-cap-mb" in train_args:
-        args += ["--bucket-cap-mb", train_args[train_args.index("--bucket-cap-mb") + 1]]
+    model, cap = _busbw_model(train_args)
+    args = ["busbw", "--out", str(target), "--model", model, "--device", device, "--bucket-cap-mb", str(cap)]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with open(out / f"busbw-ws{n}.log", "w") as log:

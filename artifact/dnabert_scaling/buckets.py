@@ -31,7 +31,7 @@ class BucketHook:
         self.sizes: dict[int, int] = {}
         self.calls = 0
 
-    def __call__(self, state, bucket):
+    def hook(self, state, bucket):
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
         buf = bucket.buffer()
@@ -43,7 +43,7 @@ class BucketHook:
 
     def register(self, ddp_model) -> "BucketHook":
         # DDP's state argument is unused: the hook keeps what it needs on itself.
-        ddp_model.register_comm_hook(None, self)
+        ddp_model.register_comm_hook(None, self.hook)
         return self
 
     def summary(self, bucket_cap_mb: float) -> dict[str, Any]:

@@ -218,8 +218,7 @@ def profile_from_trace(trace) -> Profile:
                      "for the launch time (bucket readiness and the end-of-backward wait are approximate there)")
         launch = np.where(launch < 0, gpu["start_ns"].to_numpy(np.int64), launch)
         method = f"{method} + GPU start where unpaired"
-    rows = np.flatnonzero(keep)
-    rows = rows[np.lexsort((gpu["start_ns"].to_numpy(np.int64)[rows], att.step[rows]))]
+    rows = _replayed_rows(gpu, att)
     start = gpu["start_ns"].to_numpy(np.int64)[rows]
     dur = gpu["end_ns"].to_numpy(np.int64)[rows] - start
     step = att.step[rows].astype(np.int64)
@@ -431,42 +430,52 @@ def measured_from_metrics(metrics: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return out
 
 
-def measured_from_trace(path: Path) -> tuple[int, dict[str, Any]]:
-    """Measured figures of a multi-rank trace (a run folder's traces or trace files), analysed now."""
+def _replayed_rows(gpu: pd.DataFrame, att) -> np.ndarray:
+    """Rows of the activities the model replays (measured steps, not NCCL), in replay order."""
+    cat = gpu["category"].astype(str).to_numpy()
+    rows = np.flatnonzero((att.step >= 0) & (cat != "nccl"))
+    return rows[np.lexsort((gpu["start_ns"].to_numpy(np.int64)[rows], att.step[rows]))]
+
+
+def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, Any]]:
+    """Measured figures of a multi-rank trace (a run folder's traces or trace files), analysed now,
+    and the contention factor it shows against the one-GPU trace."""
     from dnabert_scaling.analysis.metrics import analyze_trace
     from dnabert_scaling.traces import read_run_traces
 
     trace = read_run_traces(path)
     n = len(trace.rank_ids)
+    if n < 2:
+        raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)
     res = analyze_trace(trace, n, None, str(path))
     gpu = res.metrics
     return n, {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {"source": str(path),
-                                                                          "contention": contention_from_trace(trace)}
+                                                                          "contention": contention_from_trace(trace, profile)}
 
 
-def contention_from_trace(trace) -> float | None:
-    """How much longer compute kernels run while an NCCL kernel runs: per kernel name, the median
-    duration when starting inside an NCCL kernel over the median when not, weighted by time."""
+def contention_from_trace(trace, profile: Profile) -> float | None:
+    """How much longer compute kernels run while an all-reduce runs: the kernels of rank 0 that
+    start inside an NCCL kernel, their summed duration over the same kernels' (same step, same
+    place in the step) in the one-GPU trace. None when the two traces do not hold the same
+    kernel sequence."""
     from dnabert_scaling import intervals as iv
+    from dnabert_scaling.analysis.attribution import attribute
 
-    num = den = 0.0
-    for r in trace.rank_ids:
-        g = trace.rank(r).gpu
-        cat = g["category"].astype(str).to_numpy()
-        s, e = g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)
-        ns, ne = iv.union(s[cat == "nccl"], e[cat == "nccl"])
-        if not len(ns):
-            continue
-        comp = np.flatnonzero(cat == "compute")
-        j = np.searchsorted(ns, s[comp], side="right") - 1
-        during = (j >= 0) & (s[comp] < ne[np.clip(j, 0, None)])
-        frame = pd.DataFrame({"name": g["name"].astype(str).to_numpy()[comp], "d": (e - s)[comp], "during": during})
-        for _, grp in frame.groupby("name"):
-            a, b = grp.loc[grp["during"], "d"], grp.loc[~grp["during"], "d"]
-            if len(a) and len(b) and b.median() > 0:
-                num += a.sum() * (a.median() / b.median())
-                den += a.sum()
-    return float(num / den) if den else None
+    sub = trace.rank(trace.rank_ids[0])
+    gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
+    att = attribute(gpu, host)
+    rows = _replayed_rows(gpu, att)
+    if len(rows) != len(profile.start) or not np.array_equal(att.step[rows], profile.step):
+        return None
+    cat = gpu["category"].astype(str).to_numpy()
+    s, e = gpu["start_ns"].to_numpy(np.int64), gpu["end_ns"].to_numpy(np.int64)
+    ns, ne = iv.union(s[cat == "nccl"], e[cat == "nccl"])
+    if not len(ns):
+        return None
+    j = np.searchsorted(ns, s[rows], side="right") - 1
+    during = (j >= 0) & (s[rows] < ne[np.clip(j, 0, None)]) & profile.kernel
+    base = profile.dur[during].sum()
+    return float((e - s)[rows][during].sum() / base) if base > 0 else None
 
 
 def compare(pred: dict[str, Any], measured: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -634,9 +643,10 @@ def run(args: argparse.Namespace) -> int:
             raise ArtifactError("busbw sizes need positive bytes and busbw_Bps", f)
         busbw[data["world_size"]] = {**data, "_path": str(f)}
     trace, measured, desc = load_source(args.source)
+    profile = profile_from_trace(trace)
     fallbacks: list[dict[str, str]] = []
     for m in args.measured:
-        n, figures = measured_from_trace(m)
+        n, figures = measured_from_trace(m, profile)
         measured[n] = figures
     if args.contention is not None:
         contention = _parse_band(args.contention, "--contention")
@@ -653,7 +663,6 @@ def run(args: argparse.Namespace) -> int:
     if missing_bw:
         fallbacks.append({"what": "busbw", "used": f"table of node layout {layout.name}",
                           "why": f"no measured busbw for world sizes {missing_bw}"})
-    profile = profile_from_trace(trace)
     result = predict(profile, gpus, layout, contention, busbw)
     out = {
         "schema": SCHEMA,

@@ -20,6 +20,7 @@ minute on two cores; ``write_study_trace`` caches it by parameters under a direc
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -359,6 +360,7 @@ def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, 
     comm_free = 0
     comm: list[tuple[int, int]] = []
     latency = 3 * US
+    names, order = _COMPUTE_KERNELS, itertools.count()
 
     def gpu(stream, kind, name, s, e, category, collective=None, nbytes=-1):
         for k, v in zip(gpu_cols, (stream, kind, name, s, e, category, collective or np.nan, nbytes)):
@@ -370,7 +372,7 @@ def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, 
         if any(cs <= s < ce for cs, ce in comm):
             d = int(round(d * model.contention))
         free = s + d
-        gpu(COMPUTE_STREAM, "kernel", _COMPUTE_KERNELS[int(d // US) % len(_COMPUTE_KERNELS)], s, s + d, "compute")
+        gpu(COMPUTE_STREAM, "kernel", names[next(order) % len(names)], s, s + d, "compute")
         return s + d
 
     for step in range(warmup + steps):

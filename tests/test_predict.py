@@ -123,3 +123,58 @@ def test_written_ranks_follow_the_formula():
     want = [round((20e-6 + 2 * 7 / 8 * b / 200e9) * 1e9) for b in nccl["msg_bytes"].astype(int)]
     assert list(dur) == want
     assert not len(bucket_rank(0, 1, m, steps=2, warmup=0).gpu.query("category == 'nccl'"))
+
+
+def test_report_shows_predictions_beside_verdicts(tmp_path, runs):
+    """A results folder with predictions.json: the report labels every prediction as one, keeps
+    the verdicts from the measurements, and shows predicted beside measured with the error."""
+    from dnabert_scaling import checker
+    from dnabert_scaling.report import build
+    from reportfixtures import gpu_results, write_results
+
+    from conftest import ROOT
+
+    claims = ROOT / "expected" / "claims.toml"
+    results = write_results(tmp_path / "results", *gpu_results((1, 4, 8), tracer="torch"))
+    verdicts = checker.check_results(results, claims)
+    checker.write_verdicts(verdicts, results)
+    rc, _ = _predict(tmp_path, runs[1], *OPTS, "--measured", str(runs["slow"]), "--measured", str(runs[8]))
+    assert rc == 0
+    (results / "predictions.json").write_text((tmp_path / "predictions.json").read_text())
+    res = build.build_report([results], tmp_path / "report", claims=claims)
+    html = res["html"].read_text(encoding="utf-8")
+    part = html.split("Prediction from the one-GPU trace (not a verdict)")[1]
+    assert "Prediction, not a verdict." in part
+    for c in verdicts["claims"]:
+        if c["id"] in ("C2", "C3", "C4", "C5", "C6"):
+            assert f"<b>{c['id']}</b>" in part
+    assert part.count('<span class="ds-ind">prediction</span>') == 5
+    assert "within goal" in part and "+0.0%" in part          # N=8 follows the model
+    slow = json.loads((results / "predictions.json").read_text())["comparison"]["4"]["error"]["step_time_rel"]
+    assert f"{100 * slow:+.1f}%" in part                      # N=4 does not: its error is shown
+    assert "data:image/png;base64" in part.split("Figure 2.6")[0]
+    assert json.loads((results / "verdicts.json").read_text()) == json.loads(json.dumps(verdicts, default=str))
+
+
+def test_results_folder_pipeline(tmp_path, monkeypatch):
+    """analyze a sweep of written runs, then predict from the results folder: the world-size-1 run
+    is found through metrics.json, measured figures come from it, contention from the 4-rank run."""
+    monkeypatch.chdir(tmp_path)
+    m = BucketModel(**MODEL)
+    for n in (1, 4):
+        run = tmp_path / "sweep" / f"ws{n}-scorep-r0"
+        write_bucket_run(run, n, m)
+        (run / "summary.json").write_text(json.dumps({"status": "ok", "world_size": n, "tracer": "scorep", "ddp": True,
+                                                      "measured_steps": 6, "device_type": "cuda", "fallbacks": []}))
+    assert main(["analyze", "sweep", "--out", "results"]) == 0
+    assert main(["predict", "results", "--gpus", "2,4,8", "--intra-busbw", "200", "--alpha-us", "20"]) == 0
+    out = json.loads((tmp_path / "results" / "predictions.json").read_text())
+    assert out["source"]["run"].endswith("ws1-scorep-r0")
+    assert out["model"]["contention"]["mid"] == pytest.approx(1.1, abs=0.01)
+    assert out["model"]["contention"]["source"].startswith("measured")
+    row = out["comparison"]["4"]
+    assert row["measured"]["source"] == "metrics.json" and row["within_goal"] is True
+    assert abs(row["error"]["step_time_rel"]) < 1e-3
+    (tmp_path / "results" / "metrics.json").write_text(json.dumps({"world_sizes": {"1": {"traced": {"run": "gone"}}},
+                                                                    "sources": ["sweep"]}))
+    assert main(["predict", "results"]) == 2

@@ -360,7 +360,8 @@ def step_figures(p: Profile, comm: CommModel, contention: float) -> pd.DataFrame
     return partition.rank_step_table(gpu, att, windows)
 
 
-FIGURES = ("step_time_s", "exposed_comm_s", "overlap_ratio", "allreduce_kernel_s")
+FIGURES = ("step_time_s", "exposed_comm_s", "exposed_comm_share", "overlap_ratio", "allreduce_kernel_s",
+           "allreduce_share", "allreduce_to_backward")
 
 
 def _median(values) -> float | None:
@@ -515,23 +516,19 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _ws1_run_from_results(results: Path, metrics: dict[str, Any]) -> Path:
-    """The world-size-1 traced run that metrics.json was built from (under one of its sources)."""
-    traced = ((metrics.get("world_sizes") or {}).get("1") or {}).get("traced") or {}
+def _run_from_results(results: Path, metrics: dict[str, Any], ws: int) -> Path | None:
+    """The traced run of world size ``ws`` that metrics.json was built from (under one of its
+    sources, relative to the working folder or to the results folder), or None."""
+    traced = ((metrics.get("world_sizes") or {}).get(str(ws)) or {}).get("traced") or {}
     name = traced.get("run")
     if not name:
-        raise ArtifactError("metrics.json has no traced world-size-1 run to predict from", results / "metrics.json")
-    tried = []
+        return None
     for src in metrics.get("sources") or []:
         for base in (Path.cwd(), results.parent, results):
-            cand = (base / src)
-            for d in (cand / name, cand):
-                tried.append(d)
+            for d in (base / src / name, base / src):
                 if d.name == name and (d / "traces").is_dir():
                     return d
-    raise ArtifactError(f"cannot find the world-size-1 run {name!r} named in metrics.json "
-                        f"(looked in {', '.join(str(t) for t in tried[:4])}...); give the run or its traces instead",
-                        results / "metrics.json")
+    return None
 
 
 def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, Any]]:
@@ -548,7 +545,13 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
     if path.is_dir() and (path / "metrics.json").is_file():
         metrics = _read_json(path / "metrics.json")
         measured = measured_from_metrics(metrics)
-        path = _ws1_run_from_results(path, metrics)
+        for n, m in measured.items():
+            m["run"] = _run_from_results(path, metrics, n)
+        run1 = _run_from_results(path, metrics, 1)
+        if run1 is None:
+            raise ArtifactError("cannot find the traced world-size-1 run that metrics.json names under its sources "
+                                f"{metrics.get('sources')}; give that run folder or its traces instead", path / "metrics.json")
+        path = run1
         desc["results"] = desc["given"]
     if path.is_dir() and is_run_dir(path) and (path / "traces").is_dir():
         run = load_run(path)
@@ -645,6 +648,13 @@ def run(args: argparse.Namespace) -> int:
     trace, measured, desc = load_source(args.source)
     profile = profile_from_trace(trace)
     fallbacks: list[dict[str, str]] = []
+    for m in measured.values():  # a results folder's multi-GPU runs: their contention
+        run_dir = m.pop("run", None)
+        if run_dir is not None:
+            from dnabert_scaling.analysis.runs import load_run, trace_paths
+            from dnabert_scaling.traces import read_run_traces
+
+            m["contention"] = contention_from_trace(read_run_traces(trace_paths(load_run(run_dir))), profile)
     for m in args.measured:
         n, figures = measured_from_trace(m, profile)
         measured[n] = figures
@@ -653,8 +663,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         seen = [m["contention"] for m in measured.values() if m.get("contention")]
         if seen:
-            c = float(np.median(seen))
-            contention = Band(c, min(1.0, c), max(c, DEFAULT_CONTENTION.high), "measured from the --measured traces")
+            # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
+            contention = Band(float(np.median(seen)), min(seen) * 0.98, max(seen) * 1.02,
+                              f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace")
         else:
             contention = DEFAULT_CONTENTION
             fallbacks.append({"what": "contention", "used": f"default {contention.mid} (band {contention.low}-{contention.high})",

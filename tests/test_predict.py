@@ -178,3 +178,26 @@ def test_results_folder_pipeline(tmp_path, monkeypatch):
     (tmp_path / "results" / "metrics.json").write_text(json.dumps({"world_sizes": {"1": {"traced": {"run": "gone"}}},
                                                                     "sources": ["sweep"]}))
     assert main(["predict", "results"]) == 2
+
+
+def test_kineto_reader_keeps_bucket_ranges(tmp_path):
+    from dnabert_scaling.traces import read_trace
+    from dnabert_scaling.traces.classify import bucket_args, phase_name
+
+    assert phase_name("user:ds:bucket:2:100") == "bucket:2:100" and bucket_args("bucket:2:100") == (2, 100)
+    assert phase_name("ds:bucket") is None and phase_name("ds:bucket:x:1") is None and bucket_args("step") is None
+
+    def ann(name, ts, dur, tid=9):
+        return {"ph": "X", "cat": "user_annotation", "name": name, "pid": 9, "tid": tid, "ts": ts, "dur": dur}
+
+    doc = {"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
+        ann("ds:step", 10, 100), ann("ds:bucket:0:4096", 30, 2, tid=12), ann("ds:bucket", 40, 2, tid=12),
+        ann("ds:bucket:1:x", 50, 2, tid=12),
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+         "args": {"device": 0, "stream": 7, "correlation": 1}}]}
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps(doc))
+    host = read_trace(p).host
+    ph = host[host["kind"] == "phase"]
+    assert list(zip(ph["name"], ph["start_ns"], ph["thread"])) == [("step", 10000, "Master thread"),
+                                                                   ("bucket:0:4096", 30000, "Thread 12")]

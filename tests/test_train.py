@@ -21,15 +21,19 @@ def _steps(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
-    out = tmp_path / "run"
+def _two_ranks(out, tiny_task, *extra):
     proc = _run(
         TORCHRUN
         + ["--nproc-per-node", "2", "-m", "dnabert_scaling", "train", *TINY, "--data", str(tiny_task),
            "--task", "prom_core_all", "--steps", "6", "--warmup-steps", "2", "--batch-size", "8",
-           "--param-fingerprint", "--out", str(out)]
+           "--param-fingerprint", *extra, "--out", str(out)]
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
+    out = tmp_path / "run"
+    _two_ranks(out, tiny_task)
     ranks = [json.loads((out / f"rank{r}/summary.json").read_text()) for r in (0, 1)]
     assert ranks[0]["param_sha256"] == ranks[1]["param_sha256"]
     assert all(r["status"] == "ok" and r["measured_steps"] == 6 for r in ranks)
@@ -42,6 +46,10 @@ def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
     buckets = summary["ddp_buckets"]
     assert buckets["gradient_bytes"] == 4 * summary["parameters"] and buckets["buckets"] == len(buckets["bucket_bytes"])
     assert buckets["hook_calls"] == 8 * buckets["buckets"] and buckets["first_bucket_cap_bytes"] == 1 << 20
+    # DDP's built-in reduction instead of the bucket hook: the same parameters, bit for bit
+    off = tmp_path / "hook-off"
+    _two_ranks(off, tiny_task, "--bucket-hook", "off")
+    assert json.loads((off / "rank0/summary.json").read_text())["param_sha256"] == ranks[0]["param_sha256"]
     for r in (0, 1):
         steps = _steps(out / f"rank{r}/steps.jsonl")
         assert [s["step"] for s in steps] == list(range(8))

@@ -89,6 +89,7 @@ def test_bucket_hook_marks_buckets_and_keeps_the_arithmetic(tmp_path, tiny_task)
     assert json.loads((tmp_path / "off/summary.json").read_text())["ddp_buckets"] is None
     sizes = summary["ddp_buckets"]["bucket_bytes"]
     assert len(sizes) > 1 and sum(sizes) == 4 * summary["parameters"]
+    assert len(summary["ddp_buckets"]["bucket_tensors"]) == len(sizes) and min(summary["ddp_buckets"]["bucket_tensors"]) >= 1
     events = json.loads(gzip.open(tmp_path / "on/traces/rank0.json.gz").read())["traceEvents"]
     marked = [bucket_args(phase_name(e["name"])) for e in events
               if e.get("cat") == "user_annotation" and e["name"].startswith("ds:bucket")]

@@ -11,8 +11,9 @@ world size 1 included, where NCCL launches no kernel: so a one-GPU trace already
 each bucket becomes ready and how large it is, which is what ``dnabert_scaling.analysis.predict``
 needs.
 
-The hook also keeps the byte size of every bucket it saw (by index; the last step's, i.e.
-after DDP's bucket rebuild in the first iteration), for the run summary.
+The hook also keeps the byte size and the number of gradient tensors of every bucket it saw (by
+index; the last ones, i.e. after DDP's bucket rebuild in the first iteration), for the run
+summary.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class BucketHook:
         self.marker = marker
         self.process_group = process_group
         self.sizes: dict[int, int] = {}
+        self.tensors: dict[int, int] = {}
         self.calls = 0
 
     def hook(self, state, bucket):
@@ -36,7 +38,9 @@ class BucketHook:
 
         buf = bucket.buffer()
         index, nbytes = bucket.index(), buf.numel() * buf.element_size()
-        self.sizes[index] = nbytes
+        if self.sizes.get(index) != nbytes:  # first sight, or DDP rebuilt its buckets
+            self.sizes[index] = nbytes
+            self.tensors[index] = len(bucket.parameters())
         self.calls += 1
         with self.marker.bucket(index, nbytes):
             return allreduce_hook(self.process_group, bucket)
@@ -57,6 +61,7 @@ class BucketHook:
             "first_bucket_cap_bytes": int(getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 1024 * 1024)),
             "buckets": len(sizes),
             "bucket_bytes": sizes,
+            "bucket_tensors": [self.tensors[i] for i in sorted(self.sizes)],
             "gradient_bytes": sum(sizes),
             "hook_calls": self.calls,
         }

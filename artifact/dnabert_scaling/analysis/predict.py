@@ -8,9 +8,10 @@ many bytes it holds. The model replays the measured steps of that trace on the G
 * every compute/copy activity keeps its measured duration and cannot start before it started in
   the one-GPU trace (the host launched it no earlier) nor before the previous activity on its
   stream ended (in-order streams);
-* bucket b is ready on the GPU when the last activity launched before its hook call ends; its
-  all-reduce starts when the bucket is ready and the previous all-reduce on the NCCL stream has
-  finished, and lasts ``alpha + 2 (N - 1) / N * bytes / busbw(N, bytes)`` (ring all-reduce; the
+* bucket b is ready on the GPU when the last activity launched before its all-reduce call (the
+  end of the hook's range: the NCCL stream waits for all work launched before the call, the
+  hook's own division kernel included) ends; its all-reduce starts when the bucket is ready and
+  the previous all-reduce on the NCCL stream has finished, and lasts ``alpha + 2 (N - 1) / N * bytes / busbw(N, bytes)`` (ring all-reduce; the
   nccl-tests bus-bandwidth convention);
 * an activity launched after the step's last bucket hook (the end of backward and the optimizer)
   waits for the step's last all-reduce: DDP makes the compute stream wait for the reduced
@@ -245,7 +246,9 @@ def profile_from_trace(trace) -> Profile:
         if len(acts) == 0:
             continue
         for b in bs:
-            before = acts[lt[acts] < b_start[b]]
+            # NCCL's stream waits for everything launched before the all-reduce call, which
+            # ends the hook's range (the hook's own division kernel included)
+            before = acts[lt[acts] < b_end[b]]
             ready[b] = before[np.argmax(lt[before])] if len(before) else acts[0]
         after[acts] = lt[acts] >= b_end[bs].max()
     if missing_steps:

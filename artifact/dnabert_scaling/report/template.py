@@ -140,7 +140,8 @@ def prediction_cells(s: str) -> list:
     return [
         _md(f"### {s}.5 Prediction from the one-GPU trace (not a verdict)"),
         _code(f"from dnabert_scaling.report import predictions as P\nC.show(P.section_html(S))\n"
-              f"C.show_figure(P.curves(S), '{s}.6',\n"
+              f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
+              f"    C.show_figure(P.curves(S), '{s}.6',\n"
               "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
               "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
               "    'measured traced runs where they exist. A prediction, never a verdict.')", "prediction"),

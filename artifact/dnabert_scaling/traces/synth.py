@@ -343,7 +343,8 @@ def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, 
     durations repeat per step (seeded); every kernel is launched from a host call carrying its
     stream, so the reader pairs launches and kernels exactly. Per step: forward
     kernels (main thread), backward kernels (autograd thread) with a ``ds:bucket:<i>:<bytes>``
-    range after the last kernel of each bucket, then two kernels launched after the last bucket
+    range after the last kernel of each bucket (holding the hook's division kernel and, from two
+    ranks on, the NCCL launch; the all-reduce waits for the division), then two kernels launched after the last bucket
     and the optimizer kernels, which wait for the last all-reduce. World size 1 has no NCCL kernel.
     """
     rng = np.random.default_rng(seed)
@@ -396,11 +397,16 @@ def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, 
             t += 6 * US
             if i in last_of_bucket:
                 b = last_of_bucket[i]
-                host_rows.append((AUTOGRAD, "phase", f"bucket:{b}:{bucket_bytes[b]}", t, t + 5 * US))
+                # the hook's range: its division kernel (allreduce_hook divides by the world size),
+                # then the all_reduce call, which launches the NCCL kernel (none at world size 1)
+                host_rows.append((AUTOGRAD, "phase", f"bucket:{b}:{bucket_bytes[b]}", t, t + 8 * US))
+                host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 1 * US, t + 3 * US, COMPUTE_STREAM))
+                end = run_kernel(t + 3 * US, 3 * US)
                 ar = model.allreduce_ns(world_size, bucket_bytes[b])
-                t += 6 * US
-                if ar:  # the hook's all_reduce launches the NCCL kernel inside the bucket range
-                    host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t - 5 * US, t - 2 * US, NCCL_STREAM))
+                if ar:
+                    host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 4 * US, t + 7 * US, NCCL_STREAM))
+                t += 9 * US
+                if ar:
                     s = max(end, comm_free)
                     comm.append((s, s + ar))
                     comm_free = last_comm_end = s + ar

@@ -21,6 +21,7 @@ def runs(tmp_path_factory):
     out = {1: write_bucket_run(root / "ws1", 1, BucketModel(**MODEL))[0]}
     for n in (2, 4, 8):
         out[n] = write_bucket_run(root / f"ws{n}", n, BucketModel(**MODEL))[0].parent
+    (out[8].parent / "summary.json").write_text(json.dumps({"status": "ok", "world_size": 8, "tracer": "scorep"}))
     out["slow"] = write_bucket_run(root / "ws4-slow", 4, BucketModel(**MODEL, comm_scale=1.6))[0].parent
     return out
 
@@ -44,6 +45,7 @@ def test_bucket_ranges_survive_the_reader(runs):
 
 def test_prediction_matches_traces_that_follow_the_model(tmp_path, runs, capsys):
     measured = [a for n in (2, 4, 8) for a in ("--measured", str(runs[n]))]
+    measured[-1] = str(runs[8].parent)  # a run folder (summary.json, traces/) works as well
     rc, out = _predict(tmp_path, runs[1], *OPTS, *measured)
     assert rc == 0
     printed = capsys.readouterr().out

@@ -445,9 +445,13 @@ def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, An
     """Measured figures of a multi-rank trace (a run folder's traces or trace files), analysed now,
     and the contention factor it shows against the one-GPU trace."""
     from dnabert_scaling.analysis.metrics import analyze_trace
+    from dnabert_scaling.analysis.runs import is_run_dir, load_run, trace_paths
     from dnabert_scaling.traces import read_run_traces
 
-    trace = read_run_traces(path)
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError("--measured: does not exist", path)
+    trace = read_run_traces(trace_paths(load_run(path)) if is_run_dir(path) else path)
     n = len(trace.rank_ids)
     if n < 2:
         raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)

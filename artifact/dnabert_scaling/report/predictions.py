@@ -6,7 +6,6 @@ claim's verdict. Everything here is labelled a prediction: verdicts come from me
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from dnabert_scaling.report.content import badge, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt

@@ -42,7 +42,7 @@ reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedd
 kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, minutes)
 	$(VPY) scripts/reproduce.py --kick-tires --out kick-tires
 
-bench: bench-train bench-read ## all CPU-runnable benchmarks
+bench: bench-train bench-read bench-hook ## all CPU-runnable benchmarks
 
 bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of repeats)
 	$(VPY) scripts/bench_train.py
@@ -52,6 +52,10 @@ bench-read: $(STAMP) ## trace reading speed: read_trace + summarize vs a plain o
 
 bench-trace: $(STAMP) ## tracing dilation: traced / untraced step time per tracer mode (needs CUDA)
 	$(VPY) scripts/bench_trace.py
+
+.PHONY: bench-hook
+bench-hook: $(STAMP) ## cost of the DDP bucket hook: step time with / without it, side by side (CPU or one GPU)
+	$(VPY) scripts/bench_bucket_hook.py
 
 lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and the shell scripts
 	$(VPY) -m dnabert_scaling.containerlint containers/dnabert-scaling.def

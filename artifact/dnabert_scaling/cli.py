@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("dnabert_scaling.report.build", "write the paper-style HTML report"),
     "convert": ("dnabert_scaling.traces.convert", "convert Kineto traces to OTF2 (Score-P 9 layout)"),
     "summarize": ("dnabert_scaling.traces.summary", "per-rank GPU-time summary of one trace"),
+    "predict": ("dnabert_scaling.analysis.predict", "predict multi-GPU step time and overlap from a one-GPU trace"),
     "selftest": ("dnabert_scaling.selftest", "quick end-to-end check of this installation"),
 }
 

@@ -92,6 +92,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gradient-as-bucket-view", action="store_true")
     g.add_argument("--static-graph", action="store_true")
     g.add_argument(
+        "--bucket-hook",
+        choices=("on", "off"),
+        default="on",
+        help="comm hook that marks each bucket's all-reduce as a ds:bucket range (same arithmetic as DDP's own)",
+    )
+    g.add_argument(
         "--dist-timeout",
         type=positive_float,
         default=DIST_TIMEOUT_S,
@@ -597,6 +603,11 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         return ids, (ids != 3), labels_all[rows].to(device, non_blocking=True)
 
     marker = PhaseMarker("scorep" if tracer_name == "scorep" else "torch", cuda=device_type == "cuda")
+    bucket_hook = None
+    if use_ddp and args.bucket_hook == "on":
+        from dnabert_scaling.buckets import BucketHook
+
+        bucket_hook = BucketHook(marker).register(train_model)
     if tracer_name == "torch":
         from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
 
@@ -688,6 +699,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "backend": backend,
             "ddp": use_ddp,
             "ddp_options": ddp_kwargs,
+            "ddp_buckets": bucket_hook.summary(args.bucket_cap_mb) if bucket_hook else None,
             "device_type": device_type,
             "tracer": tracer_name,
             "tracer_requested": args.tracer,

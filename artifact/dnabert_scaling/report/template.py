@@ -129,9 +129,23 @@ def set_cells(k: int, section: int, label: str) -> list:
               "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
               "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
               "    'claim C6.')", "figure"),
+        *prediction_cells(s),
         _code("C.show(C.notes_html(S))", "notes"),
     ]
     return cells
+
+
+def prediction_cells(s: str) -> list:
+    """The prediction subsection of a results folder's section (``report/predictions.py``)."""
+    return [
+        _md(f"### {s}.5 Prediction from the one-GPU trace (not a verdict)"),
+        _code(f"from dnabert_scaling.report import predictions as P\nC.show(P.section_html(S))\n"
+              f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
+              f"    C.show_figure(P.curves(S), '{s}.6',\n"
+              "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
+              "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
+              "    'measured traced runs where they exist. A prediction, never a verdict.')", "prediction"),
+    ]
 
 
 def notebook(results: list[dict], claims: str | None, params: dict[str, Any], labels: list[str]) -> Any:

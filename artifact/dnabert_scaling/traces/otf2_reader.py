@@ -229,7 +229,7 @@ class _Regions:
         self.kind_code = np.full(n, self.KIND_CODES["kernel"], dtype=np.int8)
         self.cat_code = np.full(n, CATEGORIES.index("compute"), dtype=np.int8)
         self.coll_of = np.full(n, np.nan, dtype=object)
-        names = sorted(set(self.gpu_name.values()) | set(self.name.values()) | set(PHASE_NAMES))
+        names = sorted(set(self.gpu_name.values()) | set(self.name.values()) | set(PHASE_NAMES) | set(self.phase.values()))
         self.names = np.array(names, dtype=object)
         index = {nm: i for i, nm in enumerate(names)}
         self.gpu_name_idx = np.zeros(n, dtype=np.int64)

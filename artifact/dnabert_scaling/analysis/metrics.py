@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnabert_scaling.analysis import partition
+from dnabert_scaling.analysis import idle, kernel_classes, partition
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths
 from dnabert_scaling.errors import ArtifactError
@@ -53,6 +53,7 @@ class TracedResult:
     streams: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline_phases: pd.DataFrame = field(default_factory=pd.DataFrame)
+    kernel_classes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
@@ -127,7 +128,7 @@ def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, wind
 
 def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: str) -> TracedResult:
     """GPU metrics of one traced run (all its ranks)."""
-    steps_tables, rank_tables, stream_tables = [], [], []
+    steps_tables, rank_tables, stream_tables, class_tables = [], [], [], []
     notes: list[str] = []
     methods: dict[str, int] = {}
     validation = {"stream-order": [], "time-window": []}
@@ -154,7 +155,9 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
                 validation[prefer].append(agreement(att, attribute(gpu, host, tl, prefer=prefer), dur))
         windows = partition.step_windows(gpu, att, tl.steps)
         table = partition.rank_step_table(gpu, att, windows)
+        table = pd.concat([table, idle.step_columns(gpu, host, tl, att, windows)], axis=1)
         table.insert(0, "rank", r)
+        class_tables.append(kernel_classes.rank_class_sums(gpu, att))
         steps_tables.append(table)
         rk = partition.ranking(gpu, att)
         rk["rank"] = r
@@ -184,6 +187,13 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     rk.insert(0, "world_size", world_size)
     streams = pd.concat(stream_tables, ignore_index=True)
     streams.insert(0, "world_size", world_size)
+    classes = kernel_classes.class_table(class_tables, n_samples)
+    classes.insert(0, "world_size", world_size)
+    other_idle = float(steps["idle_other_s"].sum())
+    if other_idle > 0:
+        notes.append(f"{100 * other_idle / max(float(steps['idle_s'].sum()), 1e-30):.1f}% of idle time is 'other': "
+                     "the gap ends at an activity whose launch time the trace does not give (time-window "
+                     "attribution), so host wait and kernel wait cannot be told apart there")
 
     # "own stream" holds when on every rank AllReduce and compute never share a stream
     own = (not shared_stream) if allreduce_streams else None
@@ -210,6 +220,14 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         "forward_gpu_s": s("forward_gpu_s"), "backward_gpu_s": s("backward_gpu_s"), "optimizer_gpu_s": s("optimizer_gpu_s"),
         "allreduce_to_backward": s("allreduce_to_backward"),
         "kernels_per_step": s("kernels"),
+        "idle_host_wait_s": s("idle_host_wait_s"), "idle_kernel_wait_s": s("idle_kernel_wait_s"),
+        "idle_other_s": s("idle_other_s"),
+        "launches_per_step": s("launches"), "launch_call_s": s("launch_call_s"),
+        "host_s_per_launch": s("host_s_per_launch"),
+        "kernel_classes": [
+            {"class": c, "sum_s_per_step": float(x), "count_per_step": float(n), "share": float(sh), "example": str(t)}
+            for c, x, n, sh, t in classes[["class", "sum_s_per_step", "count_per_step", "share", "top"]].itertuples(index=False)
+        ],
         "ranking": [
             {"activity": a, "kind": k, "sum_s_per_step": float(x), "count_per_step": float(c), "share": float(sh)}
             for a, k, x, c, sh in rk[["activity", "kind", "sum_s_per_step", "count_per_step", "share"]].head(25).itertuples(index=False)
@@ -235,6 +253,7 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
             timeline += rows
             tphases += prow
     res = TracedResult(metrics, steps, rk, streams)
+    res.kernel_classes = classes.drop(columns=["top"]).rename(columns={"class": "kernel_class"})
     res.timeline = pd.concat(timeline, ignore_index=True) if timeline else pd.DataFrame()
     res.timeline_phases = pd.DataFrame(tphases)
     res.metrics["trace_problems"] = problems
@@ -314,7 +333,8 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
     if not sizes:
         raise ArtifactError("nothing to analyse: no runs and no traces")
     per_ws: dict[str, Any] = {}
-    tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline", "timeline_phases")}
+    tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline",
+                                                             "timeline_phases", "kernel_classes")}
     fallbacks: list[dict] = []
     notes: list[str] = []
     for run in inputs.runs:
@@ -375,7 +395,8 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
                     if expected is None:
                         traced["measured_steps"] = int(res.steps.groupby("rank").size().min()) if len(res.steps) else 0
                     traced["gpu"] = res.metrics
-                    for key, df in (("step_partition", res.steps), ("ranking", res.ranking), ("streams", res.streams)):
+                    for key, df in (("step_partition", res.steps), ("ranking", res.ranking), ("streams", res.streams),
+                                    ("kernel_classes", res.kernel_classes)):
                         tables[key].append(df)
                     if len(res.timeline):
                         tables["timeline"].append(res.timeline)

@@ -117,6 +117,31 @@ def test_missing_figures_are_notes_not_empty_axes(built):
     assert "Figure 3.5." in cpu, "throughput is measured on CPU too, and shown"
 
 
+def test_idle_causes_and_kernel_classes_are_shown(built):
+    gpu = built["text"].split(f"2 Results: {GPU_LABEL}")[1].split("3 Results")[0]
+    assert "Why the GPU is idle" in gpu
+    # the fixture's idle time is 80% host wait at every world size
+    assert re.search(r"World size 8: the GPU is idle \d+% of the median step and 80% of that idle time is host wait; "
+                     r"the step is launch-bound", gpu)
+    assert "GPU time by kernel class at world size 8" in gpu
+    for cls in ("nccl:AllReduce", ">GEMM<", ">elementwise<", ">reduction/softmax<", ">copy/memset<"):
+        assert cls in gpu, cls
+    assert "Class rule: first match wins" in gpu
+    cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
+    assert "Why the GPU is idle" not in cpu and "kernel class" not in cpu
+    assert "The breakdown comes from the traced run" in built["text"]
+
+
+def test_results_without_idle_causes_show_plain_idle(tmp_path):
+    m, t = gpu_results((1, 4))
+    for e in m["world_sizes"].values():
+        for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s", "kernel_classes"):
+            e["traced"]["gpu"].pop(k)
+    rs = _set(tmp_path, (m, t), "old")
+    assert content.idle_html(rs) == "" and content.kernel_classes_html(rs) == ""
+    assert isinstance(figures.breakdown(rs), figures.Figure)
+
+
 # ---- units: no kernel needed -------------------------------------------------------------------
 
 

@@ -35,9 +35,13 @@ import pandas as pd
 
 from dnabert_scaling.analysis.attribution import PHASE_CODES, Attribution
 
-CLASS_ORDER = ("GEMM", "attention", "elementwise", "normalisation", "reduction/softmax", "optimizer",
-               "copy/memset", "other")  # NCCL classes come first, by collective
-
+RULE_SUMMARY = (
+    "first match wins, case-insensitive on the demangled name: NCCL kernels by collective; copies and memsets; "
+    "optimizer: compute kernels launched in the optimizer phase and multi_tensor_apply/adam/sgd kernels; attention: "
+    "flash, fmha, sdpa, attention, cuDNN fused-attention helpers; GEMM: gemm, nvjet, cutlass, cublas, xmma, wgmma, "
+    "matmul; normalisation: layer/batch/group/RMS norm, GammaBeta; reduction/softmax: reduce_kernel, softmax, "
+    "nll_loss, cross_entropy, lpnorm; elementwise: elementwise, dropout, fill, copy, cat, gather, scatter, index; "
+    "else other")
 _RULES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
     ("optimizer", r"multi_tensor_apply|adam|\bsgd|_sgd"),
     ("attention", r"flash|fmha|sdpa|attention|cudnn::fusion::(compute_dot_do_o|convert_dq)"),

@@ -53,6 +53,7 @@ class TracedResult:
     streams: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline_phases: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timeline_host: pd.DataFrame = field(default_factory=pd.DataFrame)
     kernel_classes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
@@ -102,7 +103,7 @@ def _sanity_from_run(run: RunInfo | None, world_size: int, expected_steps: int |
 def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, windows, rank: int, step: int, ws: int):
     start, end, valid = windows
     if step >= len(start) or not valid[step]:
-        return [], []
+        return [], [], []
     w0, w1 = start[step], end[step]
     s = gpu["start_ns"].to_numpy(np.int64)
     e = gpu["end_ns"].to_numpy(np.int64)
@@ -123,7 +124,23 @@ def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, wind
         sel = (ps >= h0) & (pe <= h1) & np.isin(names, ("step", "forward", "backward", "optimizer"))
         for n, a, b in zip(names[sel], ps[sel], pe[sel]):
             prow.append({"world_size": ws, "rank": rank, "name": n, "start_s": (a - w0) * 1e-9, "end_s": (b - w0) * 1e-9})
-    return [rows], prow
+    return [rows], prow, [_timeline_host(host, tl, step, w0, w1, rank, ws)]
+
+
+def _timeline_host(host: pd.DataFrame, tl: HostTimeline, step: int, w0: int, w1: int, rank: int, ws: int) -> pd.DataFrame:
+    """The host rows of the timeline: every thread's phase ranges and launch calls inside the step's
+    GPU window or its host range (clipped to them), on the same time axis as the GPU rows."""
+    lo, hi = w0, w1
+    if step < tl.steps:
+        lo, hi = min(lo, int(tl.step_start[step])), max(hi, int(tl.step_end[step]))
+    s = host["start_ns"].to_numpy(np.int64)
+    e = host["end_ns"].to_numpy(np.int64)
+    kind = host["kind"].astype(str).to_numpy()
+    m = (e > lo) & (s < hi) & np.isin(kind, ("phase", "launch"))
+    s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
+    return pd.DataFrame({"world_size": ws, "rank": rank, "thread": host["thread"].astype(str).to_numpy()[m],
+                         "kind": kind[m], "name": host["name"].astype(str).to_numpy()[m],
+                         "start_s": (s[m] - w0) * 1e-9, "end_s": (e[m] - w0) * 1e-9})
 
 
 def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: str) -> TracedResult:
@@ -241,7 +258,7 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         "notes": notes,
     }
     # a representative step of this world size for the timeline: the one closest to the median on rank 0
-    timeline, tphases = [], []
+    timeline, tphases, thost = [], [], []
     r0 = trace.rank_ids[0]
     st = steps[steps["rank"] == r0]
     if len(st):
@@ -249,13 +266,15 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         k = int(st.iloc[(st["step_time_s"] - med).abs().argsort().iloc[0]]["step"])
         metrics["timeline_step"] = k
         for r, (gpu, host, tl, att, windows) in per_rank.items():
-            rows, prow = _timeline(gpu, host, tl, att, windows, r, k, world_size)
+            rows, prow, hrows = _timeline(gpu, host, tl, att, windows, r, k, world_size)
             timeline += rows
             tphases += prow
+            thost += hrows
     res = TracedResult(metrics, steps, rk, streams)
     res.kernel_classes = classes.drop(columns=["top"]).rename(columns={"class": "kernel_class"})
     res.timeline = pd.concat(timeline, ignore_index=True) if timeline else pd.DataFrame()
     res.timeline_phases = pd.DataFrame(tphases)
+    res.timeline_host = pd.concat(thost, ignore_index=True) if thost else pd.DataFrame()
     res.metrics["trace_problems"] = problems
     return res
 
@@ -334,7 +353,7 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
         raise ArtifactError("nothing to analyse: no runs and no traces")
     per_ws: dict[str, Any] = {}
     tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline",
-                                                             "timeline_phases", "kernel_classes")}
+                                                             "timeline_phases", "timeline_host", "kernel_classes")}
     fallbacks: list[dict] = []
     notes: list[str] = []
     for run in inputs.runs:
@@ -401,6 +420,7 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
                     if len(res.timeline):
                         tables["timeline"].append(res.timeline)
                         tables["timeline_phases"].append(res.timeline_phases)
+                        tables["timeline_host"].append(res.timeline_host)
             sanity["problems"] = problems
             traced["sanity"] = sanity
             entry["traced"] = traced

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from dnabert_scaling import checker
+from dnabert_scaling.analysis import kernel_classes
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
 
 STUDY = {
@@ -697,6 +698,75 @@ def ranking_html(rs: ResultSet, top: int = 8) -> str:
     return (f"<p><b>Largest GPU activities at world size {n}</b> (summed kernel time per step and rank; NCCL kernels grouped "
             "by collective, other kernels by name):</p><table class='ds-table'><tr><th>#</th><th>activity</th><th>kind</th>"
             f"<th class='num'>ms / step</th><th class='num'>count / step</th><th class='num'>share</th></tr>{body}</table>")
+
+
+def idle_html(rs: ResultSet) -> str:
+    """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate."""
+    sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("idle_host_wait_s")]
+    if not sizes:
+        return ""
+    body, lines = [], []
+    for n in sizes:
+        g = rs.gpu(n)
+        step, idle_ = median(g.get("step_time_s")), median(g.get("idle_s"))
+        parts = [median(g.get(k)) for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")]
+        total = sum(x for x in parts if x is not None) or None
+
+        def share(x):
+            return f" <span class='ds-small'>({x / total:.0%})</span>" if x is not None and total else ""
+
+        call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
+        kernels = median(g.get("kernels_per_step"))
+        mean_kernel = median(g.get("compute_s")) / kernels if kernels and median(g.get("compute_s")) is not None else None
+        body.append(
+            f"<tr><td>{n}</td><td class='num'>{ms(g.get('step_time_s'))}</td><td class='num'>{ms(g.get('idle_s'))}"
+            f"{f' <span class=ds-small>({idle_ / step:.0%})</span>' if step and idle_ is not None else ''}</td>"
+            + "".join(f"<td class='num'>{ms(g.get(k))}{share(x)}</td>"
+                      for k, x in zip(("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"), parts))
+            + f"<td class='num'>{fmt(median(g.get('launches_per_step')))}</td>"
+            f"<td class='num'>{'–' if call is None else f'{call * 1e6:.1f}'}</td>"
+            f"<td class='num'>{'–' if per is None else f'{per * 1e6:.1f}'}</td>"
+            f"<td class='num'>{'–' if mean_kernel is None else f'{mean_kernel * 1e6:.1f}'}</td></tr>")
+        if total and parts[0] is not None and step:
+            verdict = ("the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
+                       if parts[0] / total >= 0.5 else "host wait is not the main part of the idle time")
+            lines.append(f"World size {n}: the GPU is idle {idle_ / step:.0%} of the median step and "
+                         f"{parts[0] / total:.0%} of that idle time is host wait; {verdict}."
+                         + (f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
+                            f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)." if per and mean_kernel else ""))
+    head = ("<tr><th>world size</th><th class='num'>step (ms)</th><th class='num'>idle (ms)</th>"
+            "<th class='num'>host wait (ms)</th><th class='num'>kernel wait (ms)</th><th class='num'>other (ms)</th>"
+            "<th class='num'>launches / step</th><th class='num'>µs per launch call</th>"
+            "<th class='num'>host µs per launch</th><th class='num'>µs per compute kernel</th></tr>")
+    return ("<p><b>Why the GPU is idle</b> (per step; medians over (rank, step) samples, shares of the summed parts):</p>"
+            f"<table class='ds-table'>{head}{''.join(body)}</table>"
+            + "".join(f"<p>{esc(x)}</p>" for x in lines)
+            + "<p class='ds-small'>Host wait: idle with no launched activity outstanding, the GPU waits for the host to "
+              "launch. Kernel wait: idle while an activity was launched (its launch call had begun) but had not started "
+              "on the GPU: launch latency or a wait between streams. Other: gaps ending at an activity whose launch time "
+              "the trace does not give. Launches: kernel-launch and copy/memset calls in the step's host window, every "
+              "thread; host µs per launch = the step's host time / launches.</p>")
+
+
+def kernel_classes_html(rs: ResultSet) -> str:
+    """GPU time by kernel class at the largest world size with classes, next to the by-name ranking."""
+    sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("kernel_classes")]
+    if not sizes:
+        return ""
+    n = max(sizes)
+    rows = rs.gpu(n)["kernel_classes"]
+    body = "".join(f"<tr><td>{'<b>' if r['class'].startswith('nccl:') else ''}{esc(r['class'])}"
+                   f"{'</b>' if r['class'].startswith('nccl:') else ''}</td><td class='num'>{r['sum_s_per_step'] * 1e3:.2f}</td>"
+                   f"<td class='num'>{fmt(r.get('count_per_step'))}</td><td class='num'>{r.get('share', 0):.1%}</td>"
+                   f"<td class='ds-act' title='{esc(r.get('example', ''))}'>{esc(_short(r.get('example', ''), 70))}</td></tr>"
+                   for r in rows)
+    return (f"<p><b>GPU time by kernel class at world size {n}</b> (the same kernel time as the ranking above, grouped "
+            "by what the kernels do, so AllReduce is compared with GEMM or attention as a whole rather than with one "
+            "compute kernel; C3's verdict keeps the study's by-name ranking):</p>"
+            "<table class='ds-table'><tr><th>class</th><th class='num'>ms / step</th><th class='num'>count / step</th>"
+            f"<th class='num'>share</th><th>most frequent kernel</th></tr>{body}</table>"
+            f"<p class='ds-small'>Class rule: {esc(kernel_classes.RULE_SUMMARY)} "
+            "(<code class='ds'>dnabert_scaling.analysis.kernel_classes</code>).</p>")
 
 
 def notes_html(rs: ResultSet) -> str:

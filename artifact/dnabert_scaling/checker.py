@@ -92,6 +92,7 @@ METRIC_TREE: dict[str, Any] = {
     },
     "throughput_noddp": {"runs": None, "samples_per_s": _STAT},
     "efficiency": None, "efficiency_vs_noddp": None, "efficiency_baseline": None, "dilation": None,
+    "efficiency_spread": {"min": None, "max": None, "runs_n": None, "baseline_runs_n": None}, "dilation_kind": None,
     "busy_wait": _BUSY_WAIT,
 }
 

@@ -199,6 +199,28 @@ def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
     return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}
 
 
+TRAINING_LOOP = "dnabert_scaling.train: own loop (forward, backward, AdamW step per batch), not the HF Trainer"
+
+
+def pin_cpu_threads(deviations: list[str]) -> int:
+    """Intra-op threads of a CPU rank: $OMP_NUM_THREADS, else 1, at every world size.
+
+    torchrun sets OMP_NUM_THREADS=1 only when it starts more than one process, so without this a
+    1-rank CPU run would use every core and 2 ranks one core each: a scaling figure of threads,
+    not of ranks."""
+    import torch
+
+    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    try:
+        threads = max(1, int(raw)) if raw else 1
+    except ValueError:
+        raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
+    torch.set_num_threads(threads)
+    deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size "
+                      f"({'OMP_NUM_THREADS' if raw else 'default 1; set OMP_NUM_THREADS to change'})")
+    return threads
+
+
 def build_optimizer(model, args, device_type: str):
     import torch
 
@@ -468,12 +490,14 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     tracer_name, tracer_fallback = resolve_tracer(args.tracer)
     if tracer_fallback:
         fallbacks.append(tracer_fallback)
+    cpu_threads = None
     if device_type == "cuda":
         local = info.local_rank % torch.cuda.device_count()
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
     else:
         device = torch.device("cpu")
+        cpu_threads = pin_cpu_threads(deviations)
     torch.manual_seed(args.seed)
     use_ddp = not args.no_ddp
     if args.no_ddp and info.world_size > 1:
@@ -630,6 +654,9 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "trace_mode": getattr(tracer, "mode", None),
             "precision": precision,
             "attention": args.attention,
+            "optimizer_impl": args.optimizer_impl,
+            "training_loop": TRAINING_LOOP,
+            "cpu_threads_per_rank": cpu_threads,
             "model": args.model,
             "parameters": count_parameters(model),
             "weights": weights_info,

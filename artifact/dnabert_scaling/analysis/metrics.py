@@ -28,6 +28,8 @@ from dnabert_scaling.provenance import now_iso
 
 SCHEMA = "dnabert-scaling/metrics/1"
 TRACER_PREFERENCE = ("scorep", "torch")
+DILATION_KIND = ("separate processes: the traced run's median step time over the untraced runs' median, so it holds "
+                 "run-to-run variation as well as the tracer's cost (make bench-trace times both in one process)")
 
 
 def stat(values) -> dict[str, Any] | None:
@@ -445,6 +447,7 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
             u = entry["throughput"]["step_time_s"]["median"]
             dil = t / u if t and u else None
         entry["dilation"] = dil
+        entry["dilation_kind"] = DILATION_KIND if dil is not None else None
         gpu = entry["traced"]["gpu"] if entry["traced"] else None
         entry["busy_wait"] = _busy_wait(gpu, inputs.busbw.get(ws))
         if gpu is not None:
@@ -478,17 +481,27 @@ def _efficiency(per_ws: dict[str, Any]) -> None:
     for key, entry in per_ws.items():
         n = int(key)
         tp = entry.get("throughput")
-        entry["efficiency"] = entry["efficiency_vs_noddp"] = None
+        entry["efficiency"] = entry["efficiency_vs_noddp"] = entry["efficiency_spread"] = None
         entry["efficiency_baseline"] = "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)"
         if not tp:
             continue
         if tp.get("samples_per_s") and base:
             entry["efficiency"] = tp["samples_per_s"]["median"] / (n * base)
+            entry["efficiency_spread"] = _efficiency_spread(tp["samples_per_s"], one["throughput"]["samples_per_s"], n)
         elif tp.get("step_time_s") and base_step:
             # weak scaling with the same per-rank batch: efficiency = step(1) / step(N)
             entry["efficiency"] = base_step / tp["step_time_s"]["median"]
         if tp.get("samples_per_s") and base_noddp:
             entry["efficiency_vs_noddp"] = tp["samples_per_s"]["median"] / (n * base_noddp)
+
+
+def _efficiency_spread(tp: dict, base: dict, n: int) -> dict | None:
+    """The efficiency range the repeats allow: slowest run at N over N x fastest 1-GPU run, and
+    fastest over slowest (the 1-GPU entry itself: its own repeats against each other)."""
+    if not all(isinstance(x.get(k), (int, float)) and x.get(k) for x in (tp, base) for k in ("min", "max")):
+        return None
+    return {"min": tp["min"] / (n * base["max"]), "max": tp["max"] / (n * base["min"]),
+            "runs_n": tp.get("n"), "baseline_runs_n": base.get("n")}
 
 
 def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
@@ -497,7 +510,8 @@ def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
             p = dict(r.summary["provenance"])
             p["from_run"] = r.name
             for k in ("precision", "attention", "model", "parameters", "batch_size_per_rank", "seq_len_tokens",
-                      "task", "weights", "ddp_options", "trace_mode", "warmup_steps", "measured_steps"):
+                      "task", "weights", "ddp_options", "trace_mode", "warmup_steps", "measured_steps",
+                      "optimizer_impl", "training_loop", "cpu_threads_per_rank"):
                 if k in r.summary:
                     p[k] = r.summary[k]
             return p

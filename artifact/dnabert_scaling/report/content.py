@@ -11,6 +11,7 @@ import base64
 import html
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,32 @@ def shown(path: Any) -> str:
     if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
         return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1:]
     return text
+
+
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)*[\w.+-]+")
+
+
+def recorded_paths(text: str) -> str:
+    """Absolute paths that do not exist here (the scratch folders of the machine that recorded the
+    runs) shortened to their last two parts, marked as such, so no reader looks for them."""
+    def short(m: re.Match) -> str:
+        path = m.group(0)
+        if Path(path).exists():
+            return path
+        return "…/" + "/".join(Path(path).parts[-2:]) + " (on the recording machine)"
+
+    return _ABS_PATH.sub(short, str(text))
+
+
+def results_folder_note(path: Path) -> str:
+    """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
+    kick-tires / reproduce output of the reference traces."""
+    if path.name == "results" and path.parent.name.startswith("reference-"):
+        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-"):]
+        if shipped.is_dir():
+            return (f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
+                    f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)")
+    return ""
 
 
 def esc(x: Any) -> str:
@@ -398,7 +425,7 @@ def fallback_items(rs: ResultSet) -> list[str]:
                     "data": "Synthetic data" if "synthetic" in str(used).lower() else "Data",
                     "device": "Device", "tracer": "Tracer"}.get(what, str(what).capitalize())
             runs = f.get("runs") or []
-            out.append(f"<b>{esc(word)}</b>: {esc(used)}" + (f" — {esc(why)}" if why else "")
+            out.append(f"<b>{esc(word)}</b>: {esc(recorded_paths(used))}" + (f" — {esc(recorded_paths(why))}" if why else "")
                        + (f" <span class='ds-small'>(runs: {esc(', '.join(runs[:6]))}{' …' if len(runs) > 6 else ''})</span>" if runs else ""))
         else:
             out.append(esc(f))
@@ -431,6 +458,7 @@ def fallback_items(rs: ResultSet) -> list[str]:
     if ddp and ddp.get("find_unused_parameters") is not None and ddp["find_unused_parameters"] != RECIPE["find_unused_parameters"]:
         out.append("<b>DDP</b>: find_unused_parameters=False (under the HF Trainer the recipe runs with True, one more "
                    "autograd-graph traversal per step).")
+    out += _implementation_items(rs, prov)
     steps = {rs.traced(n).get("measured_steps") for n in rs.world_sizes} - {None}
     if steps and steps != {STUDY["measured_steps"]}:
         out.append(f"<b>Measured steps</b> per traced run: {', '.join(map(str, sorted(steps)))} (the study: {STUDY['measured_steps']}).")
@@ -442,6 +470,35 @@ def fallback_items(rs: ResultSet) -> list[str]:
             out.append(f"<b>World size {n}</b>: GPU analysis not run: {esc(t['gpu_not_run_reason'])}")
     for d in m.get("deviations") or []:
         out.append(f"<b>Deviation</b>: {esc(d)}")
+    return out
+
+
+def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
+    """Set-up differences of the implementation: attention, training loop, optimizer, the DDP
+    wrapper's own cost at one GPU, and the CPU threads per rank."""
+    out = []
+    if prov.get("attention") == "sdpa":
+        out.append("<b>Attention</b>: PyTorch scaled_dot_product_attention (sdpa), not the released DNABERT-2 code's "
+                   "attention path; sdpa is the faster of the two (<code class='ds'>make bench-train</code> measures "
+                   "both, ARTIFACT.md quotes the figures).")
+    if rs.device in ("cuda", "cpu"):
+        loop = prov.get("training_loop") or "dnabert_scaling.train: own loop, not the HF Trainer"
+        out.append(f"<b>Training loop</b>: {esc(loop)}; the recipe runs the HF Trainer.")
+        impl = prov.get("optimizer_impl")
+        out.append("<b>Optimizer</b>: torch.optim.AdamW, implementation "
+                   + (f"<code class='ds'>{esc(impl)}</code>" if impl else "not recorded by these runs (the default)")
+                   + " (<code class='ds'>default</code> lets torch choose, foreach on CUDA); the HF Trainer's "
+                     "optimizer setting is not reproduced.")
+    one = rs.entry(1) if 1 in rs.world_sizes else {}
+    ddp = median((one.get("throughput") or {}).get("samples_per_s"))
+    plain = median((one.get("throughput_noddp") or {}).get("samples_per_s"))
+    if ddp and plain:
+        out.append(f"<b>DDP wrapper at one GPU</b>: {1 - ddp / plain:.0%} of throughput ({fmt(ddp)} samples/s with "
+                   f"the wrapper, {fmt(plain)} without; medians of the untraced repeats). Efficiencies below use the "
+                   "run with the wrapper as their 1-GPU baseline.")
+    if prov.get("cpu_threads_per_rank"):
+        out.append(f"<b>CPU threads</b>: {esc(prov['cpu_threads_per_rank'])} intra-op thread(s) per rank at every "
+                   "world size, so ranks, not threads, scale.")
     return out
 
 
@@ -529,7 +586,8 @@ def setup_html(rs: ResultSet) -> str:
     row("Steps", f"{esc(p.get('warmup_steps'))} warm-up + {esc(p.get('measured_steps'))} measured" if p.get("measured_steps") else None)
     row("Provenance", f"artifact {esc(p.get('artifact_version', '?'))}, git {esc(p.get('git_revision') or 'unknown')}, "
                       f"runs recorded {esc(p.get('time', '?'))}")
-    row("Results folder", f"<code class='ds'>{esc(shown(rs.path))}</code> (metrics created {esc(m.get('created', '?'))})")
+    row("Results folder", f"<code class='ds'>{esc(shown(rs.path))}</code>{results_folder_note(rs.path)} "
+                          f"(metrics created {esc(m.get('created', '?'))})")
     row("Verdicts", esc(rs.verdicts_source))
     fb = fallback_items(rs)
     warn = ""
@@ -644,7 +702,8 @@ def metrics_table_html(rs: ResultSet) -> str:
             ("AllReduce", "allreduce_kernel_s", "ms"), ("backward", "backward_gpu_s", "ms"), ("AR / bwd", "allreduce_to_backward", "x"),
             ("overlap", "overlap_ratio", "x"), ("exposed share", "exposed_comm_share", "%")]
     head = ("<tr><th>world size</th>" + "".join(f"<th class='num'>{esc(a)}{' (ms)' if u == 'ms' else ''}</th>" for a, _, u in cols)
-            + "<th class='num'>samples/s</th><th class='num'>efficiency</th><th class='num'>dilation</th></tr>")
+            + "<th class='num'>samples/s</th><th class='num'>efficiency (range)</th>"
+              "<th class='num'>traced / untraced step</th></tr>")
     body = []
     for n in rs.world_sizes:
         g = rs.gpu(n)
@@ -663,7 +722,10 @@ def metrics_table_html(rs: ResultSet) -> str:
             else:
                 cells.append(f"<td class='num'>{fmt(median(st))}</td>")
         sps = median((e.get("throughput") or {}).get("samples_per_s"))
-        cells.append(f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}</td>"
+        spread = e.get("efficiency_spread") or {}
+        rng = (f" <span class='ds-small'>({spread['min']:.2f}–{spread['max']:.2f})</span>"
+               if spread.get("min") is not None and spread.get("max") is not None else "")
+        cells.append(f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}{rng}</td>"
                      f"<td class='num'>{fmt(e.get('dilation'))}</td>")
         body.append(f"<tr><td>{n}</td>{''.join(cells)}</tr>")
     notes = []
@@ -676,13 +738,21 @@ def metrics_table_html(rs: ResultSet) -> str:
     base = next((rs.entry(n).get("efficiency_baseline") for n in rs.world_sizes if rs.entry(n).get("efficiency_baseline")), None)
     if base:
         notes.append(f"Efficiency baseline: {base}.")
-    noddp = {n: rs.entry(n).get("efficiency_vs_noddp") for n in rs.world_sizes if rs.entry(n).get("efficiency_vs_noddp") is not None}
-    if noddp:
-        notes.append("Against the 1-GPU run without the DDP wrapper: " + ", ".join(f"{n} GPUs {v:.2f}" for n, v in noddp.items()) + ".")
+    noddp = {n: rs.entry(n).get("efficiency_vs_noddp") for n in rs.world_sizes
+             if n > 1 and rs.entry(n).get("efficiency_vs_noddp") is not None}
+    if noddp:  # at one GPU the same ratio is the wrapper's own cost: said in the set-up differences
+        notes.append("Efficiency against the 1-GPU run without the DDP wrapper: "
+                     + ", ".join(f"{n} GPUs {v:.2f}" for n, v in noddp.items()) + ".")
+    if rs.device == "cpu":
+        notes.append("CPU smoke run: samples/s of a tiny model on gloo ranks sharing this machine's cores. It shows "
+                     "that throughput and efficiency are computed end to end; it is not a scaling measurement.")
     return (f"<table class='ds-table'>{head}{''.join(body)}</table>"
             + "".join(f"<p class='ds-small'>{esc(x)}</p>" for x in notes)
-            + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Dilation: traced / untraced "
-              "step time (the tracer's overhead).</p>")
+            + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Efficiency range: the "
+              "slowest repeat at N over N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced "
+              "step: the traced run's median step time over the untraced runs' median. They are separate processes, so the "
+              "ratio holds run-to-run variation as well as the tracer's cost; <code class='ds'>make bench-trace</code> "
+              "times traced and untraced steps in one process, which isolates the tracer.</p>")
 
 
 def ranking_html(rs: ResultSet, top: int = 8) -> str:

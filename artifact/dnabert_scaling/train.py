@@ -58,22 +58,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
     g.add_argument("--warmup-steps", type=int, default=5, help="untimed, untraced steps before the measured ones")
     g.add_argument("--steps", type=int, default=50, help="measured steps")
-    g.add_argument("--lr", type=float, default=3e-5)
-    g.add_argument("--weight-decay", type=float, default=0.01)
+    g.add_argument("--lr", type=float, default=3e-5, help="peak AdamW learning rate (recipe: 3e-5)")
+    g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay, not on biases and LayerNorm")
     g.add_argument("--lr-warmup-steps", type=int, default=50, help="linear LR warm-up (recipe: 50)")
-    g.add_argument("--max-grad-norm", type=float, default=1.0)
-    g.add_argument("--seed", type=int, default=42)
+    g.add_argument("--max-grad-norm", type=float, default=1.0, help="gradient-norm clip before each step")
+    g.add_argument("--seed", type=int, default=42, help="seed of weights, data order and dropout")
     g.add_argument(
         "--precision",
         choices=("auto", "bf16", "fp16", "fp32"),
         default="auto",
         help="autocast dtype; auto = bf16 on CUDA (fp16 adds a loss-scaler host sync each step), fp32 on CPU",
     )
-    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default")
+    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default",
+                   help="torch AdamW implementation (default: torch chooses, foreach on CUDA)")
 
     g = p.add_argument_group("DDP")
     g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
-    g.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    g.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP gradient bucket size (MiB)")
     g.add_argument(
         "--find-unused-parameters",
         choices=("true", "false"),
@@ -84,20 +85,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--broadcast-buffers",
         choices=("true", "false"),
         default="true",
-        help="DDP default, as the recipe runs it: the model's token_type_ids buffer is broadcast each forward",
+        help="broadcast the model's buffers (token_type_ids) each forward, as DDP does unless told otherwise "
+        "and as the recipe runs it",
     )
-    g.add_argument("--gradient-as-bucket-view", action="store_true")
-    g.add_argument("--static-graph", action="store_true")
+    g.add_argument("--gradient-as-bucket-view", action="store_true", help="DDP: gradients as views into the buckets")
+    g.add_argument("--static-graph", action="store_true", help="DDP: the autograd graph is the same every step")
     g.add_argument("--dist-timeout", type=float, default=600.0, help="seconds before a hung collective fails the run")
-    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)")
 
     g = p.add_argument_group("tracing and output")
-    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none")
+    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none",
+                   help="tracer of this run; auto: Score-P when it works, else torch.profiler")
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
     g.add_argument("--out", required=True, type=Path, help="run directory")
     g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
-    g.add_argument("--no-progress", action="store_true")
+    g.add_argument("--no-progress", action="store_true", help="no per-step progress lines on stderr")
     g.add_argument(
         "--param-fingerprint",
         action="store_true",

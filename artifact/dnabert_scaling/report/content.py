@@ -20,6 +20,7 @@ import pandas as pd
 
 from dnabert_scaling import checker
 from dnabert_scaling.analysis import kernel_classes
+from dnabert_scaling.traces.classify import shorten_middle
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
 
 STUDY = {
@@ -616,11 +617,7 @@ def _measured_cell(check: dict) -> str:
 
 def _short(x: Any, n: int = 48) -> str:
     """At most n characters, cut in the middle so both the family and the specialisation show."""
-    s = str(x)
-    if len(s) <= n:
-        return s
-    head = (n - 1) * 2 // 3
-    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+    return shorten_middle(str(x), n)
 
 
 def _bounds_cell(b: dict) -> str:

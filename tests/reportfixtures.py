@@ -150,6 +150,13 @@ def _gpu_metrics(ws: int, steps: pd.DataFrame, ranking: pd.DataFrame) -> dict[st
         "idle_other_s": s("idle_other_s"), "launches_per_step": s("launches"), "launch_call_s": s("launch_call_s"),
         "host_s_per_launch": s("host_s_per_launch"),
         "kernel_classes": _classes(ranking),
+        "per_rank": [{"rank": int(r), "step_time_s": float(g["step_time_s"].median()),
+                      "exposed_comm_s": float(g["exposed_comm_s"].median()), "idle_s": float(g["idle_s"].median())}
+                     for r, g in steps.groupby("rank")],
+        "rank_skew": None if ws < 2 else {
+            "allreduce_start_skew_s": stat(np.full(BUCKETS * STEPS, 12e-6)), "clock": "common",
+            "late_rank_share": {str(r): (0.75 if r == 1 else 0.25 / (ws - 1)) for r in range(ws)},
+            "buckets": BUCKETS * STEPS, "steps_skipped": 0},
         "ranking": [{k: row[k] for k in ("activity", "kind", "sum_s_per_step", "count_per_step", "share")}
                     for row in ranking.to_dict("records")],
         "phase_method": "correlation", "notes": [], "busy_wait": None,

@@ -126,3 +126,47 @@ def test_class_table_sums_to_kernel_time():
     assert classes["copy/memset"]["count_per_step"] == pytest.approx(0.5)
     assert list(res.kernel_classes.columns) == ["world_size", "kernel_class", "sum_ns", "count", "sum_s_per_step",
                                                 "count_per_step", "share"]
+
+
+def _two_ranks(shift_ar_ns: int, fmt: str = "kineto"):
+    """Rank 1 = rank 0 of the hand-made trace with its AllReduce kernels started ``shift_ar_ns`` later."""
+    from test_analysis import make_trace as full_trace
+    from dnabert_scaling.traces.model import Trace
+
+    parts = []
+    for r in (0, 1):
+        t = full_trace()
+        t.gpu["rank"] = np.int32(r)
+        t.host["rank"] = np.int32(r)
+        if r == 1:
+            ar = (t.gpu["name"] == "ar").to_numpy()
+            t.gpu.loc[ar, "start_ns"] += shift_ar_ns
+            t.gpu.loc[ar, "end_ns"] += shift_ar_ns
+        meta = {**t.ranks[0], "rank": r, "world_size": 2, "format": fmt}
+        parts.append(Trace(t.gpu, t.host, {r: meta}))
+    return Trace.concat(parts)
+
+
+def test_allreduce_start_skew_and_late_rank():
+    res = analyze_trace(_two_ranks(7), 2, 2, "hand")
+    sk = res.metrics["rank_skew"]
+    # one AllReduce per measured step on each rank; rank 1 starts both 7 ns later
+    assert sk["clock"] == "common" and sk["buckets"] == 2 and sk["steps_skipped"] == 0
+    assert sk["allreduce_start_skew_s"]["median"] == pytest.approx(7 * NS)
+    assert sk["late_rank_share"] == {"0": 0.0, "1": 1.0}
+    per_rank = {p["rank"]: p for p in res.metrics["per_rank"]}
+    assert set(per_rank) == {0, 1} and per_rank[1]["exposed_comm_s"] > per_rank[0]["exposed_comm_s"]
+
+
+def test_skew_without_a_common_clock_is_per_rank_and_says_so():
+    res = analyze_trace(_two_ranks(7, fmt="otf2"), 2, 2, "hand")
+    sk = res.metrics["rank_skew"]
+    # both ranks' step windows start at the same offset, so the relative skew is the same 7 ns here
+    assert sk["clock"] == "per-rank step start"
+    assert sk["allreduce_start_skew_s"]["median"] == pytest.approx(7 * NS)
+
+
+def test_one_rank_has_no_skew():
+    from test_analysis import make_trace as full_trace
+
+    assert analyze_trace(full_trace(), 1, 2, "hand").metrics["rank_skew"] is None

@@ -112,9 +112,10 @@ def test_fallbacks_are_prominent(built):
 def test_missing_figures_are_notes_not_empty_axes(built):
     cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
     notes = re.findall(r"Figure (3\.\d) not available:</b> ([^<]+)", cpu)
-    assert {n for n, _ in notes} == {"3.1", "3.2", "3.3", "3.4"}
+    assert {n for n, _ in notes} == {"3.1", "3.2", "3.3", "3.4", "3.5"}
     assert all("CPU run (gloo, no GPU)" in why for _, why in notes), notes
-    assert "Figure 3.5." in cpu, "throughput is measured on CPU too, and shown"
+    assert "Figure 3.6." in cpu, "throughput is measured on CPU too, and shown"
+    assert "it is not a scaling measurement" in cpu
 
 
 def test_idle_causes_and_kernel_classes_are_shown(built):
@@ -130,6 +131,8 @@ def test_idle_causes_and_kernel_classes_are_shown(built):
     cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
     assert "Why the GPU is idle" not in cpu and "kernel class" not in cpu
     assert "The breakdown comes from the traced run" in built["text"]
+    # ranks: the fixture's rank 1 starts its buckets last
+    assert re.search(r"<td>8</td><td class=.num.>12\.0</td>.*?<td>common</td><td>rank 1 \(75% of buckets\)</td>", gpu)
 
 
 def test_results_without_idle_causes_show_plain_idle(tmp_path):
@@ -153,12 +156,13 @@ def _set(tmp_path, metrics_tables, name="s"):
 def test_figures_are_pngs_or_reasons(tmp_path):
     gpu = _set(tmp_path, gpu_results((1, 2, 4)), "gpu")
     for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap,
-               figures.throughput, figures.busy_wait):
+               figures.throughput, figures.busy_wait, figures.distributions):
         fig = fn(gpu)
         assert isinstance(fig, figures.Figure), fn.__name__
         assert fig.png.startswith(b"\x89PNG") and len(fig.png) > 5000 and fig.alt
     cpu = _set(tmp_path, cpu_results((1, 2)), "cpu")
-    for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap, figures.busy_wait):
+    for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap, figures.busy_wait,
+               figures.distributions):
         fig = fn(cpu)
         assert isinstance(fig, figures.NotAvailable) and len(fig.reason) > 20, fn.__name__
     assert "world sizes 1, 2: CPU run (gloo, no GPU)" in figures.breakdown(cpu).reason

@@ -82,7 +82,9 @@ METRIC_TREE: dict[str, Any] = {
         "gpu": {
             **{k: _STAT for k in _GPU_STATS},
             "allreduce_streams": None, "compute_streams": None, "allreduce_own_stream": None,
-            "ranking": None, "kernel_classes": None, "phase_method": None, "timeline_step": None,
+            "ranking": None, "kernel_classes": None, "phase_method": None, "timeline_step": None, "per_rank": None,
+            "rank_skew": {"allreduce_start_skew_s": _STAT, "clock": None, "late_rank_share": None, "buckets": None,
+                          "steps_skipped": None},
             "busy_wait": _BUSY_WAIT,
         },
     },

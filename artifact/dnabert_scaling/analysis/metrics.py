@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnabert_scaling.analysis import idle, kernel_classes, partition
+from dnabert_scaling.analysis import idle, kernel_classes, partition, skew
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths
 from dnabert_scaling.errors import ArtifactError
@@ -259,6 +259,8 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         } or None,
         "notes": notes,
     }
+    metrics["per_rank"] = _per_rank(steps)
+    metrics["rank_skew"] = skew.rank_skew(per_rank, common_clock=trace.format == "kineto")
     # a representative step of this world size for the timeline: the one closest to the median on rank 0
     timeline, tphases, thost = [], [], []
     r0 = trace.rank_ids[0]
@@ -279,6 +281,14 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     res.timeline_host = pd.concat(thost, ignore_index=True) if thost else pd.DataFrame()
     res.metrics["trace_problems"] = problems
     return res
+
+
+def _per_rank(steps: pd.DataFrame) -> list[dict[str, Any]]:
+    """Medians per rank of the figures whose imbalance matters (step, exposed comm, idle)."""
+    out = []
+    for r, g in steps.groupby("rank", sort=True):
+        out.append({"rank": int(r), **{c: float(g[c].median()) for c in ("step_time_s", "exposed_comm_s", "idle_s")}})
+    return out
 
 
 def _mean(values):

@@ -836,6 +836,38 @@ def kernel_classes_html(rs: ResultSet) -> str:
             "(<code class='ds'>dnabert_scaling.analysis.kernel_classes</code>).</p>")
 
 
+def rank_skew_html(rs: ResultSet) -> str:
+    """Per-rank imbalance of the multi-rank world sizes: AllReduce start skew and per-rank medians."""
+    rows = []
+    for n in rs.world_sizes:
+        g = rs.gpu(n) or {}
+        sk = g.get("rank_skew")
+        per = g.get("per_rank") or []
+        if n < 2 or not (sk or len(per) > 1):
+            continue
+        st = (sk or {}).get("allreduce_start_skew_s") or {}
+        late = (sk or {}).get("late_rank_share") or {}
+        worst = max(late, key=late.get) if late else None
+        steps = [p["step_time_s"] for p in per]
+        clock = (sk or {}).get("clock")
+        rows.append(
+            f"<tr><td>{n}</td>"
+            + "".join(f"<td class='num'>{'–' if st.get(k) is None else f'{st[k] * 1e6:.1f}'}</td>" for k in ("median", "p90", "max"))
+            + f"<td>{esc(clock or '–')}</td>"
+            f"<td>{f'rank {esc(worst)} ({late[worst]:.0%} of buckets)' if worst is not None else '–'}</td>"
+            f"<td class='num'>{f'{min(steps) * 1e3:.2f}–{max(steps) * 1e3:.2f}' if steps else '–'}</td></tr>")
+    if not rows:
+        return ""
+    return ("<p><b>Ranks</b> (multi-rank world sizes): how far apart the ranks start each AllReduce bucket (the last rank "
+            "to arrive keeps the others' NCCL kernels spinning), and the spread of the ranks' median step times.</p>"
+            "<table class='ds-table'><tr><th>world size</th><th class='num'>start skew median (µs)</th>"
+            "<th class='num'>p90</th><th class='num'>max</th><th>clock</th><th>most often last</th>"
+            f"<th class='num'>per-rank median step (ms)</th></tr>{''.join(rows)}</table>"
+            "<p class='ds-small'>Clock <i>common</i>: the ranks' traces share one clock (Kineto on one node), the skew is "
+            "in wall time. <i>per-rank step start</i>: each start is measured from its rank's own step start (OTF2: one "
+            "timer per rank), so the skew is how differently the ranks' steps unfold, not when they joined.</p>")
+
+
 def notes_html(rs: ResultSet) -> str:
     notes = list(rs.metrics.get("notes") or [])
     for n in rs.world_sizes:

@@ -339,6 +339,43 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
     return _png(fig, "Throughput against ideal linear scaling, and weak-scaling efficiency per world size")
 
 
+# ---- Figure: per-step distributions ----------------------------------------------------------
+
+
+def distributions(rs) -> Figure | NotAvailable:
+    """Step time, exposed communication and overlap over all (rank, step) samples, per world size."""
+    sizes = _gpu_sizes(rs)
+    steps = rs.table("step_partition")
+    if not sizes or steps is None or steps.empty:
+        why = gpu_missing_reason(rs) if not sizes else rs.table_reason("step_partition")
+        return NotAvailable(f"no per-step GPU figures ({why})")
+    panels = [("step_time_s", "step time (ms)", 1e3), ("exposed_comm_s", "exposed communication (ms)", 1e3),
+              ("overlap_ratio", "overlap ratio", 1.0)]
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
+    for ax, (col, label, scale) in zip(axes, panels):
+        data, ticks = [], []
+        for n in sizes:
+            v = steps.loc[steps["world_size"] == n, col].to_numpy(dtype=float) * scale if col in steps else np.array([])
+            v = v[np.isfinite(v)]
+            if v.size:
+                data.append(v)
+                ticks.append(str(n))
+        if data:
+            ax.boxplot(data, whis=(10, 90), showfliers=True, widths=0.5,
+                       flierprops={"markersize": 2, "markerfacecolor": "#6b7280", "markeredgecolor": "none"},
+                       medianprops={"color": COLORS["exposed_comm"]})
+            ax.set_xticks(range(1, len(ticks) + 1), ticks)
+        else:
+            ax.text(0.5, 0.5, "no samples\n(no NCCL kernels)" if col == "overlap_ratio" else "no samples",
+                    ha="center", va="center", fontsize=8, color="#6b7280", transform=ax.transAxes)
+            ax.set_xticks([])
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("world size", fontsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    return _png(fig, "Box plots per world size over all (rank, measured step) samples: step time, exposed communication, "
+                     "overlap ratio")
+
+
 # ---- Figure: busy-wait ---------------------------------------------------------------------------
 
 

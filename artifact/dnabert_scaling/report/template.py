@@ -139,8 +139,12 @@ def set_cells(k: int, section: int, label: str) -> list:
         _code(f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
               "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
               "    'world size; dashed: the bound of claim C5.')", "figure"),
+        _code(f"C.show_figure(F.distributions(S), '{s}.5',\n"
+              "    'Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, '\n"
+              "    'dots beyond; red: median.')", "figure"),
+        _code("C.show(C.rank_skew_html(S))", "ranks"),
         _md(f"### {s}.4 Throughput"),
-        _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.5',\n"
+        _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
               "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
               "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
               "    'claim C6.')", "figure"),

@@ -240,6 +240,7 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     with Chromium(binary) as browser:
         browser.open(built["html"].resolve().as_uri())
         page = browser.evaluate(IMAGES_JS)
+        zoom = browser.evaluate(ZOOM_JS)
         shot = browser.screenshot(Path(os.environ.get("DNABERT_REPORT_SCREENSHOT", tmp_path / "report.png")))
     assert page["ready"] == "complete"
     assert page["h1"] == "Where does GPU time go when DNABERT-2 fine-tuning scales over GPUs?"
@@ -253,6 +254,18 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     assert any(s.startswith("3 Results: CPU smoke run") for s in page["sections"])
     assert page["text"] > 5000
     assert shot.stat().st_size > 50_000
+    assert zoom["before"] and zoom["after"] != zoom["before"], zoom  # the wheel zoomed the inline timeline
+    assert float(zoom["after"].split()[2]) < float(zoom["before"].split()[2])
+    assert zoom["range"].endswith(" ms") and zoom["bars"] > 100
+
+
+ZOOM_JS = """(() => { const svg = document.querySelector('svg[id^=ds-zoom-]');
+  if (!svg) return {before: null};
+  const before = svg.getAttribute('viewBox'); const r = svg.getBoundingClientRect();
+  svg.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: r.left + r.width / 2, clientY: r.top + 5,
+                                               bubbles: true, cancelable: true}));
+  return {before: before, after: svg.getAttribute('viewBox'), bars: svg.querySelectorAll('rect').length,
+          range: document.getElementById(svg.id + '-range').textContent}; })()"""
 
 
 def test_labels_are_made_distinct(tmp_path):

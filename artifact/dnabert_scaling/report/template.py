@@ -133,9 +133,11 @@ def set_cells(k: int, section: int, label: str) -> list:
         _md(f"### {s}.3 One step, every rank: compute and communication side by side"),
         _code(f"C.show_figure(F.timeline(S), '{s}.3',\n"
               "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
-              "    'Vampir-like timeline: per rank its compute stream above its NCCL stream, kernels as bars, the host phases '\n"
-              "    '(forward, backward, optimizer) shaded behind them. AllReduce buckets running while the backward compute '\n"
-              "    'continues on the other stream are the overlap of claim C5.')", "figure"),
+              "    'Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams '\n"
+              "    '(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. Gaps on a '\n"
+              "    'stream under a busy host row are the GPU waiting for launches; AllReduce buckets running while the '\n"
+              "    'backward compute continues on the other stream are the overlap of claim C5.')", "figure"),
+        _code("C.show(C.zoom_timeline_html(S))", "zoom-timeline"),
         _code(f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
               "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
               "    'world size; dashed: the bound of claim C5.')", "figure"),

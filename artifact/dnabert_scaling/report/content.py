@@ -923,7 +923,10 @@ def zoom_timeline_html(rs: ResultSet) -> str:
            f"style='width:100%;height:{height}px;cursor:grab;background:#fafafa' xmlns='http://www.w3.org/2000/svg'>"
            + "".join(shapes) + "</svg>")
     return (f"<p><b>Zoomable timeline</b> of the same step (world size {ws}): wheel to zoom, drag to pan, double click "
-            f"to reset; hover a bar for its name. Showing <span id='{uid}-range'></span>.</p>"
+            f"to reset; hover a bar for its name. Showing <span id='{uid}-range'></span>. For a deeper look at every "
+            "step: the Kineto traces open in Perfetto as they are, and <code class='ds'>dnabert-scaling convert TRACE... "
+            "--out DIR --merged</code> writes <code class='ds'>DIR/all-ranks/traces.otf2</code>, all ranks in one "
+            "archive for Vampir.</p>"
             f"<div style='display:flex;gap:6px;font-size:11px'><div style='flex:0 0 190px;white-space:nowrap;"
             f"overflow:hidden'>{''.join(labels)}</div><div style='flex:1 1 auto;min-width:0'>{svg}</div></div>"
             + ZOOM_JS % {"id": uid, "t0": f"{t0:.3f}", "t1": f"{t1:.3f}", "h": height})

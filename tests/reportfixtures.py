@@ -220,6 +220,9 @@ def gpu_results(sizes=(1, 4, 8), seed: int = 7, gpu: str = "NVIDIA A100-SXM4-80G
     for key, e in per_ws.items():
         if base:
             e["efficiency"] = e["throughput"]["samples_per_s"]["median"] / (int(key) * base["samples_per_s"]["median"])
+            sps, b = e["throughput"]["samples_per_s"], base["samples_per_s"]
+            e["efficiency_spread"] = {"min": sps["min"] / (int(key) * b["max"]), "max": sps["max"] / (int(key) * b["min"]),
+                                      "runs_n": 3, "baseline_runs_n": 3}
     tl, tp = _timeline(max(sizes), rng)
     tables["timeline"].append(tl)
     tables["timeline_phases"].append(tp)

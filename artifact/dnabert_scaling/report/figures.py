@@ -320,9 +320,13 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
     else:
         why = "no 1-GPU throughput baseline"
     if eff:
-        b.bar([str(n) for n, _ in eff], [e for _, e in eff], color=COLORS["compute"], width=0.5)
+        spread = [rs.entry(n).get("efficiency_spread") or {} for n, _ in eff]
+        lo = [max(0.0, e - s["min"]) if s.get("min") is not None else 0.0 for (_, e), s in zip(eff, spread)]
+        hi = [max(0.0, s["max"] - e) if s.get("max") is not None else 0.0 for (_, e), s in zip(eff, spread)]
+        b.bar([str(n) for n, _ in eff], [e for _, e in eff], color=COLORS["compute"], width=0.5,
+              yerr=[lo, hi] if any(lo) or any(hi) else None, capsize=4, error_kw={"elinewidth": 1})
         for i, (_, e) in enumerate(eff):
-            b.text(i, e + 0.02, f"{e:.2f}", ha="center", fontsize=8)
+            b.text(i + 0.3, e + 0.02, f"{e:.2f}", ha="left", fontsize=8)
         b.axhline(1.0, color="black", ls="--", lw=1, label="ideal")
         if bound is not None and rs.device != "cpu":
             b.axhline(bound, color="#b3261e", ls="--", lw=1, label=f"claim bound {bound:g}")

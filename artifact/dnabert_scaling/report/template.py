@@ -149,7 +149,8 @@ def set_cells(k: int, section: int, label: str) -> list:
         _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
               "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
               "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
-              "    'claim C6.')", "figure"),
+              "    'claim C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and '\n"
+              "    'the reverse).')", "figure"),
         _code("C.show(C.notes_html(S))", "notes"),
     ]
     return cells

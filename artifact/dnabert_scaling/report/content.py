@@ -982,8 +982,8 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
 def reproduce_html(report: Report) -> str:
     paths = " ".join(shown(s.path) for s in report.sets)
     return f"""<p>Everything in this report is rebuilt from files, by commands that can be rerun one at a time:</p>
-<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, minutes)
-make reproduce      # the GPU sweep where GPUs exist (1, 4, 8), else the CPU smoke run; then analysis, check, report
+<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, under a minute)
+make reproduce      # the GPU sweep where GPUs exist (1, 2, 4, 8 that fit), else the CPU smoke run; then analysis, check, report
 make sweep-slurm    # submit the 1 -> 4 -> 8 GPU sweep to SLURM (scripts/slurm/)
 
 # the same steps inside the container image (its runscript is the dnabert-scaling command)
@@ -995,9 +995,16 @@ apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif report results --out repo
 # stage by stage
 dnabert-scaling analyze RUNS/ --out results/                               # traces -> metrics.json + tables/
 dnabert-scaling check results/ --expected expected/claims.toml [--strict]  # -> verdicts.json, verdicts.txt
-dnabert-scaling report {esc(paths)} --out report/</pre>
+dnabert-scaling report {esc(paths)} --out report/   # the folders of this report{esc(_made_by(report))}</pre>
 <p class="ds-small">The executed notebook <code class="ds">report.ipynb</code> next to this page holds the code of
 every table and figure; <code class="ds">dnabert-scaling report --show-code</code> keeps it in the page.</p>"""
+
+
+def _made_by(report: Report) -> str:
+    """Which command writes this report's results folders when a fresh clone lacks them."""
+    if any(results_folder_note(s.path) for s in report.sets):
+        return " (written by make kick-tires / make reproduce)"
+    return ""
 
 
 def build_info_html(report: Report) -> str:

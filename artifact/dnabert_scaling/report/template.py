@@ -66,7 +66,8 @@ checked); next to it the same time by kernel class (GEMM, attention, elementwise
 optimizer, copy/memset, NCCL by collective), so AllReduce is compared with a class of compute kernels as a whole.
 
 **Statistics.** Medians over all (rank, measured step) samples, with p10–p90 spreads. Weak-scaling efficiency
-= samples/s(N) / (N × samples/s(1)), against the 1-GPU run with the DDP wrapper.
+= samples/s(N) / (N × samples/s(1)), against the 1-GPU run with the DDP wrapper, with the range its untraced
+repeats allow.
 
 **Claims.** Each claim of the paper is a set of checks with explicit bounds in `expected/claims.toml`; the checker
 (`dnabert-scaling check`) turns them into PASS, FAIL, NOT RUN or INVALID (Appendix A lists every bound with

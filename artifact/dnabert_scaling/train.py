@@ -219,8 +219,9 @@ def pin_cpu_threads(deviations: list[str]) -> int:
     except ValueError:
         raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
     torch.set_num_threads(threads)
+    # one wording whether torchrun set the variable (more than one rank) or not, so runs agree
     deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size "
-                      f"({'OMP_NUM_THREADS' if raw else 'default 1; set OMP_NUM_THREADS to change'})")
+                      "($OMP_NUM_THREADS, else 1)")
     return threads
 
 

@@ -11,13 +11,13 @@ OUT         ?= reproduce
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reproduce kick-tires bench bench-train bench-read bench-trace \
+.PHONY: help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
         lint-container image sweep-slurm clean
 
 help: ## list the targets
 	@echo "dnabert-scaling: DNABERT-2 DDP scaling study (traces, analysis, claims checker, report)"
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
 	@echo "Variables: OUT=$(OUT) (reproduce output folder), PYTHON=$(PYTHON), PYTEST_ARGS=..."
 
@@ -39,8 +39,13 @@ test: $(STAMP) ## run the test suite (CPU; SLURM and Chromium tests need .ci/run
 reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
 	$(VPY) scripts/reproduce.py --out $(OUT)
 
-kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, minutes)
+kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, under a minute)
 	$(VPY) scripts/reproduce.py --kick-tires --out kick-tires
+
+refresh-reference: kick-tires ## after an analysis change: copy what kick-tires re-derived into expected/reference-results/
+	set -e; for d in kick-tires/reference-*/results; do set=$${d#kick-tires/reference-}; set=$${set%/results}; \
+	  rm -rf expected/reference-results/$$set; cp -r $$d expected/reference-results/$$set; done
+	cp kick-tires/report/report.html expected/reference-results/report.html
 
 bench: bench-train bench-read bench-hook ## all CPU-runnable benchmarks
 

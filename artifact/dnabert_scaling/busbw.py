@@ -28,12 +28,12 @@ from dnabert_scaling.options import nonneg_int, positive_float, positive_float_l
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="JSON file to write (rank 0)")
     p.add_argument("--model", default="base", help="model whose DDP buckets give the message sizes")
-    p.add_argument("--bucket-cap-mb", type=positive_float, default=25.0)
+    p.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP bucket size whose buckets are measured (MiB)")
     p.add_argument("--sizes-mb", type=positive_float_list, default=None, help="explicit message sizes in MiB (comma separated) instead")
-    p.add_argument("--iters", type=positive_int, default=20, help="timed all_reduce calls per size")
-    p.add_argument("--warmup", type=nonneg_int, default=5)
-    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    p.add_argument("--dist-timeout", type=positive_float, default=300.0)
+    p.add_argument("--iters", type=positive_int, default=20, help="timed all_reduce calls per message size")
+    p.add_argument("--warmup", type=nonneg_int, default=5, help="untimed calls per message size first")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: gloo (a smoke test)")
+    p.add_argument("--dist-timeout", type=positive_float, default=300.0, help="seconds before a hung collective fails")
 
 
 def sizes_source(model_name: str, bucket_cap_mb: float) -> str:

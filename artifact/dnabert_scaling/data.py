@@ -297,8 +297,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, help="folder to write train/dev/test.csv into")
     parser.add_argument("--like", default=DEFAULT_TASK, help=f"GUE task whose shape to copy (default {DEFAULT_TASK})")
     parser.add_argument("--rows", default="2000,400,400", help="rows in train,dev,test (default 2000,400,400)")
-    parser.add_argument("--motif-length", type=positive_int, default=12)
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--motif-length", type=positive_int, default=12, help="length of the planted motif (bases)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of sequences and labels")
     parser.add_argument("--force", action="store_true", help="overwrite an existing task in --out")
 
 

@@ -38,13 +38,15 @@ MANIFEST = "manifest.json"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", default="1,4,8", help="world sizes, comma separated (default 1,4,8)")
-    p.add_argument("--executor", choices=("local", "slurm"), default="local")
+    p.add_argument("--executor", choices=("local", "slurm"), default="local",
+                   help="local: torchrun on this machine; slurm: one batch job per world size")
     p.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="auto",
                    help="tracer of the traced run per world size (none: no traced run)")
-    p.add_argument("--out", type=Path, default=Path("runs"))
+    p.add_argument("--out", type=Path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)")
     p.add_argument("--repeats", type=positive_int, default=3, help="untraced throughput runs per world size")
-    p.add_argument("--no-baseline-no-ddp", dest="baseline_no_ddp", action="store_false",
-                   help="skip the world-size-1 runs without the DDP wrapper")
+    p.add_argument("--skip-plain-baseline", dest="baseline_no_ddp", action="store_false",
+                   help="skip the world-size-1 runs without the DDP wrapper (the second scaling baseline)")
+    p.add_argument("--no-baseline-no-ddp", dest="baseline_no_ddp", action="store_false", help=argparse.SUPPRESS)
     p.add_argument("--no-busbw", dest="busbw", action="store_false", help="skip the bus-bandwidth runs")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="cpu: the CPU smoke sweep (gloo, one process per rank)")

@@ -61,22 +61,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=positive_int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
     g.add_argument("--warmup-steps", type=nonneg_int, default=5, help="untimed, untraced steps before the measured ones")
     g.add_argument("--steps", type=positive_int, default=50, help="measured steps")
-    g.add_argument("--lr", type=positive_float, default=3e-5)
-    g.add_argument("--weight-decay", type=nonneg_float, default=0.01)
+    g.add_argument("--lr", type=positive_float, default=3e-5, help="peak AdamW learning rate (recipe: 3e-5)")
+    g.add_argument("--weight-decay", type=nonneg_float, default=0.01, help="AdamW weight decay, not on biases and LayerNorm")
     g.add_argument("--lr-warmup-steps", type=nonneg_int, default=50, help="linear LR warm-up (recipe: 50)")
-    g.add_argument("--max-grad-norm", type=positive_float, default=1.0)
-    g.add_argument("--seed", type=int, default=42)
+    g.add_argument("--max-grad-norm", type=positive_float, default=1.0, help="gradient-norm clip before each step")
+    g.add_argument("--seed", type=int, default=42, help="seed of weights, data order and dropout")
     g.add_argument(
         "--precision",
         choices=("auto", "bf16", "fp16", "fp32"),
         default="auto",
         help="autocast dtype; auto = bf16 on CUDA (fp16 adds a loss-scaler host sync each step), fp32 on CPU",
     )
-    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default")
+    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default",
+                   help="torch AdamW implementation (default: torch chooses, foreach on CUDA)")
 
     g = p.add_argument_group("DDP")
     g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
-    g.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP gradient bucket size in MiB")
+    g.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP gradient bucket size (MiB)")
     g.add_argument(
         "--find-unused-parameters",
         choices=("true", "false"),
@@ -87,10 +88,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--broadcast-buffers",
         choices=("true", "false"),
         default="true",
-        help="DDP default, as the recipe runs it: the model's token_type_ids buffer is broadcast each forward",
+        help="broadcast the model's buffers (token_type_ids) each forward, as DDP does unless told otherwise "
+        "and as the recipe runs it",
     )
-    g.add_argument("--gradient-as-bucket-view", action="store_true")
-    g.add_argument("--static-graph", action="store_true")
+    g.add_argument("--gradient-as-bucket-view", action="store_true", help="DDP: gradients as views into the buckets")
+    g.add_argument("--static-graph", action="store_true", help="DDP: the autograd graph is the same every step")
     g.add_argument(
         "--bucket-hook",
         choices=("on", "off"),
@@ -104,10 +106,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds a collective may wait for a hung or dead peer before the run fails; a hung rank ends "
         "the run after about this long (plus torchrun's few seconds of shutdown)",
     )
-    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)")
 
     g = p.add_argument_group("tracing and output")
-    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none")
+    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none",
+                   help="tracer of this run; auto: Score-P when it works, else torch.profiler")
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
     g.add_argument("--out", required=True, type=Path,
@@ -115,7 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--overwrite", action="store_true",
                    help="delete the files of an earlier run in --out first (never mixes two runs in one folder)")
     g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
-    g.add_argument("--no-progress", action="store_true")
+    g.add_argument("--no-progress", action="store_true", help="no per-step progress lines on stderr")
     g.add_argument(
         "--param-fingerprint",
         action="store_true",
@@ -215,6 +218,29 @@ def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
         )
     )
     return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}
+
+
+TRAINING_LOOP = "dnabert_scaling.train: own loop (forward, backward, AdamW step per batch), not the HF Trainer"
+
+
+def pin_cpu_threads(deviations: list[str]) -> int:
+    """Intra-op threads of a CPU rank: $OMP_NUM_THREADS, else 1, at every world size.
+
+    torchrun sets OMP_NUM_THREADS=1 only when it starts more than one process, so without this a
+    1-rank CPU run would use every core and 2 ranks one core each: a scaling figure of threads,
+    not of ranks."""
+    import torch
+
+    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    try:
+        threads = max(1, int(raw)) if raw else 1
+    except ValueError:
+        raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
+    torch.set_num_threads(threads)
+    # one wording whether torchrun set the variable (more than one rank) or not, so runs agree
+    deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size "
+                      "($OMP_NUM_THREADS, else 1)")
+    return threads
 
 
 def build_optimizer(model, args, device_type: str):
@@ -538,12 +564,14 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     tracer_name, tracer_fallback = resolve_tracer(args.tracer)
     if tracer_fallback:
         fallbacks.append(tracer_fallback)
+    cpu_threads = None
     if device_type == "cuda":
         local = info.local_rank % torch.cuda.device_count()
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
     else:
         device = torch.device("cpu")
+        cpu_threads = pin_cpu_threads(deviations)
     torch.manual_seed(args.seed)
     use_ddp = not args.no_ddp
     if args.no_ddp and info.world_size > 1:
@@ -706,6 +734,9 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "trace_mode": getattr(tracer, "mode", None),
             "precision": precision,
             "attention": args.attention,
+            "optimizer_impl": args.optimizer_impl,
+            "training_loop": TRAINING_LOOP,
+            "cpu_threads_per_rank": cpu_threads,
             "model": args.model,
             "parameters": count_parameters(model),
             "weights": weights_info,

@@ -195,3 +195,27 @@ def memcpy_direction(kineto_name: str) -> str | None:
 
 
 MEMSET_NAME = "Memset"
+
+
+def shorten_middle(name: str, n: int, mark: str = "…") -> str:
+    """At most ``n`` characters, cut in the middle (two thirds head, one third tail) so both the
+    kernel family and its specialisation show."""
+    s = str(name)
+    if len(s) <= n:
+        return s
+    keep = max(2, n - len(mark))
+    head = keep * 2 // 3
+    return s[:head] + mark + s[len(s) - (keep - head):]
+
+
+def distinct_short(names: list[str], n: int, mark: str = "…") -> list[str]:
+    """``shorten_middle`` of each name, widened where two different names would read the same."""
+    out = [shorten_middle(x, n, mark) for x in names]
+    width = n
+    while len(set(out)) < len(set(names)) and width < max(map(len, names), default=0):
+        width += 8
+        seen: dict[str, int] = {}
+        for s in out:
+            seen[s] = seen.get(s, 0) + 1
+        out = [shorten_middle(x, width, mark) if seen[s] > 1 else s for x, s in zip(names, out)]
+    return out

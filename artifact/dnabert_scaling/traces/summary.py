@@ -37,6 +37,7 @@ from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.partition import partition_ns, stream_role
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import positive_int
+from dnabert_scaling.traces.classify import distinct_short
 from dnabert_scaling.traces.model import Trace
 
 TOP_KERNELS = 10
@@ -176,9 +177,9 @@ def format_table(summary: dict) -> str:
         if r["collectives"]:
             out.append("  NCCL: " + ", ".join(f"{c} x{v['count']} ({v['sum_s']:.6f} s)" for c, v in r["collectives"].items()))
         out.append(f"rank {r['rank']} top kernels by summed time:")
-        for k in r["top_kernels"]:
+        shown = distinct_short([k["name"] for k in r["top_kernels"]], 90, "...")  # cut in the middle, rows distinct
+        for k, name in zip(r["top_kernels"], shown):
             share = "" if k["share"] is None else f" {100 * k['share']:5.1f}%"
-            name = k["name"] if len(k["name"]) <= 90 else k["name"][:87] + "..."
             out.append(f"  {k['sum_s']:.6f} s{share}  x{k['count']:<6} [{k['category']}] {name}")
         for w in r["warnings"]:
             out.append(f"  warning: {w}")

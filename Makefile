@@ -11,7 +11,7 @@ OUT         ?= reproduce
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
+.PHONY: lint help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
         lint-container image sweep-slurm clean
 
 help: ## list the targets
@@ -33,8 +33,11 @@ $(STAMP): requirements/lock.txt pyproject.toml
 
 venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
 
-test: $(STAMP) ## run the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
+test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff: pyflakes and likely bugs in the package, the scripts and the tests (settings in pyproject.toml)
+	$(VPY) -m ruff check artifact scripts tests
 
 reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
 	$(VPY) scripts/reproduce.py --out $(OUT)

@@ -779,7 +779,7 @@ def idle_html(rs: ResultSet) -> str:
         parts = [median(g.get(k)) for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")]
         total = sum(x for x in parts if x is not None) or None
 
-        def share(x):
+        def share(x, total=total):
             return f" <span class='ds-small'>({x / total:.0%})</span>" if x is not None and total else ""
 
         call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))

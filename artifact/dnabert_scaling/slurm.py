@@ -571,6 +571,17 @@ def run_slurm(
         return results
 
     validate(config, todo)
+    if not payload:
+        # An incomplete run's folder (a failed or lost attempt) is kept under another name before the
+        # run is submitted again: train refuses a folder holding another run's files, and two attempts
+        # never mix in one folder. The sweep sets them aside itself first; other callers get the same.
+        from dnabert_scaling.sweep import _set_aside_failed
+
+        for runs in todo.values():
+            for s in runs:
+                moved = _set_aside_failed(s.run_dir)
+                if moved:
+                    say(f"{s.name}: the incomplete earlier attempt is kept as {moved.name}")
     for n in todo:
         old = root / f"ws{n}" / "jobid"
         if old.is_file():

@@ -84,14 +84,37 @@ def _nvidia_smi() -> dict[str, Any] | None:
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 
+REVISION_ENV = "DNABERT_SCALING_REVISION"
+REVISION_FILE = "REVISION"
+
+
+def stamped_revision(start: Path | None = None) -> str | None:
+    """The revision stamped into a copy of the checkout that has no ``.git`` (a GPU machine's copy).
+
+    ``$DNABERT_SCALING_REVISION``, else the first line of a ``REVISION`` file in the package's
+    folder or one of its parents (the checkout's root: ``git rev-parse HEAD > REVISION``).
+    """
+    value = os.environ.get(REVISION_ENV, "").strip()
+    if value:
+        return value
+    here = start or Path(__file__).resolve().parent
+    for folder in (here, *here.parents):
+        f = folder / REVISION_FILE
+        if f.is_file():
+            lines = f.read_text(errors="replace").splitlines()
+            return lines[0].strip() or None if lines else None
+    return None
+
+
 def git_revision(start: Path | None = None) -> str | None:
+    """``git rev-parse HEAD`` (``+dirty`` with uncommitted changes); without git, the stamped one."""
     here = start or Path(__file__).resolve().parent
     try:
         rev = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
         )
         if rev.returncode != 0:
-            return None
+            return stamped_revision(here)
         dirty = subprocess.run(
             ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
@@ -100,7 +123,7 @@ def git_revision(start: Path | None = None) -> str | None:
         ).stdout.strip()
         return rev.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return None
+        return stamped_revision(here)
 
 
 def collect(device_type: str | None = None) -> dict[str, Any]:

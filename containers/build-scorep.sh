@@ -55,8 +55,8 @@ done
 [ -n "$PREFIX" ] || die "--prefix is required"
 SOURCE=$(cd "$(dirname "$SOURCE")" && pwd)/$(basename "$SOURCE")
 name=$(basename "$SOURCE")
-VERSION=$(echo "$name" | sed -nE 's/^scorep-([0-9]+\.[0-9]+(\.[0-9]+)?)\.tar\.(gz|xz|bz2)$/\1/p')
-[ -n "$VERSION" ] || die "--source $name: expected a release tarball named scorep-X.Y[.Z].tar.gz|xz|bz2"
+VERSION=$(echo "$name" | sed -nE 's/^scorep-([0-9]+\.[0-9]+(\.[0-9]+)?)([-_][A-Za-z0-9]+)?\.tar\.(gz|xz|bz2)$/\1/p')
+[ -n "$VERSION" ] || die "--source $name: expected a release tarball named scorep-X.Y[.Z][-TAG].tar.gz|xz|bz2"
 MAJOR=${VERSION%%.*}
 MINOR=$(echo "$VERSION" | cut -d. -f1,2)
 

@@ -46,16 +46,18 @@ PASS, FAIL, NOT_RUN, INVALID = "PASS", "FAIL", "NOT RUN", "INVALID"
 VERDICTS = (PASS, FAIL, NOT_RUN, INVALID)
 # how the verdicts of a claim's checks combine: the first one present wins
 PRECEDENCE = (FAIL, INVALID, NOT_RUN, PASS)
-SANITY_ITEMS = ("all_ranks_present", "steps_complete", "finite_loss", "gpu_streams")
+SANITY_ITEMS = ("all_ranks_present", "steps_complete", "finite_loss", "gpu_streams", "trace_complete")
 SANITY_WORDS = {
     "all_ranks_present": "all ranks present",
     "steps_complete": "measured steps complete",
     "finite_loss": "finite loss",
     "gpu_streams": "GPU streams in every trace",
+    "trace_complete": "GPU activity for every launch",
 }
 
 SANITY_SHORT = {"all_ranks_present": "ranks", "steps_complete": "steps", "finite_loss": "loss",
-                "gpu_streams": "GPU streams"}
+                "gpu_streams": "GPU streams", "trace_complete": "complete"}
+UNKNOWN = "UNKNOWN"  # a sanity item that the data cannot show (never a FAIL, shown as such)
 
 # ---------------------------------------------------------------------------------------------
 # The metric paths a claim may name: the tree of one world size's entry in metrics.json.
@@ -199,7 +201,57 @@ _TEST_KEYS = {
     "top": {"activity", "lo", "hi"},
     "monotone": {"max_drop_rel", "min_points"},
 }
-_TOP_KEYS = {"schema", "paper", "notes", "claim"}
+_TOP_KEYS = {"schema", "paper", "notes", "claim", "sanity"}
+_SANITY_BOUND_KEYS = {"trace_complete": {"min_found_share", "rationale"}}
+
+
+@dataclass(frozen=True)
+class SanityBounds:
+    """The bounds of the sanity checks that have one (``[sanity.<item>]`` in the claims file)."""
+
+    trace_complete_min_share: float = 0.999
+    rationale: dict[str, str] = field(default_factory=dict)
+    source: str = "default (the claims file sets no [sanity.trace_complete])"
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError("claims file not found", path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ArtifactError(f"not valid TOML: {exc}", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"cannot read the claims file: {exc}", path) from None
+
+
+def _parse_sanity(raw: Any, path: Path) -> SanityBounds:
+    if raw is None:
+        return SanityBounds()
+    if not isinstance(raw, dict):
+        raise ArtifactError("[sanity] must be a table of tables", path)
+    unknown = sorted(set(raw) - set(_SANITY_BOUND_KEYS))
+    if unknown:
+        raise ArtifactError(f"[sanity]: unknown item(s) {', '.join(unknown)} (allowed: {', '.join(_SANITY_BOUND_KEYS)})", path)
+    tc = raw.get("trace_complete")
+    if not isinstance(tc, dict):
+        raise ArtifactError("missing [sanity.trace_complete] table (min_found_share and rationale)", path)
+    unknown = sorted(set(tc) - _SANITY_BOUND_KEYS["trace_complete"])
+    if unknown:
+        raise ArtifactError(f"[sanity.trace_complete]: unknown key(s) {', '.join(unknown)}", path)
+    share = tc.get("min_found_share")
+    if not _is_number(share) or not 0 < share <= 1:
+        raise ArtifactError(f"[sanity.trace_complete]: min_found_share must be a number in (0, 1], not {share!r}", path)
+    if not isinstance(tc.get("rationale"), str) or not tc["rationale"].strip():
+        raise ArtifactError("[sanity.trace_complete]: missing field 'rationale' (why this bound)", path)
+    return SanityBounds(float(share), {"trace_complete": " ".join(tc["rationale"].split())}, str(path))
+
+
+def load_sanity_bounds(path: str | Path) -> SanityBounds:
+    """The sanity bounds of a claims file (``[sanity.trace_complete] min_found_share``)."""
+    path = Path(path)
+    return _parse_sanity(_read_toml(path).get("sanity"), path)
+
 
 
 def _is_number(x: Any) -> bool:
@@ -285,19 +337,13 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
 def load_claims(path: str | Path) -> list[Claim]:
     """Parse and validate a claims file; any problem is an ArtifactError naming the file and entry."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtifactError("claims file not found", path) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ArtifactError(f"not valid TOML: {exc}", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"cannot read the claims file: {exc}", path) from None
+    data = _read_toml(path)
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise ArtifactError(f"unknown top-level key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_TOP_KEYS))})", path)
     if data.get("schema") != CLAIMS_SCHEMA:
         raise ArtifactError(f"schema must be {CLAIMS_SCHEMA!r}, not {data.get('schema')!r}", path)
+    _parse_sanity(data.get("sanity"), path)
     raw_claims = data.get("claim")
     if not isinstance(raw_claims, list) or not raw_claims:
         raise ArtifactError("no claims: expected [[claim]] tables", path)
@@ -398,7 +444,25 @@ def device_of(entry: dict) -> str | None:
     return None
 
 
-def sanity_rows(metrics: dict) -> list[dict]:
+def _trace_complete_value(traced: dict, sanity: dict, bounds: SanityBounds) -> tuple[Any, str | None]:
+    """``trace_complete`` re-judged at the claims file's bound from the per-rank figures that
+    ``analyze`` recorded, and the reason when it is not PASS."""
+    from dnabert_scaling.analysis.completeness import COMPLETE, INCOMPLETE, judge
+
+    comp = traced.get("completeness")
+    if not isinstance(comp, dict) or not isinstance(comp.get("per_rank"), dict):
+        return sanity.get("trace_complete", "missing"), None
+    per_rank = {int(r): c for r, c in comp["per_rank"].items()}
+    result = judge(per_rank, bounds.trace_complete_min_share)
+    value = {COMPLETE: True, INCOMPLETE: False}.get(result["status"], "unknown")
+    if value is True:
+        return True, None
+    losses = "".join(f"; {w}" for w in comp.get("log_warnings") or [])
+    return value, f"trace {result['status']}: {result['reason']}{losses}"
+
+
+def sanity_rows(metrics: dict, bounds: SanityBounds | None = None) -> list[dict]:
+    bounds = bounds or SanityBounds()
     rows = []
     for ws in measured_world_sizes(metrics):
         entry = _entry(metrics, ws) or {}
@@ -414,18 +478,22 @@ def sanity_rows(metrics: dict) -> list[dict]:
             rows.append(row)
             continue
         ok = True
+        complete, complete_why = _trace_complete_value(traced, sanity, bounds)
         for item in SANITY_ITEMS:
-            v = sanity.get(item, "missing")
+            v = complete if item == "trace_complete" else sanity.get(item, "missing")
             if v is True:
                 row["checks"][item] = PASS
             elif v is None:
                 row["checks"][item] = "N/A"
             elif v == "missing":
                 row["checks"][item] = "NOT CHECKED"
+            elif v == "unknown":
+                row["checks"][item] = UNKNOWN
             else:
                 row["checks"][item] = FAIL
                 ok = False
-        row["problems"] = [str(p) for p in sanity.get("problems") or []]
+        row["problems"] = ([complete_why] if complete_why else []) + [str(p) for p in sanity.get("problems") or []]
+        row["trace_complete_bound"] = bounds.trace_complete_min_share
         row["ok"] = ok
         rows.append(row)
     return rows
@@ -760,11 +828,11 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
     return out
 
 
-def evaluate(metrics: dict, claims: list[Claim]) -> dict[str, Any]:
+def evaluate(metrics: dict, claims: list[Claim], bounds: SanityBounds | None = None) -> dict[str, Any]:
     """Verdicts for every claim (the content of verdicts.json, without file provenance)."""
     if not isinstance(metrics, dict) or not isinstance(metrics.get("world_sizes"), dict):
         raise ArtifactError("metrics has no 'world_sizes' object: not a metrics.json written by analyze")
-    sanity = sanity_rows(metrics)
+    sanity = sanity_rows(metrics, bounds)
     ctx = Context(metrics, measured_world_sizes(metrics), {r["world_size"]: r for r in sanity})
     results = [evaluate_claim(ctx, c) for c in claims]
     counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
@@ -899,8 +967,9 @@ def check_results(results: str | Path, claims_path: str | Path | None = None) ->
     """Verdicts of one results folder, with the files they came from."""
     claims_path = Path(claims_path) if claims_path else default_claims_path()
     claims = load_claims(claims_path)
+    bounds = load_sanity_bounds(claims_path)
     metrics, metrics_path = load_metrics(results)
-    verdicts = evaluate(metrics, claims)
+    verdicts = evaluate(metrics, claims, bounds)
     verdicts["sources"] = {
         "metrics": str(metrics_path),
         "metrics_created": metrics.get("created"),

@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-manifest", type=Path, action="append", default=[],
                    help="TOML file with [[traced]] entries (world_size, tracer, traces, batch_size)")
     p.add_argument("--batch-size", type=int, default=None, help="per-rank batch of bare traces (for samples/s)")
+    p.add_argument("--expected", type=Path, default=None,
+                   help="claims file whose [sanity] bounds the analysis applies (default: expected/claims.toml)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         inputs.bare += load_trace_manifest(manifest)
     if not inputs.runs and not inputs.bare:
         raise ArtifactError("nothing to analyse: give sweep/run folders, --world-size N TRACE..., or --trace-manifest")
-    metrics, tables = build(inputs)
+    from dnabert_scaling.checker import default_claims_path, load_sanity_bounds
+
+    bounds = load_sanity_bounds(args.expected or default_claims_path())
+    metrics, tables = build(inputs, bound=bounds.trace_complete_min_share)
     write_results(args.out, metrics, tables)
     print(format_summary(metrics))
     print(f"analyze: wrote {args.out / 'metrics.json'} and {args.out / 'tables'}/", file=sys.stderr)
@@ -114,6 +119,9 @@ def format_summary(metrics: dict) -> str:
         reason = (e.get("traced") or {}).get("gpu_not_run_reason")
         if reason:
             lines.append(f"    GPU metrics not run: {reason}")
+        comp = (e.get("traced") or {}).get("completeness")
+        if comp:
+            lines.append(f"    trace {comp['status']}: {comp['reason']}")
     for f in metrics.get("fallbacks", []):
         lines.append(f"fallback: {f['what']}: {f['used']} ({f['reason']})")
     return "\n".join(lines)

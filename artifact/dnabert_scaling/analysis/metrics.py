@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnabert_scaling.analysis import partition
+from dnabert_scaling.analysis import completeness, partition
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths
 from dnabert_scaling.errors import ArtifactError
@@ -53,6 +53,8 @@ class TracedResult:
     streams: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline_phases: pd.DataFrame = field(default_factory=pd.DataFrame)
+    completeness: dict[str, Any] = field(default_factory=dict)
+    completeness_steps: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
@@ -125,8 +127,9 @@ def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, wind
     return [rows], prow
 
 
-def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: str) -> TracedResult:
-    """GPU metrics of one traced run (all its ranks)."""
+def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: str,
+                  bound: float = completeness.DEFAULT_BOUND) -> TracedResult:
+    """GPU metrics of one traced run (all its ranks), and its completeness judged at ``bound``."""
     steps_tables, rank_tables, stream_tables = [], [], []
     notes: list[str] = []
     methods: dict[str, int] = {}
@@ -136,6 +139,7 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     allreduce_streams: set[int] = set()
     compute_streams: set[int] = set()
     shared_stream = False  # stream ids are per rank: AllReduce and compute share one on some rank
+    complete_by_rank: dict[int, dict] = {}
     for r in trace.rank_ids:
         sub = trace.rank(r)
         gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
@@ -144,6 +148,7 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
             problems.append(f"rank {r}: the trace marks no measured step (no ds:step range): nothing to analyse")
         elif expected_steps and tl.steps != expected_steps:
             problems.append(f"rank {r}: the trace marks {tl.steps} measured steps, expected {expected_steps}")
+        complete_by_rank[r] = completeness.rank_completeness(gpu, host, tl, bound)
         att = attribute(gpu, host, tl)
         notes += [f"rank {r}: {n}" for n in att.notes]
         for k, v in att.method_summary().items():
@@ -238,7 +243,35 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     res.timeline = pd.concat(timeline, ignore_index=True) if timeline else pd.DataFrame()
     res.timeline_phases = pd.DataFrame(tphases)
     res.metrics["trace_problems"] = problems
+    res.completeness = completeness.judge(complete_by_rank, bound)
+    res.completeness["per_rank"] = {str(r): c for r, c in complete_by_rank.items()}
+    res.completeness_steps = _completeness_table(complete_by_rank, world_size, run_name)
     return res
+
+
+def _completeness_table(per_rank: dict[int, dict], world_size: int, run_name: str) -> pd.DataFrame:
+    rows = []
+    for r, c in per_rank.items():
+        for k, (n, f) in enumerate(zip(c["launches_per_step"], c["found_per_step"])):
+            rows.append({"world_size": world_size, "run": run_name, "rank": r, "step": k, "launches": n,
+                         "found": f, "share": (f / n) if n else None, "method": c["method"]})
+    return pd.DataFrame(rows)
+
+
+def _sanity_trace_complete(result: dict) -> bool | str:
+    """The sanity value of ``trace_complete``: True, False, or "unknown"."""
+    return {completeness.COMPLETE: True, completeness.INCOMPLETE: False}.get(result["status"], "unknown")
+
+
+LOSS_WORDS = ("dropped", "skipping", "skipped", "maximum cuda buffer", "lost")
+
+
+def _loss_warnings(run: RunInfo | None) -> list[str]:
+    """The run's post-run warnings that report lost trace records (Score-P's log)."""
+    if run is None:
+        return []
+    warnings = list((run.manifest or {}).get("warnings") or []) + list(run.summary.get("warnings") or [])
+    return [w for w in dict.fromkeys(map(str, warnings)) if any(k in w.lower() for k in LOSS_WORDS)]
 
 
 def _mean(values):
@@ -304,8 +337,10 @@ def label_for(runs: list[RunInfo], bare: list[BareTraces]) -> str:
     return f"{where}, world sizes {', '.join(map(str, sizes))}, tracer {', '.join(tracers) or 'none'}"
 
 
-def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
-    """metrics.json content and the tidy tables, from discovered runs and bare traces."""
+def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_BOUND
+          ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    """metrics.json content and the tidy tables, from discovered runs and bare traces; ``bound`` is
+    the completeness bound (``[sanity.trace_complete]`` of the claims file)."""
     if read_traces is None:
         from dnabert_scaling.traces import read_run_traces as read_traces
     from dnabert_scaling.traces import NoGpuActivityError
@@ -314,7 +349,8 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
     if not sizes:
         raise ArtifactError("nothing to analyse: no runs and no traces")
     per_ws: dict[str, Any] = {}
-    tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline", "timeline_phases")}
+    tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline",
+                                                             "timeline_phases", "completeness")}
     fallbacks: list[dict] = []
     notes: list[str] = []
     for run in inputs.runs:
@@ -346,7 +382,8 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
             traced: dict[str, Any] = {"run": trace_src["run"], "tracer": trace_src["tracer"], "format": None,
                                       "trace_mode": traced_run.summary.get("trace_mode") if traced_run else None,
                                       "device_type": trace_src["device_type"], "ranks": [], "measured_steps": expected,
-                                      "gpu": None, "gpu_not_run_reason": None}
+                                      "gpu": None, "gpu_not_run_reason": None, "completeness": None}
+            sanity["trace_complete"] = None  # not applicable until a GPU trace is read
             if not trace_src["paths"]:
                 traced["gpu_not_run_reason"] = f"no traces in {trace_src['run']}"
                 sanity["gpu_streams"] = False
@@ -368,8 +405,13 @@ def build(inputs: Inputs, read_traces=None) -> tuple[dict[str, Any], dict[str, p
                     sanity["gpu_streams"] = all(trace.ranks[r].get("streams") for r in trace.rank_ids)
                     traced["format"] = trace.format
                     traced["ranks"] = trace.rank_ids
-                    res = analyze_trace(trace, ws, expected, trace_src["run"])
+                    res = analyze_trace(trace, ws, expected, trace_src["run"], bound)
                     problems += res.metrics.pop("trace_problems")
+                    traced["completeness"] = res.completeness
+                    sanity["trace_complete"] = _sanity_trace_complete(res.completeness)
+                    res.completeness["log_warnings"] = _loss_warnings(traced_run)
+                    if len(res.completeness_steps):
+                        tables["completeness"].append(res.completeness_steps)
                     if any("measured step" in p for p in problems):
                         sanity["steps_complete"] = False
                     if expected is None:

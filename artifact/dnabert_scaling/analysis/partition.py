@@ -54,6 +54,34 @@ def _union(gpu: pd.DataFrame, mask: np.ndarray) -> iv.Intervals:
 Windows = tuple[np.ndarray, np.ndarray, np.ndarray]  # (start, end, valid) per measured step
 
 
+def partition_ns(gpu: pd.DataFrame, ws: np.ndarray, we: np.ndarray) -> dict[str, np.ndarray]:
+    """The exact partition of each window [ws, we) of GPU time, in integer ns per window:
+    ``window`` = ``compute`` + ``exposed_comm`` + ``exposed_memcpy`` + ``idle``, plus ``busy``
+    (|U all|), ``nccl_union`` and ``overlap`` (|U compute ∩ U nccl|). The one definition of the
+    partition: ``analyze`` applies it per measured step, ``summarize`` to a whole trace."""
+    cat = gpu["category"].astype(str).to_numpy()
+    comp = _union(gpu, cat == "compute")
+    nccl = _union(gpu, cat == "nccl")
+    mem = _union(gpu, cat == "memory")
+
+    def inside(a: iv.Intervals) -> np.ndarray:
+        return iv.length_in_windows(a, ws, we)
+
+    out = {
+        "window": np.asarray(we, np.int64) - np.asarray(ws, np.int64),
+        "compute": inside(comp),
+        "exposed_comm": inside(iv.subtract(nccl, comp)),
+        "exposed_memcpy": inside(iv.subtract(iv.subtract(mem, comp), nccl)),
+        "busy": inside(_union(gpu, np.ones(len(gpu), dtype=bool))),
+        "nccl_union": inside(nccl),
+        "overlap": inside(iv.intersect(comp, nccl)),
+    }
+    out["idle"] = out["window"] - out["busy"]
+    assert np.all(out["compute"] + out["exposed_comm"] + out["exposed_memcpy"] + out["idle"] == out["window"]), \
+        "partition does not add up"
+    return out
+
+
 def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd.DataFrame:
     """One row per measured step of this rank with every per-step figure (seconds)."""
     ws, we, valid = windows
@@ -62,21 +90,13 @@ def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd
     kind = gpu["kind"].astype(str).to_numpy()
     coll = gpu["collective"].astype(object).to_numpy()
     dur = (gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64))
-    comp = _union(gpu, cat == "compute")
-    nccl = _union(gpu, cat == "nccl")
-    mem = _union(gpu, cat == "memory")
-    everything = _union(gpu, np.ones(len(gpu), dtype=bool))
+    part = partition_ns(gpu, ws, we)
+    window = part["window"]
+    compute_ns, exposed_comm_ns, exposed_mem_ns = part["compute"], part["exposed_comm"], part["exposed_memcpy"]
+    busy_ns, nccl_union_ns, overlap_ns = part["busy"], part["nccl_union"], part["overlap"]
 
     def inside(a: iv.Intervals) -> np.ndarray:
         return iv.length_in_windows(a, ws, we)
-
-    window = we - ws
-    compute_ns = inside(comp)
-    exposed_comm_ns = inside(iv.subtract(nccl, comp))
-    exposed_mem_ns = inside(iv.subtract(iv.subtract(mem, comp), nccl))
-    busy_ns = inside(everything)
-    nccl_union_ns = inside(nccl)
-    overlap_ns = inside(iv.intersect(comp, nccl))
 
     sel = att.step >= 0
     k = att.step[sel]
@@ -134,11 +154,26 @@ def stream_busy(gpu: pd.DataFrame, windows: Windows) -> pd.DataFrame:
         busy = iv.length_in_windows(_union(gpu, m), ws, we) * NS
         by_cat = {c: int(dur[m & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
         total = sum(by_cat.values()) or 1
-        top = max(by_cat, key=by_cat.get)
-        role = top if by_cat[top] / total >= 0.9 else "mixed"
+        role = stream_role(by_cat)
         rows.append({"stream": int(s), "busy_s_per_step": float(np.median(busy)) if len(busy) else 0.0, "role": role,
                      "compute_share": by_cat["compute"] / total, "nccl_share": by_cat["nccl"] / total})
     return pd.DataFrame(rows)
+
+
+ROLE_SHARE = 0.9  # a stream's role is the kernel category of at least this share of its kernel time
+
+
+def stream_role(time_by_category: dict[str, int]) -> str:
+    """A stream's role from its GPU time per category: copies and memsets ride along on any stream,
+    so the role is the kernel category (``compute`` or ``nccl``) holding at least ``ROLE_SHARE`` of
+    the stream's kernel time, ``mixed`` when neither does, and ``memory`` for a stream that runs no
+    kernel time at all. The one rule, for ``analyze`` and ``summarize``."""
+    kernels = {c: t for c, t in time_by_category.items() if c != "memory"}
+    total = sum(kernels.values())
+    if total <= 0:
+        return "memory"
+    top = max(kernels, key=kernels.get)
+    return top if kernels[top] / total >= ROLE_SHARE else "mixed"
 
 
 def activity_key(gpu: pd.DataFrame) -> np.ndarray:

@@ -629,11 +629,14 @@ def sanity_html(rs: ResultSet) -> str:
     body = []
     for r in rows:
         if not r.get("checks"):
-            body.append(f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td><td colspan='5'>{esc(r.get('note', ''))}</td></tr>")
+            body.append(f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td>"
+                        f"<td colspan='{len(checker.SANITY_ITEMS) + 1}'>{esc(r.get('note', ''))}</td></tr>")
             continue
         cells = "".join(f"<td>{badge(v) if v in (PASS, FAIL) else esc(v)}</td>" for v in (r["checks"].get(k, "–") for k in checker.SANITY_ITEMS))
+        comp = ((rs.entry(r["world_size"]) or {}).get("traced") or {}).get("completeness") or {}
+        figures = [f"completeness: {comp['reason']}"] if comp.get("reason") and r["checks"].get("trace_complete") == PASS else []
         body.append(f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td>{cells}"
-                    f"<td class='ds-small'>{esc('; '.join(r.get('problems') or [])) or '–'}</td></tr>")
+                    f"<td class='ds-small'>{esc('; '.join(figures + (r.get('problems') or []))) or '–'}</td></tr>")
     return f"<table class='ds-table'>{head}{''.join(body)}</table>"
 
 

@@ -162,8 +162,12 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     cells.append(_code("S0 = next((S for S in R.sets if S.verdicts), None)\n"
                        "C.show(C.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')", "appendix"))
     cells.append(_md("## Appendix B: sanity checks per world size\n\nFrom the traced run of each world size: "
-                     "every rank present, every measured step complete, finite loss, GPU streams in every trace. "
-                     "A claim whose data come from a world size that failed one of them is INVALID."))
+                     "every rank present, every measured step complete, finite loss, GPU streams in every trace, and "
+                     "a GPU activity for (nearly) every kernel launch and copy the host made: a tracer can lose "
+                     "records without failing, and a trace without them shows work that never ran as absent. "
+                     "The completeness bound is `[sanity.trace_complete]` in `expected/claims.toml`. "
+                     "A claim whose data come from a world size that failed one of them is INVALID; UNKNOWN "
+                     "(a trace without launch records) is shown, not failed."))
     cells.append(_code("for S in R.sets:\n"
                        "    C.show(f'<p><b>{C.esc(S.label)}</b></p>' + C.sanity_html(S))", "appendix"))
     cells.append(_md("## Appendix C: this report's build"))

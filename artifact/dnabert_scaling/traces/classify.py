@@ -142,7 +142,9 @@ def is_launch_api(name: str) -> bool:
     return bool(_LAUNCH_RE.match(name))
 
 
-_COPY_API_RE = re.compile(r"^(cu|cuda)Mem(cpy|set)", re.IGNORECASE)
+# Case-sensitive on purpose: ``cuMemSetAccess`` (virtual-memory access rights) is no memset.
+_COPY_API_RE = re.compile(r"^(cu|cuda)Mem(cpy|set)")
+_MEMSET_API_RE = re.compile(r"^(cu|cuda)Memset")
 
 
 def is_copy_api(name: str) -> bool:
@@ -151,6 +153,17 @@ def is_copy_api(name: str) -> bool:
     Kineto correlates the copy with its call like a kernel with its launch, so the analysis
     places copies exactly too; stream-order matching uses kernel launches only."""
     return bool(_COPY_API_RE.match(name))
+
+
+def launched_kind(name: str) -> str | None:
+    """The kind of GPU activity a host call enqueues: ``kernel``, ``memcpy``, ``memset``, or None."""
+    if _LAUNCH_RE.match(name):
+        return "kernel"
+    if _MEMSET_API_RE.match(name):
+        return "memset"
+    if _COPY_API_RE.match(name):
+        return "memcpy"
+    return None
 
 
 def memcpy_name(direction: str | None) -> str:

@@ -133,6 +133,7 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
     world_size = _int(dist.get("world_size"))
     m = _RANK_FILE_RE.search(path.name)
     file_rank = int(m.group(1)) if m else None
+    rank_assumed = rank is None and rank_hint is None and file_rank is None
     if rank is None:
         if rank_hint is not None:
             rank = rank_hint
@@ -254,6 +255,7 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
         "tool_version": f"trace schema {doc.get('schemaVersion', '?')}",
         "clock_resolution_hz": 10**9 if ns_digits else 10**6,
         "rank": rank,
+        "rank_assumed": rank_assumed,
         "world_size": world_size,
         "streams": sorted({int(s) for s in g_stream}),
         "devices": sorted({int(d) for d in g_dev}),

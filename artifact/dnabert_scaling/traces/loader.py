@@ -20,8 +20,6 @@ import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterable
-
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
@@ -110,6 +108,29 @@ def read_many(paths: list[Path], workers: int | None = None) -> list[Trace]:
         return list(pool.map(_read_one, [str(p) for p in paths]))
 
 
+def _ranks_from_order(traces: list[Trace]) -> list[Trace]:
+    """Traces that carry no rank of their own (per-rank Score-P archives of an NCCL-only run in
+    directories not called ``scorep-rank<R>``, Kineto files without ``distributedInfo``) take their
+    place in the list as their rank, with a warning that says so. Ranks a trace does carry are kept,
+    so two traces that claim one rank are still an error."""
+    if len(traces) < 2 or not any(_assumed(t) for t in traces):
+        return traces
+    out = []
+    for i, t in enumerate(traces):
+        if _assumed(t):
+            t = t.renumbered(i)
+            m = t.meta
+            m["warnings"] = [w for w in m.get("warnings", []) if not w.startswith(("rank unknown", "no distributedInfo.rank"))]
+            m["warnings"].append(f"the trace names no rank: rank {i} taken from its place in the list of traces given")
+            m["rank_source"] = "order given"
+        out.append(t)
+    return out
+
+
+def _assumed(t: Trace) -> bool:
+    return len(t.ranks) == 1 and bool(t.meta.get("rank_assumed"))
+
+
 def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | None = None) -> Trace:
     """Read every rank of a run; ranks must be unique and, given ``world_size``, complete.
 
@@ -128,7 +149,7 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
     formats = {trace_format(p) for p in paths}
     if len(formats) > 1:
         raise ArtifactError(f"traces of different formats in one run: {', '.join(str(p) for p in paths)}")
-    traces = read_many(paths, workers)
+    traces = _ranks_from_order(read_many(paths, workers))
     seen: dict[int, str] = {}
     for t in traces:
         for r, m in t.ranks.items():
@@ -158,6 +179,3 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
                 m["world_size"] = world_size
     return trace
 
-
-def iter_sources(trace: Trace) -> Iterable[str]:
-    return (m.get("source", "?") for m in trace.ranks.values())

@@ -208,6 +208,15 @@ class Trace:
         h = self.host[self.host["rank"].to_numpy() == r]
         return Trace(g, h, {r: self.ranks[r]})
 
+    def renumbered(self, rank: int) -> "Trace":
+        """This single-rank trace as rank ``rank`` (tables and metadata)."""
+        meta = dict(self.meta)
+        meta["rank"] = rank
+        gpu, host = self.gpu.copy(), self.host.copy()
+        gpu["rank"] = np.int32(rank)
+        host["rank"] = np.int32(rank)
+        return Trace(gpu, host, {rank: meta})
+
     def event_count(self) -> int:
         """Events the readers consumed to build this trace (sum over ranks of meta['events_read'])."""
         return int(sum(m.get("events_read", 0) for m in self.ranks.values()))

@@ -60,7 +60,13 @@ _STREAM_NAME_RE = re.compile(r"^CUDA\[(\d+):(\d+)\]")
 _RANK_DIR_RE = re.compile(r"^scorep-rank(\d+)$")
 _MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 IDLE_REGIONS = {"COMPUTE IDLE", "GPU IDLE"}
-HOST_FLUSH_REGIONS = {"TRACE BUFFER FLUSH", "BUFFER FLUSH"}
+# Two different flushes share a word. ``TRACE BUFFER FLUSH`` (paradigm MEASUREMENT_SYSTEM): Score-P's
+# trace buffer ran full and was written to disk mid-run (raise SCOREP_TOTAL_MEMORY). ``BUFFER FLUSH``
+# (paradigm CUDA, source file ``CUDA_FLUSH``): Score-P's CUDA adapter converting the CUPTI activity
+# buffers into trace records, which it does at synchronisation points and at the end of the run.
+TRACE_FLUSH_REGION = "TRACE BUFFER FLUSH"
+CUPTI_FLUSH_REGION = "BUFFER FLUSH"
+HOST_FLUSH_REGIONS = {TRACE_FLUSH_REGION, CUPTI_FLUSH_REGION}
 
 # Attribute names. CUDA_STREAM_REF is Score-P's; the other three are written by
 # ``dnabert-scaling convert`` so that Kineto facts survive the round trip through OTF2.
@@ -185,6 +191,7 @@ class _Regions:
         self.phase: dict[int, str] = {}
         self.launch: set[int] = set()
         self.host_flush: set[int] = set()
+        self.cupti_flush: set[int] = set()
         self.gpu_kind: dict[int, str] = {}      # kernel | memset | memcpy | excluded
         self.gpu_name: dict[int, str] = {}
         for r in defs.regions:
@@ -198,6 +205,8 @@ class _Regions:
             upper = name.upper()
             if upper in HOST_FLUSH_REGIONS:
                 self.host_flush.add(ref)
+                if _is_cupti_flush(r, upper):
+                    self.cupti_flush.add(ref)
             if upper in IDLE_REGIONS or r.region_role in (role_artificial, role_flush) or "FLUSH" in upper:
                 self.gpu_kind[ref] = "excluded"
             elif name.startswith("Memset") or (r.region_role == role_data and "memset" in name.lower()):
@@ -228,6 +237,7 @@ class _Regions:
         self.phase_mask = np.zeros(n, dtype=bool)
         self.launch_mask = np.zeros(n, dtype=bool)
         self.flush_mask = np.zeros(n, dtype=bool)
+        self.cupti_flush_mask = np.zeros(n, dtype=bool)
         for ref, name in self.name.items():
             kind = self.gpu_kind.get(ref, "kernel")
             self.kind_code[ref] = self.KIND_CODES[kind]
@@ -245,6 +255,17 @@ class _Regions:
             self.launch_mask[ref] = True
         for ref in self.host_flush:
             self.flush_mask[ref] = True
+        for ref in self.cupti_flush:
+            self.cupti_flush_mask[ref] = True
+
+
+def _is_cupti_flush(region, upper_name: str) -> bool:
+    """A CUDA-adapter flush of CUPTI activity buffers (not a trace-buffer flush)."""
+    import otf2
+
+    if upper_name == TRACE_FLUSH_REGION:
+        return False
+    return region.paradigm == otf2.Paradigm.CUDA or (region.source_file or "") == "CUDA_FLUSH"
 
 
 def _creator(tr_handle) -> tuple[str, str, str]:
@@ -290,11 +311,7 @@ def _assign_ranks(defs, anchor: Path) -> tuple[dict, list[str]]:
             if m:
                 r = int(m.group(1))
             else:
-                r = 0
-                warnings.append(
-                    f"rank unknown (process group {g.name!r}, directory {anchor.resolve().parent.name!r} is not "
-                    "scorep-rank<R>): assumed rank 0"
-                )
+                r = None  # the caller numbers it (0, or its place in the list of traces given)
         return {g._ref: r}, warnings
     ranks = {}
     for i, g in enumerate(procs):
@@ -337,6 +354,11 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
     tool, tool_version, otf2_version = _creator(tr.handle)
     regions = _Regions(defs)
     rank_of_group, rank_warnings = _assign_ranks(defs, anchor)
+    rank_assumed = None in rank_of_group.values()
+    if rank_assumed:
+        rank_of_group = {g: 0 for g in rank_of_group}
+        rank_warnings.append(f"rank unknown (one process, directory {anchor.resolve().parent.name!r} is not "
+                             "scorep-rank<R>): assumed rank 0")
     world_size = _world_size(defs, len(rank_of_group))
     attr_ids = {a.name: a._ref for a in defs.attributes}
     attrs = ll.AttributeRefs(
@@ -495,6 +517,7 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
             "clock_resolution_hz": resolution,
             "clock_global_offset_ticks": int(clock.global_offset),
             "rank": rank,
+            "rank_assumed": rank_assumed,
             "world_size": world_size,
             "streams": streams,
             "devices": sorted(int(d) for d in np.unique(gdf["device"].to_numpy())),
@@ -663,6 +686,21 @@ def _same_device(a, b) -> bool:
     return bool(ma and mb and ma.group(1) == mb.group(1))
 
 
+def _flush_warnings(regions: _Regions, reg: np.ndarray, dur_ns: np.ndarray, where: str, warnings: list[str]) -> None:
+    """Say what each kind of flush region on a host thread means (see ``HOST_FLUSH_REGIONS``)."""
+    cupti = regions.cupti_flush_mask[reg]
+    trace = regions.flush_mask[reg] & ~cupti
+    if trace.any():
+        warnings.append(f"location {where!r}: {int(trace.sum())} TRACE BUFFER FLUSH region(s) "
+                        f"({dur_ns[trace].sum() / 1e6:.3f} ms): Score-P's trace buffer ran full and was written "
+                        "out mid-run, timing perturbed; raise SCOREP_TOTAL_MEMORY")
+    if cupti.any():
+        warnings.append(f"location {where!r}: {int(cupti.sum())} CUDA BUFFER FLUSH region(s) "
+                        f"({dur_ns[cupti].sum() / 1e6:.3f} ms, longest {dur_ns[cupti].max() / 1e6:.3f} ms): Score-P "
+                        "converting CUPTI activity buffers into trace records (host time inside the measurement; "
+                        "not a trace-buffer overflow, SCOREP_TOTAL_MEMORY is not the cause)")
+
+
 def _host_rows(sink, loc, rank, regions: _Regions, stream_of_location, resolution, warnings):
     codes = np.asarray(sink.kept_codes, dtype=np.int64)
     if codes.size == 0:
@@ -672,9 +710,7 @@ def _host_rows(sink, loc, rank, regions: _Regions, stream_of_location, resolutio
     if unclosed:
         warnings.append(f"location {loc.name!r}: {unclosed} host region(s) never left (ignored)")
     reg = codes[ent]
-    flush_n = int(regions.flush_mask[reg].sum())
-    if flush_n:
-        warnings.append(f"location {loc.name!r}: {flush_n} TRACE BUFFER FLUSH region(s): timing perturbed, raise SCOREP_TOTAL_MEMORY")
+    _flush_warnings(regions, reg, times[lea] - times[ent], loc.name, warnings)
     is_phase = regions.phase_mask[reg]
     sel = is_phase | regions.launch_mask[reg]
     if not sel.any():

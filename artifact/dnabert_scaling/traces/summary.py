@@ -12,8 +12,14 @@ Figures (per rank, computed on unions of intervals so overlapping work counts on
 * ``total_s``    = last GPU end - first GPU start
 
 compute + exposed comm + exposed memcpy + idle = total holds exactly: the four are a partition
-of [first start, last end), computed in integer nanoseconds (also reported under ``ns``).
-Plus per-stream busy time and role, and the kernels with the largest summed time.
+of [first start, last end), computed in integer nanoseconds (also reported under ``ns``) by
+``analysis.partition.partition_ns``, the same partition ``analyze`` applies to each measured step.
+Plus per-stream busy time and role (``analysis.partition.stream_role``: the category of >= 90% of
+the stream's GPU time, else mixed), the kernels with the largest summed time, and the trace's
+completeness (``analysis.completeness``: launches against the GPU activities found for them).
+
+Several traces (``summarize T0 T1 ...``) are read as the ranks of one run; traces that carry no rank
+of their own take their place in the list as their rank.
 """
 
 from __future__ import annotations
@@ -28,29 +34,15 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling import intervals as iv
+from dnabert_scaling.analysis.partition import partition_ns, stream_role
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces.model import Trace
 
 TOP_KERNELS = 10
 
 
-def _u(df: pd.DataFrame) -> iv.Intervals:
-    return iv.union(df["start_ns"].to_numpy(np.int64), df["end_ns"].to_numpy(np.int64))
-
-
 def _s(ns: int) -> float:
     return ns / 1e9
-
-
-def stream_role(kernel_categories: set[str]) -> str:
-    """A stream's role from the categories of its kernels (copies ride along on any stream).
-
-    ``compute`` or ``nccl`` when all its kernels are of one category, ``mixed`` when both run on
-    it, ``memory`` when it runs copies/memsets only.
-    """
-    if not kernel_categories:
-        return "memory"
-    return next(iter(kernel_categories)) if len(kernel_categories) == 1 else "mixed"
 
 
 def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
@@ -58,39 +50,31 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
     if len(gpu) == 0:
         raise ValueError("no GPU activity")
     cat = gpu["category"].to_numpy()
-    comp = _u(gpu[cat == "compute"])
     nccl_rows = gpu[cat == "nccl"]
-    nccl = _u(nccl_rows)
-    mem = _u(gpu[cat == "memory"])
-    all_ = _u(gpu)
     first = int(gpu["start_ns"].min())
     last = int(gpu["end_ns"].max())
-    total = last - first
-    compute_ns = iv.total_length(comp)
-    nccl_ns = iv.total_length(nccl)
-    overlap_ns = iv.total_length(iv.intersect(comp, nccl))
-    exposed_comm_ns = iv.total_length(iv.subtract(nccl, comp))
-    exposed_mem_ns = iv.total_length(iv.subtract(iv.subtract(mem, comp), nccl))
-    busy_ns = iv.total_length(all_)
-    idle_ns = total - busy_ns
+    part = {k: int(v[0]) for k, v in partition_ns(gpu, np.array([first]), np.array([last])).items()}
+    total = part["window"]
+    compute_ns, nccl_ns, overlap_ns = part["compute"], part["nccl_union"], part["overlap"]
+    exposed_comm_ns, exposed_mem_ns, idle_ns, busy_ns = part["exposed_comm"], part["exposed_memcpy"], part["idle"], part["busy"]
     nccl_sum_ns = int((nccl_rows["end_ns"] - nccl_rows["start_ns"]).sum())
-    assert compute_ns + exposed_comm_ns + exposed_mem_ns + idle_ns == total, "partition does not add up"
 
     kinds = gpu["kind"].to_numpy()
     is_kernel = kinds == "kernel"
     streams = []
     dev_a = gpu["device"].to_numpy()
     st_a = gpu["stream"].to_numpy()
+    dur = (gpu["end_ns"] - gpu["start_ns"]).to_numpy(np.int64)
     for dev, st in sorted(set(zip(dev_a.tolist(), st_a.tolist()))):
         sel = (dev_a == dev) & (st_a == st)
         rows = gpu[sel]
-        cats = set(np.unique(cat[sel & is_kernel]).tolist())
+        by_cat = {c: int(dur[sel & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
+        busy = iv.total_length(iv.union(rows["start_ns"].to_numpy(np.int64), rows["end_ns"].to_numpy(np.int64)))
         streams.append({
             "device": int(dev), "stream": int(st), "activities": int(sel.sum()),
             "kernels": int((sel & is_kernel).sum()),
-            "busy_s": _s(iv.total_length(_u(rows))), "role": stream_role(cats),
+            "busy_s": _s(busy), "role": stream_role(by_cat),
         })
-    dur = (gpu["end_ns"] - gpu["start_ns"]).to_numpy(np.int64)
     kdur = dur[is_kernel]
     kernel_sum = int(kdur.sum())
     codes, uniq = pd.factorize(gpu["name"][is_kernel], sort=False)
@@ -135,6 +119,9 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
 
 def summarize(trace: Trace, top: int = TOP_KERNELS) -> dict:
     """``{"source", "format", "ranks": [{"rank", ...figures}]}`` for every rank of ``trace``."""
+    from dnabert_scaling.analysis.completeness import trace_completeness
+
+    complete = trace_completeness(trace)
     ranks = []
     gpu = trace.gpu
     rank_col = gpu["rank"].to_numpy()
@@ -142,6 +129,7 @@ def summarize(trace: Trace, top: int = TOP_KERNELS) -> dict:
         m = trace.ranks[r]
         entry = {"rank": r, "source": m.get("source"), "tool": m.get("tool"), "world_size": m.get("world_size")}
         entry.update(summarize_rank(gpu[rank_col == r], top))
+        entry["completeness"] = complete["per_rank"][str(r)]
         entry["warnings"] = list(m.get("warnings", []))
         ranks.append(entry)
     sources = sorted({str(m.get("source")) for m in trace.ranks.values()})
@@ -179,6 +167,7 @@ def format_table(summary: dict) -> str:
         out.append("  ".join(v.rjust(w) for v, w in zip(row, widths)))
     for r in summary["ranks"]:
         out.append("")
+        out.append(_completeness_line(r))
         out.append(f"rank {r['rank']} streams:")
         for s in r["streams"]:
             out.append(f"  CUDA[{s['device']}:{s['stream']}]  {s['role']:<8} busy {s['busy_s']:.6f} s, "
@@ -195,9 +184,19 @@ def format_table(summary: dict) -> str:
     return "\n".join(out)
 
 
+def _completeness_line(r: dict) -> str:
+    from dnabert_scaling.analysis.completeness import describe_rank
+
+    c = r.get("completeness") or {}
+    if c.get("status") == "unknown":
+        return f"rank {r['rank']} completeness UNKNOWN: {c.get('reason')}"
+    return f"completeness {str(c.get('status')).upper()}: {describe_rank(r['rank'], c)}"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", metavar="TRACE",
-                        help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory")
+    parser.add_argument("trace", metavar="TRACE", nargs="+",
+                        help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory; "
+                             "several: the ranks of one run")
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
     parser.add_argument("--top", type=int, default=TOP_KERNELS, help="number of top kernels to list")
     parser.add_argument("--world-size", type=int, default=None, help="expected ranks 0..N-1 (directory input)")
@@ -216,8 +215,11 @@ def _json_safe(obj):
 def run(args) -> int:
     from dnabert_scaling.traces.loader import read_run_traces, read_trace
 
-    p = Path(args.trace)
-    if p.is_dir() and not (p / "traces.otf2").is_file():
+    paths = [Path(t) for t in args.trace]
+    p = paths[0]
+    if len(paths) > 1:
+        trace = read_run_traces(paths, world_size=args.world_size)
+    elif p.is_dir() and not (p / "traces.otf2").is_file():
         trace = read_run_traces(p, world_size=args.world_size)
     else:
         # one file or experiment directory (which may hold several MPI ranks): --world-size still checks it

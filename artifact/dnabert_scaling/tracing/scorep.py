@@ -61,6 +61,10 @@ INITIALISED_VARS = ("SCOREP_PYTHON_BINDINGS_INITIALISED", "SCOREP_PYTHON_BINDING
 _DROPPED_RE = re.compile(r"dropp?ed\b.*\brecords?|\brecords?\b.*\bdropp?ed", re.IGNORECASE)
 _FLUSH_RE = re.compile(r"TRACE BUFFER FLUSH|trace buffer flush|flush(ed|ing)? (of )?the (trace )?buffer", re.IGNORECASE)
 _ADVICE_RE = re.compile(r"\[Score-P\].*(SCOREP_TOTAL_MEMORY|SCOREP_CUDA_BUFFER)")
+# CUPTI records Score-P read but did not write: "[CUPTI Activity] Skipping ..." after "start time <
+# last written timestamp", "Reached maximum CUDA buffer size", "Dropped N records".
+_SKIPPED_RE = re.compile(r"\[CUPTI Activity\].*\bSkipping\b|Reached maximum CUDA buffer size", re.IGNORECASE)
+_TIMESTAMP_ORDER_RE = re.compile(r"\[CUPTI Activity\].*start time.*<.*last written timestamp", re.IGNORECASE)
 _CUPTI_FAIL_RE = re.compile(r"CUPTI.*(fail|error|could not|unable)|subscri(be|ption).*(fail|error)", re.IGNORECASE)
 
 
@@ -188,7 +192,12 @@ def _log_findings(log_text: str) -> list[str]:
         text = line.strip()
         if not text:
             continue
-        if _DROPPED_RE.search(text) or (_ADVICE_RE.search(text) and "SCOREP_CUDA_BUFFER" in text):
+        if _TIMESTAMP_ORDER_RE.search(text):
+            key = ("Score-P lost CUDA activity records: it skips every record that starts before the last one it "
+                   f"wrote on the same stream (the trace is incomplete): {text}")
+        elif _SKIPPED_RE.search(text):
+            key = f"Score-P lost CUDA activity records (the trace is incomplete): {text}"
+        elif _DROPPED_RE.search(text) or (_ADVICE_RE.search(text) and "SCOREP_CUDA_BUFFER" in text):
             key = f"Score-P dropped CUDA activity records (raise SCOREP_CUDA_BUFFER): {text}"
         elif _FLUSH_RE.search(text) or (_ADVICE_RE.search(text) and "SCOREP_TOTAL_MEMORY" in text):
             key = f"Score-P flushed its trace buffer during the run (timing perturbed; raise SCOREP_TOTAL_MEMORY): {text}"

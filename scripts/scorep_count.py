@@ -46,6 +46,7 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
     kernel_t: list[int] = []
     steps: list[list[int]] = []  # [enter, leave]
     names: Counter = Counter()
+    host_regions: Counter = Counter()
     with otf2.reader.open(str(anchor)) as tr:
         resolution = tr.timer_resolution
         gpu = {l for l in tr.definitions.locations if l.type == otf2.LocationType.GPU}
@@ -53,6 +54,8 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
             on_gpu = loc in gpu
             if isinstance(ev, otf2.events.Enter):
                 name = ev.region.name
+                if not on_gpu:
+                    host_regions[name] += 1
                 if on_gpu:
                     kernels_by_loc[loc.name] += 1
                     kernel_t.append(ev.time)
@@ -89,6 +92,7 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
         "ratio": (nk / nl) if nl else None,
         "launches_by_location": dict(launches_by_loc), "kernels_by_location": dict(kernels_by_loc),
         "copies_by_location": dict(copies_by_loc), "launch_regions": dict(names),
+        "host_enters": sum(host_regions.values()), "top_host_regions": dict(host_regions.most_common(8)),
         "step_windows": len(windows),
         "steps_complete": sum(1 for s in per_step if s["launches"] and s["kernels"] >= s["launches"]),
         "min_step_ratio": min((s["ratio"] for s in per_step if s["ratio"] is not None), default=None),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 ENV_KEYS = (
+    "DNABERT_SCALING_SCOREP_PREFLIGHT",  # the Score-P preflight result that let --tracer auto use Score-P
     "SLURM_JOB_ID",
     "SLURM_JOB_NODELIST",
     "SLURM_NTASKS",

@@ -151,6 +151,7 @@ def scorep_mode(mode: str, args) -> list[dict]:
     cuda_enable, filt = SCOREP_MODES[mode]
     tmp = Path(tempfile.mkdtemp(prefix="bench-trace-scorep-"))
     env = {**os.environ, **scorep_environment(0, tmp, cuda_enable=cuda_enable)}
+    Path(env["SCOREP_EXPERIMENT_DIRECTORY"]).parent.mkdir(parents=True)  # Score-P creates only the last level
     if filt:
         env["SCOREP_FILTERING_FILE"] = str(RESOURCES / filt)
     child_json = tmp / "rows.json"

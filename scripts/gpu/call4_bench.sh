@@ -10,7 +10,7 @@ python3 scripts/bench_trace.py --configs 8x70,32x70 --repeats 3 --steps 20 --war
     --scorep-modes scorep:driver,scorep:nodriver,scorep:driver-launch-only --json "$O/bench_trace.json" > "$O/bench.log" 2>&1
 echo "bench rc=$? wall $(( $(date +%s) - t1 )) s" >> "$O/bench.log"
 grep -v "Warning\|warn" "$O/bench.log" | tail -25
-if [ -f "$K/scorep-8.4-install-cuda13.tar.xz" ]; then
+if [ -z "${SKIP_STOCK:-}" ] && [ -f "$K/scorep-8.4-install-cuda13.tar.xz" ]; then
   mkdir -p /tmp/stock && xz -d -c "$K/scorep-8.4-install-cuda13.tar.xz" | tar -x -C /tmp/stock
   rm -f /opt/scorep && mv /tmp/stock/scorep /opt/scorep-stock && ln -s /opt/scorep-stock /opt/scorep
   t1=$(date +%s)

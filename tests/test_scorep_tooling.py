@@ -147,15 +147,20 @@ def test_failed_preflight_falls_back_with_its_reason(tmp_path, monkeypatch):
     assert tracer == "torch" and "exit status 1): boom" in fallback.reason
 
 
-def test_revision_stamped_into_a_copy_without_git(tmp_path, monkeypatch):
+def test_revision_stamped_into_a_copy(tmp_path, monkeypatch):
     from dnabert_scaling import provenance
 
-    pkg = tmp_path / "copy" / "artifact" / "dnabert_scaling"
-    pkg.mkdir(parents=True)
     monkeypatch.delenv("DNABERT_SCALING_REVISION", raising=False)
-    assert provenance.git_revision(pkg) is None
-    (tmp_path / "copy" / "REVISION").write_text("0123abcd\n")
-    assert provenance.git_revision(pkg) == "0123abcd"
+    outer = tmp_path / "checkout"  # the GPU machine's copy of another checkout, with its .git
+    (outer / ".git").mkdir(parents=True)
+    pkg = outer / ".gpu-run" / "artifact" / "dnabert_scaling"
+    pkg.mkdir(parents=True)
+    (outer / ".gpu-run" / "REVISION").write_text("0123abcd\n")
+    assert provenance.git_revision(pkg) == "0123abcd"  # the copy's stamp, not the outer .git
     monkeypatch.setenv("DNABERT_SCALING_REVISION", "feedbeef")
     assert provenance.git_revision(pkg) == "feedbeef"
-    assert provenance.git_revision(ROOT / "artifact").split("+")[0] != "feedbeef"  # a checkout: git wins
+    monkeypatch.delenv("DNABERT_SCALING_REVISION")
+    bare = tmp_path / "bare" / "artifact"
+    bare.mkdir(parents=True)
+    assert provenance.git_revision(bare) is None
+    assert provenance.stamped_revision(ROOT / "artifact") is None  # this checkout: git decides

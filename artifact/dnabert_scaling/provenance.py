@@ -90,10 +90,12 @@ REVISION_FILE = "REVISION"
 
 
 def stamped_revision(start: Path | None = None) -> str | None:
-    """The revision stamped into a copy of the checkout that has no ``.git`` (a GPU machine's copy).
+    """The revision stamped into a copy of the code (a GPU machine's copy, which may sit inside
+    another checkout whose ``.git`` says nothing about it).
 
     ``$DNABERT_SCALING_REVISION``, else the first line of a ``REVISION`` file in the package's
-    folder or one of its parents (the checkout's root: ``git rev-parse HEAD > REVISION``).
+    folder or a parent, searched up to the first folder holding a ``.git`` (that folder included):
+    ``git rev-parse HEAD > REVISION`` in the copy's root.
     """
     value = os.environ.get(REVISION_ENV, "").strip()
     if value:
@@ -103,19 +105,25 @@ def stamped_revision(start: Path | None = None) -> str | None:
         f = folder / REVISION_FILE
         if f.is_file():
             lines = f.read_text(errors="replace").splitlines()
-            return lines[0].strip() or None if lines else None
+            return (lines[0].strip() or None) if lines else None
+        if (folder / ".git").exists():
+            break
     return None
 
 
 def git_revision(start: Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` (``+dirty`` with uncommitted changes); without git, the stamped one."""
+    """The code's revision: the stamped one when the copy carries it (``stamped_revision``), else
+    ``git rev-parse HEAD`` (``+dirty`` with uncommitted changes)."""
     here = start or Path(__file__).resolve().parent
+    stamped = stamped_revision(here)
+    if stamped:
+        return stamped
     try:
         rev = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
         )
         if rev.returncode != 0:
-            return stamped_revision(here)
+            return None
         dirty = subprocess.run(
             ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
@@ -124,7 +132,7 @@ def git_revision(start: Path | None = None) -> str | None:
         ).stdout.strip()
         return rev.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        return stamped_revision(here)
+        return None
 
 
 def collect(device_type: str | None = None) -> dict[str, Any]:

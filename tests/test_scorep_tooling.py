@@ -4,11 +4,10 @@ one shipped in expected/reference/), the revision stamped into copies without .g
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from conftest import DATA, PYTHON, ROOT
+from conftest import DATA, ROOT
 
 RECIPE = ROOT / "containers" / "build-scorep.sh"
 LOST = DATA / "traces" / "scorep84-h200-dnabert2-incomplete" / "ws1-scorep-r0" / "traces" / "scorep-rank0"

@@ -11,13 +11,13 @@ OUT         ?= reproduce
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help venv test reproduce kick-tires bench bench-train bench-read bench-trace \
+.PHONY: lint help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
         lint-container image sweep-slurm clean
 
 help: ## list the targets
 	@echo "dnabert-scaling: DNABERT-2 DDP scaling study (traces, analysis, claims checker, report)"
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
 	@echo "Variables: OUT=$(OUT) (reproduce output folder), PYTHON=$(PYTHON), PYTEST_ARGS=..."
 
@@ -33,16 +33,24 @@ $(STAMP): requirements/lock.txt pyproject.toml
 
 venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
 
-test: $(STAMP) ## run the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
+test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff: pyflakes and likely bugs in the package, the scripts and the tests (settings in pyproject.toml)
+	$(VPY) -m ruff check artifact scripts tests
 
 reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
 	$(VPY) scripts/reproduce.py --out $(OUT)
 
-kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, minutes)
+kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, under a minute)
 	$(VPY) scripts/reproduce.py --kick-tires --out kick-tires
 
-bench: bench-train bench-read ## all CPU-runnable benchmarks
+refresh-reference: kick-tires ## after an analysis change: copy what kick-tires re-derived into expected/reference-results/
+	set -e; for d in kick-tires/reference-*/results; do set=$${d#kick-tires/reference-}; set=$${set%/results}; \
+	  rm -rf expected/reference-results/$$set; cp -r $$d expected/reference-results/$$set; done
+	cp kick-tires/report/report.html expected/reference-results/report.html
+
+bench: bench-train bench-read bench-hook ## all CPU-runnable benchmarks
 
 bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of repeats)
 	$(VPY) scripts/bench_train.py
@@ -52,6 +60,10 @@ bench-read: $(STAMP) ## trace reading speed: read_trace + summarize vs a plain o
 
 bench-trace: $(STAMP) ## tracing dilation: traced / untraced step time per tracer mode (needs CUDA; SCOREP_MODES=scorep:driver,... adds Score-P)
 	$(VPY) scripts/bench_trace.py $(if $(SCOREP_MODES),--scorep-modes $(SCOREP_MODES))
+
+.PHONY: bench-hook
+bench-hook: $(STAMP) ## cost of the DDP bucket hook: step time with / without it, side by side (CPU or one GPU)
+	$(VPY) scripts/bench_bucket_hook.py
 
 lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and the shell scripts
 	$(VPY) -m dnabert_scaling.containerlint containers/dnabert-scaling.def

@@ -74,6 +74,8 @@ def _steps(ws: int, rng: np.random.Generator) -> pd.DataFrame:
                 "overlap_ratio": ov, "exposed_comm_share": exposed / step,
                 "forward_gpu_s": fwd, "backward_gpu_s": bwd, "optimizer_gpu_s": opt,
                 "allreduce_to_backward": ar / bwd, "allreduce_share": ar / kernel_total,
+                "idle_host_wait_s": 0.8 * idle, "idle_kernel_wait_s": 0.15 * idle, "idle_other_s": 0.05 * idle,
+                "launches": 1320, "launch_call_s": 7e-6, "host_s_per_launch": step / 1320,
             })
     return pd.DataFrame(rows)
 
@@ -119,6 +121,18 @@ def _timeline(ws: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataF
     return pd.DataFrame(rows), pd.DataFrame(phases)
 
 
+def _classes(ranking: pd.DataFrame) -> list[dict[str, Any]]:
+    """The ranking's rows by kernel class (the fixture's names are one per class)."""
+    from dnabert_scaling.analysis.kernel_classes import name_class
+
+    out = []
+    for row in ranking.to_dict("records"):
+        cls = {"nccl": "nccl:AllReduce", "memcpy": "copy/memset"}.get(row["kind"]) or name_class(row["activity"])
+        out.append({"class": cls, "sum_s_per_step": row["sum_s_per_step"], "count_per_step": row["count_per_step"],
+                    "share": row["share"], "example": row["activity"]})
+    return out
+
+
 def _gpu_metrics(ws: int, steps: pd.DataFrame, ranking: pd.DataFrame) -> dict[str, Any]:
     s = lambda col: stat(steps[col])  # noqa: E731
     return {
@@ -132,6 +146,17 @@ def _gpu_metrics(ws: int, steps: pd.DataFrame, ranking: pd.DataFrame) -> dict[st
         "allreduce_own_stream": True if ws > 1 else None,
         "forward_gpu_s": s("forward_gpu_s"), "backward_gpu_s": s("backward_gpu_s"), "optimizer_gpu_s": s("optimizer_gpu_s"),
         "allreduce_to_backward": s("allreduce_to_backward"), "kernels_per_step": s("kernels"),
+        "idle_host_wait_s": s("idle_host_wait_s"), "idle_kernel_wait_s": s("idle_kernel_wait_s"),
+        "idle_other_s": s("idle_other_s"), "launches_per_step": s("launches"), "launch_call_s": s("launch_call_s"),
+        "host_s_per_launch": s("host_s_per_launch"),
+        "kernel_classes": _classes(ranking),
+        "per_rank": [{"rank": int(r), "step_time_s": float(g["step_time_s"].median()),
+                      "exposed_comm_s": float(g["exposed_comm_s"].median()), "idle_s": float(g["idle_s"].median())}
+                     for r, g in steps.groupby("rank")],
+        "rank_skew": None if ws < 2 else {
+            "allreduce_start_skew_s": stat(np.full(BUCKETS * STEPS, 12e-6)), "clock": "common",
+            "late_rank_share": {str(r): (0.75 if r == 1 else 0.25 / (ws - 1)) for r in range(ws)},
+            "buckets": BUCKETS * STEPS, "steps_skipped": 0},
         "ranking": [{k: row[k] for k in ("activity", "kind", "sum_s_per_step", "count_per_step", "share")}
                     for row in ranking.to_dict("records")],
         "phase_method": "correlation", "notes": [], "busy_wait": None,
@@ -195,6 +220,9 @@ def gpu_results(sizes=(1, 4, 8), seed: int = 7, gpu: str = "NVIDIA A100-SXM4-80G
     for key, e in per_ws.items():
         if base:
             e["efficiency"] = e["throughput"]["samples_per_s"]["median"] / (int(key) * base["samples_per_s"]["median"])
+            sps, b = e["throughput"]["samples_per_s"], base["samples_per_s"]
+            e["efficiency_spread"] = {"min": sps["min"] / (int(key) * b["max"]), "max": sps["max"] / (int(key) * b["min"]),
+                                      "runs_n": 3, "baseline_runs_n": 3}
     tl, tp = _timeline(max(sizes), rng)
     tables["timeline"].append(tl)
     tables["timeline_phases"].append(tp)

@@ -32,7 +32,11 @@ GPU = [
 ]
 
 
-def make_trace(with_correlation=True, drop_launch=None):
+def make_trace(with_correlation=True, drop_launch=None, gpu_rows=None, phases=None):
+    """The trace of GPU (or ``gpu_rows``, same columns) and PHASES (or ``phases``); ``drop_launch``:
+    the row whose launch call is left out of the host table."""
+    GPU = gpu_rows if gpu_rows is not None else globals()["GPU"]  # noqa: N806
+    PHASES = phases if phases is not None else globals()["PHASES"]  # noqa: N806
     gpu = make_frame({
         "rank": [0] * len(GPU), "device": [0] * len(GPU), "stream": [g[1] for g in GPU],
         "kind": [g[2] for g in GPU], "name": [g[0] for g in GPU], "start_ns": [g[5] for g in GPU],

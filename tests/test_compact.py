@@ -27,7 +27,31 @@ def test_compaction_keeps_the_tables(tmp_path, name):
 def test_numbers_keep_their_digits():
     text = '{"ts": 5355706676751.051, "dur": 1.25e-3, "n": 3}'
     data = json.loads(text, parse_float=RawNumber)
-    assert dumps(data) == '{"ts":5355706676751.051,"dur":1.25e-3,"n":3}'
+    assert dumps(data) == '{"ts": 5355706676751.051, "dur": 1.25e-3, "n": 3}'  # torch's separators
+
+
+def test_step_ranges_are_profiler_steps_too(tmp_path):
+    import gzip
+
+    src = DATA / "traces" / "kineto-a100-nccl-2rank" / "rank0.json.gz"
+    data = json.loads(gzip.open(src, "rt").read())
+    events = [e for e in data["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    ranges = [("ds:warmup", 0), ("ds:step", 100), ("ds:step", 50)]  # out of time order on purpose
+    for name, ts in ranges:
+        events.append({"ph": "X", "cat": "user_annotation", "name": name, "ts": ts, "dur": 40, "pid": 1, "tid": 1})
+    data["traceEvents"] = events
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(data))
+    compact_kineto(plain, tmp_path / "c.json.gz")
+    text = gzip.open(tmp_path / "c.json.gz", "rt").read()
+    out = json.loads(text)
+    steps = sorted((e["ts"], e["name"]) for e in out["traceEvents"] if e["name"].startswith("ProfilerStep#"))
+    assert steps == [(0, "ProfilerStep#0"), (50, "ProfilerStep#1"), (100, "ProfilerStep#2")]
+    assert '"rank": 0' in text  # HTA finds the rank with this spelling
+    # a trace that has ProfilerStep events keeps its own
+    compact_kineto(tmp_path / "c.json.gz", tmp_path / "again.json.gz")
+    again = json.loads(gzip.open(tmp_path / "again.json.gz", "rt").read())
+    assert sum(e["name"].startswith("ProfilerStep#") for e in again["traceEvents"]) == 3
 
 
 def test_bad_input(tmp_path):

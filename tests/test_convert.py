@@ -71,7 +71,7 @@ def test_round_trip_keeps_phases_and_the_layout(tmp_path):
         assert sum(1 for _ in tr.events) == back.event_count()  # the generic reader reads it all
 
 
-def test_several_ranks_and_refusal_to_overwrite(tmp_path):
+def _two_rank_docs(tmp_path):
     docs = []
     for r in (0, 1):
         doc = {"distributedInfo": {"rank": r, "world_size": 2}, "traceEvents": [
@@ -88,6 +88,11 @@ def test_several_ranks_and_refusal_to_overwrite(tmp_path):
         p = tmp_path / f"rank{r}.json"
         p.write_text(json.dumps(doc))
         docs.append(p)
+    return docs
+
+
+def test_several_ranks_and_refusal_to_overwrite(tmp_path):
+    docs = _two_rank_docs(tmp_path)
     out = tmp_path / "otf2"
     convert(docs, out, workers=1)
     assert sorted(p.name for p in out.iterdir()) == ["scorep-rank0", "scorep-rank1"]
@@ -105,6 +110,33 @@ def test_several_ranks_and_refusal_to_overwrite(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == before
     convert(docs, out, force=True, workers=1)
     assert_same(orig, read_run_traces(out, workers=1))
+
+
+def test_merged_archive_holds_every_rank(tmp_path, capsys):
+    docs = _two_rank_docs(tmp_path)
+    out = tmp_path / "otf2"
+    assert cli_main(["convert", *map(str, docs), "--out", str(out), "--merged", "--workers", "1"]) == 0
+    assert "ranks 0, 1 -> " in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["all-ranks", "scorep-rank0", "scorep-rank1"]
+
+    def content(anchor):
+        with otf2.reader.open(str(anchor)) as tr:
+            procs = sorted(g.name for g in tr.definitions.location_groups
+                           if g.location_group_type == otf2.LocationGroupType.PROCESS)
+            events = [(loc.group.name, loc.name, type(e).__name__, e.time) for loc, e in tr.events]
+        return procs, events
+
+    procs, merged = content(out / "all-ranks" / "traces.otf2")
+    assert procs == ["Rank 0", "Rank 1"]
+    per_rank = []
+    for r in (0, 1):
+        _, ev = content(out / f"scorep-rank{r}" / "traces.otf2")
+        per_rank += [(g.replace("Process", f"Rank {r}").replace("CUDA Context", f"Rank {r} CUDA Context"), *rest)
+                     for g, *rest in ev]
+    assert sorted(merged) == sorted(per_rank)  # the same events, each under its rank
+    # the merged output is refused like the others when it exists
+    with pytest.raises(ArtifactError, match="all-ranks"):
+        convert(docs, out, workers=1, merged=True)
 
 
 def test_cli_convert(tmp_path, capsys):

@@ -1,34 +1,19 @@
 """The shipped reference results are what the shipped reference traces give today."""
 
 import json
-import math
 import subprocess
 
 import pytest
 
 from conftest import PYTHON, ROOT
+from dnabert_scaling.analysis.compare import compare_results, differences
 
 SETS = sorted(p.name for p in (ROOT / "expected" / "reference-results").iterdir() if p.is_dir())
 
 
-def _close(a, b, path="world_sizes"):
-    if isinstance(a, dict):
-        assert set(a) == set(b), f"{path}: keys differ: {sorted(set(a) ^ set(b))}"
-        for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), f"{path}: lengths differ"
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and isinstance(b, float):
-        assert (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, rel=1e-9, abs=1e-15), f"{path}: {a} != {b}"
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
-
-
 # Score-P 8.4 (patched, every kernel recorded) writes no device-to-device copies, so the
 # completeness gate, which counts copy calls too, fails its sets: C1 is INVALID there (see
-# expected/reference/h200-scorep-bench/README.md).
+# expected/reference/h200-scorep-bench/NOTES.md).
 SCOREP_SETS = {"h200-scorep-b32", "h200-scorep-b8"}
 
 
@@ -47,7 +32,7 @@ def test_reference_results_are_rederived(tmp_path, name):
     assert proc.returncode == 0, proc.stderr[-2000:]
     shipped = json.loads((ROOT / "expected" / "reference-results" / name / "metrics.json").read_text())
     fresh = json.loads((out / "metrics.json").read_text())
-    _close(fresh["world_sizes"], shipped["world_sizes"])
+    assert differences(fresh["world_sizes"], shipped["world_sizes"]) == []
     proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "check", str(out), "--expected",
                            str(ROOT / "expected" / "claims.toml"), "--quiet"], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == (1 if name in SCOREP_SETS else 0), proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -57,3 +42,14 @@ def test_reference_results_are_rederived(tmp_path, name):
     assert verdicts == shipped_v
     # one H200: zero NCCL kernels in every measured step
     assert verdicts["C1"] == ("INVALID" if name in SCOREP_SETS else "PASS")
+    assert compare_results(out, ROOT / "expected" / "reference-results" / name) == []
+
+
+def test_differences_are_found_and_named():
+    shipped = {"1": {"a": 1.0, "b": [1, 2], "c": {"median": float("nan")}, "d": "x"}}
+    assert differences(shipped, json.loads(json.dumps(shipped).replace("NaN", "NaN"))) == []
+    fresh = {"1": {"a": 1.0 + 1e-12, "b": [1, 3, 4], "c": {"median": 2.0}, "e": None}}
+    got = differences(fresh, shipped)
+    assert got == ["world_sizes.1.b: 3 items != 2 shipped", "world_sizes.1.b[1]: 3 != 2",
+                   "world_sizes.1.c.median: 2.0 != nan", "world_sizes.1.d: only in the shipped results",
+                   "world_sizes.1.e: only in the fresh results"]

@@ -112,9 +112,37 @@ def test_fallbacks_are_prominent(built):
 def test_missing_figures_are_notes_not_empty_axes(built):
     cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
     notes = re.findall(r"Figure (3\.\d) not available:</b> ([^<]+)", cpu)
-    assert {n for n, _ in notes} == {"3.1", "3.2", "3.3", "3.4"}
+    assert {n for n, _ in notes} == {"3.1", "3.2", "3.3", "3.4", "3.5"}
     assert all("CPU run (gloo, no GPU)" in why for _, why in notes), notes
-    assert "Figure 3.5." in cpu, "throughput is measured on CPU too, and shown"
+    assert "Figure 3.6." in cpu, "throughput is measured on CPU too, and shown"
+    assert "it is not a scaling measurement" in cpu
+
+
+def test_idle_causes_and_kernel_classes_are_shown(built):
+    gpu = built["text"].split(f"2 Results: {GPU_LABEL}")[1].split("3 Results")[0]
+    assert "Why the GPU is idle" in gpu
+    # the fixture's idle time is 80% host wait at every world size
+    assert re.search(r"World size 8: the GPU is idle \d+% of the median step and 80% of that idle time is host wait; "
+                     r"the step is launch-bound", gpu)
+    assert "GPU time by kernel class at world size 8" in gpu
+    for cls in ("nccl:AllReduce", ">GEMM<", ">elementwise<", ">reduction/softmax<", ">copy/memset<"):
+        assert cls in gpu, cls
+    assert "Class rule: first match wins" in gpu
+    cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
+    assert "Why the GPU is idle" not in cpu and "kernel class" not in cpu
+    assert "The breakdown comes from the traced run" in built["text"]
+    # ranks: the fixture's rank 1 starts its buckets last
+    assert re.search(r"<td>8</td><td class=.num.>12\.0</td>.*?<td>common</td><td>rank 1 \(75% of buckets\)</td>", gpu)
+
+
+def test_results_without_idle_causes_show_plain_idle(tmp_path):
+    m, t = gpu_results((1, 4))
+    for e in m["world_sizes"].values():
+        for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s", "kernel_classes"):
+            e["traced"]["gpu"].pop(k)
+    rs = _set(tmp_path, (m, t), "old")
+    assert content.idle_html(rs) == "" and content.kernel_classes_html(rs) == ""
+    assert isinstance(figures.breakdown(rs), figures.Figure)
 
 
 # ---- units: no kernel needed -------------------------------------------------------------------
@@ -128,12 +156,13 @@ def _set(tmp_path, metrics_tables, name="s"):
 def test_figures_are_pngs_or_reasons(tmp_path):
     gpu = _set(tmp_path, gpu_results((1, 2, 4)), "gpu")
     for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap,
-               figures.throughput, figures.busy_wait):
+               figures.throughput, figures.busy_wait, figures.distributions):
         fig = fn(gpu)
         assert isinstance(fig, figures.Figure), fn.__name__
         assert fig.png.startswith(b"\x89PNG") and len(fig.png) > 5000 and fig.alt
     cpu = _set(tmp_path, cpu_results((1, 2)), "cpu")
-    for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap, figures.busy_wait):
+    for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap, figures.busy_wait,
+               figures.distributions):
         fig = fn(cpu)
         assert isinstance(fig, figures.NotAvailable) and len(fig.reason) > 20, fn.__name__
     assert "world sizes 1, 2: CPU run (gloo, no GPU)" in figures.breakdown(cpu).reason
@@ -192,7 +221,7 @@ def test_cli_errors(tmp_path, capsys):
 @pytest.mark.slow
 def test_a_failing_notebook_is_a_clear_error(tmp_path):
     m, t = gpu_results((1, 4))
-    m["world_sizes"]["4"]["traced"]["gpu"]["step_time_s"] = "broken"
+    m["world_sizes"]["4"]["traced"]["gpu"]["ranking"] = ["broken"]  # content the schema check leaves alone
     folder = write_results(tmp_path / "r", m, t)
     with pytest.raises(ArtifactError, match="the report notebook failed") as err:
         build.build_report([folder], tmp_path / "out", claims=CLAIMS_FILE)
@@ -211,6 +240,7 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     with Chromium(binary) as browser:
         browser.open(built["html"].resolve().as_uri())
         page = browser.evaluate(IMAGES_JS)
+        zoom = browser.evaluate(ZOOM_JS)
         shot = browser.screenshot(Path(os.environ.get("DNABERT_REPORT_SCREENSHOT", tmp_path / "report.png")))
     assert page["ready"] == "complete"
     assert page["h1"] == "Where does GPU time go when DNABERT-2 fine-tuning scales over GPUs?"
@@ -224,6 +254,18 @@ def test_report_renders_in_headless_chromium(built, tmp_path):
     assert any(s.startswith("3 Results: CPU smoke run") for s in page["sections"])
     assert page["text"] > 5000
     assert shot.stat().st_size > 50_000
+    assert zoom["before"] and zoom["after"] != zoom["before"], zoom  # the wheel zoomed the inline timeline
+    assert float(zoom["after"].split()[2]) < float(zoom["before"].split()[2])
+    assert zoom["range"].endswith(" ms") and zoom["bars"] > 100
+
+
+ZOOM_JS = """(() => { const svg = document.querySelector('svg[id^=ds-zoom-]');
+  if (!svg) return {before: null};
+  const before = svg.getAttribute('viewBox'); const r = svg.getBoundingClientRect();
+  svg.dispatchEvent(new WheelEvent('wheel', {deltaY: -100, clientX: r.left + r.width / 2, clientY: r.top + 5,
+                                               bubbles: true, cancelable: true}));
+  return {before: before, after: svg.getAttribute('viewBox'), bars: svg.querySelectorAll('rect').length,
+          range: document.getElementById(svg.id + '-range').textContent}; })()"""
 
 
 def test_labels_are_made_distinct(tmp_path):

@@ -61,3 +61,17 @@ def test_categories_collectives_phases_launches():
     assert classify.memcpy_direction("Memcpy HtoD (Pageable -> Device)") == "HtoD"
     assert classify.memcpy_direction("Memcpy DtoD (Device -> Device)") == "DtoD"
     assert classify.memcpy_direction("Memset (Device)") is None
+
+
+def test_names_are_shortened_in_the_middle_and_kept_distinct():
+    from dnabert_scaling.traces.classify import distinct_short, shorten_middle
+
+    name = "at::native::multi_tensor_apply_kernel<TensorListMetadata<1>, BinaryOpScalarFunctor<float>, std::multiplies<float>>"
+    short = shorten_middle(name, 40, "...")
+    assert len(short) == 40 and short.startswith("at::native::multi_ten") and short.endswith("plies<float>>")
+    assert shorten_middle("short", 40) == "short"
+    a = "at::native::multi_tensor_apply_kernel<" + "X" * 60 + ", std::multiplies<float>, float>"
+    b = "at::native::multi_tensor_apply_kernel<" + "X" * 59 + "Y, std::multiplies<float>, float>"
+    assert shorten_middle(a, 60) == shorten_middle(b, 60)  # the same head and tail
+    got = distinct_short([a, b, "gemm"], 60)
+    assert len(set(got)) == 3 and got[2] == "gemm" and all(len(x) < len(a) or x == a for x in got)

@@ -21,15 +21,19 @@ def _steps(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
-    out = tmp_path / "run"
+def _two_ranks(out, tiny_task, *extra):
     proc = _run(
         TORCHRUN
         + ["--nproc-per-node", "2", "-m", "dnabert_scaling", "train", *TINY, "--data", str(tiny_task),
            "--task", "prom_core_all", "--steps", "6", "--warmup-steps", "2", "--batch-size", "8",
-           "--param-fingerprint", "--out", str(out)]
+           "--param-fingerprint", *extra, "--out", str(out)]
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
+    out = tmp_path / "run"
+    _two_ranks(out, tiny_task)
     ranks = [json.loads((out / f"rank{r}/summary.json").read_text()) for r in (0, 1)]
     assert ranks[0]["param_sha256"] == ranks[1]["param_sha256"]
     assert all(r["status"] == "ok" and r["measured_steps"] == 6 for r in ranks)
@@ -39,6 +43,13 @@ def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
     assert summary["global_batch"] == 16
     assert summary["samples_per_s"] > 0 and summary["finite_loss"]
     assert {f["what"] for f in summary["fallbacks"]} >= {"device", "weights"}
+    buckets = summary["ddp_buckets"]
+    assert buckets["gradient_bytes"] == 4 * summary["parameters"] and buckets["buckets"] == len(buckets["bucket_bytes"])
+    assert buckets["hook_calls"] == 8 * buckets["buckets"] and buckets["first_bucket_cap_bytes"] == 1 << 20
+    # DDP's built-in reduction instead of the bucket hook: the same parameters, bit for bit
+    off = tmp_path / "hook-off"
+    _two_ranks(off, tiny_task, "--bucket-hook", "off")
+    assert json.loads((off / "rank0/summary.json").read_text())["param_sha256"] == ranks[0]["param_sha256"]
     for r in (0, 1):
         steps = _steps(out / f"rank{r}/steps.jsonl")
         assert [s["step"] for s in steps] == list(range(8))
@@ -57,6 +68,33 @@ def test_single_process_run_writes_provenance(tmp_path, tiny_task):
     assert summary["task"]["synthetic"] is True
     assert summary["weights"]["source"] == "random-init"
     assert summary["launcher"] == "single" and summary["world_size"] == 1
+
+
+def test_bucket_hook_marks_buckets_and_keeps_the_arithmetic(tmp_path, tiny_task):
+    """World size 1 (DDP over gloo): with and without the hook the parameters end bitwise equal,
+    and the torch trace holds one ds:bucket range per bucket and measured step."""
+    import gzip
+
+    from dnabert_scaling.traces.classify import bucket_args, phase_name
+
+    sha = {}
+    for hook in ("on", "off"):
+        out = tmp_path / hook
+        proc = _run(TRAIN + [*TINY, "--data", str(tiny_task), "--steps", "3", "--warmup-steps", "1", "--tracer", "torch",
+                             "--bucket-cap-mb", "0.5", "--bucket-hook", hook, "--param-fingerprint", "--out", str(out)])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        sha[hook] = json.loads((out / "rank0/summary.json").read_text())["param_sha256"]
+    assert sha["on"] == sha["off"]
+    summary = json.loads((tmp_path / "on/summary.json").read_text())
+    assert json.loads((tmp_path / "off/summary.json").read_text())["ddp_buckets"] is None
+    sizes = summary["ddp_buckets"]["bucket_bytes"]
+    assert len(sizes) > 1 and sum(sizes) == 4 * summary["parameters"]
+    assert len(summary["ddp_buckets"]["bucket_tensors"]) == len(sizes) and min(summary["ddp_buckets"]["bucket_tensors"]) >= 1
+    events = json.loads(gzip.open(tmp_path / "on/traces/rank0.json.gz").read())["traceEvents"]
+    marked = [bucket_args(phase_name(e["name"])) for e in events
+              if e.get("cat") == "user_annotation" and e["name"].startswith("ds:bucket")]
+    assert len(marked) == 3 * len(sizes)
+    assert {i: b for i, b in marked} == dict(enumerate(sizes))
 
 
 def test_failing_rank_ends_the_run_and_keeps_outputs(tmp_path, tiny_task):

@@ -22,17 +22,22 @@ import time
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import nonneg_int, positive_float, positive_float_list, positive_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="JSON file to write (rank 0)")
     p.add_argument("--model", default="base", help="model whose DDP buckets give the message sizes")
-    p.add_argument("--bucket-cap-mb", type=float, default=25.0)
-    p.add_argument("--sizes-mb", default=None, help="explicit message sizes in MiB (comma separated) instead")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    p.add_argument("--dist-timeout", type=float, default=300.0)
+    p.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP bucket size whose buckets are measured (MiB)")
+    p.add_argument("--sizes-mb", type=positive_float_list, default=None, help="explicit message sizes in MiB (comma separated) instead")
+    p.add_argument("--iters", type=positive_int, default=20, help="timed all_reduce calls per message size")
+    p.add_argument("--warmup", type=nonneg_int, default=5, help="untimed calls per message size first")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: gloo (a smoke test)")
+    p.add_argument("--dist-timeout", type=positive_float, default=300.0, help="seconds before a hung collective fails")
+
+
+def sizes_source(model_name: str, bucket_cap_mb: float) -> str:
+    return f"DDP buckets of {model_name} (bucket_cap_mb={float(bucket_cap_mb)})"
 
 
 def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
@@ -57,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from dnabert_scaling import provenance
     from dnabert_scaling.distributed import init_process_group, rank_info
 
+    from dnabert_scaling.outputs import writable_file
+
+    writable_file(args.out, "--out")
     info = rank_info()
     if info.world_size < 2:
         raise ArtifactError("busbw needs at least 2 ranks (start it under torchrun or srun)")
@@ -68,14 +76,11 @@ def run(args: argparse.Namespace) -> int:
         torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
     backend = init_process_group(info, device_type, args.dist_timeout)
     if args.sizes_mb:
-        try:
-            sizes = [int(float(x) * 1024 * 1024) for x in args.sizes_mb.split(",")]
-        except ValueError:
-            raise ArtifactError(f"--sizes-mb must be numbers, not {args.sizes_mb!r}") from None
+        sizes = [max(4, int(x * 1024 * 1024)) for x in args.sizes_mb]
         source = "given"
     else:
         sizes = ddp_bucket_bytes(args.model, args.bucket_cap_mb)
-        source = f"DDP buckets of {args.model} (bucket_cap_mb={args.bucket_cap_mb})"
+        source = sizes_source(args.model, args.bucket_cap_mb)
     unique = sorted(set(sizes))
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     n = info.world_size

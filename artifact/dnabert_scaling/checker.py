@@ -70,6 +70,8 @@ _GPU_STATS = (
     "nccl_kernels_per_step", "nccl_kernel_sum_s", "nccl_union_s", "overlap_ratio",
     "exposed_comm_share", "allreduce_kernel_s", "allreduce_kernels_per_step", "allreduce_share",
     "forward_gpu_s", "backward_gpu_s", "optimizer_gpu_s", "allreduce_to_backward", "kernels_per_step",
+    "idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s", "launches_per_step", "launch_call_s",
+    "host_s_per_launch",
 )
 _BUSY_WAIT = {k: None for k in ("allreduce_kernel_s", "transfer_s_at_measured_busbw", "ratio", "busbw_GBps",
                                 "gradient_bytes", "buckets")}
@@ -82,7 +84,9 @@ METRIC_TREE: dict[str, Any] = {
         "gpu": {
             **{k: _STAT for k in _GPU_STATS},
             "allreduce_streams": None, "compute_streams": None, "allreduce_own_stream": None,
-            "ranking": None, "phase_method": None, "timeline_step": None,
+            "ranking": None, "kernel_classes": None, "phase_method": None, "timeline_step": None, "per_rank": None,
+            "rank_skew": {"allreduce_start_skew_s": _STAT, "clock": None, "late_rank_share": None, "buckets": None,
+                          "steps_skipped": None},
             "busy_wait": _BUSY_WAIT,
         },
     },
@@ -92,6 +96,7 @@ METRIC_TREE: dict[str, Any] = {
     },
     "throughput_noddp": {"runs": None, "samples_per_s": _STAT},
     "efficiency": None, "efficiency_vs_noddp": None, "efficiency_baseline": None, "dilation": None,
+    "efficiency_spread": {"min": None, "max": None, "runs_n": None, "baseline_runs_n": None}, "dilation_kind": None,
     "busy_wait": _BUSY_WAIT,
 }
 
@@ -958,9 +963,9 @@ def load_metrics(results: str | Path) -> tuple[dict, Path]:
         metrics = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ArtifactError(f"not valid JSON: {exc}", path) from None
-    if not isinstance(metrics, dict) or not isinstance(metrics.get("world_sizes"), dict):
-        raise ArtifactError("no 'world_sizes' object: not a metrics.json written by analyze", path)
-    return metrics, path
+    from dnabert_scaling.metrics_schema import validate_metrics
+
+    return validate_metrics(metrics, path), path
 
 
 def check_results(results: str | Path, claims_path: str | Path | None = None) -> dict[str, Any]:
@@ -998,8 +1003,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    verdicts = check_results(args.results, args.expected)
+    from dnabert_scaling.outputs import writable_dir
+
     out = args.out or (args.results.parent if args.results.suffix == ".json" else args.results)
+    writable_dir(out, "--out" if args.out else "results folder (verdicts.json goes there; or give --out)")
+    verdicts = check_results(args.results, args.expected)
     write_verdicts(verdicts, out, args.strict)
     if not args.quiet:
         sys.stdout.write(format_table(verdicts))

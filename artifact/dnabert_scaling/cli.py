@@ -25,8 +25,23 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("dnabert_scaling.report.build", "write the paper-style HTML report"),
     "convert": ("dnabert_scaling.traces.convert", "convert Kineto traces to OTF2 (Score-P 9 layout)"),
     "summarize": ("dnabert_scaling.traces.summary", "per-rank GPU-time summary of one trace"),
+    "predict": ("dnabert_scaling.analysis.predict", "predict multi-GPU step time and overlap from a one-GPU trace"),
     "selftest": ("dnabert_scaling.selftest", "quick end-to-end check of this installation"),
 }
+
+
+class DefaultsOnce(argparse.HelpFormatter):
+    """Every option's help ends with its default, once: appended as ``(default: X)`` unless the help
+    already names the default in its own words; no default shown for flags and unset (None) values."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (default is None or action.nargs == 0 or default is argparse.SUPPRESS or not action.option_strings
+                or isinstance(action, argparse._VersionAction) or "default" in text.lower()
+                or "%(default)" in text):
+            return text
+        return (text + " " if text else "") + "(default: %(default)s)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,16 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    if not argv or argv[0] in ("-h", "--help", "--version") or argv[0] not in SUBCOMMANDS:
+    if not argv:  # a command is required: the usage, and a non-zero exit
+        parser.print_help(sys.stderr)
+        print("dnabert-scaling: error: give a COMMAND", file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help", "--version") or argv[0] not in SUBCOMMANDS:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
-            return 0 if not argv else 2
+            return 2
     name, rest = argv[0], argv[1:]
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
     sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text,
-                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                  formatter_class=DefaultsOnce)
     module.add_arguments(sub)
     args = sub.parse_args(rest)
     try:
@@ -61,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     except ArtifactError as exc:
         print(f"dnabert-scaling {name}: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a write that failed after the up-front checks (disk full, a folder removed)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"dnabert-scaling {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"dnabert-scaling {name}: interrupted", file=sys.stderr)
         return 130

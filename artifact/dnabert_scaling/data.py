@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
 
 SPLITS = ("train", "dev", "test")
 DNA_CHARS = frozenset("ACGTN")
@@ -296,12 +297,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=Path, help="folder to write train/dev/test.csv into")
     parser.add_argument("--like", default=DEFAULT_TASK, help=f"GUE task whose shape to copy (default {DEFAULT_TASK})")
     parser.add_argument("--rows", default="2000,400,400", help="rows in train,dev,test (default 2000,400,400)")
-    parser.add_argument("--motif-length", type=int, default=12)
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--motif-length", type=positive_int, default=12, help="length of the planted motif (bases)")
+    parser.add_argument("--seed", type=int, default=42, help="seed of sequences and labels")
     parser.add_argument("--force", action="store_true", help="overwrite an existing task in --out")
 
 
 def run(args: argparse.Namespace) -> int:
+    from dnabert_scaling.outputs import writable_dir
+
+    writable_dir(args.out, "--out")
     try:
         rows = tuple(int(x) for x in args.rows.split(","))
     except ValueError:

@@ -1,7 +1,8 @@
 """Phase annotations that every tracer sees.
 
 The training loop marks ``step`` (or ``warmup``), ``forward``, ``backward`` and ``optimizer``
-through one interface. Under Score-P the marks are Score-P user regions (``ds:<name>``); otherwise
+through one interface, and the DDP comm hook (``dnabert_scaling.buckets``) marks each gradient
+bucket's all-reduce call as ``ds:bucket:<index>:<bytes>``. Under Score-P the marks are Score-P user regions (``ds:<name>``); otherwise
 they are ``torch.profiler.record_function`` ranges (what Kineto records as ``user_annotation``)
 plus NVTX ranges on CUDA (what Nsight Systems shows). The untraced runs keep the same marks, so
 traced and untraced runs execute the same host code and the tracing dilation is the tracer's alone.
@@ -35,11 +36,18 @@ class PhaseMarker:
             if cuda:
                 self._nvtx = torch.cuda.nvtx
 
-    @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
+    def phase(self, name: str):
         if name not in PHASES:
             raise ValueError(f"unknown phase {name!r}")
-        label = PREFIX + name
+        return self._range(PREFIX + name)
+
+    def bucket(self, index: int, nbytes: int):
+        """``ds:bucket:<index>:<bytes>``: one DDP bucket handed to its all-reduce (the arguments
+        are in the name, the one field both Kineto's ``user_annotation`` and a Score-P region keep)."""
+        return self._range(f"{PREFIX}bucket:{int(index)}:{int(nbytes)}")
+
+    @contextmanager
+    def _range(self, label: str) -> Iterator[None]:
         if self.backend == "scorep":
             self._begin(label)
             try:

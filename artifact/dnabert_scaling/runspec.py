@@ -29,7 +29,12 @@ class RunSpec:
         return [*self.train_args, "--tracer", self.tracer, "--out", str(self.run_dir)]
 
     def is_complete(self) -> bool:
-        return run_status(self.run_dir) == "ok"
+        """Trained to the end (``summary.json``) and, where the sweep recorded it, accepted by the
+        sweep (``manifest.json``): the sweep's status is the final word."""
+        if run_status(self.run_dir) != "ok":
+            return False
+        manifest = Path(self.run_dir) / "manifest.json"
+        return not manifest.is_file() or _status_of(manifest) == "ok"
 
 
 def run_name(world_size: int, tracer: str, repeat: int) -> str:
@@ -38,7 +43,10 @@ def run_name(world_size: int, tracer: str, repeat: int) -> str:
 
 def run_status(run_dir: Path) -> str | None:
     """``"ok"`` / ``"failed"`` from ``summary.json``, or None when the run has not finished."""
-    path = Path(run_dir) / "summary.json"
+    return _status_of(Path(run_dir) / "summary.json")
+
+
+def _status_of(path: Path) -> str | None:
     if not path.is_file():
         return None
     try:

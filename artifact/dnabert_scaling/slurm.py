@@ -257,14 +257,17 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
         f"settings come from --slurm-config FILE (default ${ENV_CONFIG}; KEY=value lines, see "
         "scripts/slurm/site.conf.example), then these options",
     )
-    g.add_argument("--slurm-config", dest="slurm_config", type=Path, default=None, metavar="FILE")
-    g.add_argument("--partition", dest="slurm_partition", default=None)
-    g.add_argument("--account", dest="slurm_account", default=None)
+    g.add_argument("--slurm-config", dest="slurm_config", type=Path, default=None, metavar="FILE",
+                   help="settings file (KEY=value lines; the options below override it)")
+    g.add_argument("--partition", dest="slurm_partition", default=None, help="sbatch --partition")
+    g.add_argument("--account", dest="slurm_account", default=None, help="sbatch --account")
     g.add_argument("--time-limit", dest="slurm_time", default=None, metavar="HH:MM:SS", help="sbatch --time per job")
     g.add_argument("--gpus-per-node", dest="slurm_gpus_per_node", type=int, default=None, metavar="N",
                    help="GPUs per node (default 4); nodes = ceil(world size / N); 0 = CPU-only jobs")
-    g.add_argument("--max-nodes", dest="slurm_max_nodes", type=int, default=None, metavar="N")
-    g.add_argument("--cpus-per-task", dest="slurm_cpus_per_task", type=int, default=None, metavar="N")
+    g.add_argument("--max-nodes", dest="slurm_max_nodes", type=int, default=None, metavar="N",
+                   help="refuse a world size that needs more nodes")
+    g.add_argument("--cpus-per-task", dest="slurm_cpus_per_task", type=int, default=None, metavar="N",
+                   help="sbatch --cpus-per-task")
     g.add_argument("--mem", dest="slurm_mem", default=None, help="sbatch --mem (per node)")
     g.add_argument("--gres-type", dest="slurm_gres_type", default=None, metavar="TYPE", help="GPU type: --gres=gpu:TYPE:G")
     g.add_argument("--gpu-bind", dest="slurm_gpu_bind", choices=("node", "task"), default=None,
@@ -284,7 +287,8 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
                    help="extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable)")
     g.add_argument("--job-name-prefix", dest="slurm_job_name_prefix", default=None, metavar="P",
                    help="job names are P + ws<N> (default dnabert-)")
-    g.add_argument("--poll-interval", dest="slurm_poll_s", type=float, default=None, metavar="S")
+    g.add_argument("--poll-interval", dest="slurm_poll_s", type=float, default=None, metavar="S",
+                   help="seconds between job-state queries")
     g.add_argument("--wait-timeout", dest="slurm_timeout_s", type=float, default=None, metavar="S",
                    help="stop waiting (and cancel the sweep's jobs) after S seconds")
     g.add_argument("--no-wait", dest="slurm_wait", action="store_const", const=False, default=None,

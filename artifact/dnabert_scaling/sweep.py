@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -26,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_float, positive_int
+from dnabert_scaling.outputs import writable_dir, write_text_atomic
+from dnabert_scaling.proctree import end_run, new_marker
 from dnabert_scaling.provenance import now_iso, sha256_tree
 from dnabert_scaling.runspec import RunSpec, run_status
 
@@ -34,17 +38,23 @@ MANIFEST = "manifest.json"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", default="1,4,8", help="world sizes, comma separated (default 1,4,8)")
-    p.add_argument("--executor", choices=("local", "slurm"), default="local")
+    p.add_argument("--executor", choices=("local", "slurm"), default="local",
+                   help="local: torchrun on this machine; slurm: one batch job per world size")
     p.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="auto",
                    help="tracer of the traced run per world size (none: no traced run)")
-    p.add_argument("--out", type=Path, default=Path("runs"))
-    p.add_argument("--repeats", type=int, default=3, help="untraced throughput runs per world size")
-    p.add_argument("--no-baseline-no-ddp", dest="baseline_no_ddp", action="store_false",
-                   help="skip the world-size-1 runs without the DDP wrapper")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)")
+    p.add_argument("--repeats", type=positive_int, default=3, help="untraced throughput runs per world size")
+    p.add_argument("--skip-plain-baseline", dest="baseline_no_ddp", action="store_false",
+                   help="skip the world-size-1 runs without the DDP wrapper (the second scaling baseline)")
+    p.add_argument("--no-baseline-no-ddp", dest="baseline_no_ddp", action="store_false", help=argparse.SUPPRESS)
     p.add_argument("--no-busbw", dest="busbw", action="store_false", help="skip the bus-bandwidth runs")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                    help="cpu: the CPU smoke sweep (gloo, one process per rank)")
-    p.add_argument("--run-timeout", type=float, default=3600.0, help="seconds before a run is killed")
+    p.add_argument("--fresh", action="store_true",
+                   help="rename an existing --out folder to <out>.previous-<time> and start a new sweep "
+                        "(needed when the train options differ from the completed runs there)")
+    p.add_argument("--run-timeout", type=positive_float, default=3600.0,
+                   help="seconds before a run is killed with all its ranks (recorded as failed)")
     p.add_argument("--data", default=None, help="GUE task folder for every run (else $DNABERT_SCALING_GUE or synthetic)")
     try:
         from dnabert_scaling.slurm import add_slurm_arguments
@@ -116,8 +126,7 @@ class RunResult:
 
 def write_manifest(spec: RunSpec, status: str, returncode: int | None, started: str, seconds: float,
                    command: list[str], executor: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    summary_path = spec.run_dir / "summary.json"
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    summary = _summary(spec.run_dir)
     manifest = {
         "schema": "dnabert-scaling/manifest/1",
         "name": spec.name,
@@ -137,21 +146,89 @@ def write_manifest(spec: RunSpec, status: str, returncode: int | None, started: 
         **(extra or {}),
         "files": sha256_tree(spec.run_dir, skip=[MANIFEST]),
     }
-    (spec.run_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    write_text_atomic(spec.run_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def _set_aside_failed(run_dir: Path) -> Path | None:
-    if not run_dir.exists():
-        return None
+def _set_aside(folder: Path, why: str) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}")
+    target = folder.with_name(f"{folder.name}.{why}-{stamp}")
     n = 1
     while target.exists():
         n += 1
-        target = run_dir.with_name(f"{run_dir.name}.failed-{stamp}-{n}")
-    run_dir.rename(target)
+        target = folder.with_name(f"{folder.name}.{why}-{stamp}-{n}")
+    folder.rename(target)
     return target
+
+
+def _set_aside_failed(run_dir: Path) -> Path | None:
+    return _set_aside(run_dir, "failed") if run_dir.exists() else None
+
+
+def _options(args: list[str]) -> dict[str, str]:
+    """``--name value`` / ``--flag`` pairs of a train command line (a flag's value is "")."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        name = args[i]
+        if name.startswith("--") and "=" in name:
+            name, value = name.split("=", 1)
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            value = args[i + 1]
+            i += 1
+        else:
+            value = ""
+        out[name] = value
+        i += 1
+    return out
+
+
+def _differences(recorded: list[str], requested: list[str]) -> list[str]:
+    old, new = _options(recorded), _options(requested)
+    shown = []
+    for name in sorted(set(old) | set(new)):
+        if old.get(name) != new.get(name):
+            was = "absent" if name not in old else (old[name] or "set")
+            now = "absent" if name not in new else (new[name] or "set")
+            shown.append(f"{name} {was} -> {now}")
+    return shown
+
+
+def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
+    """A completed run is reused only when it was trained with the options requested now; so is
+    every other completed run in the folder (``analyze`` reads them all)."""
+    requested = {s.name: s for s in plan}
+    base = next((list(s.train_args) for s in plan if not s.variant), [])
+    changed: dict[str, list[str]] = {}
+    for run_dir in sorted(p for p in out.glob("ws*-*-r*") if p.is_dir() and "." not in p.name):
+        manifest = run_dir / MANIFEST
+        if not manifest.is_file() or run_status(run_dir) != "ok":
+            continue
+        try:
+            recorded = json.loads(manifest.read_text()).get("train_args")
+        except ValueError:
+            raise ArtifactError("not valid JSON; move the run folder away or use --fresh", manifest) from None
+        spec = requested.get(run_dir.name)
+        want = list(spec.train_args) if spec else [*base, *(["--no-ddp"] if run_dir.name.endswith("-noddp") else [])]
+        if not isinstance(recorded, list):
+            continue
+        diff = _differences(recorded, want)
+        if diff:
+            changed[run_dir.name] = diff
+    for path in sorted(out.glob("busbw-ws*.json")):  # reused as well: measured at the requested buckets?
+        try:
+            source = json.loads(path.read_text()).get("sizes_source")
+        except ValueError:
+            raise ArtifactError("not valid JSON; remove it or use --fresh", path) from None
+        if source != busbw_sizes_source(base):
+            changed[path.name] = [f"message sizes {source!r} -> {busbw_sizes_source(base)!r}"]
+    if changed:
+        first = next(iter(changed.values()))
+        raise ArtifactError(
+            f"{len(changed)} completed run(s) in this sweep folder were trained with other options than the ones "
+            f"requested now ({', '.join(first)}; runs: {', '.join(changed)}); mixing them would compare different "
+            "configurations. Rerun with the recorded options, use another --out, or --fresh to keep this folder "
+            "aside and start a new sweep", out)
 
 
 def torchrun_command(nproc: int, module_args: list[str]) -> list[str]:
@@ -177,23 +254,97 @@ def _post_run_checks(spec: RunSpec) -> tuple[list[str], str | None]:
     return warnings, None
 
 
+def _launch(cmd: list[str], log, timeout: float) -> tuple[int | None, str]:
+    """Run ``cmd`` with its own session and a marker in its environment; on timeout or interrupt
+    end every process it started before returning (or re-raising the interrupt)."""
+    marker = new_marker()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, **marker})
+    try:
+        rc = proc.wait(timeout=timeout)
+        left = end_run(proc, marker)  # a rank the launcher left behind must not outlive the run's status
+        return rc, (f"the launcher left {len(left)} process(es) of the run behind; killed" if left else "")
+    except subprocess.TimeoutExpired:
+        end_run(proc, marker)
+        return None, f"killed with all its ranks after {timeout:g} s (--run-timeout)"
+    except BaseException:
+        end_run(proc, marker)
+        raise
+
+
+def _last_lines(path: Path, n: int = 3) -> str:
+    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])
+
+
+_EXIT_RE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def _signal_deaths(log: Path) -> dict[int, int]:
+    """rank -> signal number, for the ranks torchrun reports as ended by a signal."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    return {int(r): -int(code) for r, code in _EXIT_RE.findall(text) if int(code) < 0}
+
+
+def failure_message(spec: RunSpec, rc: int | None, why: str) -> str:
+    """The first rank that failed, its cause, and where to read more.
+
+    A rank killed by a signal (other than the SIGTERM torchrun sends the survivors) records no
+    error of its own and is the cause; otherwise the rank whose ``error.txt`` was written first
+    (``failed_at`` in its summary). torchrun's "Root Cause" is not used: it names the rank whose
+    exit it noticed first, often a survivor that failed on the broken connection.
+    """
+    import signal
+
+    log = spec.run_dir / "logs" / "launcher.log"
+    head = why or (f"exit status {rc}" if rc is not None else "failed")
+    errors = {}
+    for err in spec.run_dir.glob("rank*/error.txt"):
+        try:
+            at = float(json.loads((err.parent / "summary.json").read_text()).get("failed_at"))
+        except (OSError, ValueError, TypeError):
+            at = err.stat().st_mtime
+        errors[err.parent.name] = (at, err)
+    killed = {r: s for r, s in _signal_deaths(log).items() if s != signal.SIGTERM and f"rank{r}" not in errors}
+    if killed:
+        rank, sig = min(killed.items())
+        also = ""
+        if errors:
+            _, err = min(errors.values())
+            also = f"; {err.parent.name} recorded: {_last_lines(err, 1)} (traceback: {err})"
+        return (f"{head}; rank{rank} was killed by {signal.Signals(sig).name} and recorded no error"
+                f"{also} (log: {log})")
+    if errors:
+        _, err = min(errors.values())
+        others = len(errors) - 1
+        return (f"{head}; {err.parent.name} failed first: {_last_lines(err, 1)} (traceback: {err}"
+                + (f"; {others} other rank(s) failed after it" if others else "") + f"; log: {log})")
+    if why:  # the sweep ended the run itself (timeout, interrupt): the log's tail is its own doing
+        return f"{head} (log: {log})"
+    tail = _last_lines(log, 3) if log.is_file() else ""
+    return f"{head}; no rank recorded an error" + (f"; last log lines: {tail}" if tail else "") + f" (log: {log})"
+
+
 def run_local(spec: RunSpec, timeout: float) -> RunResult:
-    """One run with torchrun on this node; its output goes to ``logs/launcher.log``."""
+    """One run with torchrun on this node; its output goes to ``logs/launcher.log``.
+
+    The sweep alone decides the run's status: it is written once, after every process of the run
+    has ended, into ``manifest.json`` (and ``summary.json``), each replaced atomically.
+    """
     if spec.is_complete():
         return RunResult(spec, "skipped", 0, 0.0, "already complete")
     moved = _set_aside_failed(spec.run_dir)
     (spec.run_dir / "logs").mkdir(parents=True, exist_ok=True)
     cmd = torchrun_command(spec.world_size, ["train", *spec.command_args(), "--no-progress"])
     started, t0 = now_iso(), time.monotonic()
+    interrupted = None
     with open(spec.run_dir / "logs" / "launcher.log", "w") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
         log.flush()
         try:
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
-            rc = proc.returncode
-            message = "" if rc == 0 else f"exit status {rc}"
-        except subprocess.TimeoutExpired:
-            rc, message = None, f"killed after {timeout:.0f} s (--run-timeout)"
+            rc, message = _launch(cmd, log, timeout)
+        except KeyboardInterrupt as exc:
+            rc, message, interrupted = None, "interrupted: the sweep was stopped (SIGINT/SIGTERM)", exc
     seconds = time.monotonic() - t0
     status = "ok" if rc == 0 and run_status(spec.run_dir) == "ok" else "failed"
     if rc == 0 and status == "failed":
@@ -201,16 +352,42 @@ def run_local(spec: RunSpec, timeout: float) -> RunResult:
     warnings, problem = _post_run_checks(spec) if status == "ok" else ([], None)
     if problem:
         status, message = "failed", problem
+    if status == "ok" and _summary(spec.run_dir).get("finite_loss") is False:
+        warnings.append("a loss was not finite: this run's throughput is not used for scaling")
+    if status != "ok" and not problem:
+        message = failure_message(spec, rc, message)
     extra = {"warnings": warnings, "message": message}
     if moved:
         extra["previous_attempt"] = moved.name
-    write_manifest(spec, status, rc, started, seconds, cmd, "local", extra)
     if status != "ok":
-        summary = spec.run_dir / "summary.json"
-        data = json.loads(summary.read_text()) if summary.is_file() else {}
-        data.update({"status": "failed", "message": message})
-        summary.write_text(json.dumps(data, indent=2) + "\n")
+        summary = _summary(spec.run_dir)
+        summary.update({"status": "failed", "message": message})
+        write_text_atomic(spec.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    write_manifest(spec, status, rc, started, seconds, cmd, "local", extra)
+    if interrupted is not None:
+        raise interrupted
     return RunResult(spec, status, rc, seconds, message)
+
+
+def _summary(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _busbw_model(train_args: list[str]) -> tuple[str, float]:
+    """(model, bucket cap in MiB) whose DDP buckets the bus-bandwidth runs measure."""
+    opts = _options(train_args)
+    return opts.get("--model", "base"), float(opts.get("--bucket-cap-mb", 25.0))
+
+
+def busbw_sizes_source(train_args: list[str]) -> str:
+    """The ``sizes_source`` that ``busbw`` records for the buckets of these train options."""
+    from dnabert_scaling.busbw import sizes_source
+
+    return sizes_source(*_busbw_model(train_args))
 
 
 def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeout: float) -> RunResult | None:
@@ -218,17 +395,12 @@ def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeo
     spec = RunSpec(n, "busbw", 0, out / f"busbw-ws{n}")
     if target.is_file():
         return RunResult(spec, "skipped", 0, 0.0, "already measured")
-    model = train_args[train_args.index("--model") + 1] if "--model" in train_args else "base"
-    args = ["busbw", "--out", str(target), "--model", model, "--device", device]
-    if "--bucket-cap-mb" in train_args:
-        args += ["--bucket-cap-mb", train_args[train_args.index("--bucket-cap-mb") + 1]]
+    model, cap = _busbw_model(train_args)
+    args = ["busbw", "--out", str(target), "--model", model, "--device", device, "--bucket-cap-mb", str(cap)]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with open(out / f"busbw-ws{n}.log", "w") as log:
-        try:
-            rc = subprocess.run(torchrun_command(n, args), stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            rc = None
+        rc, _ = _launch(torchrun_command(n, args), log, timeout)
     status = "ok" if rc == 0 and target.is_file() else "failed"
     return RunResult(spec, status, rc, time.monotonic() - t0, "" if status == "ok" else f"see {out / f'busbw-ws{n}.log'}")
 
@@ -271,10 +443,21 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[
     return fallback.as_dict() if fallback else None
 
 
+def _interrupt_on_sigterm() -> None:
+    """A SIGTERM to the sweep ends the current run the same way as Ctrl-C (all its ranks)."""
+    import signal
+    import threading
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
 def run(args: argparse.Namespace) -> int:
+    _interrupt_on_sigterm()
     sizes = world_sizes(args.gpus)
-    if args.repeats < 1:
-        raise ArtifactError("--repeats must be at least 1")
     train_args = list(args.train_args)
     if train_args and train_args[0] == "--":
         train_args = train_args[1:]
@@ -288,11 +471,15 @@ def run(args: argparse.Namespace) -> int:
         device = args.device
     if device == "cpu" and "--device" not in train_args:
         train_args += ["--device", "cpu"]
-    out.mkdir(parents=True, exist_ok=True)
+    if args.fresh and out.is_dir() and any(out.iterdir()):
+        kept = _set_aside(out, "previous")
+        print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)
+    writable_dir(out, "--out", create=True)
     train_args = [*train_args, *_shared_data(out, train_args, args.data)]
     tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
-    (out / "sweep.json").write_text(json.dumps({
+    refuse_changed_options(out, plan)
+    write_text_atomic(out / "sweep.json", json.dumps({
         "schema": "dnabert-scaling/sweep/1", "created": now_iso(), "world_sizes": sizes, "executor": args.executor,
         "tracer": args.tracer, "tracer_fallback": tracer_fallback, "repeats": args.repeats, "train_args": train_args,
         "runs": [s.name for s in plan],
@@ -330,6 +517,7 @@ def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list
 
     config = config_from_args(args)
     complete_before = {s.name for s in plan if s.is_complete()}
+    previous = {s.name: _set_aside_failed(s.run_dir) for s in plan if s.name not in complete_before}
     started = now_iso()
     error = None
     try:
@@ -347,8 +535,10 @@ def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list
         job = by_run.get(spec.name)
         status = "ok" if spec.is_complete() else "failed"
         message = "" if status == "ok" else (job.describe() if job else "not submitted")
+        if status != "ok" and spec.run_dir.is_dir():
+            message = failure_message(spec, job.exit_code if job else None, message)
         if spec.run_dir.is_dir():
-            extra = {"message": message, "warnings": list(job.warnings) if job else [],
+            extra = {"message": message, "previous_attempt": previous[spec.name].name if previous.get(spec.name) else None, "warnings": list(job.warnings) if job else [],
                      "slurm_job": {"id": job.job_id, "state": job.state, "log": str(job.log) if job and job.log else None}
                      if job else None}
             write_manifest(spec, status, job.exit_code if job else None, started, 0.0,

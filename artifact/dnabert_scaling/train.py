@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import nonneg_float, nonneg_int, positive_float, positive_int
 from dnabert_scaling.provenance import Fallback
 
 ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
 ENV_GUE = "DNABERT_SCALING_GUE"
+# 50 measured steps take minutes; a collective that waits this long has a dead or hung peer.
+DIST_TIMEOUT_S = 300.0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,28 +55,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "else a synthetic task of the same shape (recorded as a fallback)",
     )
     g.add_argument("--synthetic", action="store_true", help="use a synthetic task even when GUE is present")
-    g.add_argument("--seq-len", type=int, default=None, help="override the task's model_max_length (tokens)")
+    g.add_argument("--seq-len", type=positive_int, default=None, help="override the task's model_max_length (tokens)")
 
     g = p.add_argument_group("schedule (official recipe defaults)")
-    g.add_argument("--batch-size", type=int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
-    g.add_argument("--warmup-steps", type=int, default=5, help="untimed, untraced steps before the measured ones")
-    g.add_argument("--steps", type=int, default=50, help="measured steps")
-    g.add_argument("--lr", type=float, default=3e-5)
-    g.add_argument("--weight-decay", type=float, default=0.01)
-    g.add_argument("--lr-warmup-steps", type=int, default=50, help="linear LR warm-up (recipe: 50)")
-    g.add_argument("--max-grad-norm", type=float, default=1.0)
-    g.add_argument("--seed", type=int, default=42)
+    g.add_argument("--batch-size", type=positive_int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
+    g.add_argument("--warmup-steps", type=nonneg_int, default=5, help="untimed, untraced steps before the measured ones")
+    g.add_argument("--steps", type=positive_int, default=50, help="measured steps")
+    g.add_argument("--lr", type=positive_float, default=3e-5, help="peak AdamW learning rate (recipe: 3e-5)")
+    g.add_argument("--weight-decay", type=nonneg_float, default=0.01, help="AdamW weight decay, not on biases and LayerNorm")
+    g.add_argument("--lr-warmup-steps", type=nonneg_int, default=50, help="linear LR warm-up (recipe: 50)")
+    g.add_argument("--max-grad-norm", type=positive_float, default=1.0, help="gradient-norm clip before each step")
+    g.add_argument("--seed", type=int, default=42, help="seed of weights, data order and dropout")
     g.add_argument(
         "--precision",
         choices=("auto", "bf16", "fp16", "fp32"),
         default="auto",
         help="autocast dtype; auto = bf16 on CUDA (fp16 adds a loss-scaler host sync each step), fp32 on CPU",
     )
-    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default")
+    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default",
+                   help="torch AdamW implementation (default: torch chooses, foreach on CUDA)")
 
     g = p.add_argument_group("DDP")
     g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
-    g.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    g.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP gradient bucket size (MiB)")
     g.add_argument(
         "--find-unused-parameters",
         choices=("true", "false"),
@@ -84,20 +88,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--broadcast-buffers",
         choices=("true", "false"),
         default="true",
-        help="DDP default, as the recipe runs it: the model's token_type_ids buffer is broadcast each forward",
+        help="broadcast the model's buffers (token_type_ids) each forward, as DDP does unless told otherwise "
+        "and as the recipe runs it",
     )
-    g.add_argument("--gradient-as-bucket-view", action="store_true")
-    g.add_argument("--static-graph", action="store_true")
-    g.add_argument("--dist-timeout", type=float, default=600.0, help="seconds before a hung collective fails the run")
-    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    g.add_argument("--gradient-as-bucket-view", action="store_true", help="DDP: gradients as views into the buckets")
+    g.add_argument("--static-graph", action="store_true", help="DDP: the autograd graph is the same every step")
+    g.add_argument(
+        "--bucket-hook",
+        choices=("on", "off"),
+        default="on",
+        help="comm hook that marks each bucket's all-reduce as a ds:bucket range (same arithmetic as DDP's own)",
+    )
+    g.add_argument(
+        "--dist-timeout",
+        type=positive_float,
+        default=DIST_TIMEOUT_S,
+        help="seconds a collective may wait for a hung or dead peer before the run fails; a hung rank ends "
+        "the run after about this long (plus torchrun's few seconds of shutdown)",
+    )
+    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)")
 
     g = p.add_argument_group("tracing and output")
-    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none")
+    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none",
+                   help="tracer of this run; auto: Score-P when it works, else torch.profiler")
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
-    g.add_argument("--out", required=True, type=Path, help="run directory")
+    g.add_argument("--out", required=True, type=Path,
+                   help="run directory; must not hold another run's files (see --overwrite)")
+    g.add_argument("--overwrite", action="store_true",
+                   help="delete the files of an earlier run in --out first (never mixes two runs in one folder)")
     g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
-    g.add_argument("--no-progress", action="store_true")
+    g.add_argument("--no-progress", action="store_true", help="no per-step progress lines on stderr")
     g.add_argument(
         "--param-fingerprint",
         action="store_true",
@@ -197,6 +218,29 @@ def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
         )
     )
     return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}
+
+
+TRAINING_LOOP = "dnabert_scaling.train: own loop (forward, backward, AdamW step per batch), not the HF Trainer"
+
+
+def pin_cpu_threads(deviations: list[str]) -> int:
+    """Intra-op threads of a CPU rank: $OMP_NUM_THREADS, else 1, at every world size.
+
+    torchrun sets OMP_NUM_THREADS=1 only when it starts more than one process, so without this a
+    1-rank CPU run would use every core and 2 ranks one core each: a scaling figure of threads,
+    not of ranks."""
+    import torch
+
+    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    try:
+        threads = max(1, int(raw)) if raw else 1
+    except ValueError:
+        raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
+    torch.set_num_threads(threads)
+    # one wording whether torchrun set the variable (more than one rank) or not, so runs agree
+    deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size "
+                      "($OMP_NUM_THREADS, else 1)")
+    return threads
 
 
 def build_optimizer(model, args, device_type: str):
@@ -422,11 +466,15 @@ def _parse_fault(spec: str | None) -> tuple[int, int] | None:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.distributed import rank_info
 
-    if args.steps < 1 or args.warmup_steps < 0 or args.batch_size < 1:
-        raise ArtifactError("--steps and --batch-size must be at least 1, --warmup-steps at least 0")
+    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.tracing.scorep import under_scorep
+
     info = rank_info()
     fault = _parse_fault(args.inject_fault)
     args.out = Path(args.out).resolve()
+    if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
+        writable_dir(args.out, "--out", create=True)
+        _claim_run_dir(args.out, info, args.overwrite)
     rank_dir = args.out / f"rank{info.rank}"
     rank_dir.mkdir(parents=True, exist_ok=True)
     _maybe_reexec_under_scorep(args, info)
@@ -442,11 +490,59 @@ def run(args: argparse.Namespace) -> int:
         os._exit(1)
 
 
+# Files a finished or started run leaves in its folder. A launcher's own ``logs/`` and the empty
+# folders another rank of this run creates at start are not among them (ranks start concurrently).
+_RUN_FILES = ("summary.json", "manifest.json", "config.json", "synthetic-data")
+
+
+def _earlier_run_files(out: Path) -> list[Path]:
+    found = [out / name for name in _RUN_FILES if (out / name).exists()]
+    for rank_dir in sorted(d for d in out.glob("rank*") if d.is_dir()):
+        found += [p for p in rank_dir.iterdir() if p.name in ("steps.jsonl", "summary.json", "error.txt")]
+    traces = out / "traces"
+    if traces.is_dir():
+        # a Score-P experiment folder is created when its rank starts; its anchor is written at the end
+        found += [p for p in traces.iterdir() if not p.name.startswith("scorep-rank") or (p / "traces.otf2").exists()]
+    return found
+
+
+def _claim_run_dir(out: Path, info, overwrite: bool) -> None:
+    """Refuse an output folder that holds another run; with ``--overwrite`` delete that run first.
+
+    Each rank deletes only what is its own (its ``rank<R>/`` and traces); rank 0 also the run's
+    files and the folders of ranks beyond this world size, so concurrent ranks never race.
+    """
+    import shutil
+
+    earlier = _earlier_run_files(out)
+    if not earlier:
+        return
+    if not overwrite:
+        shown = ", ".join(str(p.relative_to(out)) for p in earlier[:6]) + (" ..." if len(earlier) > 6 else "")
+        raise ArtifactError(
+            f"--out holds the files of an earlier run ({shown}); give an empty or new folder, or --overwrite "
+            "to delete that run first", out)
+    r = info.rank
+    mine = [out / f"rank{r}", out / "traces" / f"rank{r}.json.gz", out / "traces" / f"rank{r}.json",
+            out / "traces" / f"scorep-rank{r}"]
+    if r == 0:
+        mine += [out / name for name in _RUN_FILES]
+        for other in [*out.glob("rank*"), *(out / "traces").glob("*rank*")]:
+            digits = "".join(ch for ch in other.name.split("rank", 1)[1] if ch.isdigit())
+            if digits and int(digits) >= info.world_size:
+                mine.append(other)
+    for path in mine:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
 def _record_failure(rank_dir: Path, info, exc: BaseException) -> None:
     try:
         (rank_dir / "error.txt").write_text("".join(traceback.format_exception(exc)))
         (rank_dir / "summary.json").write_text(
-            json.dumps({"status": "failed", "rank": info.rank, "error": repr(exc)}, indent=2) + "\n"
+            json.dumps({"status": "failed", "rank": info.rank, "error": repr(exc), "failed_at": time.time()}, indent=2) + "\n"
         )
         if info.rank == 0:
             (rank_dir.parent / "summary.json").write_text(
@@ -472,12 +568,14 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     tracer_name, tracer_fallback = resolve_tracer(args.tracer, model=args.model)
     if tracer_fallback:
         fallbacks.append(tracer_fallback)
+    cpu_threads = None
     if device_type == "cuda":
         local = info.local_rank % torch.cuda.device_count()
         torch.cuda.set_device(local)
         device = torch.device("cuda", local)
     else:
         device = torch.device("cpu")
+        cpu_threads = pin_cpu_threads(deviations)
     torch.manual_seed(args.seed)
     use_ddp = not args.no_ddp
     if args.no_ddp and info.world_size > 1:
@@ -537,6 +635,11 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         return ids, (ids != 3), labels_all[rows].to(device, non_blocking=True)
 
     marker = PhaseMarker("scorep" if tracer_name == "scorep" else "torch", cuda=device_type == "cuda")
+    bucket_hook = None
+    if use_ddp and args.bucket_hook == "on":
+        from dnabert_scaling.buckets import BucketHook
+
+        bucket_hook = BucketHook(marker).register(train_model)
     if tracer_name == "torch":
         from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
 
@@ -628,12 +731,16 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "backend": backend,
             "ddp": use_ddp,
             "ddp_options": ddp_kwargs,
+            "ddp_buckets": bucket_hook.summary(args.bucket_cap_mb) if bucket_hook else None,
             "device_type": device_type,
             "tracer": tracer_name,
             "tracer_requested": args.tracer,
             "trace_mode": getattr(tracer, "mode", None),
             "precision": precision,
             "attention": args.attention,
+            "optimizer_impl": args.optimizer_impl,
+            "training_loop": TRAINING_LOOP,
+            "cpu_threads_per_rank": cpu_threads,
             "model": args.model,
             "parameters": count_parameters(model),
             "weights": weights_info,

@@ -107,6 +107,9 @@ class Attribution:
     phase: np.ndarray
     method: np.ndarray  # per activity: "correlation" | "stream-order" | "time-window"
     notes: list[str] = field(default_factory=list)
+    # per activity: host time (ns) of the call that launched it, -1 where no method knows it
+    # (time-window placement has no launch); used by ``idle`` to tell host wait from kernel wait
+    launch_ns: np.ndarray | None = None
 
     def method_summary(self) -> dict[str, int]:
         values, counts = np.unique(self.method.astype(str), return_counts=True)
@@ -135,8 +138,9 @@ def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline
     step = np.full(len(gpu), -1, dtype=np.int64)
     phase = np.full(len(gpu), OTHER, dtype=np.int8)
     found = np.zeros(len(gpu), dtype=bool)
+    launch = np.full(len(gpu), -1, dtype=np.int64)
     if not have.any() or len(launches) == 0:
-        return step, phase, found
+        return step, phase, found, launch
     lc = launches["correlation"].to_numpy(np.int64)
     lt = launches["start_ns"].to_numpy(np.int64)
     order = np.argsort(lc, kind="stable")
@@ -147,8 +151,8 @@ def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline
     found = have & (pos < len(lc)) & (lc[pos_c] == gc)
     t = lt[pos_c]
     s, p = _by_launch_time(timeline, t)
-    step[found], phase[found] = s[found], p[found]
-    return step, phase, found
+    step[found], phase[found], launch[found] = s[found], p[found], t[found]
+    return step, phase, found, launch
 
 
 def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline, notes: list[str]):
@@ -156,11 +160,12 @@ def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimelin
     step = np.full(len(gpu), -1, dtype=np.int64)
     phase = np.full(len(gpu), OTHER, dtype=np.int8)
     found = np.zeros(len(gpu), dtype=bool)
+    launch = np.full(len(gpu), -1, dtype=np.int64)
     launches = host[(host["kind"] == "launch") & host["stream"].notna()]
     if len(launches):
         launches = launches[[is_launch_api(n) for n in launches["name"].astype(str)]]
     if len(launches) == 0:
-        return step, phase, found
+        return step, phase, found, launch
     kernel_rows = np.flatnonzero((gpu["kind"] == "kernel").to_numpy())
     gstream = gpu["stream"].to_numpy(np.int64)
     lstream = launches["stream"].to_numpy(dtype=np.int64, na_value=-1)
@@ -176,8 +181,8 @@ def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimelin
             )
             continue
         st, ph = _by_launch_time(timeline, lt)
-        step[rows], phase[rows], found[rows] = st, ph, True
-    return step, phase, found
+        step[rows], phase[rows], found[rows], launch[rows] = st, ph, True, lt
+    return step, phase, found, launch
 
 
 def attribute(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline | None = None,
@@ -192,18 +197,19 @@ def attribute(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline | No
     method = np.full(len(gpu), "time-window", dtype=object)
     step, phase = by_time_window(gpu, timeline)
     if prefer is None and gpu["correlation"].notna().any():
-        cs, cp, found = by_correlation(gpu, host, timeline)
+        cs, cp, found, launch = by_correlation(gpu, host, timeline)
         step, phase = np.where(found, cs, step), np.where(found, cp, phase)
         method[found] = "correlation"
         missing = int((~found).sum())
         if missing:
             notes.append(f"{missing} GPU activities without a matching launch record: time-window attribution")
-        return Attribution(step, phase.astype(np.int8), method, notes)
+        return Attribution(step, phase.astype(np.int8), method, notes, launch)
+    launch = np.full(len(gpu), -1, dtype=np.int64)
     if prefer in (None, "stream-order"):
-        ss, sp, found = by_stream_order(gpu, host, timeline, notes)
+        ss, sp, found, launch = by_stream_order(gpu, host, timeline, notes)
         step, phase = np.where(found, ss, step), np.where(found, sp, phase)
         method[found] = "stream-order"
-    return Attribution(step, phase.astype(np.int8), method, notes)
+    return Attribution(step, phase.astype(np.int8), method, notes, launch)
 
 
 def agreement(truth: Attribution, other: Attribution, weights: np.ndarray | None = None) -> dict[str, float | None]:

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,15 +29,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="bare per-rank traces of one world size (repeatable): --world-size 8 r0 r1 ... r7")
     p.add_argument("--trace-manifest", type=Path, action="append", default=[],
                    help="TOML file with [[traced]] entries (world_size, tracer, traces, batch_size)")
-    p.add_argument("--batch-size", type=int, default=None, help="per-rank batch of bare traces (for samples/s)")
+    p.add_argument("--batch-size", type=positive_int, default=None, help="per-rank batch of bare traces (for samples/s)")
     p.add_argument("--expected", type=Path, default=None,
                    help="claims file whose [sanity] bounds the analysis applies (default: expected/claims.toml)")
 
 
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.analysis.metrics import build
-    from dnabert_scaling.analysis.runs import BareTraces, Inputs, discover, load_trace_manifest
+    from dnabert_scaling.analysis.runs import BareTraces, Inputs, check_one_configuration, discover, load_trace_manifest
 
+    from dnabert_scaling.outputs import writable_dir
+
+    writable_dir(args.out, "--out")
     inputs = discover(args.paths) if args.paths else Inputs()
     for group in args.world_size:
         try:
@@ -50,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         inputs.bare += load_trace_manifest(manifest)
     if not inputs.runs and not inputs.bare:
         raise ArtifactError("nothing to analyse: give sweep/run folders, --world-size N TRACE..., or --trace-manifest")
+    check_one_configuration(inputs)
     from dnabert_scaling.checker import default_claims_path, load_sanity_bounds
 
     bounds = load_sanity_bounds(args.expected or default_claims_path())

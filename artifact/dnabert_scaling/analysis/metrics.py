@@ -20,14 +20,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnabert_scaling.analysis import completeness, partition
+from dnabert_scaling.analysis import completeness, idle, kernel_classes, partition, skew
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
-from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths
+from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.provenance import now_iso
 
 SCHEMA = "dnabert-scaling/metrics/1"
 TRACER_PREFERENCE = ("scorep", "torch")
+DILATION_KIND = ("separate processes: the traced run's median step time over the untraced runs' median, so it holds "
+                 "run-to-run variation as well as the tracer's cost (make bench-trace times both in one process)")
 
 
 def stat(values) -> dict[str, Any] | None:
@@ -55,6 +57,8 @@ class TracedResult:
     timeline_phases: pd.DataFrame = field(default_factory=pd.DataFrame)
     completeness: dict[str, Any] = field(default_factory=dict)
     completeness_steps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    timeline_host: pd.DataFrame = field(default_factory=pd.DataFrame)
+    kernel_classes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
@@ -103,7 +107,7 @@ def _sanity_from_run(run: RunInfo | None, world_size: int, expected_steps: int |
 def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, windows, rank: int, step: int, ws: int):
     start, end, valid = windows
     if step >= len(start) or not valid[step]:
-        return [], []
+        return [], [], []
     w0, w1 = start[step], end[step]
     s = gpu["start_ns"].to_numpy(np.int64)
     e = gpu["end_ns"].to_numpy(np.int64)
@@ -124,13 +128,29 @@ def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, wind
         sel = (ps >= h0) & (pe <= h1) & np.isin(names, ("step", "forward", "backward", "optimizer"))
         for n, a, b in zip(names[sel], ps[sel], pe[sel]):
             prow.append({"world_size": ws, "rank": rank, "name": n, "start_s": (a - w0) * 1e-9, "end_s": (b - w0) * 1e-9})
-    return [rows], prow
+    return [rows], prow, [_timeline_host(host, tl, step, w0, w1, rank, ws)]
+
+
+def _timeline_host(host: pd.DataFrame, tl: HostTimeline, step: int, w0: int, w1: int, rank: int, ws: int) -> pd.DataFrame:
+    """The host rows of the timeline: every thread's phase ranges and launch calls inside the step's
+    GPU window or its host range (clipped to them), on the same time axis as the GPU rows."""
+    lo, hi = w0, w1
+    if step < tl.steps:
+        lo, hi = min(lo, int(tl.step_start[step])), max(hi, int(tl.step_end[step]))
+    s = host["start_ns"].to_numpy(np.int64)
+    e = host["end_ns"].to_numpy(np.int64)
+    kind = host["kind"].astype(str).to_numpy()
+    m = (e > lo) & (s < hi) & np.isin(kind, ("phase", "launch"))
+    s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
+    return pd.DataFrame({"world_size": ws, "rank": rank, "thread": host["thread"].astype(str).to_numpy()[m],
+                         "kind": kind[m], "name": host["name"].astype(str).to_numpy()[m],
+                         "start_s": (s[m] - w0) * 1e-9, "end_s": (e[m] - w0) * 1e-9})
 
 
 def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: str,
                   bound: float = completeness.DEFAULT_BOUND) -> TracedResult:
     """GPU metrics of one traced run (all its ranks), and its completeness judged at ``bound``."""
-    steps_tables, rank_tables, stream_tables = [], [], []
+    steps_tables, rank_tables, stream_tables, class_tables = [], [], [], []
     notes: list[str] = []
     methods: dict[str, int] = {}
     validation = {"stream-order": [], "time-window": []}
@@ -159,7 +179,9 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
                 validation[prefer].append(agreement(att, attribute(gpu, host, tl, prefer=prefer), dur))
         windows = partition.step_windows(gpu, att, tl.steps)
         table = partition.rank_step_table(gpu, att, windows)
+        table = pd.concat([table, idle.step_columns(gpu, host, tl, att, windows)], axis=1)
         table.insert(0, "rank", r)
+        class_tables.append(kernel_classes.rank_class_sums(gpu, att))
         steps_tables.append(table)
         rk = partition.ranking(gpu, att)
         rk["rank"] = r
@@ -189,6 +211,13 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     rk.insert(0, "world_size", world_size)
     streams = pd.concat(stream_tables, ignore_index=True)
     streams.insert(0, "world_size", world_size)
+    classes = kernel_classes.class_table(class_tables, n_samples)
+    classes.insert(0, "world_size", world_size)
+    other_idle = float(steps["idle_other_s"].sum())
+    if other_idle > 0:
+        notes.append(f"{100 * other_idle / max(float(steps['idle_s'].sum()), 1e-30):.1f}% of idle time is 'other': "
+                     "the gap ends at an activity whose launch time the trace does not give (time-window "
+                     "attribution), so host wait and kernel wait cannot be told apart there")
 
     # "own stream" holds when on every rank AllReduce and compute never share a stream
     own = (not shared_stream) if allreduce_streams else None
@@ -215,6 +244,14 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         "forward_gpu_s": s("forward_gpu_s"), "backward_gpu_s": s("backward_gpu_s"), "optimizer_gpu_s": s("optimizer_gpu_s"),
         "allreduce_to_backward": s("allreduce_to_backward"),
         "kernels_per_step": s("kernels"),
+        "idle_host_wait_s": s("idle_host_wait_s"), "idle_kernel_wait_s": s("idle_kernel_wait_s"),
+        "idle_other_s": s("idle_other_s"),
+        "launches_per_step": s("launches"), "launch_call_s": s("launch_call_s"),
+        "host_s_per_launch": s("host_s_per_launch"),
+        "kernel_classes": [
+            {"class": c, "sum_s_per_step": float(x), "count_per_step": float(n), "share": float(sh), "example": str(t)}
+            for c, x, n, sh, t in classes[["class", "sum_s_per_step", "count_per_step", "share", "top"]].itertuples(index=False)
+        ],
         "ranking": [
             {"activity": a, "kind": k, "sum_s_per_step": float(x), "count_per_step": float(c), "share": float(sh)}
             for a, k, x, c, sh in rk[["activity", "kind", "sum_s_per_step", "count_per_step", "share"]].head(25).itertuples(index=False)
@@ -227,8 +264,10 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         } or None,
         "notes": notes,
     }
+    metrics["per_rank"] = _per_rank(steps)
+    metrics["rank_skew"] = skew.rank_skew(per_rank, common_clock=trace.format == "kineto")
     # a representative step of this world size for the timeline: the one closest to the median on rank 0
-    timeline, tphases = [], []
+    timeline, tphases, thost = [], [], []
     r0 = trace.rank_ids[0]
     st = steps[steps["rank"] == r0]
     if len(st):
@@ -236,12 +275,15 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         k = int(st.iloc[(st["step_time_s"] - med).abs().argsort().iloc[0]]["step"])
         metrics["timeline_step"] = k
         for r, (gpu, host, tl, att, windows) in per_rank.items():
-            rows, prow = _timeline(gpu, host, tl, att, windows, r, k, world_size)
+            rows, prow, hrows = _timeline(gpu, host, tl, att, windows, r, k, world_size)
             timeline += rows
             tphases += prow
+            thost += hrows
     res = TracedResult(metrics, steps, rk, streams)
+    res.kernel_classes = classes.drop(columns=["top"]).rename(columns={"class": "kernel_class"})
     res.timeline = pd.concat(timeline, ignore_index=True) if timeline else pd.DataFrame()
     res.timeline_phases = pd.DataFrame(tphases)
+    res.timeline_host = pd.concat(thost, ignore_index=True) if thost else pd.DataFrame()
     res.metrics["trace_problems"] = problems
     res.completeness = completeness.judge(complete_by_rank, bound)
     res.completeness["per_rank"] = {str(r): c for r, c in complete_by_rank.items()}
@@ -274,6 +316,14 @@ def _loss_warnings(run: RunInfo | None) -> list[str]:
     return [w for w in dict.fromkeys(map(str, warnings)) if any(k in w.lower() for k in LOSS_WORDS)]
 
 
+def _per_rank(steps: pd.DataFrame) -> list[dict[str, Any]]:
+    """Medians per rank of the figures whose imbalance matters (step, exposed comm, idle)."""
+    out = []
+    for r, g in steps.groupby("rank", sort=True):
+        out.append({"rank": int(r), **{c: float(g[c].median()) for c in ("step_time_s", "exposed_comm_s", "idle_s")}})
+    return out
+
+
 def _mean(values):
     vals = [v for v in values if v is not None]
     return float(np.mean(vals)) if vals else None
@@ -289,7 +339,7 @@ def _choose_traced(runs: list[RunInfo]) -> tuple[RunInfo | None, list[str]]:
 
 
 def _throughput(runs: list[RunInfo], ws: int) -> dict[str, Any] | None:
-    untraced = [r for r in runs if r.tracer == "none" and r.variant != "noddp" and r.ok and r.summary.get("samples_per_s")]
+    untraced = [r for r in runs if r.tracer == "none" and r.variant != "noddp" and usable_throughput(r)]
     if not untraced:
         return None
     return {
@@ -303,7 +353,7 @@ def _throughput(runs: list[RunInfo], ws: int) -> dict[str, Any] | None:
 
 
 def _noddp_throughput(runs: list[RunInfo]) -> dict[str, Any] | None:
-    base = [r for r in runs if r.tracer == "none" and r.variant == "noddp" and r.ok and r.summary.get("samples_per_s")]
+    base = [r for r in runs if r.tracer == "none" and r.variant == "noddp" and usable_throughput(r)]
     if not base:
         return None
     return {"runs": [r.name for r in base], "samples_per_s": stat([r.summary["samples_per_s"] for r in base])}
@@ -350,7 +400,7 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
         raise ArtifactError("nothing to analyse: no runs and no traces")
     per_ws: dict[str, Any] = {}
     tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline",
-                                                             "timeline_phases", "completeness")}
+                                                             "timeline_phases", "timeline_host", "kernel_classes", "completeness")}
     fallbacks: list[dict] = []
     notes: list[str] = []
     for run in inputs.runs:
@@ -417,15 +467,19 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
                     if expected is None:
                         traced["measured_steps"] = int(res.steps.groupby("rank").size().min()) if len(res.steps) else 0
                     traced["gpu"] = res.metrics
-                    for key, df in (("step_partition", res.steps), ("ranking", res.ranking), ("streams", res.streams)):
+                    for key, df in (("step_partition", res.steps), ("ranking", res.ranking), ("streams", res.streams),
+                                    ("kernel_classes", res.kernel_classes)):
                         tables[key].append(df)
                     if len(res.timeline):
                         tables["timeline"].append(res.timeline)
                         tables["timeline_phases"].append(res.timeline_phases)
+                        tables["timeline_host"].append(res.timeline_host)
             sanity["problems"] = problems
             traced["sanity"] = sanity
             entry["traced"] = traced
         entry["throughput"] = _throughput(runs, ws)
+        notes += [f"run {r.name}: a loss was not finite; its throughput is not used for scaling"
+                  for r in runs if r.tracer == "none" and r.ok and r.summary.get("finite_loss") is False]
         if entry["throughput"] is None and entry["traced"] and entry["traced"]["gpu"]:
             st = entry["traced"]["gpu"]["step_time_s"]
             batch = bare[0].batch_size if bare else None
@@ -439,13 +493,15 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
                 tables["throughput"].append(pd.DataFrame([{
                     "world_size": ws, "run": r.name, "tracer": r.tracer, "variant": r.variant, "repeat": r.repeat,
                     "samples_per_s": r.summary["samples_per_s"], "step_time_s": r.summary["median_step_time_s"],
-                    "global_batch": r.summary.get("global_batch"), "status": r.status}]))
+                    "global_batch": r.summary.get("global_batch"),
+                    "status": r.status if usable_throughput(r) or not r.ok else "non-finite loss"}]))
         dil = None
         if traced_run is not None and traced_run.ok and entry["throughput"] and entry["throughput"]["source"] == "untraced":
             t = traced_run.summary.get("median_step_time_s")
             u = entry["throughput"]["step_time_s"]["median"]
             dil = t / u if t and u else None
         entry["dilation"] = dil
+        entry["dilation_kind"] = DILATION_KIND if dil is not None else None
         gpu = entry["traced"]["gpu"] if entry["traced"] else None
         entry["busy_wait"] = _busy_wait(gpu, inputs.busbw.get(ws))
         if gpu is not None:
@@ -479,17 +535,27 @@ def _efficiency(per_ws: dict[str, Any]) -> None:
     for key, entry in per_ws.items():
         n = int(key)
         tp = entry.get("throughput")
-        entry["efficiency"] = entry["efficiency_vs_noddp"] = None
+        entry["efficiency"] = entry["efficiency_vs_noddp"] = entry["efficiency_spread"] = None
         entry["efficiency_baseline"] = "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)"
         if not tp:
             continue
         if tp.get("samples_per_s") and base:
             entry["efficiency"] = tp["samples_per_s"]["median"] / (n * base)
+            entry["efficiency_spread"] = _efficiency_spread(tp["samples_per_s"], one["throughput"]["samples_per_s"], n)
         elif tp.get("step_time_s") and base_step:
             # weak scaling with the same per-rank batch: efficiency = step(1) / step(N)
             entry["efficiency"] = base_step / tp["step_time_s"]["median"]
         if tp.get("samples_per_s") and base_noddp:
             entry["efficiency_vs_noddp"] = tp["samples_per_s"]["median"] / (n * base_noddp)
+
+
+def _efficiency_spread(tp: dict, base: dict, n: int) -> dict | None:
+    """The efficiency range the repeats allow: slowest run at N over N x fastest 1-GPU run, and
+    fastest over slowest (the 1-GPU entry itself: its own repeats against each other)."""
+    if not all(isinstance(x.get(k), (int, float)) and x.get(k) for x in (tp, base) for k in ("min", "max")):
+        return None
+    return {"min": tp["min"] / (n * base["max"]), "max": tp["max"] / (n * base["min"]),
+            "runs_n": tp.get("n"), "baseline_runs_n": base.get("n")}
 
 
 def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
@@ -498,7 +564,8 @@ def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
             p = dict(r.summary["provenance"])
             p["from_run"] = r.name
             for k in ("precision", "attention", "model", "parameters", "batch_size_per_rank", "seq_len_tokens",
-                      "task", "weights", "ddp_options", "trace_mode", "warmup_steps", "measured_steps"):
+                      "task", "weights", "ddp_options", "trace_mode", "warmup_steps", "measured_steps",
+                      "optimizer_impl", "training_loop", "cpu_threads_per_rank"):
                 if k in r.summary:
                     p[k] = r.summary[k]
             return p

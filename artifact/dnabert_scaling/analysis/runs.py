@@ -91,6 +91,12 @@ def load_run(path: Path) -> RunInfo:
                    variant, status, summary, manifest)
 
 
+def usable_throughput(run: RunInfo) -> bool:
+    """A completed run whose throughput may enter the scaling figures: a run whose loss went
+    NaN or infinite did not train, whatever its speed."""
+    return run.ok and bool(run.summary.get("samples_per_s")) and run.summary.get("finite_loss") is not False
+
+
 def is_run_dir(path: Path) -> bool:
     return (path / "summary.json").is_file() or (path / "manifest.json").is_file()
 
@@ -141,9 +147,54 @@ def load_trace_manifest(path: Path) -> list[BareTraces]:
         traces = entry.get("traces")
         if not isinstance(traces, list) or not traces or not all(isinstance(t, str) for t in traces):
             raise ArtifactError(f"[[traced]] entry {i + 1}: traces must be a list of paths", path)
+        batch = entry.get("batch_size")
+        if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
+            raise ArtifactError(f"[[traced]] entry {i + 1}: batch_size must be a positive integer, not {batch!r}", path)
         out.append(BareTraces(entry["world_size"], [(path.parent / t) for t in traces], entry.get("tracer"),
-                              entry.get("batch_size"), str(path)))
+                              batch, str(path)))
     return out
+
+
+# What makes two runs one configuration: per-rank work (model, batch, sequence length) and its
+# arithmetic. Runs that differ in one of them cannot be compared or scaled against each other.
+CONFIG_KEYS = ("model", "batch_size_per_rank", "seq_len_tokens", "precision", "attention", "device_type")
+
+
+def check_one_configuration(inputs: Inputs) -> None:
+    """Refuse inputs that mix configurations: completed runs that differ in a CONFIG_KEYS value
+    (across all world sizes: efficiency divides one by another), bare traces given twice for one
+    world size, or bare traces whose batch differs from the runs'."""
+    seen: dict[str, dict] = {}
+    for run in inputs.runs:
+        if not run.ok:
+            continue
+        for key in CONFIG_KEYS:
+            if run.summary.get(key) is not None:
+                seen.setdefault(key, {}).setdefault(_hashable(run.summary[key]), []).append(run.name)
+    for key, values in seen.items():
+        if len(values) > 1:
+            shown = "; ".join(f"{v!r} in {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+                              for v, names in values.items())
+            raise ArtifactError(f"the runs mix configurations: {key} is {shown}. Analyse one configuration at a "
+                                "time (one sweep folder per configuration)")
+    batches = seen.get("batch_size_per_rank", {})
+    by_size: dict[int, str] = {}
+    for bare in inputs.bare:
+        if bare.world_size in by_size:
+            raise ArtifactError(f"two sets of traces for world size {bare.world_size} ({by_size[bare.world_size]} and "
+                                f"{bare.source}); give one per world size")
+        by_size[bare.world_size] = bare.source
+        traced = [r.name for r in inputs.runs if r.world_size == bare.world_size and r.tracer != "none"]
+        if traced:
+            raise ArtifactError(f"world size {bare.world_size} has traces twice: the traced run {traced[0]} and "
+                                f"{bare.source}; give one per world size")
+        if bare.batch_size is not None and batches and bare.batch_size not in batches:
+            raise ArtifactError(f"traces of world size {bare.world_size} ({bare.source}) have batch_size "
+                                f"{bare.batch_size}, the runs {', '.join(map(str, batches))}: one configuration at a time")
+
+
+def _hashable(value):
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
 
 
 def trace_paths(run: RunInfo) -> list[Path]:

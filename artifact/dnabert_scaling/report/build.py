@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
 
 # The lab template minus everything it would fetch from a CDN (require.js, MathJax, mermaid,
 # widget manager): the report renders offline, from one file.
@@ -83,6 +84,7 @@ def build_report(results: list[Path], out: Path, labels: list[str] | None = None
     from nbconvert import HTMLExporter
 
     from dnabert_scaling import __version__, checker
+    from dnabert_scaling.outputs import writable_dir
     from dnabert_scaling.provenance import now_iso
     from dnabert_scaling.report import content, template
 
@@ -102,8 +104,7 @@ def build_report(results: list[Path], out: Path, labels: list[str] | None = None
     for (metrics, folder, label), auto in zip(loaded, derived):
         sets.append({"path": str(folder), "label": label or auto})
         titles.append(label or auto)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = writable_dir(out, "--out", create=True)
     params = {"created": now_iso(), "version": __version__, "prefix": sys.prefix, "python": sys.executable,
               "cwd": str(Path.cwd().resolve()),
               "strict_kernel": True, "claims": str(claims_path.resolve()) if claims_path.is_file() else None}
@@ -157,7 +158,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="section label of the i-th results folder (repeat in order; default: from metrics.json)")
     p.add_argument("--expected", type=Path, default=None,
                    help="claims file for folders without verdicts.json (default: expected/claims.toml)")
-    p.add_argument("--timeout", type=int, default=300, help="seconds per notebook cell (default 300)")
+    p.add_argument("--timeout", type=positive_int, default=300, help="seconds per notebook cell (default 300)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
 
 

@@ -11,6 +11,7 @@ import base64
 import html
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import pandas as pd
 
 from dnabert_scaling import checker
+from dnabert_scaling.analysis import kernel_classes
+from dnabert_scaling.traces.classify import shorten_middle
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
 
 STUDY = {
@@ -81,6 +84,32 @@ def shown(path: Any) -> str:
     if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
         return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1:]
     return text
+
+
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)*[\w.+-]+")
+
+
+def recorded_paths(text: str) -> str:
+    """Absolute paths that do not exist here (the scratch folders of the machine that recorded the
+    runs) shortened to their last two parts, marked as such, so no reader looks for them."""
+    def short(m: re.Match) -> str:
+        path = m.group(0)
+        if Path(path).exists():
+            return path
+        return "…/" + "/".join(Path(path).parts[-2:]) + " (on the recording machine)"
+
+    return _ABS_PATH.sub(short, str(text))
+
+
+def results_folder_note(path: Path) -> str:
+    """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
+    kick-tires / reproduce output of the reference traces."""
+    if path.name == "results" and path.parent.name.startswith("reference-"):
+        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-"):]
+        if shipped.is_dir():
+            return (f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
+                    f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)")
+    return ""
 
 
 def esc(x: Any) -> str:
@@ -397,7 +426,7 @@ def fallback_items(rs: ResultSet) -> list[str]:
                     "data": "Synthetic data" if "synthetic" in str(used).lower() else "Data",
                     "device": "Device", "tracer": "Tracer"}.get(what, str(what).capitalize())
             runs = f.get("runs") or []
-            out.append(f"<b>{esc(word)}</b>: {esc(used)}" + (f" — {esc(why)}" if why else "")
+            out.append(f"<b>{esc(word)}</b>: {esc(recorded_paths(used))}" + (f" — {esc(recorded_paths(why))}" if why else "")
                        + (f" <span class='ds-small'>(runs: {esc(', '.join(runs[:6]))}{' …' if len(runs) > 6 else ''})</span>" if runs else ""))
         else:
             out.append(esc(f))
@@ -430,6 +459,7 @@ def fallback_items(rs: ResultSet) -> list[str]:
     if ddp and ddp.get("find_unused_parameters") is not None and ddp["find_unused_parameters"] != RECIPE["find_unused_parameters"]:
         out.append("<b>DDP</b>: find_unused_parameters=False (under the HF Trainer the recipe runs with True, one more "
                    "autograd-graph traversal per step).")
+    out += _implementation_items(rs, prov)
     steps = {rs.traced(n).get("measured_steps") for n in rs.world_sizes} - {None}
     if steps and steps != {STUDY["measured_steps"]}:
         out.append(f"<b>Measured steps</b> per traced run: {', '.join(map(str, sorted(steps)))} (the study: {STUDY['measured_steps']}).")
@@ -442,6 +472,32 @@ def fallback_items(rs: ResultSet) -> list[str]:
     for d in m.get("deviations") or []:
         out.append(f"<b>Deviation</b>: {esc(d)}")
     return out
+
+
+def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
+    """Set-up differences of the implementation: attention, training loop, optimizer, and the DDP
+    wrapper's own cost at one GPU."""
+    out = []
+    if prov.get("attention") == "sdpa":
+        out.append("<b>Attention</b>: PyTorch scaled_dot_product_attention (sdpa), not the released DNABERT-2 code's "
+                   "attention path; sdpa is the faster of the two (<code class='ds'>make bench-train</code> measures "
+                   "both, ARTIFACT.md quotes the figures).")
+    if rs.device in ("cuda", "cpu"):
+        loop = prov.get("training_loop") or "dnabert_scaling.train: own loop, not the HF Trainer"
+        out.append(f"<b>Training loop</b>: {esc(loop)}; the recipe runs the HF Trainer.")
+        impl = prov.get("optimizer_impl")
+        out.append("<b>Optimizer</b>: torch.optim.AdamW, implementation "
+                   + (f"<code class='ds'>{esc(impl)}</code>" if impl else "not recorded by these runs (the default)")
+                   + " (<code class='ds'>default</code> lets torch choose, foreach on CUDA); the HF Trainer's "
+                     "optimizer setting is not reproduced.")
+    one = rs.entry(1) if 1 in rs.world_sizes else {}
+    ddp = median((one.get("throughput") or {}).get("samples_per_s"))
+    plain = median((one.get("throughput_noddp") or {}).get("samples_per_s"))
+    if ddp and plain:
+        out.append(f"<b>DDP wrapper at one GPU</b>: {1 - ddp / plain:.0%} of throughput ({fmt(ddp)} samples/s with "
+                   f"the wrapper, {fmt(plain)} without; medians of the untraced repeats). Efficiencies below use the "
+                   "run with the wrapper as their 1-GPU baseline.")
+    return out  # CPU threads per rank: a deviation recorded by train, listed with the others
 
 
 def abstract_html(report: Report) -> str:
@@ -528,7 +584,8 @@ def setup_html(rs: ResultSet) -> str:
     row("Steps", f"{esc(p.get('warmup_steps'))} warm-up + {esc(p.get('measured_steps'))} measured" if p.get("measured_steps") else None)
     row("Provenance", f"artifact {esc(p.get('artifact_version', '?'))}, git {esc(p.get('git_revision') or 'unknown')}, "
                       f"runs recorded {esc(p.get('time', '?'))}")
-    row("Results folder", f"<code class='ds'>{esc(shown(rs.path))}</code> (metrics created {esc(m.get('created', '?'))})")
+    row("Results folder", f"<code class='ds'>{esc(shown(rs.path))}</code>{results_folder_note(rs.path)} "
+                          f"(metrics created {esc(m.get('created', '?'))})")
     row("Verdicts", esc(rs.verdicts_source))
     fb = fallback_items(rs)
     warn = ""
@@ -557,11 +614,7 @@ def _measured_cell(check: dict) -> str:
 
 def _short(x: Any, n: int = 48) -> str:
     """At most n characters, cut in the middle so both the family and the specialisation show."""
-    s = str(x)
-    if len(s) <= n:
-        return s
-    head = (n - 1) * 2 // 3
-    return s[:head] + "…" + s[len(s) - (n - 1 - head):]
+    return shorten_middle(str(x), n)
 
 
 def _bounds_cell(b: dict) -> str:
@@ -646,7 +699,8 @@ def metrics_table_html(rs: ResultSet) -> str:
             ("AllReduce", "allreduce_kernel_s", "ms"), ("backward", "backward_gpu_s", "ms"), ("AR / bwd", "allreduce_to_backward", "x"),
             ("overlap", "overlap_ratio", "x"), ("exposed share", "exposed_comm_share", "%")]
     head = ("<tr><th>world size</th>" + "".join(f"<th class='num'>{esc(a)}{' (ms)' if u == 'ms' else ''}</th>" for a, _, u in cols)
-            + "<th class='num'>samples/s</th><th class='num'>efficiency</th><th class='num'>dilation</th></tr>")
+            + "<th class='num'>samples/s</th><th class='num'>efficiency (range)</th>"
+              "<th class='num'>traced / untraced step</th></tr>")
     body = []
     for n in rs.world_sizes:
         g = rs.gpu(n)
@@ -665,7 +719,10 @@ def metrics_table_html(rs: ResultSet) -> str:
             else:
                 cells.append(f"<td class='num'>{fmt(median(st))}</td>")
         sps = median((e.get("throughput") or {}).get("samples_per_s"))
-        cells.append(f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}</td>"
+        spread = e.get("efficiency_spread") or {}
+        rng = (f" <span class='ds-small'>({spread['min']:.2f}–{spread['max']:.2f})</span>"
+               if spread.get("min") is not None and spread.get("max") is not None else "")
+        cells.append(f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}{rng}</td>"
                      f"<td class='num'>{fmt(e.get('dilation'))}</td>")
         body.append(f"<tr><td>{n}</td>{''.join(cells)}</tr>")
     notes = []
@@ -678,13 +735,21 @@ def metrics_table_html(rs: ResultSet) -> str:
     base = next((rs.entry(n).get("efficiency_baseline") for n in rs.world_sizes if rs.entry(n).get("efficiency_baseline")), None)
     if base:
         notes.append(f"Efficiency baseline: {base}.")
-    noddp = {n: rs.entry(n).get("efficiency_vs_noddp") for n in rs.world_sizes if rs.entry(n).get("efficiency_vs_noddp") is not None}
-    if noddp:
-        notes.append("Against the 1-GPU run without the DDP wrapper: " + ", ".join(f"{n} GPUs {v:.2f}" for n, v in noddp.items()) + ".")
+    noddp = {n: rs.entry(n).get("efficiency_vs_noddp") for n in rs.world_sizes
+             if n > 1 and rs.entry(n).get("efficiency_vs_noddp") is not None}
+    if noddp:  # at one GPU the same ratio is the wrapper's own cost: said in the set-up differences
+        notes.append("Efficiency against the 1-GPU run without the DDP wrapper: "
+                     + ", ".join(f"{n} GPUs {v:.2f}" for n, v in noddp.items()) + ".")
+    if rs.device == "cpu":
+        notes.append("CPU smoke run: samples/s of a tiny model on gloo ranks sharing this machine's cores. It shows "
+                     "that throughput and efficiency are computed end to end; it is not a scaling measurement.")
     return (f"<table class='ds-table'>{head}{''.join(body)}</table>"
             + "".join(f"<p class='ds-small'>{esc(x)}</p>" for x in notes)
-            + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Dilation: traced / untraced "
-              "step time (the tracer's overhead).</p>")
+            + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Efficiency range: the "
+              "slowest repeat at N over N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced "
+              "step: the traced run's median step time over the untraced runs' median. They are separate processes, so the "
+              "ratio holds run-to-run variation as well as the tracer's cost; <code class='ds'>make bench-trace</code> "
+              "times traced and untraced steps in one process, which isolates the tracer.</p>")
 
 
 def ranking_html(rs: ResultSet, top: int = 8) -> str:
@@ -700,6 +765,171 @@ def ranking_html(rs: ResultSet, top: int = 8) -> str:
     return (f"<p><b>Largest GPU activities at world size {n}</b> (summed kernel time per step and rank; NCCL kernels grouped "
             "by collective, other kernels by name):</p><table class='ds-table'><tr><th>#</th><th>activity</th><th>kind</th>"
             f"<th class='num'>ms / step</th><th class='num'>count / step</th><th class='num'>share</th></tr>{body}</table>")
+
+
+def idle_html(rs: ResultSet) -> str:
+    """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate."""
+    sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("idle_host_wait_s")]
+    if not sizes:
+        return ""
+    body, lines = [], []
+    for n in sizes:
+        g = rs.gpu(n)
+        step, idle_ = median(g.get("step_time_s")), median(g.get("idle_s"))
+        parts = [median(g.get(k)) for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")]
+        total = sum(x for x in parts if x is not None) or None
+
+        def share(x, total=total):
+            return f" <span class='ds-small'>({x / total:.0%})</span>" if x is not None and total else ""
+
+        call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
+        kernels = median(g.get("kernels_per_step"))
+        mean_kernel = median(g.get("compute_s")) / kernels if kernels and median(g.get("compute_s")) is not None else None
+        body.append(
+            f"<tr><td>{n}</td><td class='num'>{ms(g.get('step_time_s'))}</td><td class='num'>{ms(g.get('idle_s'))}"
+            f"{f' <span class=ds-small>({idle_ / step:.0%})</span>' if step and idle_ is not None else ''}</td>"
+            + "".join(f"<td class='num'>{ms(g.get(k))}{share(x)}</td>"
+                      for k, x in zip(("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"), parts))
+            + f"<td class='num'>{fmt(median(g.get('launches_per_step')))}</td>"
+            f"<td class='num'>{'–' if call is None else f'{call * 1e6:.1f}'}</td>"
+            f"<td class='num'>{'–' if per is None else f'{per * 1e6:.1f}'}</td>"
+            f"<td class='num'>{'–' if mean_kernel is None else f'{mean_kernel * 1e6:.1f}'}</td></tr>")
+        if total and parts[0] is not None and step:
+            verdict = ("the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
+                       if parts[0] / total >= 0.5 else "host wait is not the main part of the idle time")
+            lines.append(f"World size {n}: the GPU is idle {idle_ / step:.0%} of the median step and "
+                         f"{parts[0] / total:.0%} of that idle time is host wait; {verdict}."
+                         + (f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
+                            f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)." if per and mean_kernel else ""))
+    head = ("<tr><th>world size</th><th class='num'>step (ms)</th><th class='num'>idle (ms)</th>"
+            "<th class='num'>host wait (ms)</th><th class='num'>kernel wait (ms)</th><th class='num'>other (ms)</th>"
+            "<th class='num'>launches / step</th><th class='num'>µs per launch call</th>"
+            "<th class='num'>host µs per launch</th><th class='num'>µs per compute kernel</th></tr>")
+    return ("<p><b>Why the GPU is idle</b> (per step; medians over (rank, step) samples, shares of the summed parts):</p>"
+            f"<table class='ds-table'>{head}{''.join(body)}</table>"
+            + "".join(f"<p>{esc(x)}</p>" for x in lines)
+            + "<p class='ds-small'>Host wait: idle with no launched activity outstanding, the GPU waits for the host to "
+              "launch. Kernel wait: idle while an activity was launched (its launch call had begun) but had not started "
+              "on the GPU: launch latency or a wait between streams. Other: gaps ending at an activity whose launch time "
+              "the trace does not give. Launches: kernel-launch and copy/memset calls in the step's host window, every "
+              "thread; host µs per launch = the step's host time / launches.</p>")
+
+
+def kernel_classes_html(rs: ResultSet) -> str:
+    """GPU time by kernel class at the largest world size with classes, next to the by-name ranking."""
+    sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("kernel_classes")]
+    if not sizes:
+        return ""
+    n = max(sizes)
+    rows = rs.gpu(n)["kernel_classes"]
+    body = "".join(f"<tr><td>{'<b>' if r['class'].startswith('nccl:') else ''}{esc(r['class'])}"
+                   f"{'</b>' if r['class'].startswith('nccl:') else ''}</td><td class='num'>{r['sum_s_per_step'] * 1e3:.2f}</td>"
+                   f"<td class='num'>{fmt(r.get('count_per_step'))}</td><td class='num'>{r.get('share', 0):.1%}</td>"
+                   f"<td class='ds-act' title='{esc(r.get('example', ''))}'>{esc(_short(r.get('example', ''), 70))}</td></tr>"
+                   for r in rows)
+    return (f"<p><b>GPU time by kernel class at world size {n}</b> (the same kernel time as the ranking above, grouped "
+            "by what the kernels do, so AllReduce is compared with GEMM or attention as a whole rather than with one "
+            "compute kernel; C3's verdict keeps the study's by-name ranking):</p>"
+            "<table class='ds-table'><tr><th>class</th><th class='num'>ms / step</th><th class='num'>count / step</th>"
+            f"<th class='num'>share</th><th>most frequent kernel</th></tr>{body}</table>"
+            f"<p class='ds-small'>Class rule: {esc(kernel_classes.RULE_SUMMARY)} "
+            "(<code class='ds'>dnabert_scaling.analysis.kernel_classes</code>).</p>")
+
+
+def rank_skew_html(rs: ResultSet) -> str:
+    """Per-rank imbalance of the multi-rank world sizes: AllReduce start skew and per-rank medians."""
+    rows = []
+    for n in rs.world_sizes:
+        g = rs.gpu(n) or {}
+        sk = g.get("rank_skew")
+        per = g.get("per_rank") or []
+        if n < 2 or not (sk or len(per) > 1):
+            continue
+        st = (sk or {}).get("allreduce_start_skew_s") or {}
+        late = (sk or {}).get("late_rank_share") or {}
+        worst = max(late, key=late.get) if late else None
+        steps = [p["step_time_s"] for p in per]
+        clock = (sk or {}).get("clock")
+        rows.append(
+            f"<tr><td>{n}</td>"
+            + "".join(f"<td class='num'>{'–' if st.get(k) is None else f'{st[k] * 1e6:.1f}'}</td>" for k in ("median", "p90", "max"))
+            + f"<td>{esc(clock or '–')}</td>"
+            f"<td>{f'rank {esc(worst)} ({late[worst]:.0%} of buckets)' if worst is not None else '–'}</td>"
+            f"<td class='num'>{f'{min(steps) * 1e3:.2f}–{max(steps) * 1e3:.2f}' if steps else '–'}</td></tr>")
+    if not rows:
+        return ""
+    return ("<p><b>Ranks</b> (multi-rank world sizes): how far apart the ranks start each AllReduce bucket (the last rank "
+            "to arrive keeps the others' NCCL kernels spinning), and the spread of the ranks' median step times.</p>"
+            "<table class='ds-table'><tr><th>world size</th><th class='num'>start skew median (µs)</th>"
+            "<th class='num'>p90</th><th class='num'>max</th><th>clock</th><th>most often last</th>"
+            f"<th class='num'>per-rank median step (ms)</th></tr>{''.join(rows)}</table>"
+            "<p class='ds-small'>Clock <i>common</i>: the ranks' traces share one clock (Kineto on one node), the skew is "
+            "in wall time. <i>per-rank step start</i>: each start is measured from its rank's own step start (OTF2: one "
+            "timer per rank), so the skew is how differently the ranks' steps unfold, not when they joined.</p>")
+
+
+ZOOM_COLORS = {"compute": "#3b6fb6", "nccl": "#d1495b", "memory": "#2e9e6a", "launch": "#111827",
+               "forward": "#fde68a", "backward": "#bfdbfe", "optimizer": "#ddd6fe"}
+ZOOM_JS = """<script>(function(){var svg=document.getElementById('%(id)s'),out=document.getElementById('%(id)s-range');
+var T0=%(t0)s,T1=%(t1)s,H=%(h)s,a=T0,b=T1,drag=null;
+function show(){svg.setAttribute('viewBox',a+' 0 '+(b-a)+' '+H);out.textContent=(a/1000).toFixed(3)+' to '+(b/1000).toFixed(3)+' ms';}
+function fit(){var w=b-a;if(w>T1-T0){a=T0;b=T1;}if(a<T0){b+=T0-a;a=T0;}if(b>T1){a-=b-T1;b=T1;}}
+svg.addEventListener('wheel',function(e){e.preventDefault();var r=svg.getBoundingClientRect(),x=a+(e.clientX-r.left)/r.width*(b-a),
+k=e.deltaY<0?0.8:1.25;a=x-(x-a)*k;b=x+(b-x)*k;if(b-a<0.05){b=a+0.05;}fit();show();},{passive:false});
+svg.addEventListener('mousedown',function(e){drag={x:e.clientX,a:a,b:b};});
+window.addEventListener('mouseup',function(){drag=null;});
+svg.addEventListener('mousemove',function(e){if(!drag)return;var r=svg.getBoundingClientRect(),d=(e.clientX-drag.x)/r.width*(drag.b-drag.a);
+a=drag.a-d;b=drag.b-d;fit();show();});
+svg.addEventListener('dblclick',function(){a=T0;b=T1;show();});show();})();</script>"""
+
+
+def zoom_timeline_html(rs: ResultSet) -> str:
+    """The timeline figure's step as inline SVG that zooms (wheel), pans (drag) and resets (double
+    click); every bar names itself on hover. Self-contained: no file or network at view time."""
+    tl = rs.table("timeline")
+    if tl is None or tl.empty:
+        return ""
+    ws = int(tl["world_size"].max())
+    tl = tl[tl["world_size"] == ws]
+    host = rs.table("timeline_host")
+    host = host[host["world_size"] == ws] if host is not None and not host.empty else None
+    rows: list[tuple[str, Any]] = []  # (label, frame of bars with start_s, end_s, color, title)
+    for rank in sorted(int(r) for r in tl["rank"].unique()):
+        if host is not None:
+            mine = host[host["rank"] == rank]
+            for thread, g in mine.groupby("thread", sort=False):
+                color = [ZOOM_COLORS.get(n, "#d1d5db") if k == "phase" else ZOOM_COLORS["launch"]
+                         for k, n in zip(g["kind"], g["name"])]
+                bars = g.assign(color=color, title=g["name"].astype(str))
+                bars = bars[(bars["kind"] == "launch") | bars["name"].isin(["forward", "backward", "optimizer"])]
+                rows.append((f"rank {rank} · host {thread}", bars))
+        for stream, g in tl[tl["rank"] == rank].groupby("stream", sort=True):
+            bars = g.assign(color=[ZOOM_COLORS.get(c, "#888888") for c in g["category"]],
+                            title=[f"{n} [{p}]" for n, p in zip(g["name"].astype(str), g["phase"].astype(str))])
+            rows.append((f"rank {rank} · stream {stream}", bars))
+    row_h = 18
+    t0 = min(float(min(b["start_s"].min() for _, b in rows if len(b))), 0.0) * 1e6
+    t1 = float(max(b["end_s"].max() for _, b in rows if len(b))) * 1e6
+    shapes, labels = [], []
+    for i, (label, bars) in enumerate(rows):
+        y = i * row_h
+        labels.append(f"<div style='height:{row_h}px;line-height:{row_h}px'>{esc(label)}</div>")
+        for a, b, c, t in zip(bars["start_s"] * 1e6, bars["end_s"] * 1e6, bars["color"], bars["title"]):
+            shapes.append(f"<rect x='{a:.3f}' y='{y + 2}' width='{max(b - a, 0.3):.3f}' height='{row_h - 4}' fill='{c}'>"
+                          f"<title>{esc(t)} ({(b - a):.1f} µs)</title></rect>")
+    height = len(rows) * row_h
+    uid = f"ds-zoom-{rs.index}"
+    svg = (f"<svg id='{uid}' viewBox='{t0} 0 {t1 - t0} {height}' preserveAspectRatio='none' "
+           f"style='width:100%;height:{height}px;cursor:grab;background:#fafafa' xmlns='http://www.w3.org/2000/svg'>"
+           + "".join(shapes) + "</svg>")
+    return (f"<p><b>Zoomable timeline</b> of the same step (world size {ws}): wheel to zoom, drag to pan, double click "
+            f"to reset; hover a bar for its name. Showing <span id='{uid}-range'></span>. For a deeper look at every "
+            "step: the Kineto traces open in Perfetto as they are, and <code class='ds'>dnabert-scaling convert TRACE... "
+            "--out DIR --merged</code> writes <code class='ds'>DIR/all-ranks/traces.otf2</code>, all ranks in one "
+            "archive for Vampir.</p>"
+            f"<div style='display:flex;gap:6px;font-size:11px'><div style='flex:0 0 190px;white-space:nowrap;"
+            f"overflow:hidden'>{''.join(labels)}</div><div style='flex:1 1 auto;min-width:0'>{svg}</div></div>"
+            + ZOOM_JS % {"id": uid, "t0": f"{t0:.3f}", "t1": f"{t1:.3f}", "h": height})
 
 
 def notes_html(rs: ResultSet) -> str:
@@ -755,8 +985,8 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
 def reproduce_html(report: Report) -> str:
     paths = " ".join(shown(s.path) for s in report.sets)
     return f"""<p>Everything in this report is rebuilt from files, by commands that can be rerun one at a time:</p>
-<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, minutes)
-make reproduce      # the GPU sweep where GPUs exist (1, 4, 8), else the CPU smoke run; then analysis, check, report
+<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, under a minute)
+make reproduce      # the GPU sweep where GPUs exist (1, 2, 4, 8 that fit), else the CPU smoke run; then analysis, check, report
 make sweep-slurm    # submit the 1 -> 4 -> 8 GPU sweep to SLURM (scripts/slurm/)
 
 # the same steps inside the container image (its runscript is the dnabert-scaling command)
@@ -768,9 +998,16 @@ apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif report results --out repo
 # stage by stage
 dnabert-scaling analyze RUNS/ --out results/                               # traces -> metrics.json + tables/
 dnabert-scaling check results/ --expected expected/claims.toml [--strict]  # -> verdicts.json, verdicts.txt
-dnabert-scaling report {esc(paths)} --out report/</pre>
+dnabert-scaling report {esc(paths)} --out report/   # the folders of this report{esc(_made_by(report))}</pre>
 <p class="ds-small">The executed notebook <code class="ds">report.ipynb</code> next to this page holds the code of
 every table and figure; <code class="ds">dnabert-scaling report --show-code</code> keeps it in the page.</p>"""
+
+
+def _made_by(report: Report) -> str:
+    """Which command writes this report's results folders when a fresh clone lacks them."""
+    if any(results_folder_note(s.path) for s in report.sets):
+        return " (written by make kick-tires / make reproduce)"
+    return ""
 
 
 def build_info_html(report: Report) -> str:

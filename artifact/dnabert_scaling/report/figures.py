@@ -78,7 +78,12 @@ def breakdown(rs) -> Figure | NotAvailable:
     if not sizes:
         return NotAvailable(f"no GPU time was measured ({gpu_missing_reason(rs)})")
     parts = [("compute_s", "compute", COLORS["compute"]), ("exposed_comm_s", "exposed communication", COLORS["exposed_comm"]),
-             ("exposed_memcpy_s", "exposed memcpy", COLORS["exposed_memcpy"]), ("idle_s", "idle", COLORS["idle"])]
+             ("exposed_memcpy_s", "exposed memcpy", COLORS["exposed_memcpy"])]
+    if all(rs.gpu(n).get("idle_host_wait_s") for n in sizes):  # idle split by cause (results since the idle breakdown)
+        parts += [("idle_host_wait_s", "idle: host wait", COLORS["idle"]), ("idle_kernel_wait_s", "idle: kernel wait", "#e2e2e2"),
+                  ("idle_other_s", "idle: other", "#f3f3f3")]
+    else:
+        parts.append(("idle_s", "idle", COLORS["idle"]))
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     x = np.arange(len(sizes))
     bottom = np.zeros(len(sizes))
@@ -88,14 +93,14 @@ def breakdown(rs) -> Figure | NotAvailable:
         ax.bar(x, vals, 0.55, bottom=bottom, label=label, color=color, edgecolor="white", linewidth=0.5)
         for xi, b, v in zip(x, bottom, vals):
             if v > 0.06 * max(1e-9, np.nanmax([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])):
-                ax.text(xi, b + v / 2, f"{v:.1f}", ha="center", va="center", fontsize=8, color="white" if label != "idle" else "black")
+                ax.text(xi, b + v / 2, f"{v:.1f}", ha="center", va="center", fontsize=8, color="black" if label.startswith("idle") else "white")
         bottom += vals
     step = np.array([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])
     ax.scatter(x, step, marker="_", s=900, color="black", zorder=5, label="median step time")
     ax.set_xticks(x, [f"{n} GPU" + ("s" if n > 1 else "") for n in sizes])
     ax.set_ylabel("ms per step (median over ranks x steps)")
     ax.set_ylim(0, max(np.nanmax(bottom), np.nanmax(step)) * 1.08)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=5, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=4, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title("Where the GPU step goes: compute + exposed comm + exposed memcpy + idle", fontsize=10)
     return _png(fig, "Stacked bars per world size: compute, exposed communication, exposed memcpy and idle time per step")
@@ -142,6 +147,18 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
 # ---- Figure: Vampir-like timeline of one step -------------------------------------------------
 
 
+def _host_threads(host, rank: int, limit: int = 4) -> list[str]:
+    """The host threads of a rank shown above its GPU streams: the one with the phases first, then
+    by number of launches (at most ``limit``)."""
+    if host is None or host.empty:
+        return []
+    mine = host[host["rank"] == rank]
+    counts = mine.groupby("thread")["kind"].agg(phases=lambda k: int((k == "phase").sum()),
+                                                launches=lambda k: int((k == "launch").sum()))
+    counts = counts[(counts["phases"] > 0) | (counts["launches"] > 0)]
+    return list(counts.sort_values(["phases", "launches"], ascending=False).index[:limit])
+
+
 def timeline(rs) -> Figure | NotAvailable:
     if not _gpu_sizes(rs):
         return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
@@ -153,56 +170,85 @@ def timeline(rs) -> Figure | NotAvailable:
     ph = rs.table("timeline_phases")
     if ph is not None and not ph.empty:
         ph = ph[ph["world_size"] == ws]
-    rows = []  # (rank, stream, role)
-    for (rank, stream), g in tl.groupby(["rank", "stream"], sort=True):
-        dur = (g["end_s"] - g["start_s"]).groupby(g["category"]).sum()
-        role = dur.idxmax() if len(dur) else "compute"
-        rows.append((int(rank), int(stream), str(role)))
+    host = rs.table("timeline_host")  # results from before the host rows lack it: GPU rows only
+    if host is not None and not host.empty:
+        host = host[host["world_size"] == ws]
+    rows = []  # (rank, key, label): key is ("host", thread) or ("gpu", stream)
     order = {"compute": 0, "memory": 1, "nccl": 2}
-    rows.sort(key=lambda r: (r[0], order.get(r[2], 3), r[1]))
+    for rank in sorted(int(r) for r in tl["rank"].unique()):
+        for thread in _host_threads(host, rank):
+            rows.append((rank, ("host", thread), f"rank {rank} · host {thread}"))
+        streams = []
+        for stream, g in tl[tl["rank"] == rank].groupby("stream", sort=True):
+            dur = (g["end_s"] - g["start_s"]).groupby(g["category"]).sum()
+            role = str(dur.idxmax()) if len(dur) else "compute"
+            streams.append((order.get(role, 3), int(stream), role))
+        for _, stream, role in sorted(streams):
+            rows.append((rank, ("gpu", stream), f"rank {rank} · {role if role != 'memory' else 'memcpy'} (stream {stream})"))
     ranks = sorted({r[0] for r in rows})
-    height = min(9.0, 1.2 + 0.32 * len(rows))
+    height = min(11.0, 1.4 + 0.32 * len(rows))
     fig, ax = plt.subplots(figsize=(10, height))
-    ypos = {}
+    ypos, gpu_band, host_band = {}, {}, {}
     y = 0.0
-    band = {}
     for rank in ranks:
-        mine = [r for r in rows if r[0] == rank]
-        top = y
-        for r in mine:
-            ypos[(r[0], r[1])] = y
-            y += 1.0
-        band[rank] = (top - 0.5, y - 0.5)
+        for kind in ("host", "gpu"):
+            mine = [r for r in rows if r[0] == rank and r[1][0] == kind]
+            if not mine:
+                continue
+            top = y
+            for r in mine:
+                ypos[(rank, r[1])] = y
+                y += 1.0
+            (host_band if kind == "host" else gpu_band)[rank] = (top - 0.5, y - 0.5)
         y += 0.4
     tmax = float(tl["end_s"].max()) * 1e3
-    if ph is not None and not ph.empty:
-        for rank in ranks:
-            b0, b1 = band[rank]
-            for _, p in ph[(ph["rank"] == rank) & (ph["name"] != "step")].iterrows():
-                ax.add_patch(plt.Rectangle((p["start_s"] * 1e3, b0), (p["end_s"] - p["start_s"]) * 1e3, b1 - b0,
-                                           color=PHASE_COLORS.get(p["name"], "#eeeeee"), alpha=0.6, lw=0, zorder=0))
-            steps = ph[(ph["rank"] == rank) & (ph["name"] == "step")]
-            for _, p in steps.iterrows():
+    tmin = min(0.0, float(host["start_s"].min()) * 1e3) if host is not None and not host.empty else 0.0
+    for rank in ranks:
+        # GPU rows: each phase shaded where the GPU ran the kernels the host launched in it
+        b0, b1 = gpu_band[rank]
+        mine = tl[(tl["rank"] == rank) & (tl["category"] == "compute")]
+        for name, color in PHASE_COLORS.items():
+            g = mine[mine["phase"] == name]
+            if len(g):
+                a, b = float(g["start_s"].min()) * 1e3, float(g["end_s"].max()) * 1e3
+                ax.add_patch(plt.Rectangle((a, b0), b - a, b1 - b0, color=color, alpha=0.45, lw=0, zorder=0))
+        if ph is not None and not ph.empty:
+            for _, p in ph[(ph["rank"] == rank) & (ph["name"] == "step")].iterrows():
+                lo = host_band.get(rank, gpu_band[rank])[0]
                 for edge in (p["start_s"], p["end_s"]):
-                    ax.plot([edge * 1e3] * 2, [b0, b1], color="#555555", lw=0.8, ls=":", zorder=1)
-            tmax = max(tmax, float(ph["end_s"].max()) * 1e3)
+                    ax.plot([edge * 1e3] * 2, [lo, b1], color="#555555", lw=0.8, ls=":", zorder=1)
+            tmax = max(tmax, float(ph[ph["rank"] == rank]["end_s"].max()) * 1e3)
+    if host is not None and not host.empty:
+        for (rank, key, _) in [r for r in rows if r[1][0] == "host"]:
+            yy = ypos[(rank, key)]
+            g = host[(host["rank"] == rank) & (host["thread"].astype(str) == key[1])]
+            for _, p in g[(g["kind"] == "phase") & g["name"].isin(list(PHASE_COLORS))].iterrows():
+                ax.add_patch(plt.Rectangle((p["start_s"] * 1e3, yy - 0.45), (p["end_s"] - p["start_s"]) * 1e3, 0.9,
+                                           color=PHASE_COLORS[p["name"]], alpha=0.9, lw=0, zorder=1))
+            la = g[g["kind"] == "launch"]
+            if len(la):
+                width = max(tmax - tmin, 1e-9) * 1.5e-4  # a launch is drawn at least a hair wide
+                spans = [(a * 1e3, max((b - a) * 1e3, width)) for a, b in zip(la["start_s"], la["end_s"])]
+                ax.broken_barh(spans, (yy - 0.3, 0.6), facecolors="#111827", linewidth=0, zorder=2)
+            tmax = max(tmax, float(g["end_s"].max()) * 1e3)
     for (rank, stream), g in tl.groupby(["rank", "stream"], sort=False):
-        yy = ypos[(int(rank), int(stream))]
+        yy = ypos[(int(rank), ("gpu", int(stream)))]
         for cat, gg in g.groupby("category"):
             spans = list(zip(gg["start_s"] * 1e3, (gg["end_s"] - gg["start_s"]) * 1e3))
             ax.broken_barh(spans, (yy - 0.38, 0.76), facecolors=COLORS.get(str(cat), "#888888"), linewidth=0, zorder=2)
-    labels = [f"rank {r} · {role if role != 'memory' else 'memcpy'} (stream {s})" for r, s, role in rows]
-    ax.set_yticks([ypos[(r, s)] for r, s, _ in rows], labels, fontsize=7 if len(rows) > 10 else 8)
+    ax.set_yticks([ypos[(r, k)] for r, k, _ in rows], [lab for _, _, lab in rows], fontsize=7 if len(rows) > 10 else 8)
     ax.set_ylim(y - 0.4, -0.9)
-    ax.set_xlim(0, tmax * 1.01)
+    ax.set_xlim(tmin, tmax * 1.01)
     ax.set_xlabel(f"ms since the step's first GPU activity (world size {ws}, one measured step, each rank on its own clock)")
     handles = [Patch(color=COLORS["compute"], label="compute kernel"), Patch(color=COLORS["nccl"], label="NCCL kernel"),
                Patch(color=COLORS["memory"], label="memcpy / memset")]
-    handles += [Patch(color=c, alpha=0.6, label=f"{n} phase (host range)") for n, c in PHASE_COLORS.items()]
-    ax.legend(handles=handles, fontsize=7, ncol=6, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
+    if host_band:
+        handles.append(Patch(color="#111827", label="launch call (host)"))
+    handles += [Patch(color=c, alpha=0.7, label=f"{n}") for n, c in PHASE_COLORS.items()]
+    ax.legend(handles=handles, fontsize=7, ncol=7, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
-    return _png(fig, f"Timeline of one measured step at world size {ws}: per rank the compute stream above the NCCL stream, "
-                     "phases shaded")
+    return _png(fig, f"Timeline of one measured step at world size {ws}: per rank its host threads (phases, launch calls) "
+                     "above its GPU streams, each phase shaded where the GPU ran its kernels")
 
 
 # ---- Figure: overlap per step across ranks ---------------------------------------------------
@@ -274,9 +320,13 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
     else:
         why = "no 1-GPU throughput baseline"
     if eff:
-        b.bar([str(n) for n, _ in eff], [e for _, e in eff], color=COLORS["compute"], width=0.5)
+        spread = [rs.entry(n).get("efficiency_spread") or {} for n, _ in eff]
+        lo = [max(0.0, e - s["min"]) if s.get("min") is not None else 0.0 for (_, e), s in zip(eff, spread)]
+        hi = [max(0.0, s["max"] - e) if s.get("max") is not None else 0.0 for (_, e), s in zip(eff, spread)]
+        b.bar([str(n) for n, _ in eff], [e for _, e in eff], color=COLORS["compute"], width=0.5,
+              yerr=[lo, hi] if any(lo) or any(hi) else None, capsize=4, error_kw={"elinewidth": 1})
         for i, (_, e) in enumerate(eff):
-            b.text(i, e + 0.02, f"{e:.2f}", ha="center", fontsize=8)
+            b.text(i + 0.3, e + 0.02, f"{e:.2f}", ha="left", fontsize=8)
         b.axhline(1.0, color="black", ls="--", lw=1, label="ideal")
         if bound is not None and rs.device != "cpu":
             b.axhline(bound, color="#b3261e", ls="--", lw=1, label=f"claim bound {bound:g}")
@@ -291,6 +341,43 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
                fontsize=9, color="#6b7280", transform=b.transAxes)
     b.spines[["top", "right"]].set_visible(False)
     return _png(fig, "Throughput against ideal linear scaling, and weak-scaling efficiency per world size")
+
+
+# ---- Figure: per-step distributions ----------------------------------------------------------
+
+
+def distributions(rs) -> Figure | NotAvailable:
+    """Step time, exposed communication and overlap over all (rank, step) samples, per world size."""
+    sizes = _gpu_sizes(rs)
+    steps = rs.table("step_partition")
+    if not sizes or steps is None or steps.empty:
+        why = gpu_missing_reason(rs) if not sizes else rs.table_reason("step_partition")
+        return NotAvailable(f"no per-step GPU figures ({why})")
+    panels = [("step_time_s", "step time (ms)", 1e3), ("exposed_comm_s", "exposed communication (ms)", 1e3),
+              ("overlap_ratio", "overlap ratio", 1.0)]
+    fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
+    for ax, (col, label, scale) in zip(axes, panels):
+        data, ticks = [], []
+        for n in sizes:
+            v = steps.loc[steps["world_size"] == n, col].to_numpy(dtype=float) * scale if col in steps else np.array([])
+            v = v[np.isfinite(v)]
+            if v.size:
+                data.append(v)
+                ticks.append(str(n))
+        if data:
+            ax.boxplot(data, whis=(10, 90), showfliers=True, widths=0.5,
+                       flierprops={"markersize": 2, "markerfacecolor": "#6b7280", "markeredgecolor": "none"},
+                       medianprops={"color": COLORS["exposed_comm"]})
+            ax.set_xticks(range(1, len(ticks) + 1), ticks)
+        else:
+            ax.text(0.5, 0.5, "no samples\n(no NCCL kernels)" if col == "overlap_ratio" else "no samples",
+                    ha="center", va="center", fontsize=8, color="#6b7280", transform=ax.transAxes)
+            ax.set_xticks([])
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("world size", fontsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    return _png(fig, "Box plots per world size over all (rank, measured step) samples: step time, exposed communication, "
+                     "overlap ratio")
 
 
 # ---- Figure: busy-wait ---------------------------------------------------------------------------

@@ -44,6 +44,12 @@ exactly, per rank and step:
 > compute = |U compute| · exposed comm = |U nccl − U compute| · exposed memcpy = |U memory − U compute − U nccl| ·
 > idle = step − |U all GPU activity|
 
+**Idle time by cause.** Each idle instant of a step is *kernel wait* when some activity has been launched by the
+host (its launch call has begun) but has not started on the GPU, *host wait* when nothing launched is outstanding
+and the activity ending the gap has a known launch time (the GPU waits for the host: a launch-bound step), and
+*other* when the gap ends at an activity whose launch time the trace does not give. The three add up to idle. Next
+to them: launch calls per step, the mean duration of one call, and the step's host time per launch.
+
 **Overlap.** overlap ratio = |U compute ∩ U nccl| / |U nccl|: the share of NCCL time with compute running on
 another stream at the same moment (defined only where NCCL kernels ran). Exposed-communication share = exposed
 comm / step time.
@@ -55,10 +61,13 @@ through the launching call's correlation id (Kineto); for Score-P by stream orde
 is the i-th kernel on it, from the launch's `CUDA_STREAM_REF`); else by time window (the host phase running
 last before the activity started). Each set's analysis notes list the method used and, for Kineto traces, how
 well the two Score-P methods agree with the exact one. The ranking of GPU activities sums kernel time per
-name, with NCCL kernels grouped by collective.
+name, with NCCL kernels grouped by collective (as the study's Vampir function summary does, and as claim C3 is
+checked); next to it the same time by kernel class (GEMM, attention, elementwise, normalisation, reduction/softmax,
+optimizer, copy/memset, NCCL by collective), so AllReduce is compared with a class of compute kernels as a whole.
 
 **Statistics.** Medians over all (rank, measured step) samples, with p10–p90 spreads. Weak-scaling efficiency
-= samples/s(N) / (N × samples/s(1)), against the 1-GPU run with the DDP wrapper.
+= samples/s(N) / (N × samples/s(1)), against the 1-GPU run with the DDP wrapper, with the range its untraced
+repeats allow.
 
 **Claims.** Each claim of the paper is a set of checks with explicit bounds in `expected/claims.toml`; the checker
 (`dnabert-scaling check`) turns them into PASS, FAIL, NOT RUN or INVALID (Appendix A lists every bound with
@@ -78,7 +87,11 @@ CAVEATS = """## {n} Caveats
 3. **50-step runs on a shared node are noisy.** A few tens of steps per run, on nodes shared with other jobs, give
    medians that move by several percent between runs. The robust signals are qualitative (zero vs non-zero, which
    stream, which activity is largest) and relative (ratios, shares, efficiencies); absolute milliseconds are
-   context, and every bound keeps a margin for this noise."""
+   context, and every bound keeps a margin for this noise.
+4. **The breakdown comes from the traced run.** Partition, idle causes, overlap and kernel classes are measured in
+   the traced run, which is slower than the untraced runs that give throughput (the tracer adds host time to every
+   launch and phase, so host wait is, if anything, larger there). Throughput and efficiency come from the untraced
+   runs only."""
 
 REPRODUCE = "## {n} How to reproduce"
 
@@ -108,30 +121,54 @@ def set_cells(k: int, section: int, label: str) -> list:
         _code("C.show(C.metrics_table_html(S))", "metrics"),
         _code(f"C.show_figure(F.breakdown(S), '{s}.1',\n"
               "    'GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no '\n"
-              "    'compute under it), exposed memcpy and idle. Medians over all (rank, step) samples, so the stacked parts '\n"
+              "    'compute under it), exposed memcpy and idle (split into host wait, kernel wait and other, Method). Medians '\n"
+              "    'over all (rank, step) samples, so the stacked parts '\n"
               "    'need not add up exactly to the median step time (black bar).')", "figure"),
         _code(f"C.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
               "    'Summed AllReduce kernel time against the backward pass\\'s GPU time per step (medians; error bars p10 to p90 '\n"
               "    'over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes '\n"
               "    'busy-waiting (Caveat 1).')", "figure"),
+        _code("C.show(C.idle_html(S))", "idle"),
         _code("C.show(C.ranking_html(S))", "ranking"),
+        _code("C.show(C.kernel_classes_html(S))", "kernel-classes"),
         _md(f"### {s}.3 One step, every rank: compute and communication side by side"),
         _code(f"C.show_figure(F.timeline(S), '{s}.3',\n"
               "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
-              "    'Vampir-like timeline: per rank its compute stream above its NCCL stream, kernels as bars, the host phases '\n"
-              "    '(forward, backward, optimizer) shaded behind them. AllReduce buckets running while the backward compute '\n"
-              "    'continues on the other stream are the overlap of claim C5.')", "figure"),
+              "    'Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams '\n"
+              "    '(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. Gaps on a '\n"
+              "    'stream under a busy host row are the GPU waiting for launches; AllReduce buckets running while the '\n"
+              "    'backward compute continues on the other stream are the overlap of claim C5.')", "figure"),
+        _code("C.show(C.zoom_timeline_html(S))", "zoom-timeline"),
         _code(f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
               "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
               "    'world size; dashed: the bound of claim C5.')", "figure"),
+        _code(f"C.show_figure(F.distributions(S), '{s}.5',\n"
+              "    'Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, '\n"
+              "    'dots beyond; red: median.')", "figure"),
+        _code("C.show(C.rank_skew_html(S))", "ranks"),
         _md(f"### {s}.4 Throughput"),
-        _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.5',\n"
+        _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
               "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
               "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
-              "    'claim C6.')", "figure"),
+              "    'claim C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and '\n"
+              "    'the reverse).')", "figure"),
+        *prediction_cells(s),
         _code("C.show(C.notes_html(S))", "notes"),
     ]
     return cells
+
+
+def prediction_cells(s: str) -> list:
+    """The prediction subsection of a results folder's section (``report/predictions.py``)."""
+    return [
+        _md(f"### {s}.5 Prediction from the one-GPU trace (not a verdict)"),
+        _code(f"from dnabert_scaling.report import predictions as P\nC.show(P.section_html(S))\n"
+              f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
+              f"    C.show_figure(P.curves(S), '{s}.6',\n"
+              "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
+              "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
+              "    'measured traced runs where they exist. A prediction, never a verdict.')", "prediction"),
+    ]
 
 
 def notebook(results: list[dict], claims: str | None, params: dict[str, Any], labels: list[str]) -> Any:

@@ -10,7 +10,9 @@
   ``ncclDevKernel_AllReduce_Sum_f32_RING_LL``), else from Kineto's ``Collective name`` argument
   (``ncclDevKernel_Generic*`` kernels name no collective), else missing.
 * Phases: host ranges named ``ds:<phase>``; Score-P's Python bindings prefix user regions with
-  ``user:`` (``user:ds:step``), which is stripped.
+  ``user:`` (``user:ds:step``), which is stripped. A DDP bucket's all-reduce call is the range
+  ``ds:bucket:<index>:<bytes>`` (``dnabert_scaling.buckets``); its table name keeps the arguments
+  (``bucket:3:26214400``), read back with ``bucket_args``.
 * Kernel launches: the CUDA runtime / driver launch entry points (``cuLaunchKernel``,
   ``cuLaunchKernelEx``, ``cudaLaunchKernel``, ``cudaLaunchKernelExC_v11060``, cooperative ...).
 * Copies get canonical names ``Memcpy HtoD|DtoH|DtoD|PtoP|HtoH``, memsets ``Memset``: OTF2 records
@@ -128,14 +130,26 @@ def dtype_bytes(dtype) -> int | None:
     return _DTYPE_BYTES.get(key)
 
 
+_BUCKET_RE = re.compile(r"^bucket:(\d+):(\d+)$")
+
+
 def phase_name(region: str) -> str | None:
-    """``step``/``warmup``/``forward``/``backward``/``optimizer`` for a phase range, else None."""
+    """``step``/``warmup``/``forward``/``backward``/``optimizer`` for a phase range,
+    ``bucket:<index>:<bytes>`` for a bucket range, else None."""
     if region.startswith(USER_REGION_PREFIX):
         region = region[len(USER_REGION_PREFIX):]
     if not region.startswith(PHASE_PREFIX):
         return None
     p = region[len(PHASE_PREFIX):]
-    return p if p in PHASE_NAMES else None
+    if _BUCKET_RE.match(p):
+        return p
+    return p if p in PHASE_NAMES and p != "bucket" else None
+
+
+def bucket_args(name: str) -> tuple[int, int] | None:
+    """(bucket index, bytes) of a host table name ``bucket:<index>:<bytes>``, else None."""
+    m = _BUCKET_RE.match(name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def is_launch_api(name: str) -> bool:
@@ -181,3 +195,27 @@ def memcpy_direction(kineto_name: str) -> str | None:
 
 
 MEMSET_NAME = "Memset"
+
+
+def shorten_middle(name: str, n: int, mark: str = "…") -> str:
+    """At most ``n`` characters, cut in the middle (two thirds head, one third tail) so both the
+    kernel family and its specialisation show."""
+    s = str(name)
+    if len(s) <= n:
+        return s
+    keep = max(2, n - len(mark))
+    head = keep * 2 // 3
+    return s[:head] + mark + s[len(s) - (keep - head):]
+
+
+def distinct_short(names: list[str], n: int, mark: str = "…") -> list[str]:
+    """``shorten_middle`` of each name, widened where two different names would read the same."""
+    out = [shorten_middle(x, n, mark) for x in names]
+    width = n
+    while len(set(out)) < len(set(names)) and width < max(map(len, names), default=0):
+        width += 8
+        seen: dict[str, int] = {}
+        for s in out:
+            seen[s] = seen.get(s, 0) + 1
+        out = [shorten_middle(x, width, mark) if seen[s] > 1 else s for x, s in zip(names, out)]
+    return out

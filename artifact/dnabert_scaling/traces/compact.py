@@ -11,6 +11,11 @@ timestamps untouched (same text, so ns precision is kept):
 - user annotations (the ``ds:*`` phases and the DDP/optimizer ranges);
 - the trace-level metadata (``distributedInfo``, ``baseTimeNanoseconds``, versions, devices).
 
+For HTA and other torch.profiler tools, each step range (``ds:warmup``, ``ds:step``, in time
+order) is also written as ``ProfilerStep#N`` (N from 0), the annotation ``profiler.step()``
+writes, unless the trace has those already; and the JSON is written with torch's separators
+(``"rank": 0``), which HTA's rank detection expects.
+
 Reading a compacted trace gives the same GPU and host tables as the original (tested).
 """
 
@@ -71,6 +76,7 @@ def compact_kineto(src: str | Path, dst: str | Path) -> tuple[int, int]:
     if not isinstance(events, list):
         raise ArtifactError("no traceEvents list: not a Kineto trace", src)
     kept = [e for e in (_keep(ev) for ev in events if isinstance(ev, dict)) if e is not None]
+    kept += profiler_steps(kept)
     out = {k: v for k, v in data.items() if k != "traceEvents"}
     out["traceEvents"] = kept
     out["compactedBy"] = "dnabert_scaling.traces.compact"
@@ -78,6 +84,19 @@ def compact_kineto(src: str | Path, dst: str | Path) -> tuple[int, int]:
     with gzip.open(dst, "wt", compresslevel=9) as fh:
         fh.write(dumps(out))
     return len(events), len(kept)
+
+
+STEP_RANGES = ("ds:warmup", "ds:step")
+
+
+def profiler_steps(events: list[dict]) -> list[dict]:
+    """``ProfilerStep#N`` copies of the step ranges, none when the trace has ProfilerStep events."""
+    if any(str(e.get("name", "")).startswith("ProfilerStep#") for e in events):
+        return []
+    steps = [e for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"
+             and str(e.get("name", "")).removeprefix("user:") in STEP_RANGES]
+    steps.sort(key=lambda e: float(e.get("ts", 0)))
+    return [{**e, "name": f"ProfilerStep#{i}"} for i, e in enumerate(steps)]
 
 
 class RawNumber(str):
@@ -89,7 +108,7 @@ def dumps(obj) -> str:
     if isinstance(obj, RawNumber):
         return str.__str__(obj)
     if isinstance(obj, dict):
-        return "{" + ",".join(json.dumps(str(k)) + ":" + dumps(v) for k, v in obj.items()) + "}"
+        return "{" + ", ".join(json.dumps(str(k)) + ": " + dumps(v) for k, v in obj.items()) + "}"
     if isinstance(obj, list):
-        return "[" + ",".join(dumps(v) for v in obj) + "]"
+        return "[" + ", ".join(dumps(v) for v in obj) + "]"
     return json.dumps(obj)

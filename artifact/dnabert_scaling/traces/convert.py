@@ -6,6 +6,11 @@ traces exactly like Score-P ones. What is written is described in ``otf2_writer`
 converted archive back yields the same GPU activities and host ranges as reading the Kineto
 file (checked by the tests on real traces).
 
+With ``--merged`` it also writes ``DIR/all-ranks/traces.otf2``: every rank in one archive (one
+process ``Rank <R>`` each), so Vampir opens the whole run from one file. Kineto traces of one node
+share the system clock, so their times are written as they are; traces from several nodes are
+only as aligned as the nodes' clocks.
+
 Existing outputs are never overwritten unless ``--force`` is given; all targets are checked
 before anything is written, and each archive is written under a temporary name and renamed
 when complete, so an interrupted conversion leaves no half-written ``scorep-rank<R>``.
@@ -19,9 +24,12 @@ from pathlib import Path
 
 from dnabert_scaling import __version__
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
+from dnabert_scaling.outputs import writable_dir
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.loader import read_many
-from dnabert_scaling.traces.otf2_writer import write_tables
+from dnabert_scaling.traces.model import Trace
+from dnabert_scaling.traces.otf2_writer import write_merged, write_tables
 
 CREATOR = f"dnabert-scaling-convert {__version__}"
 
@@ -32,10 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="output directory; receives scorep-rank<R>/traces.otf2 per rank")
     parser.add_argument("--force", action="store_true", help="replace existing scorep-rank<R> outputs")
-    parser.add_argument("--workers", type=int, default=None, help="processes for reading (default: one per core)")
+    parser.add_argument("--merged", action="store_true",
+                        help="also write all-ranks/traces.otf2: every rank in one archive, for Vampir")
+    parser.add_argument("--workers", type=positive_int, default=None, help="processes for reading (default: one per core)")
 
 
-def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None = None) -> list[dict]:
+MERGED = "all-ranks"
+
+
+def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None = None, merged: bool = False) -> list[dict]:
     """Convert Kineto traces to one Score-P-9-layout archive per rank under ``out_dir``."""
     paths = [Path(p) for p in inputs]
     for p in paths:
@@ -50,14 +63,11 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
             if r in seen:
                 raise ArtifactError(f"rank {r} appears twice: in {seen[r]} and in {m['source']}")
             seen[r] = m["source"]
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ArtifactError("output path exists and is not a directory", out)
+    out = writable_dir(out_dir, "--out", create=True)
     targets = {r: out / f"scorep-rank{r}" for r in seen}
-    clashes = [str(p) for p in targets.values() if p.exists()]
+    clashes = [str(p) for p in [*targets.values(), *([out / MERGED] if merged else [])] if p.exists()]
     if clashes and not force:
         raise ArtifactError(f"output exists, not overwritten (use --force): {', '.join(clashes)}")
-    out.mkdir(parents=True, exist_ok=True)
     results = []
     for t in traces:
         for r in t.rank_ids:
@@ -73,12 +83,26 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
             counts["source"] = seen[r]
             counts["archive"] = str(target / "traces.otf2")
             results.append(counts)
+    if merged:
+        everything = Trace.concat(traces)
+        tmp, target = out / f".{MERGED}.partial", out / MERGED
+        shutil.rmtree(tmp, ignore_errors=True)
+        counts = write_merged(everything.gpu, everything.host, tmp, creator=CREATOR,
+                              description=f"ranks {', '.join(map(str, everything.rank_ids))} converted by {CREATOR}")
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+        results.append({"rank": "all", "source": f"{len(traces)} trace(s)", "archive": str(target / "traces.otf2"),
+                        "events": counts["events"], "ranks": counts["ranks"]})
     return results
 
 
 def run(args) -> int:
-    results = convert(args.traces, args.out, force=args.force, workers=args.workers)
+    results = convert(args.traces, args.out, force=args.force, workers=args.workers, merged=args.merged)
     for c in results:
+        if c["rank"] == "all":
+            print(f"ranks {', '.join(map(str, c['ranks']))} -> {c['archive']} ({c['events']} events; one archive for Vampir)")
+            continue
         print(f"rank {c['rank']}: {c['source']} -> {c['archive']} "
               f"({c['kernels']} kernels, {c['memcpys']} copies, {c['memsets']} memsets, "
               f"{c['phases']} phase ranges, {c['launches']} launches; {c['events']} events)")

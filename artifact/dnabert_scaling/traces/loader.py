@@ -46,9 +46,36 @@ def read_trace(path) -> Trace:
 
     An MPI Score-P archive yields all of its ranks; every other input yields one rank.
     """
-    if trace_format(path) == "kineto":
-        return read_kineto(path)
-    return read_otf2(path)
+    trace = read_kineto(path) if trace_format(path) == "kineto" else read_otf2(path)
+    check_activity_times(trace, path)
+    return trace
+
+
+def check_activity_times(trace: Trace, path) -> None:
+    """Refuse a GPU activity that ends before it starts: its timestamps are damaged (or written
+    out of order), and every window, union and overlap computed from it would be wrong."""
+    gpu = trace.gpu
+    bad = gpu[gpu["end_ns"] < gpu["start_ns"]]
+    if len(bad):
+        row = bad.iloc[0]
+        raise ArtifactError(
+            f"{len(bad)} GPU activit{'y' if len(bad) == 1 else 'ies'} end before they start, first {row['name']!r} "
+            f"on rank {row['rank']} stream {row['stream']} (start {row['start_ns']} ns, end {row['end_ns']} ns): "
+            "the trace's timestamps are out of order", path)
+    # One stream runs its activities in launch order; Kineto numbers the launches (correlation).
+    with_corr = gpu[gpu["correlation"].notna()].sort_values(["rank", "stream", "start_ns"], kind="stable")
+    if len(with_corr):
+        corr = with_corr["correlation"].astype("int64")
+        same = with_corr[["rank", "stream"]].eq(with_corr[["rank", "stream"]].shift()).all(axis=1)
+        back = same & (corr.diff() < 0)
+        if back.any():
+            at = int(back.to_numpy().argmax())
+            first, row = with_corr.iloc[at - 1], with_corr.iloc[at]
+            raise ArtifactError(
+                f"GPU activities out of order on rank {row['rank']} stream {row['stream']}: {first['name']!r} (launch "
+                f"{first['correlation']}) starts at {first['start_ns']} ns, before {row['name']!r} (launch "
+                f"{row['correlation']}, at {row['start_ns']} ns) that was launched earlier; a stream runs its work in "
+                f"launch order, so the timestamps are damaged ({int(back.sum())} such place(s))", path)
 
 
 def discover(path) -> list[Path]:

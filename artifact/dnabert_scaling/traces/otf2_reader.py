@@ -229,7 +229,7 @@ class _Regions:
         self.kind_code = np.full(n, self.KIND_CODES["kernel"], dtype=np.int8)
         self.cat_code = np.full(n, CATEGORIES.index("compute"), dtype=np.int8)
         self.coll_of = np.full(n, np.nan, dtype=object)
-        names = sorted(set(self.gpu_name.values()) | set(self.name.values()) | set(PHASE_NAMES))
+        names = sorted(set(self.gpu_name.values()) | set(self.name.values()) | set(PHASE_NAMES) | set(self.phase.values()))
         self.names = np.array(names, dtype=object)
         index = {nm: i for i, nm in enumerate(names)}
         self.gpu_name_idx = np.zeros(n, dtype=np.int64)
@@ -459,11 +459,13 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
         detail = "; ".join(dict.fromkeys(errors.messages[-3:])) or str(exc)
         if m:
             ref = int(m.group(1))
+            # a damaged local definition file fails as "definition record": name that file, not the events
+            kind, suffix = ("local definition file", "def") if "definition record" in detail else ("event file", "evt")
             try:
                 loc = defs.locations[ref]
-                where = f" (event file {evt_dir.name}/{ref}.evt, location {loc.name!r} of {loc.group.name})"
+                where = f" ({kind} {evt_dir.name}/{ref}.{suffix}, location {loc.name!r} of {loc.group.name})"
             except Exception:
-                where = f" (event file {evt_dir.name}/{ref}.evt)"
+                where = f" ({kind} {evt_dir.name}/{ref}.{suffix})"
         raise ArtifactError(f"cannot read events{where}: truncated or corrupt? {detail}", anchor) from None
 
     strings = _string_table(defs)

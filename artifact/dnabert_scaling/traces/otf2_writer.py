@@ -79,7 +79,8 @@ class ScoreP9Writer:
     """
 
     def __init__(self, archive_dir, *, creator: str, description: str = "", timer_resolution: int = 10**9,
-                 machine: str = "node", overwrite: bool = False, chunk_size_events: int = 1024 * 1024):
+                 machine: str = "node", overwrite: bool = False, chunk_size_events: int = 1024 * 1024,
+                 process_name: str = "Process", processes: int = 1):
         import otf2
 
         self._otf2 = otf2
@@ -99,17 +100,47 @@ class ScoreP9Writer:
         self.defs = d
         self.root = d.system_tree_node("machine", class_name="machine")
         self.node = d.system_tree_node(machine, class_name="node", parent=self.root)
-        self.process = d.location_group("Process", location_group_type=otf2.LocationGroupType.PROCESS,
-                                        system_tree_parent=self.node)
-        self._contexts: dict[int, object] = {}
-        self._streams: dict[tuple[int, int], object] = {}
-        self._threads: dict[str, object] = {}
         self._regions: dict[tuple, object] = {}
         self._attrs: dict[str, object] = {}
-        self.window = None
+        # OTF2 wants one COMM_LOCATIONS group per paradigm, defined before the COMM_GROUPs that
+        # index into it: with several processes ``define_comm_locations`` lists every process's
+        # window members once all locations exist
+        self._multi = processes > 1
+        self.begin_process(process_name)
         self._t_min = None
         self._t_max = None
         self._closed = False
+
+    def begin_process(self, name: str) -> None:
+        """Start a process location group (one rank) with its own threads, streams, CUDA contexts
+        and CUDA window; regions and attributes are shared. A multi-rank archive calls this once
+        per rank and writes each rank's events before the next begins."""
+        self.process = self.defs.location_group(name, location_group_type=self._otf2.LocationGroupType.PROCESS,
+                                                system_tree_parent=self.node)
+        self._process_name = name
+        self._contexts: dict[int, object] = {}
+        self._streams: dict[tuple[int, int], object] = {}
+        self._threads: dict[str, object] = {}
+        self.window = None
+
+    _PROCESS_STATE = ("process", "_process_name", "_contexts", "_streams", "_threads", "window")
+
+    def process_state(self) -> dict:
+        """The current process's definitions, to come back to with :meth:`use_process`."""
+        return {k: getattr(self, k) for k in self._PROCESS_STATE}
+
+    def use_process(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def define_comm_locations(self, states: list[dict]) -> None:
+        """The one CUDA COMM_LOCATIONS group of a multi-process archive: each process's window
+        members (master thread, then its streams), after every location is defined."""
+        members = []
+        for st in states:
+            members += [st["_threads"]["Master thread"]] + [st["_streams"][k] for k in sorted(st["_streams"])]
+        self.defs.group("CUDA", group_type=self._otf2.GroupType.COMM_LOCATIONS, paradigm=self._otf2.Paradigm.CUDA,
+                        members=members)
 
     # -- definitions ----------------------------------------------------------------------------
     def thread(self, name: str):
@@ -126,8 +157,9 @@ class ScoreP9Writer:
             otf2 = self._otf2
             if key[0] not in self._contexts:
                 stn = self.defs.system_tree_node(f"CUDA Device {key[0]}", class_name="CUDA Device", parent=self.node)
+                prefix = "" if self._process_name == "Process" else f"{self._process_name} "
                 self._contexts[key[0]] = self.defs.location_group(
-                    f"CUDA Context {key[0]}", location_group_type=otf2.LocationGroupType.ACCELERATOR,
+                    f"{prefix}CUDA Context {key[0]}", location_group_type=otf2.LocationGroupType.ACCELERATOR,
                     system_tree_parent=stn, creating_location_group=self.process)
             self._streams[key] = self.defs.location(
                 f"CUDA[{key[0]}:{key[1]}]", type=otf2.LocationType.ACCELERATOR_STREAM, group=self._contexts[key[0]])
@@ -170,11 +202,11 @@ class ScoreP9Writer:
             otf2 = self._otf2
             host = self.thread(host_thread)
             members = [host] + [self._streams[k] for k in sorted(self._streams)]
-            comm_locations = self.defs.group("CUDA", group_type=otf2.GroupType.COMM_LOCATIONS,
-                                             paradigm=otf2.Paradigm.CUDA, members=members)
+            if not self._multi:
+                self.defs.group("CUDA", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.CUDA,
+                                members=members)
             group = self.defs.group("CUDA_GROUP", group_type=otf2.GroupType.COMM_GROUP,
                                     paradigm=otf2.Paradigm.CUDA, members=members)
-            del comm_locations
             comm = self.defs.comm("CUDA_COMM", group=group)
             self.window = self.defs.rma_win("CUDA_WINDOW", comm=comm)
             self._window_members = {m._ref: i for i, m in enumerate(members)}
@@ -345,25 +377,65 @@ def write_tables(gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str,
               "memcpys": int((gpu["kind"] == "memcpy").sum()), "memsets": int((gpu["kind"] == "memset").sum()),
               "phases": int((host["kind"] == "phase").sum()), "launches": int((host["kind"] == "launch").sum()),
               "events": 0}
-    extra_ranges = extra_ranges or {}
     with ScoreP9Writer(target, creator=creator, description=description, overwrite=overwrite) as w:
-        main = w.thread("Master thread")
-        for th in list(pd.unique(host["thread"])) + list(extra_ranges):
-            w.thread(str(th))
-        pairs = gpu[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
-        device_of_stream: dict[int, int] = {}
-        for dev, st in pairs.itertuples(index=False):
-            w.stream(int(dev), int(st))
-            device_of_stream.setdefault(int(st), int(dev))
-        win = w.cuda_window(main.name)
-        for (dev, st), rows in gpu.groupby(["device", "stream"], sort=True, observed=True):
-            loc = w.stream(int(dev), int(st))
-            counts["events"] += _write_stream(w, loc, rows, win)
-        threads = sorted(set(str(x) for x in pd.unique(host["thread"])) | set(extra_ranges))
-        for th in threads:
-            rows = host[host["thread"] == th]
-            counts["events"] += _write_host(w, w.thread(th), rows, device_of_stream, extra_ranges.get(th))
+        counts["events"] += _write_process(w, gpu, host, extra_ranges or {})
     return counts
+
+
+def write_merged(gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str, description: str = "",
+                 overwrite: bool = False) -> dict:
+    """Every rank of ``Trace.gpu`` / ``Trace.host`` in one archive, one process ``Rank <R>`` each, so
+    Vampir opens a whole run from one anchor file. Times are written as they are: the ranks must
+    share one clock (Kineto traces of one node do). For viewing; the analysis reads per-rank archives."""
+    ranks = sorted(int(r) for r in pd.unique(gpu["rank"]))
+    if not ranks:
+        raise ArtifactError("no GPU activity to write", target)
+    counts = {"ranks": ranks, "events": 0}
+    parts = [(gpu[gpu["rank"] == r], host[host["rank"] == r]) for r in ranks]
+    with ScoreP9Writer(target, creator=creator, description=description, overwrite=overwrite,
+                       process_name=f"Rank {ranks[0]}", processes=len(ranks)) as w:
+        states = []
+        for i, (r, (g, h)) in enumerate(zip(ranks, parts)):
+            if i:
+                w.begin_process(f"Rank {r}")
+            states.append((w.process_state(), _define_locations(w, g, h, {})))
+        w.define_comm_locations([st for st, _ in states])
+        for (st, device_of_stream), (g, h) in zip(states, parts):
+            w.use_process(st)
+            counts["events"] += _write_process_events(w, g, h, {}, device_of_stream)
+    return counts
+
+
+def _define_locations(w: ScoreP9Writer, gpu: pd.DataFrame, host: pd.DataFrame, extra_ranges: dict) -> dict[int, int]:
+    """The threads and streams of one rank (the writer's current process); returns stream -> device."""
+    w.thread("Master thread")
+    for th in list(pd.unique(host["thread"])) + list(extra_ranges):
+        w.thread(str(th))
+    pairs = gpu[["device", "stream"]].drop_duplicates().sort_values(["device", "stream"])
+    device_of_stream: dict[int, int] = {}
+    for dev, st in pairs.itertuples(index=False):
+        w.stream(int(dev), int(st))
+        device_of_stream.setdefault(int(st), int(dev))
+    return device_of_stream
+
+
+def _write_process(w: ScoreP9Writer, gpu: pd.DataFrame, host: pd.DataFrame, extra_ranges: dict) -> int:
+    """The locations and events of one rank (the writer's current process); returns events written."""
+    return _write_process_events(w, gpu, host, extra_ranges, _define_locations(w, gpu, host, extra_ranges))
+
+
+def _write_process_events(w: ScoreP9Writer, gpu: pd.DataFrame, host: pd.DataFrame, extra_ranges: dict,
+                          device_of_stream: dict[int, int]) -> int:
+    events = 0
+    win = w.cuda_window("Master thread")
+    for (dev, st), rows in gpu.groupby(["device", "stream"], sort=True, observed=True):
+        loc = w.stream(int(dev), int(st))
+        events += _write_stream(w, loc, rows, win)
+    threads = sorted(set(str(x) for x in pd.unique(host["thread"])) | set(extra_ranges))
+    for th in threads:
+        rows = host[host["thread"] == th]
+        events += _write_host(w, w.thread(th), rows, device_of_stream, extra_ranges.get(th))
+    return events
 
 
 def _write_stream(w: ScoreP9Writer, loc, rows: pd.DataFrame, win) -> int:

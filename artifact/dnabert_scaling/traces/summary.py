@@ -36,6 +36,8 @@ import pandas as pd
 from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.partition import partition_ns, stream_role
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import positive_int
+from dnabert_scaling.traces.classify import distinct_short
 from dnabert_scaling.traces.model import Trace
 
 TOP_KERNELS = 10
@@ -175,9 +177,9 @@ def format_table(summary: dict) -> str:
         if r["collectives"]:
             out.append("  NCCL: " + ", ".join(f"{c} x{v['count']} ({v['sum_s']:.6f} s)" for c, v in r["collectives"].items()))
         out.append(f"rank {r['rank']} top kernels by summed time:")
-        for k in r["top_kernels"]:
+        shown = distinct_short([k["name"] for k in r["top_kernels"]], 90, "...")  # cut in the middle, rows distinct
+        for k, name in zip(r["top_kernels"], shown):
             share = "" if k["share"] is None else f" {100 * k['share']:5.1f}%"
-            name = k["name"] if len(k["name"]) <= 90 else k["name"][:87] + "..."
             out.append(f"  {k['sum_s']:.6f} s{share}  x{k['count']:<6} [{k['category']}] {name}")
         for w in r["warnings"]:
             out.append(f"  warning: {w}")
@@ -198,8 +200,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory; "
                              "several: the ranks of one run")
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
-    parser.add_argument("--top", type=int, default=TOP_KERNELS, help="number of top kernels to list")
-    parser.add_argument("--world-size", type=int, default=None, help="expected ranks 0..N-1 (directory input)")
+    parser.add_argument("--top", type=positive_int, default=TOP_KERNELS, help="number of top kernels to list")
+    parser.add_argument("--world-size", type=positive_int, default=None, help="expected ranks 0..N-1 (directory input)")
 
 
 def _json_safe(obj):
@@ -215,6 +217,10 @@ def _json_safe(obj):
 def run(args) -> int:
     from dnabert_scaling.traces.loader import read_run_traces, read_trace
 
+    if args.json and args.json != "-":
+        from dnabert_scaling.outputs import writable_file
+
+        writable_file(args.json, "--json")
     paths = [Path(t) for t in args.trace]
     p = paths[0]
     if len(paths) > 1:

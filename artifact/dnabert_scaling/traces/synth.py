@@ -20,6 +20,7 @@ minute on two cores; ``write_study_trace`` caches it by parameters under a direc
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -308,4 +309,139 @@ def write_study_trace(out_dir, ranks: int = 8, *, overwrite: bool = False, **par
         c = spec.write(d)
         counts.append(c)
     marker.write_text(json.dumps({"stamp": stamp, "counts": counts}, indent=1))
+    return dirs
+
+
+# --- DDP buckets whose all-reduce timing follows a stated model (tests of ``predict``) ----------
+
+
+@dataclass(frozen=True)
+class BucketModel:
+    """How a written N-rank trace times its all-reduces: alpha + 2(N-1)/N * bytes / busbw, one
+    after the other on the NCCL stream; compute kernels that start during one last ``contention``
+    times longer; and (to write a trace that does *not* follow the model) ``comm_scale`` times the
+    formula's duration."""
+
+    alpha_ns: int = 20 * US
+    busbw_Bps: float = 200e9
+    contention: float = 1.0
+    comm_scale: float = 1.0
+
+    def allreduce_ns(self, world_size: int, nbytes: int) -> int:
+        if world_size <= 1:
+            return 0
+        t = self.alpha_ns * 1e-9 + 2 * (world_size - 1) / world_size * nbytes / self.busbw_Bps
+        return int(round(t * self.comm_scale * 1e9))
+
+
+def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, warmup: int = 1,
+                bucket_bytes: tuple[int, ...] = (1 << 20, 25 << 20, 25 << 20, 24 << 20),
+                kernels: tuple[int, int, int] = (40, 60, 20), seed: int = 0) -> SyntheticRank:
+    """One rank of a DDP run with the bucket hook's ``ds:bucket`` ranges, at any world size.
+
+    Host timing is the same at every world size (the host never waits for the GPU); kernel
+    durations repeat per step (seeded); every kernel is launched from a host call carrying its
+    stream, so the reader pairs launches and kernels exactly. Per step: forward
+    kernels (main thread), backward kernels (autograd thread) with a ``ds:bucket:<i>:<bytes>``
+    range after the last kernel of each bucket (holding the hook's division kernel and, from two
+    ranks on, the NCCL launch; the all-reduce waits for the division), then two kernels launched after the last bucket
+    and the optimizer kernels, which wait for the last all-reduce. World size 1 has no NCCL kernel.
+    """
+    rng = np.random.default_rng(seed)
+    n_f, n_b, n_o = kernels
+    dur_f = rng.integers(2, 12, n_f) * US    # launch-bound like the study's batch of 8: the GPU
+    dur_b = rng.integers(3, 16, n_b) * US    # keeps up with the host within each step
+    dur_o = rng.integers(2, 10, n_o) * US
+    nb = len(bucket_bytes)
+    last_of_bucket = {int(round((b + 1) * n_b / nb)) - 1: b for b in range(nb)}
+    gpu_cols = {k: [] for k in ("stream", "kind", "name", "start_ns", "end_ns", "category", "collective", "msg_bytes")}
+    host_rows = []          # (thread, kind, name, start, end, stream)
+    T = 1_000_000
+    free = 0                # compute stream
+    comm_free = 0
+    comm: list[tuple[int, int]] = []
+    latency = 3 * US
+    names, order = _COMPUTE_KERNELS, itertools.count()
+
+    def gpu(stream, kind, name, s, e, category, collective=None, nbytes=-1):
+        for k, v in zip(gpu_cols, (stream, kind, name, s, e, category, collective or np.nan, nbytes)):
+            gpu_cols[k].append(v)
+
+    def run_kernel(launch_end, d, wait_for=0):
+        nonlocal free
+        s = max(launch_end + latency, free, wait_for)
+        if any(cs <= s < ce for cs, ce in comm):
+            d = int(round(d * model.contention))
+        free = s + d
+        gpu(COMPUTE_STREAM, "kernel", names[next(order) % len(names)], s, s + d, "compute")
+        return s + d
+
+    for step in range(warmup + steps):
+        label = "warmup" if step < warmup else "step"
+        t = T
+        # forward from the main thread (no copies: their calls carry no stream, so the analysis
+        # would place them by time, not by launch, once the GPU lags a step behind)
+        f0 = t + 10 * US
+        t = f0
+        for d in dur_f:
+            host_rows.append((MAIN, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
+            run_kernel(t + 4 * US, int(d))
+            t += 6 * US
+        host_rows.append((MAIN, "phase", "forward", f0, t))
+        b0 = t + US
+        t = b0 + 2 * US
+        last_comm_end = 0
+        for i, d in enumerate(dur_b):
+            host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
+            end = run_kernel(t + 4 * US, int(d))
+            t += 6 * US
+            if i in last_of_bucket:
+                b = last_of_bucket[i]
+                # the hook's range: its division kernel (allreduce_hook divides by the world size),
+                # then the all_reduce call, which launches the NCCL kernel (none at world size 1)
+                host_rows.append((AUTOGRAD, "phase", f"bucket:{b}:{bucket_bytes[b]}", t, t + 8 * US))
+                host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 1 * US, t + 3 * US, COMPUTE_STREAM))
+                end = run_kernel(t + 3 * US, 3 * US)
+                ar = model.allreduce_ns(world_size, bucket_bytes[b])
+                if ar:
+                    host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 4 * US, t + 7 * US, NCCL_STREAM))
+                t += 9 * US
+                if ar:
+                    s = max(end, comm_free)
+                    comm.append((s, s + ar))
+                    comm_free = last_comm_end = s + ar
+                    gpu(NCCL_STREAM, "kernel", ALLREDUCE, s, s + ar, "nccl", "AllReduce", bucket_bytes[b])
+        for _ in range(2):  # after the last bucket hook: wait for the reduced gradients
+            host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
+            run_kernel(t + 4 * US, 5 * US, wait_for=last_comm_end)
+            t += 6 * US
+        host_rows.append((MAIN, "phase", "backward", b0, t))
+        o0 = t + US
+        t = o0 + 2 * US
+        for d in dur_o:
+            host_rows.append((MAIN, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
+            run_kernel(t + 4 * US, int(d), wait_for=last_comm_end)
+            t += 6 * US
+        host_rows.append((MAIN, "phase", "optimizer", o0, t))
+        host_rows.append((MAIN, "phase", label, T, t + US))
+        T = t + 300 * US  # data loading: the host is away, the GPU catches up
+    host_cols = {k: [] for k in ("thread", "kind", "name", "start_ns", "end_ns", "stream")}
+    for row in host_rows:
+        row = (*row, -1) if len(row) == 5 else row
+        for k, v in zip(host_cols, row):
+            host_cols[k].append([v])
+    gc = {k: [np.asarray(v, dtype=object if k in ("kind", "name", "category", "collective") else np.int64)]
+          for k, v in gpu_cols.items()}
+    params = {"rank": rank, "world_size": world_size, "model": model.__dict__, "steps": steps, "warmup": warmup,
+              "bucket_bytes": list(bucket_bytes), "kernels": list(kernels), "seed": seed}
+    return SyntheticRank(rank, _gpu_frame(rank, rank, gc), _host_frame(rank, {k: [np.asarray(v).ravel() for v in vs]
+                                                                               for k, vs in host_cols.items()}), {}, params)
+
+
+def write_bucket_run(out_dir, world_size: int, model: BucketModel, **params) -> list[Path]:
+    """Write ``world_size`` ranks of ``bucket_rank`` as ``out_dir/traces/scorep-rank<R>/``."""
+    out = Path(out_dir)
+    dirs = [out / "traces" / f"scorep-rank{r}" for r in range(world_size)]
+    for r, d in enumerate(dirs):
+        bucket_rank(r, world_size, model, **params).write(d, overwrite=True)
     return dirs

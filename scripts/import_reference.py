@@ -3,9 +3,10 @@
 
     scripts/import_reference.py OUT_DIR_OR_TARBALL --name h200
 
-For every sweep (``sweep-b<batch>``) it copies the run folders into
-``expected/reference/<name>-b<batch>/`` with the Kineto traces compacted (GPU activity, launches
-and phases only; the tables read from them are identical, see ``traces/compact.py``) and without
+For every sweep (``sweep-<label>``, e.g. ``sweep-b8``) it copies the run folders into
+``expected/reference/<name>-<label>/`` with the Kineto traces compacted (GPU activity, launches
+and phases only; the tables read from them are identical, see ``traces/compact.py``), the Score-P
+experiments compacted likewise (``scripts/compact_scorep.py``), and without
 the synthetic data files (their ``synthetic.json`` recipe is kept). Each run's original
 ``manifest.json`` is kept as written on the GPU machine; ``IMPORT.json`` records the sha256 of
 every original file next to the file now shipped. Benchmark outputs go to
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "artifact"))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from dnabert_scaling.provenance import now_iso, sha256_file  # noqa: E402
 from dnabert_scaling.traces.compact import compact_kineto  # noqa: E402
@@ -33,8 +35,19 @@ BENCH_FILES = ("bench_train.json", "bench_trace.json", "nvidia-smi.csv", "nvidia
 
 def import_sweep(src: Path, dst: Path) -> dict:
     record = {"source": src.name, "imported": now_iso(), "files": {}}
+    experiments = sorted(p for p in src.rglob("scorep-rank*") if p.is_dir() and (p / "traces.otf2").is_file())
+    for exp in experiments:  # Score-P experiments: compacted as a whole (scripts/compact_scorep.py)
+        from compact_scorep import compact
+
+        rel = exp.relative_to(src)
+        size_in = sum(f.stat().st_size for f in exp.rglob("*") if f.is_file())
+        counts = compact(exp, dst / rel)
+        size_out = sum(f.stat().st_size for f in (dst / rel).rglob("*") if f.is_file())
+        record["files"][rel.as_posix() + "/"] = {"compacted": True, "bytes_in": size_in, "bytes_out": size_out, **counts}
     for path in sorted(p for p in src.rglob("*") if p.is_file()):
         rel = path.relative_to(src)
+        if any(path.is_relative_to(e) for e in experiments):
+            continue
         if rel.parts[0] == "synthetic-data" and path.name != "synthetic.json":
             record["files"][rel.as_posix()] = {"original_sha256": sha256_file(path), "shipped": None,
                                                "why": "synthetic data: regenerated from synthetic.json"}
@@ -58,6 +71,7 @@ def main(argv=None) -> int:
     p.add_argument("source", type=Path, help="reference_run.sh output folder, or a .tar.gz of it")
     p.add_argument("--name", required=True, help="label of the machine, e.g. h200")
     p.add_argument("--dest", type=Path, default=ROOT / "expected" / "reference")
+    p.add_argument("--bench-label", default="bench", help="benchmarks go to <name>-<bench-label>/ (default bench)")
     p.add_argument("--force", action="store_true")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,7 +85,7 @@ def main(argv=None) -> int:
         if not sweeps:
             print(f"import_reference: no sweep-* folders in {args.source}", file=sys.stderr)
             return 2
-        targets = [args.dest / f"{args.name}-{s.name.removeprefix('sweep-')}" for s in sweeps] + [args.dest / f"{args.name}-bench"]
+        targets = [args.dest / f"{args.name}-{s.name.removeprefix('sweep-')}" for s in sweeps] + [args.dest / f"{args.name}-{args.bench_label}"]
         existing = [t for t in targets if t.exists()]
         if existing and not args.force:
             print(f"import_reference: {existing[0]} exists (use --force to replace)", file=sys.stderr)

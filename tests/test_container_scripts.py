@@ -82,7 +82,7 @@ def test_environment_points_at_the_baked_data_and_writable_caches(sections, tmp_
     for key in ("HF_HOME", "HF_MODULES_CACHE", "TRITON_CACHE_DIR", "MPLCONFIGDIR", "XDG_CACHE_HOME"):
         assert out[key].startswith(cache + "/"), (key, out[key])
     assert out["PATH"].split(":")[:3] == ["/opt/dnabert-scaling/venv/bin", "/opt/scorep/bin", "/usr/local/cuda/bin"]
-    assert out["LD_LIBRARY_PATH"] == "/opt/scorep/lib:/usr/local/cuda/extras/CUPTI/lib64"
+    assert out["LD_LIBRARY_PATH"] == "/opt/scorep/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64"
 
 
 def test_environment_keeps_what_the_caller_set(sections, tmp_path):
@@ -91,7 +91,7 @@ def test_environment_keeps_what_the_caller_set(sections, tmp_path):
                                         "TRITON_CACHE_DIR": "/scratch/triton", "LD_LIBRARY_PATH": "/site/lib"})
     assert out["DNABERT_SCALING_GUE"] == "/scratch/GUE" and out["TRITON_CACHE_DIR"] == "/scratch/triton"
     assert out["HF_HOME"] == f"/tmp/dnabert-scaling-{os.getuid()}/hf"
-    assert out["LD_LIBRARY_PATH"] == "/opt/scorep/lib:/usr/local/cuda/extras/CUPTI/lib64:/site/lib"
+    assert out["LD_LIBRARY_PATH"] == "/opt/scorep/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64:/site/lib"
 
 
 SUMMARY_OK = "    CUDA support:          yes\n    libcupti support:      yes\n"

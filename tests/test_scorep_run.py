@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -109,7 +110,9 @@ def _fake_tools(bin_dir, cuda="yes"):
 def test_scorep_available_reports_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.delenv("CC", raising=False)
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if "scorep" not in p])
+    # drop the folders that hold a `scorep` package (not every path containing "scorep": a
+    # checkout may live in a folder named so, and its venv's site-packages must stay)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if not (Path(p or ".") / "scorep").exists()])
     if __import__("importlib").util.find_spec("scorep") is not None:  # pragma: no cover - real install
         pytest.skip("the real Score-P bindings are installed here")
     ok, why = sp.scorep_available()

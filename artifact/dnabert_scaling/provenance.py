@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 ENV_KEYS = (
+    "DNABERT_SCALING_SCOREP_PREFLIGHT",  # the Score-P preflight result that let --tracer auto use Score-P
     "SLURM_JOB_ID",
     "SLURM_JOB_NODELIST",
     "SLURM_NTASKS",
@@ -84,8 +85,39 @@ def _nvidia_smi() -> dict[str, Any] | None:
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 
-def git_revision(start: Path | None = None) -> str | None:
+REVISION_ENV = "DNABERT_SCALING_REVISION"
+REVISION_FILE = "REVISION"
+
+
+def stamped_revision(start: Path | None = None) -> str | None:
+    """The revision stamped into a copy of the code (a GPU machine's copy, which may sit inside
+    another checkout whose ``.git`` says nothing about it).
+
+    ``$DNABERT_SCALING_REVISION``, else the first line of a ``REVISION`` file in the package's
+    folder or a parent, searched up to the first folder holding a ``.git`` (that folder included):
+    ``git rev-parse HEAD > REVISION`` in the copy's root.
+    """
+    value = os.environ.get(REVISION_ENV, "").strip()
+    if value:
+        return value
     here = start or Path(__file__).resolve().parent
+    for folder in (here, *here.parents):
+        f = folder / REVISION_FILE
+        if f.is_file():
+            lines = f.read_text(errors="replace").splitlines()
+            return (lines[0].strip() or None) if lines else None
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+def git_revision(start: Path | None = None) -> str | None:
+    """The code's revision: the stamped one when the copy carries it (``stamped_revision``), else
+    ``git rev-parse HEAD`` (``+dirty`` with uncommitted changes)."""
+    here = start or Path(__file__).resolve().parent
+    stamped = stamped_revision(here)
+    if stamped:
+        return stamped
     try:
         rev = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10

@@ -427,6 +427,22 @@ def _check_local_resources(sizes: list[int], device: str) -> str:
     return "cuda"
 
 
+def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[str], device: str) -> dict | None:
+    """``--tracer auto``: decided once for the whole sweep, by the Score-P preflight on this machine
+    (kept as ``<out>/scorep-preflight.json``); ``args.tracer`` becomes ``scorep`` or ``torch``.
+    Returns the fallback taken (recorded in sweep.json and in every run's provenance), or None."""
+    if args.tracer != "auto" or args.executor != "local" or device == "cpu":
+        return None
+    from dnabert_scaling.tracing import resolve_tracer
+    from dnabert_scaling.tracing.preflight import ENV_RESULT
+
+    os.environ.setdefault(ENV_RESULT, str(out / "scorep-preflight.json"))
+    model = train_args[train_args.index("--model") + 1] if "--model" in train_args[:-1] else "base"
+    args.tracer, fallback = resolve_tracer("auto", model=model)
+    print(f"sweep: --tracer auto -> {args.tracer}" + (f" ({fallback.reason})" if fallback else ""), file=sys.stderr)
+    return fallback.as_dict() if fallback else None
+
+
 def _interrupt_on_sigterm() -> None:
     """A SIGTERM to the sweep ends the current run the same way as Ctrl-C (all its ranks)."""
     import signal
@@ -460,11 +476,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)
     writable_dir(out, "--out", create=True)
     train_args = [*train_args, *_shared_data(out, train_args, args.data)]
+    tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
     refuse_changed_options(out, plan)
     write_text_atomic(out / "sweep.json", json.dumps({
         "schema": "dnabert-scaling/sweep/1", "created": now_iso(), "world_sizes": sizes, "executor": args.executor,
-        "tracer": args.tracer, "repeats": args.repeats, "train_args": train_args,
+        "tracer": args.tracer, "tracer_fallback": tracer_fallback, "repeats": args.repeats, "train_args": train_args,
         "runs": [s.name for s in plan],
     }, indent=2) + "\n")
 

@@ -414,7 +414,7 @@ def _maybe_reexec_under_scorep(args, info) -> None:
 
     if under_scorep():
         return
-    tracer, _ = resolve_tracer(args.tracer)
+    tracer, _ = resolve_tracer(args.tracer, model=args.model)
     if tracer != "scorep":
         return
     argv = [a for a in sys.argv[1:]]
@@ -428,6 +428,10 @@ def _maybe_reexec_under_scorep(args, info) -> None:
         args.out,
         python_instrumentation=args.scorep_python,
     )
+    if args.tracer == "auto":  # the preflight that let auto use Score-P, into the provenance
+        from dnabert_scaling.tracing.preflight import ENV_RESULT, result_path
+
+        env[ENV_RESULT] = str(result_path())
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(cmd[0], cmd, {**os.environ, **env})
@@ -561,7 +565,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     fallbacks: list[Fallback] = []
     deviations: list[str] = []
     device_type = _device(args, fallbacks)
-    tracer_name, tracer_fallback = resolve_tracer(args.tracer)
+    tracer_name, tracer_fallback = resolve_tracer(args.tracer, model=args.model)
     if tracer_fallback:
         fallbacks.append(tracer_fallback)
     cpu_threads = None

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Kernel completeness of one Score-P experiment, counted straight from the OTF2 events.
+
+Independent of the artifact's trace reader (so it can check it): only the ``otf2`` module.
+
+* launches: ``Enter`` of a region whose name starts with ``cuLaunchKernel`` (cuLaunchKernel,
+  cuLaunchKernelEx, their _ptsz variants) on every CPU location, the ``Orphan thread N``
+  locations (threads Score-P did not see start, e.g. PyTorch's autograd thread) included;
+* kernels: ``Enter`` events on the GPU (accelerator stream) locations; copies: RMA get/put there.
+
+Per measured step: the step windows are the ``--step-region`` regions (default ``user:ds:step``)
+on the thread that records them; a launch or kernel belongs to the window its time falls in (a
+window runs from its step's Enter to the next step's Enter, the last one to its Leave plus
+``--tail-ms``). Prints a JSON document (``--json`` also writes it).
+
+    scorep_count.py EXPERIMENT_DIR_OR_traces.otf2 [--json OUT] [--step-region NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def anchor_of(path: Path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "traces.otf2"
+    if not path.is_file():
+        raise SystemExit(f"scorep_count: {path}: no traces.otf2 (not a finished Score-P experiment)")
+    return path
+
+
+def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> dict:
+    import otf2
+
+    anchor = anchor_of(Path(path))
+    launches_by_loc: Counter = Counter()
+    kernels_by_loc: Counter = Counter()
+    copies_by_loc: Counter = Counter()
+    launch_t: list[int] = []
+    kernel_t: list[int] = []
+    steps: list[list[int]] = []  # [enter, leave]
+    names: Counter = Counter()
+    host_regions: Counter = Counter()
+    with otf2.reader.open(str(anchor)) as tr:
+        resolution = tr.timer_resolution
+        gpu = {l for l in tr.definitions.locations if l.type == otf2.LocationType.GPU}
+        for loc, ev in tr.events:
+            on_gpu = loc in gpu
+            if isinstance(ev, otf2.events.Enter):
+                name = ev.region.name
+                if not on_gpu:
+                    host_regions[name] += 1
+                if on_gpu:
+                    kernels_by_loc[loc.name] += 1
+                    kernel_t.append(ev.time)
+                elif name.startswith("cuLaunchKernel"):
+                    launches_by_loc[loc.name] += 1
+                    launch_t.append(ev.time)
+                    names[name] += 1
+                elif name in (step_region, "user:" + step_region):
+                    steps.append([ev.time, None])
+            elif isinstance(ev, otf2.events.Leave) and not on_gpu and ev.region.name in (step_region, "user:" + step_region) and steps:
+                steps[-1][1] = ev.time
+            elif on_gpu and type(ev).__name__ in ("RmaGet", "RmaPut"):
+                copies_by_loc[loc.name] += 1
+    ticks_per_ms = resolution / 1e3
+    windows = []
+    for i, (enter, leave) in enumerate(steps):
+        end = steps[i + 1][0] if i + 1 < len(steps) else (leave or enter) + int(tail_ms * ticks_per_ms)
+        windows.append((enter, end))
+    launch_t.sort()
+    kernel_t.sort()
+
+    def in_window(ts, a, b):
+        return bisect.bisect_left(ts, b) - bisect.bisect_left(ts, a)
+
+    per_step = []
+    for i, (a, b) in enumerate(windows):
+        nl, nk = in_window(launch_t, a, b), in_window(kernel_t, a, b)
+        per_step.append({"step": i, "launches": nl, "kernels": nk,
+                         "ratio": (nk / nl) if nl else None, "ms": (b - a) / ticks_per_ms})
+    nl, nk = sum(launches_by_loc.values()), sum(kernels_by_loc.values())
+    return {
+        "trace": str(anchor),
+        "launches": nl, "kernels": nk, "copies": sum(copies_by_loc.values()),
+        "ratio": (nk / nl) if nl else None,
+        "launches_by_location": dict(launches_by_loc), "kernels_by_location": dict(kernels_by_loc),
+        "copies_by_location": dict(copies_by_loc), "launch_regions": dict(names),
+        "host_enters": sum(host_regions.values()), "top_host_regions": dict(host_regions.most_common(8)),
+        "step_windows": len(windows),
+        "steps_complete": sum(1 for s in per_step if s["launches"] and s["kernels"] >= s["launches"]),
+        "min_step_ratio": min((s["ratio"] for s in per_step if s["ratio"] is not None), default=None),
+        "per_step": per_step,
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace")
+    p.add_argument("--json", default=None)
+    p.add_argument("--step-region", default="user:ds:step")
+    p.add_argument("--tail-ms", type=float, default=1000.0)
+    args = p.parse_args(argv)
+    out = count(args.trace, args.step_region, args.tail_ms)
+    text = json.dumps(out, indent=1)
+    if args.json:
+        Path(args.json).write_text(text)
+    short = {k: v for k, v in out.items() if k != "per_step"}
+    print(json.dumps(short, indent=1))
+    print("per step (launches/kernels):", " ".join(f"{s['launches']}/{s['kernels']}" for s in out["per_step"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

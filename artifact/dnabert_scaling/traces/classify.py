@@ -180,6 +180,18 @@ def launched_kind(name: str) -> str | None:
     return None
 
 
+_CALL_DIRECTION_RE = re.compile(r"^(?:cu|cuda)Memcpy(?:2D|3D)?(HtoD|DtoH|DtoD|HtoH|Peer)")
+
+
+def call_copy_direction(name: str) -> str | None:
+    """The direction a copy call's name states (``cuMemcpyDtoDAsync_v2`` -> ``DtoD``; ``Peer`` ->
+    ``PtoP``), None for the calls whose direction only their arguments tell (``cuMemcpyAsync``)."""
+    m = _CALL_DIRECTION_RE.match(name)
+    if not m:
+        return None
+    return "PtoP" if m.group(1) == "Peer" else m.group(1)
+
+
 def memcpy_name(direction: str | None) -> str:
     """``Memcpy HtoD`` etc.; ``Memcpy`` when the direction is unknown."""
     return f"Memcpy {direction}" if direction else "Memcpy"

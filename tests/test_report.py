@@ -277,3 +277,21 @@ def test_labels_are_made_distinct(tmp_path):
                       "Reference traces: H200, world size 1, tracer scorep, batch 8 per rank"]
     same = content.distinct_labels([(a, tmp_path / "one"), (a, tmp_path / "two")])
     assert len(set(same)) == 2
+
+
+def test_cross_tracer_agreement_table_pairs_the_scorep_and_torch_twins(tmp_path):
+    """The same configuration traced by Score-P and by torch.profiler: one table, the same figures."""
+    import subprocess
+
+    from conftest import PYTHON
+
+    sets = [ROOT / "expected" / "reference-results" / n for n in ("h200-scorep-b8", "h200-scorep-b8-torch", "h200-b32")]
+    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "report", *map(str, sets), "--out", str(tmp_path / "rep")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = (tmp_path / "rep" / "report.html").read_text()
+    section = page[page.index("Cross-tracer agreement"):]
+    assert "batch 8 per rank: set 1 (scorep) against set 2 (torch)" in section
+    assert "batch 32 per rank: set" not in section  # no Score-P set of batch 32 among these: no pair
+    row = section[section.index("kernels per step"):section.index("step (traced)")]
+    assert row.count("1,127") == 2 and "1.000" in row  # both tools see every kernel of the step

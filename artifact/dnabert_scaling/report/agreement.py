@@ -1,0 +1,100 @@
+"""The report's cross-tracer agreement table: one configuration traced by two tools, side by side.
+
+Result sets whose runs share the configuration (GPU, model, per-rank batch, sequence length,
+precision, attention, world size) but were traced by different tools (Score-P and torch.profiler)
+are paired, and their per-step medians are shown next to each other with the ratio: kernels per
+step, the GPU-time partition, and the GPU time of each phase. Agreement here says the figures of
+the analysis do not depend on the tool that recorded them; a disagreement says which tool missed
+what (Score-P 8.4 records no device-to-device copy, so its exposed copy time is lower).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROWS = (  # (label, metric under traced.gpu, unit)
+    ("kernels per step", "kernels_per_step", "n"),
+    ("step (traced)", "step_time_s", "ms"),
+    ("GPU compute", "compute_s", "ms"),
+    ("exposed communication", "exposed_comm_s", "ms"),
+    ("exposed copies", "exposed_memcpy_s", "ms"),
+    ("GPU idle", "idle_s", "ms"),
+    ("forward GPU time", "forward_gpu_s", "ms"),
+    ("backward GPU time", "backward_gpu_s", "ms"),
+    ("optimizer GPU time", "optimizer_gpu_s", "ms"),
+    ("NCCL kernels per step", "nccl_kernels_per_step", "n"),
+)
+CONFIG_KEYS = ("gpu_name", "model", "batch_size_per_rank", "seq_len_tokens", "precision", "attention")
+
+
+def _config(rs, ws: int) -> tuple:
+    prov = rs.metrics.get("provenance") or {}
+    return (ws, *(str(prov.get(k)) for k in CONFIG_KEYS))
+
+
+def _recorded(rs) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str((rs.metrics.get("provenance") or {}).get("time"))).timestamp()
+    except ValueError:
+        return float("inf")
+
+
+def pairs(sets: list) -> list[tuple[int, Any, Any]]:
+    """(world size, set A, set B) for sets of one configuration traced by different tools; each set
+    of the first tool (Score-P first) is paired with the other tool's set recorded closest in time
+    (the twin of the same sweep, where there is one)."""
+    seen: dict[tuple, dict[str, list]] = {}
+    for rs in sets:
+        for ws in rs.world_sizes:
+            traced = rs.traced(ws)
+            if not rs.gpu(ws) or not traced.get("tracer"):
+                continue
+            seen.setdefault(_config(rs, ws), {}).setdefault(str(traced["tracer"]), []).append(rs)
+    out = []
+    for key, by_tracer in seen.items():
+        tracers = sorted(by_tracer, key=lambda t: (t != "scorep", t))
+        if len(tracers) < 2:
+            continue
+        for a in by_tracer[tracers[0]]:
+            b = min(by_tracer[tracers[1]], key=lambda x: abs(_recorded(x) - _recorded(a)))
+            out.append((key[0], a, b))
+    return out
+
+
+def _value(rs, ws: int, metric: str) -> float | None:
+    stat = (rs.gpu(ws) or {}).get(metric)
+    return stat.get("median") if isinstance(stat, dict) else None
+
+
+def _fmt(x: float | None, unit: str) -> str:
+    if x is None:
+        return "–"
+    return f"{x * 1e3:.3f}" if unit == "ms" else f"{x:,.0f}"
+
+
+def agreement_html(sets: list, esc) -> str:
+    """The agreement tables (empty string when no configuration was traced by two tools)."""
+    blocks = []
+    for ws, a, b in pairs(sets):
+        ta, tb = a.traced(ws)["tracer"], b.traced(ws)["tracer"]
+        head = (f"<tr><th>per-step median</th><th class='num'>{esc(ta)}</th><th class='num'>{esc(tb)}</th>"
+                f"<th class='num'>{esc(ta)} / {esc(tb)}</th></tr>")
+        rows = []
+        for label, metric, unit in ROWS:
+            x, y = _value(a, ws, metric), _value(b, ws, metric)
+            ratio = f"{x / y:.3f}" if x is not None and y else "–"
+            rows.append(f"<tr><td>{esc(label)}{' (ms)' if unit == 'ms' else ''}</td><td class='num'>{_fmt(x, unit)}</td>"
+                        f"<td class='num'>{_fmt(y, unit)}</td><td class='num'>{ratio}</td></tr>")
+        comp = []
+        for rs, t in ((a, ta), (b, tb)):
+            c = rs.traced(ws).get("completeness") or {}
+            comp.append(f"{esc(t)}: {esc(c.get('status', 'not measured'))}"
+                        + (f" ({esc(c['reason'])})" if c.get("reason") else ""))
+        prov = a.metrics.get("provenance") or {}
+        title = (f"{esc(prov.get('gpu_name', 'GPU'))}, world size {ws}, {esc(prov.get('model'))} model, batch "
+                 f"{esc(prov.get('batch_size_per_rank'))} per rank: set {a.number} ({esc(ta)}) against set {b.number} ({esc(tb)})")
+        blocks.append(f"<p><b>{title}</b></p><table class='ds-table'>{head}{''.join(rows)}</table>"
+                      f"<p class='ds-small'>Completeness: {'; '.join(comp)}.</p>")
+    return "".join(blocks)

@@ -17,10 +17,11 @@ SETS = sorted(p.name for p in (ROOT / "expected" / "reference-results").iterdir(
 
 
 def test_reference_results_are_shipped():
-    assert SETS == ["h200-b32", "h200-b8", "h200-scorep-b32", "h200-scorep-b32-torch", "h200-scorep-b8",
-                    "h200-scorep-b8-torch"]
-    for name in SETS:
-        assert (ROOT / "expected" / "reference" / name / "sweep.json").is_file()
+    assert SETS == ["h200-b32", "h200-b8", "h200-buckets-b8", "h200-scorep-b32", "h200-scorep-b32-torch",
+                    "h200-scorep-b8", "h200-scorep-b8-torch"]
+    for name in SETS:  # every shipped set says where it came from (a sweep's sweep.json, or a single run's import)
+        ref = ROOT / "expected" / "reference" / name
+        assert (ref / "IMPORT.json").is_file() and ((ref / "sweep.json").is_file() or name == "h200-buckets-b8")
 
 
 @pytest.mark.parametrize("name", SETS)

@@ -63,7 +63,7 @@ def test_executed_notebook_with_injected_parameters(built, folders):
     assert all(c.get("execution_count") for c in code), "every code cell ran"
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
     assert any(o.get("data", {}).get("text/html", "").count("data:image/png;base64,") for c in code for o in c.outputs)
-    # the kernel was this interpreter (Appendix C records the kernel's sys.executable, relative to
+    # the kernel was this interpreter (Appendix D records the kernel's sys.executable, relative to
     # the folder the report was built from when it lies below it)
     from dnabert_scaling.report.content import shown, _DISPLAY_ROOT
 
@@ -290,7 +290,7 @@ def test_cross_tracer_agreement_table_pairs_the_scorep_and_torch_twins(tmp_path)
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = (tmp_path / "rep" / "report.html").read_text()
-    section = page[page.index("Cross-tracer agreement"):]
+    section = page[page.index("Appendix C: cross-tracer agreement"):page.index("Appendix D")]
     assert "batch 8 per rank: set 1 (scorep) against set 2 (torch)" in section
     assert "batch 32 per rank: set" not in section  # no Score-P set of batch 32 among these: no pair
     row = section[section.index("kernels per step"):section.index("step (traced)")]

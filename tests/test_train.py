@@ -33,7 +33,7 @@ def _two_ranks(out, tiny_task, *extra):
 
 def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
     out = tmp_path / "run"
-    _two_ranks(out, tiny_task)
+    _two_ranks(out, tiny_task, "--bucket-hook", "on")
     ranks = [json.loads((out / f"rank{r}/summary.json").read_text()) for r in (0, 1)]
     assert ranks[0]["param_sha256"] == ranks[1]["param_sha256"]
     assert all(r["status"] == "ok" and r["measured_steps"] == 6 for r in ranks)
@@ -50,6 +50,10 @@ def test_two_rank_gloo_ddp_keeps_parameters_identical(tmp_path, tiny_task):
     off = tmp_path / "hook-off"
     _two_ranks(off, tiny_task, "--bucket-hook", "off")
     assert json.loads((off / "rank0/summary.json").read_text())["param_sha256"] == ranks[0]["param_sha256"]
+    # the default (auto) leaves an untraced run with DDP's built-in all-reduce: its throughput is the study's
+    auto = tmp_path / "hook-auto"
+    _two_ranks(auto, tiny_task)
+    assert json.loads((auto / "summary.json").read_text())["ddp_buckets"] is None
     for r in (0, 1):
         steps = _steps(out / f"rank{r}/steps.jsonl")
         assert [s["step"] for s in steps] == list(range(8))

@@ -190,14 +190,6 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     for k, label in enumerate(labels):
         cells += set_cells(k, section, label)
         section += 1
-    cells.append(_md(f"## {section}. Cross-tracer agreement\n\nWhere one configuration was traced by two tools "
-                     "(Score-P and torch.profiler), the same analysis of both traces, per-step medians side by "
-                     "side. Figures that agree do not depend on the tool; where they differ, the completeness "
-                     "line says what one tool did not record."))
-    cells.append(_code("from dnabert_scaling.report.agreement import agreement_html\n"
-                       "C.show(agreement_html(R.sets, C.esc) or '<p>No configuration was traced by two tools in "
-                       "these results.</p>')", "agreement"))
-    section += 1
     cells.append(_md(CAVEATS.format(n=section)))
     cells.append(_code("C.show(C.busy_wait_html(R, F, '%d'))" % section, "caveats"))
     section += 1
@@ -215,7 +207,14 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
                      "(a trace without launch records) is shown, not failed."))
     cells.append(_code("for S in R.sets:\n"
                        "    C.show(f'<p><b>{C.esc(S.label)}</b></p>' + C.sanity_html(S))", "appendix"))
-    cells.append(_md("## Appendix C: this report's build"))
+    cells.append(_md("## Appendix C: cross-tracer agreement\n\nWhere one configuration was traced by two tools "
+                     "(Score-P and torch.profiler), the same analysis of both traces, per-step medians side by "
+                     "side. Figures that agree do not depend on the tool; where they differ, the completeness "
+                     "line says what one tool did not record."))
+    cells.append(_code("from dnabert_scaling.report.agreement import agreement_html\n"
+                       "C.show(agreement_html(R.sets, C.esc) or '<p>No configuration was traced by two tools in "
+                       "these results.</p>')", "agreement"))
+    cells.append(_md("## Appendix D: this report's build"))
     cells.append(_code("C.show(C.build_info_html(R))", "appendix"))
     nb.cells = cells
     nbformat.validate(nb)

@@ -24,6 +24,7 @@ from dnabert_scaling.analysis import completeness, idle, kernel_classes, partiti
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.provenance import now_iso
 
 SCHEMA = "dnabert-scaling/metrics/1"
@@ -64,7 +65,7 @@ class TracedResult:
 def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
     import json
 
-    path = run.path / f"rank{rank}" / "steps.jsonl"
+    path = RunLayout(run.path).steps(rank)
     if not path.is_file():
         return []
     out = []

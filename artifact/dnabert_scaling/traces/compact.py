@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.phases import STEP_RANGES
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 HOST_CATS = {"cuda_runtime", "cuda_driver"}
@@ -86,7 +87,6 @@ def compact_kineto(src: str | Path, dst: str | Path) -> tuple[int, int]:
     return len(events), len(kept)
 
 
-STEP_RANGES = ("ds:warmup", "ds:step")
 
 
 def profiler_steps(events: list[dict]) -> list[dict]:

@@ -277,3 +277,31 @@ def test_labels_are_made_distinct(tmp_path):
                       "Reference traces: H200, world size 1, tracer scorep, batch 8 per rank"]
     same = content.distinct_labels([(a, tmp_path / "one"), (a, tmp_path / "two")])
     assert len(set(same)) == 2
+
+
+def _result_set(metrics, tmp_path) -> content.ResultSet:
+    claims = checker.load_claims(Path(__file__).resolve().parents[1] / "expected" / "claims.toml")
+    return content.ResultSet(0, tmp_path, "test", "gpu", metrics, checker.evaluate(metrics, claims), "test")
+
+
+def test_not_run_reasons_come_from_the_codes_not_the_sentences(tmp_path):
+    one = _result_set(gpu_results((1,))[0], tmp_path)
+    not_run = [c for c in one.verdicts["claims"] if c["verdict"] == checker.NOT_RUN]
+    assert "no multi-GPU world size was measured" in content._not_run_why(one, not_run)
+    two = _result_set(gpu_results((1, 2))[0], tmp_path)
+    not_run = [c for c in two.verdicts["claims"] if c["verdict"] == checker.NOT_RUN]
+    assert "fewer than two multi-GPU world sizes" in content._not_run_why(two, not_run)
+    for c in not_run:  # the sentence changes, the code stays: the report follows the code
+        for ch in c["checks"]:
+            ch["reason"] = "reworded"
+    assert "fewer than two multi-GPU world sizes" in content._not_run_why(two, not_run)
+    html = content.claims_html(two)
+    (ind,) = next(c for c in two.verdicts["claims"] if c["id"] == "C4")["indicative"]
+    assert "Indicative only" in html and content.esc(ind["why"]) in html
+
+
+def test_gpu_missing_reasons_group_world_sizes(tmp_path):
+    rs = _result_set(cpu_results((1, 2))[0], tmp_path)
+    why = rs.gpu_missing_why(2)
+    assert why.startswith("CPU run") and rs.gpu_reason(2) == f"world size 2: {why}"
+    assert figures.gpu_missing_reason(rs) == f"world sizes 1, 2: {why}"

@@ -569,6 +569,20 @@ class Part:
     measured: dict[str, Any] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
     within: bool | None = None
+    code: str = "judged"  # why, as data: one of REASON_CODES
+
+
+# Why a check came out as it did: written into verdicts.json as each check's "code", beside the
+# sentence ("reason"), so that the report and other readers never search the sentence.
+REASON_CODES = {
+    "judged": "the value was measured and compared with the bounds",
+    "not_measured": "the world size was not measured",
+    "wrong_device": "the world size ran on another kind of device than the claim is about",
+    "sanity_failed": "a sanity check of the world size failed",
+    "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
+    "too_few_points": "a trend needs more world sizes with data than were measured",
+    "no_world_size": "no measured world size is one the check applies to",
+}
 
 
 def _in_bounds(check: Check, x: float) -> bool:
@@ -650,20 +664,21 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
     """NOT RUN / INVALID before looking at the value (or None to go on), and the entry."""
     entry = _entry(ctx.metrics, ws)
     if entry is None:
-        return Part(NOT_RUN, f"world size {ws} was not measured (measured: {', '.join(map(str, ctx.measured)) or 'none'})"), None
+        return Part(NOT_RUN, f"world size {ws} was not measured (measured: {', '.join(map(str, ctx.measured)) or 'none'})",
+                    code="not_measured"), None
     device = device_of(entry)
     if claim.device and device and device != claim.device:
         words = {"cpu": "CPU (no GPU)", "cuda": "CUDA GPUs"}
         why = (entry.get("traced") or {}).get("gpu_not_run_reason")
         return Part(NOT_RUN, f"world size {ws} ran on {words.get(device, device)}; the claim is about "
                              f"{words.get(claim.device, claim.device)}" + (f" (GPU analysis: {why})" if why else ""),
-                    runs=_runs_for(entry, check.metric)), entry
+                    runs=_runs_for(entry, check.metric), code="wrong_device"), entry
     bad = [s for s in {ws, *([1] if check.metric.startswith("efficiency") else [])} if _sanity_failure(ctx.sanity, s)]
     if bad:
         value = lookup(entry, check.metric, ws)
         measured = {} if isinstance(value, Missing) else {check.metric: value}
         return Part(INVALID, "; ".join(_sanity_failure(ctx.sanity, s) for s in sorted(bad)), measured,
-                    _runs_for(entry, check.metric)), entry
+                    _runs_for(entry, check.metric), code="sanity_failed"), entry
     return None, entry
 
 
@@ -686,7 +701,7 @@ def evaluate_at(ctx: Context, claim: Claim, check: Check, ws: int) -> Part:
     if check.metric.startswith("efficiency"):
         runs += [r for r in _runs_for(_entry(ctx.metrics, 1) or {}, "throughput") if r not in runs]
     if isinstance(value, Missing):
-        return Part(NOT_RUN, value.reason, _report_values(entry, check, ws), runs)
+        return Part(NOT_RUN, value.reason, _report_values(entry, check, ws), runs, code="missing_value")
     part = _judge_value(check, value, ws)
     if check.test != "top":
         part.measured[check.metric] = value
@@ -721,14 +736,14 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
         series[ws] = float(value)
     measured = {str(k): v for k, v in series.items()}
     if invalid:
-        return Part(INVALID, "; ".join(invalid), measured, runs)
+        return Part(INVALID, "; ".join(invalid), measured, runs, code="sanity_failed")
     if len(series) < check.min_points:
         have = ", ".join(map(str, series)) or "none"
         why = (f"needs {check.min_points} world sizes ({check.world_sizes.describe()}) with data to judge a trend, "
                f"has {len(series)} ({have})")
         if notes:
             why += "; " + "; ".join(notes)
-        return Part(NOT_RUN, why, measured, runs)
+        return Part(NOT_RUN, why, measured, runs, code="too_few_points")
     worst, worst_at, peak = 0.0, None, -math.inf
     for ws, v in series.items():
         if peak > 0 and v < peak:
@@ -764,9 +779,13 @@ def _indicative(ctx: Context, claim: Claim, check: Check, wanted: int) -> dict |
         return None  # nothing measured there either (CPU run, no GPU analysis, sanity failed)
     return {
         "check": check.name, "world_size": ws, "instead_of": [wanted], "measured": _jsonable(part.measured),
-        "within_bounds": part.within,
-        "reason": f"indicative only (world size {ws}, not the claim's {wanted}): {part.reason}",
+        "within_bounds": part.within, "why": part.reason, "reason": _indicative_reason(ws, [wanted], part.reason),
     }
+
+
+def _indicative_reason(ws: int, instead_of: list[int], why: str) -> str:
+    """The sentence of an indicative figure (written from its fields: its readers take ``why``)."""
+    return f"indicative only (world size {ws}, not the claim's {', '.join(map(str, instead_of))}): {why}"
 
 
 def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
@@ -779,7 +798,7 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
             sizes = check.world_sizes.resolve(ctx.measured)
             part = evaluate_monotone(ctx, claim, check)
             checks_out.append({"name": check.name, "what": check.what, "metric": check.metric,
-                               "world_size": sizes, "verdict": part.verdict, "reason": part.reason,
+                               "world_size": sizes, "verdict": part.verdict, "code": part.code, "reason": part.reason,
                                "measured": _jsonable(part.measured), "bounds": _jsonable(check.bounds()),
                                "runs": sorted(set(part.runs))})
             measured.setdefault("trend", {})[check.metric] = _jsonable(part.measured)
@@ -788,14 +807,16 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
         sizes = check.world_sizes.resolve(ctx.measured)
         if not sizes:
             checks_out.append({"name": check.name, "what": check.what, "metric": check.metric, "world_size": None,
-                               "verdict": NOT_RUN, "bounds": _jsonable(check.bounds()), "measured": {}, "runs": [],
+                               "verdict": NOT_RUN, "code": "no_world_size", "at_least": check.world_sizes.at_least,
+                               "bounds": _jsonable(check.bounds()), "measured": {}, "runs": [],
                                "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
                                          f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})"})
             continue
         for ws in sizes:
             part = evaluate_at(ctx, claim, check, ws)
             checks_out.append({"name": check.name, "what": check.what, "metric": check.metric, "world_size": ws,
-                               "verdict": part.verdict, "reason": part.reason, "measured": _jsonable(part.measured),
+                               "verdict": part.verdict, "code": part.code, "reason": part.reason,
+                               "measured": _jsonable(part.measured),
                                "bounds": _jsonable(check.bounds()), "runs": sorted(set(part.runs))})
             if part.measured:
                 measured.setdefault(str(ws), {}).update(_jsonable(part.measured))
@@ -805,10 +826,7 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
                 same = next((i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None)
                 if same:  # one figure stands in for several missing world sizes (C6: 4 and 8)
                     same["instead_of"].append(ws)
-                    claims_ws = ", ".join(map(str, same["instead_of"]))
-                    same["reason"] = same["reason"].replace(
-                        same["reason"].split("):", 1)[0] + ")",
-                        f"indicative only (world size {same['world_size']}, not the claim's {claims_ws})", 1)
+                    same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
                 elif ind:
                     indicative.append(ind)
     verdicts = {c["verdict"] for c in checks_out}
@@ -910,7 +928,7 @@ def format_table(verdicts: dict, width: int = 100) -> str:
         for ind in c.get("indicative") or []:
             instead = ", ".join(map(str, ind["instead_of"]))
             lines += wrap.wrap(f"INDICATIVE (not a verdict) at world size {ind['world_size']} instead of {instead}: "
-                               + ind["reason"].split("): ", 1)[-1])
+                               + ind["why"])
         lines.append("")
     lines.append("Sanity (traced run of each world size)")
     lines.append(f"{'ws':<5}{'run':<22}" + "".join(f"{SANITY_SHORT[k]:<14}" for k in SANITY_ITEMS))

@@ -185,11 +185,15 @@ class ResultSet:
     def gpu(self, ws: int) -> dict | None:
         return self.traced(ws).get("gpu") or None
 
-    def gpu_reason(self, ws: int) -> str:
+    def gpu_missing_why(self, ws: int) -> str:
+        """Why world size ``ws`` has no GPU metrics, without naming the world size."""
         t = self.entry(ws).get("traced")
         if not t:
-            return f"world size {ws}: no traced run"
-        return f"world size {ws}: {t.get('gpu_not_run_reason') or 'GPU analysis not available'}"
+            return "no traced run"
+        return t.get("gpu_not_run_reason") or "GPU analysis not available"
+
+    def gpu_reason(self, ws: int) -> str:
+        return f"world size {ws}: {self.gpu_missing_why(ws)}"
 
     def busy_wait(self, ws: int) -> dict | None:
         g = self.gpu(ws) or {}
@@ -383,7 +387,8 @@ def _not_run_why(rs: ResultSet, claims: list[dict]) -> str:
     if missing:
         parts.append(f"world size{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
                      f"{'were' if len(missing) > 1 else 'was'} not measured (measured: {', '.join(map(str, rs.world_sizes))})")
-    if any("needs 2 world sizes" in c["reason"] or "no measured world size is >= 2" in c["reason"] for c in claims):
+    if any(ch.get("code") == "too_few_points" or (ch.get("code") == "no_world_size" and ch.get("at_least") == 2)
+           for c in claims for ch in c["checks"]):
         parts.append("fewer than two multi-GPU world sizes, so no trend can be judged" if rs.max_ws and rs.max_ws >= 2
                      else "no multi-GPU world size was measured")
     reasons = {r for ws in rs.world_sizes if not rs.gpu(ws) for r in [rs.gpu_reason(ws)]}
@@ -650,7 +655,7 @@ def claims_html(rs: ResultSet) -> str:
             instead = ", ".join(map(str, ind["instead_of"] if isinstance(ind["instead_of"], list) else [ind["instead_of"]]))
             body.append(f"<tr><td class='ds-claim-{cls}'></td><td></td><td colspan='5' class='ds-ind'>ⓘ Indicative only, not a "
                         f"verdict: the same measurement at world size {ind['world_size']} (the claim is about {instead}) "
-                        f"is {within}: {esc(ind['reason'].split('): ', 1)[-1])}</td></tr>")
+                        f"is {within}: {esc(ind['why'])}</td></tr>")
     counts = (rs.verdicts or {}).get("summary", {}).get("counts", {})
     summary = " ".join(f"{badge(v)} {counts.get(v, 0)}" for v in (PASS, FAIL, NOT_RUN, INVALID))
     return (f"<p>{summary}</p><table class='ds-table ds-claims'>{head}{''.join(body)}</table>"
@@ -729,7 +734,7 @@ def metrics_table_html(rs: ResultSet) -> str:
     missing: dict[str, list[int]] = {}
     for n in rs.world_sizes:
         if not rs.gpu(n):
-            missing.setdefault(rs.gpu_reason(n).split(": ", 1)[-1], []).append(n)
+            missing.setdefault(rs.gpu_missing_why(n), []).append(n)
     for why, sizes in missing.items():
         notes.append(f"GPU metrics at world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))} not run: {why}")
     base = next((rs.entry(n).get("efficiency_baseline") for n in rs.world_sizes if rs.entry(n).get("efficiency_baseline")), None)

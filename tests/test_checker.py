@@ -445,3 +445,9 @@ def test_format_numbers():
     assert checker._fmt(0.0) == "0" and checker._fmt(1.0) == "1" and checker._fmt(0.856) == "0.856"
     assert checker._fmt(float("nan")) == "NaN" and checker._fmt(True) == "true"
     assert not math.isnan(1.0)
+
+
+def test_default_claims_path_outside_the_tree_is_the_source_trees(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no expected/ here: the package's own source tree is used
+    path = checker.default_claims_path()
+    assert path.is_absolute() and path.is_file() and path == Path(__file__).resolve().parents[1] / "expected" / "claims.toml"

@@ -21,7 +21,7 @@ def default_claims_path() -> Path:
     here = Path("expected") / "claims.toml"
     if here.is_file():
         return here
-    tree = Path(__file__).resolve().parents[2] / "expected" / "claims.toml"
+    tree = Path(__file__).resolve().parents[3] / "expected" / "claims.toml"  # checker/cli.py -> the source tree
     return tree if tree.is_file() else here
 
 

@@ -5,7 +5,7 @@
 
 For every sweep (``sweep-b<batch>``) it copies the run folders into
 ``expected/reference/<name>-b<batch>/`` with the Kineto traces compacted (GPU activity, launches
-and phases only; the tables read from them are identical, see ``traces/compact.py``) and without
+and phases only; the tables read from them are identical, see ``tools/compact.py``) and without
 the synthetic data files (their ``synthetic.json`` recipe is kept). Each run's original
 ``manifest.json`` is kept as written on the GPU machine; ``IMPORT.json`` records the sha256 of
 every original file next to the file now shipped. Benchmark outputs go to
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "artifact"))
 
 from dnabert_scaling.provenance import now_iso, sha256_file  # noqa: E402
-from dnabert_scaling.traces.compact import compact_kineto  # noqa: E402
+from dnabert_scaling.tools.compact import compact_kineto  # noqa: E402
 
 BENCH_FILES = ("bench_train.json", "bench_trace.json", "nvidia-smi.csv", "nvidia-topo.txt", "ref.log")
 

@@ -80,7 +80,7 @@ def compact_kineto(src: str | Path, dst: str | Path) -> tuple[int, int]:
     kept += profiler_steps(kept)
     out = {k: v for k, v in data.items() if k != "traceEvents"}
     out["traceEvents"] = kept
-    out["compactedBy"] = "dnabert_scaling.traces.compact"
+    out["compactedBy"] = "dnabert_scaling.tools.compact"
     dst.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(dst, "wt", compresslevel=9) as fh:
         fh.write(dumps(out))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trace reading speed: ``read_run_traces`` + ``summarize`` against a plain ``otf2`` event loop.
 
-The trace is generated (``dnabert_scaling.traces.synth``) in the shape of the study: 8 ranks,
+The trace is generated (``dnabert_scaling.tools.synth``) in the shape of the study: 8 ranks,
 each a Score-P 9 experiment (``traces/scorep-rank<R>``) with 50 measured steps (+2 warm-up) of
 ~1,000 kernels, NCCL AllReduce buckets on their own stream, copies, ``ds:*`` phases, and full
 Python instrumentation on the main thread (20x as many host events as GPU events): about 2.3 M
@@ -36,7 +36,7 @@ from importlib.metadata import version as _version
 
 from dnabert_scaling.traces import read_run_traces
 from dnabert_scaling.traces.summary import summarize
-from dnabert_scaling.traces.synth import write_study_trace
+from dnabert_scaling.tools.synth import write_study_trace
 
 
 def count_events(anchors: list[Path]) -> int:

@@ -5,7 +5,7 @@
 
 For every sweep (``sweep-<label>``, e.g. ``sweep-b8``) it copies the run folders into
 ``expected/reference/<name>-<label>/`` with the Kineto traces compacted (GPU activity, launches
-and phases only; the tables read from them are identical, see ``traces/compact.py``), the Score-P
+and phases only; the tables read from them are identical, see ``tools/compact.py``), the Score-P
 experiments compacted likewise (``scripts/compact_scorep.py``), and without
 the synthetic data files (their ``synthetic.json`` recipe is kept). Each run's original
 ``manifest.json`` is kept as written on the GPU machine; ``IMPORT.json`` records the sha256 of
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "artifact"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from dnabert_scaling.provenance import now_iso, sha256_file  # noqa: E402
-from dnabert_scaling.traces.compact import compact_kineto  # noqa: E402
+from dnabert_scaling.tools.compact import compact_kineto  # noqa: E402
 
 BENCH_FILES = ("bench_train.json", "bench_trace.json", "nvidia-smi.csv", "nvidia-topo.txt", "ref.log")
 

@@ -250,14 +250,17 @@ def test_indicative_figure_at_the_largest_measured_world_size(claims):
         assert ind["world_size"] == 4 and ind["instead_of"] == [8]
         assert ind["within_bounds"] is True
         assert ind["reason"].startswith("indicative only (world size 4, not the claim's 8)")
+        assert ind["reason"].endswith(": " + ind["why"]) and ind["why"]  # the sentence is made from the fields
     c4 = by["C4"]["indicative"][0]["measured"]
     assert c4["traced.gpu.allreduce_to_backward.median"] == pytest.approx(
         m["world_sizes"]["4"]["traced"]["gpu"]["allreduce_to_backward"]["median"])
     # C6 judges 4 itself; 8 is missing but 4 is already a verdict, so no indicative figure
     assert by["C6"]["indicative"] is None and by["C6"]["verdict"] == NOT_RUN
     assert {c["verdict"] for c in by["C6"]["checks"]} == {PASS, NOT_RUN}
+    assert {c["code"] for c in by["C6"]["checks"]} == {"judged", "not_measured"}
     text = checker.format_table(out)
     assert "INDICATIVE (not a verdict)" in text
+    assert f"instead of 8: {by['C3']['indicative'][0]['why']}" in " ".join(text.split())
 
 
 def test_indicative_figure_shows_an_out_of_bounds_value_too(claims):
@@ -268,7 +271,21 @@ def test_indicative_figure_shows_an_out_of_bounds_value_too(claims):
     c6 = verdict_of(m, claims, "C6")
     (ind,) = c6["indicative"]  # one figure for both missing world sizes
     assert ind["world_size"] == 2 and ind["instead_of"] == [4, 8]
-    assert ind["reason"].startswith("indicative only (world size 2, not the claim's 4, 8)")
+    assert ind["reason"] == f"indicative only (world size 2, not the claim's 4, 8): {ind['why']}"
+
+
+def test_reason_codes_name_why_a_check_did_not_pass(claims):
+    m, _ = gpu_results((1, 2))
+    codes = {(c["id"], ch["name"]): ch["code"] for c in checker.evaluate(m, claims)["claims"] for ch in c["checks"]}
+    assert set(codes.values()) <= set(checker.REASON_CODES)
+    assert "not_measured" in codes.values() and "judged" in codes.values()
+    broken = break_sanity(copy_metrics(m), 2, "all_ranks_present")
+    invalid = [ch for c in checker.evaluate(broken, claims)["claims"] for ch in c["checks"] if ch["verdict"] == INVALID]
+    assert invalid and all(ch["code"] == "sanity_failed" for ch in invalid)
+    assert codes[("C2", "share_grows")] == "too_few_points"  # a trend over one multi-GPU world size
+    one = {c["id"]: c for c in checker.evaluate(gpu_results((1,))[0], claims)["claims"]}
+    c5 = one["C5"]["checks"]
+    assert {(ch["verdict"], ch["code"], ch["at_least"]) for ch in c5} == {(NOT_RUN, "no_world_size", 2)}
 
 
 def test_no_indicative_figure_where_nothing_was_measured(claims):
@@ -428,3 +445,9 @@ def test_format_numbers():
     assert checker._fmt(0.0) == "0" and checker._fmt(1.0) == "1" and checker._fmt(0.856) == "0.856"
     assert checker._fmt(float("nan")) == "NaN" and checker._fmt(True) == "true"
     assert not math.isnan(1.0)
+
+
+def test_default_claims_path_outside_the_tree_is_the_source_trees(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no expected/ here: the package's own source tree is used
+    path = checker.default_claims_path()
+    assert path.is_absolute() and path.is_file() and path == Path(__file__).resolve().parents[1] / "expected" / "claims.toml"

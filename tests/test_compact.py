@@ -7,7 +7,7 @@ import pytest
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces import read_trace
-from dnabert_scaling.traces.compact import compact_kineto, dumps, RawNumber
+from dnabert_scaling.tools.compact import compact_kineto, dumps, RawNumber
 
 from conftest import DATA
 

@@ -129,7 +129,7 @@ def test_shipped_h200_kineto_sets_are_complete(name, launches, found):
 
 
 def _study(tmp_path, name, drop_every=None, without_launches=False, steps=6, kernels=300):
-    from dnabert_scaling.traces.synth import study_rank
+    from dnabert_scaling.tools.synth import study_rank
 
     spec = study_rank(0, steps=steps, warmup=1, kernels_per_step=kernels, host_factor=0.0)
     if drop_every:

@@ -9,7 +9,7 @@ import pytest
 from dnabert_scaling.analysis import predict as pr
 from dnabert_scaling.cli import main
 from dnabert_scaling.traces import read_run_traces
-from dnabert_scaling.traces.synth import BucketModel, bucket_rank, study_rank, write_bucket_run
+from dnabert_scaling.tools.synth import BucketModel, bucket_rank, study_rank, write_bucket_run
 
 MODEL = dict(alpha_ns=20_000, busbw_Bps=200e9, contention=1.1)
 OPTS = ["--intra-busbw", "200", "--alpha-us", "20", "--contention", "1.1"]

@@ -295,3 +295,31 @@ def test_cross_tracer_agreement_table_pairs_the_scorep_and_torch_twins(tmp_path)
     assert "batch 32 per rank: set" not in section  # no Score-P set of batch 32 among these: no pair
     row = section[section.index("kernels per step"):section.index("step (traced)")]
     assert row.count("1,127") == 2 and "1.000" in row  # both tools see every kernel of the step
+
+
+def _result_set(metrics, tmp_path) -> content.ResultSet:
+    claims = checker.load_claims(Path(__file__).resolve().parents[1] / "expected" / "claims.toml")
+    return content.ResultSet(0, tmp_path, "test", "gpu", metrics, checker.evaluate(metrics, claims), "test")
+
+
+def test_not_run_reasons_come_from_the_codes_not_the_sentences(tmp_path):
+    one = _result_set(gpu_results((1,))[0], tmp_path)
+    not_run = [c for c in one.verdicts["claims"] if c["verdict"] == checker.NOT_RUN]
+    assert "no multi-GPU world size was measured" in content._not_run_why(one, not_run)
+    two = _result_set(gpu_results((1, 2))[0], tmp_path)
+    not_run = [c for c in two.verdicts["claims"] if c["verdict"] == checker.NOT_RUN]
+    assert "fewer than two multi-GPU world sizes" in content._not_run_why(two, not_run)
+    for c in not_run:  # the sentence changes, the code stays: the report follows the code
+        for ch in c["checks"]:
+            ch["reason"] = "reworded"
+    assert "fewer than two multi-GPU world sizes" in content._not_run_why(two, not_run)
+    html = content.claims_html(two)
+    (ind,) = next(c for c in two.verdicts["claims"] if c["id"] == "C4")["indicative"]
+    assert "Indicative only" in html and content.esc(ind["why"]) in html
+
+
+def test_gpu_missing_reasons_group_world_sizes(tmp_path):
+    rs = _result_set(cpu_results((1, 2))[0], tmp_path)
+    why = rs.gpu_missing_why(2)
+    assert why.startswith("CPU run") and rs.gpu_reason(2) == f"world size 2: {why}"
+    assert figures.gpu_missing_reason(rs) == f"world sizes 1, 2: {why}"

@@ -10,7 +10,7 @@ from conftest import DATA
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces import read_run_traces
 from dnabert_scaling.traces.model import validate
-from dnabert_scaling.traces.synth import write_study_trace
+from dnabert_scaling.tools.synth import write_study_trace
 from tracegen import write_ground_truth
 
 

@@ -168,7 +168,7 @@ def test_summary_figures_match_hand_computation(truth):
 def test_synthetic_study_rank_round_trip(tmp_path):
     """A generated study-shaped rank (phases, noise, NCCL buckets) reads back to its tables."""
     from dnabert_scaling.traces.model import Trace
-    from dnabert_scaling.traces.synth import MAIN, study_rank
+    from dnabert_scaling.tools.synth import MAIN, study_rank
 
     spec = study_rank(2, steps=2, warmup=1, kernels_per_step=40, buckets=2, host_factor=20)
     counts = spec.write(tmp_path / "scorep-rank2")

@@ -13,7 +13,7 @@ Conventions (shared by every function):
   Empty intervals (``start == end``) cover nothing and disappear from results.
 * A *union* (the type ``Intervals`` below) is a tuple ``(s, e)`` of two int64 arrays of equal
   length that are sorted, disjoint and non-touching: ``s[i] < e[i] < s[i+1]``. ``union`` makes
-  one from any intervals; ``intersect``, ``subtract``, ``union_of`` and ``clip`` take unions and
+  one from any intervals; ``intersect``, ``subtract`` and ``clip`` take unions and
   return unions (they accept arbitrary intervals too, at the cost of normalising them first).
 * Lengths are int64 nanoseconds, exact: no floating point anywhere, so partitions such as
   ``|A| = |A - B| + |A & B|`` hold to the nanosecond.
@@ -168,13 +168,6 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
     return _combine(a, b, "sub")
 
 
-def union_of(a: Intervals, b: Intervals) -> Intervals:
-    """The set covered by a or b, as a union."""
-    s = np.concatenate([np.asarray(a[0], _I64), np.asarray(b[0], _I64)])
-    e = np.concatenate([np.asarray(a[1], _I64), np.asarray(b[1], _I64)])
-    return union(s, e)
-
-
 def clip(a: Intervals, lo: int, hi: int) -> Intervals:
     """The part of a inside [lo, hi), as a union."""
     s, e = _normalised(a)
@@ -220,25 +213,15 @@ def length_in_windows(a: Intervals, window_starts, window_ends) -> np.ndarray:
     return covered_before(a, we) - covered_before(a, ws)
 
 
-def count_in_windows(starts, window_starts, window_ends) -> np.ndarray:
-    """Number of points (e.g. kernel starts) inside each window [ws, we)."""
-    p = np.sort(np.asarray(starts, dtype=_I64))
-    ws = np.asarray(window_starts, dtype=_I64)
-    we = np.asarray(window_ends, dtype=_I64)
-    return np.searchsorted(p, we, side="left") - np.searchsorted(p, ws, side="left")
-
-
 __all__ = [
     "Intervals",
     "empty",
     "is_union",
     "union",
-    "union_of",
     "total_length",
     "intersect",
     "subtract",
     "clip",
     "covered_before",
     "length_in_windows",
-    "count_in_windows",
 ]

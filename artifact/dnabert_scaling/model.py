@@ -27,13 +27,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tokenizer import PAD_ID
 
 # sdpa: padded layout, scaled_dot_product_attention (the port's default).
 # eager: padded layout, the released attention math spelled out (matmul, + bias, softmax, matmul).
 # unpad: the released code's own PyTorch path: tokens unpadded between layers, re-padded around the
 #        eager attention math in every layer (the baseline the port is benchmarked against).
 ATTENTION_IMPLS = ("sdpa", "eager", "unpad")
-PAD_TOKEN_ID = 3  # "[PAD]" in the released tokenizer (config.json does not carry it)
+PAD_TOKEN_ID = PAD_ID  # "[PAD]" in the released tokenizer (config.json does not carry it)
 PADDING_BIAS = -10000.0  # what the released code adds on masked keys
 
 # The released config, shipped as package data; "tiny" keeps the architecture at toy size for

@@ -13,8 +13,13 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Iterator
 
+# The one list of phase names: the training loop marks them, every reader and analysis uses them.
 PREFIX = "ds:"
-PHASES = ("step", "warmup", "forward", "backward", "optimizer")
+STEP_PHASES = ("forward", "backward", "optimizer")  # inside each step, in this order
+PHASES = ("step", "warmup", *STEP_PHASES)  # what PhaseMarker.phase() marks
+BUCKET = "bucket"  # the DDP comm hook's range, ``ds:bucket:<index>:<bytes>``
+PHASE_NAMES = (*PHASES, BUCKET)  # host range names in the trace tables
+STEP_RANGES = (PREFIX + "warmup", PREFIX + "step")  # the ranges that delimit one step each
 
 
 class PhaseMarker:
@@ -44,7 +49,7 @@ class PhaseMarker:
     def bucket(self, index: int, nbytes: int):
         """``ds:bucket:<index>:<bytes>``: one DDP bucket handed to its all-reduce (the arguments
         are in the name, the one field both Kineto's ``user_annotation`` and a Score-P region keep)."""
-        return self._range(f"{PREFIX}bucket:{int(index)}:{int(nbytes)}")
+        return self._range(f"{PREFIX}{BUCKET}:{int(index)}:{int(nbytes)}")
 
     @contextmanager
     def _range(self, label: str) -> Iterator[None]:

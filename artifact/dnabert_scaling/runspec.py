@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TRACERS = ("none", "torch", "scorep")
+from dnabert_scaling.layout import RunLayout, run_name
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class RunSpec:
 
     @property
     def name(self) -> str:
-        return run_name(self.world_size, self.tracer, self.repeat) + (f"-{self.variant}" if self.variant else "")
+        return run_name(self.world_size, self.tracer, self.repeat, self.variant)
 
     def command_args(self) -> list[str]:
         """Arguments after ``dnabert-scaling train`` for this run."""
@@ -33,17 +33,13 @@ class RunSpec:
         sweep (``manifest.json``): the sweep's status is the final word."""
         if run_status(self.run_dir) != "ok":
             return False
-        manifest = Path(self.run_dir) / "manifest.json"
+        manifest = RunLayout(self.run_dir).manifest
         return not manifest.is_file() or _status_of(manifest) == "ok"
-
-
-def run_name(world_size: int, tracer: str, repeat: int) -> str:
-    return f"ws{world_size}-{tracer}-r{repeat}"
 
 
 def run_status(run_dir: Path) -> str | None:
     """``"ok"`` / ``"failed"`` from ``summary.json``, or None when the run has not finished."""
-    return _status_of(Path(run_dir) / "summary.json")
+    return _status_of(RunLayout(run_dir).summary)
 
 
 def _status_of(path: Path) -> str | None:

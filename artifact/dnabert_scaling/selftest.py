@@ -16,6 +16,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from dnabert_scaling.layout import RunLayout
+
 MODEL_CARD_SEQ = "ACGTAGCATCGGATCTATCTATCGACACTTGGTTATCGATCTACGAGCATCTCGTTAGC"
 MODEL_CARD_IDS = [1, 5, 194, 32, 757, 1239, 2092, 294, 24, 359, 88, 93, 32, 75, 77, 19, 2]
 
@@ -60,7 +62,7 @@ def _train() -> str:
                "--no-ddp", "--no-progress", "--device", "cpu", "--out", str(Path(tmp) / "run")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"training run failed:\n{proc.stderr[-2000:]}"
-        summary = json.loads((Path(tmp) / "run" / "summary.json").read_text())
+        summary = json.loads(RunLayout(Path(tmp) / "run").summary.read_text())
         assert summary["status"] == "ok" and summary["finite_loss"], "training summary is not ok"
         return f"two-step CPU training run ok ({summary['samples_per_s']:.0f} samples/s)"
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import RunLayout, SweepLayout, slurm_job_dir
 from dnabert_scaling.runspec import RunSpec
 
 ENV_CONFIG = "DNABERT_SLURM_CONFIG"
@@ -500,7 +501,7 @@ def _job_root(plan: Sequence[RunSpec], config: SlurmConfig) -> Path:
     if config.job_root is not None:
         return Path(config.job_root).resolve()
     parents = {Path(s.run_dir).resolve().parent for s in plan}
-    return Path(os.path.commonpath([str(p) for p in parents])) / "slurm"
+    return SweepLayout(os.path.commonpath([str(p) for p in parents])).slurm
 
 
 def _write_job_dir(job_dir: Path, world_size: int, runs: list[RunSpec]) -> None:
@@ -562,7 +563,7 @@ def run_slurm(
         done = [s.name for s in runs if s not in pending]
         if pending:
             todo[n] = pending
-        results.append(JobResult(n, None, "SKIPPED" if not pending else "NEW", None, root / f"ws{n}" if pending else None,
+        results.append(JobResult(n, None, "SKIPPED" if not pending else "NEW", None, slurm_job_dir(root, n) if pending else None,
                                  None, [s.name for s in pending], done))
         if done:
             say(f"world size {n}: {len(done)} complete run(s) skipped: {', '.join(done)}")
@@ -583,14 +584,14 @@ def run_slurm(
                 if moved:
                     say(f"{s.name}: the incomplete earlier attempt is kept as {moved.name}")
     for n in todo:
-        old = root / f"ws{n}" / "jobid"
+        old = slurm_job_dir(root, n) / "jobid"
         if old.is_file():
             old_id = old.read_text().strip()
             state, _, _ = job_state(old_id) if old_id else ("", None, None)
             if state in ACTIVE_STATES:
                 raise ArtifactError(f"job {old_id} for world size {n} is still {state}: wait for it or scancel it", old)
     for n, runs in todo.items():
-        _write_job_dir(root / f"ws{n}", n, runs)
+        _write_job_dir(slurm_job_dir(root, n), n, runs)
 
     sdir = scripts_dir(config)
     cmd = ["bash", str(sdir / "sweep.sh"), "--gpus-per-node", str(config.gpus_per_node), "--gpu-bind", config.gpu_bind,
@@ -612,7 +613,7 @@ def run_slurm(
     for a in config.sbatch_args:
         cmd += [f"--sbatch-arg={a}"]
     for n in todo:
-        cmd += ["--job-dir", str(root / f"ws{n}")]
+        cmd += ["--job-dir", str(slurm_job_dir(root, n))]
     env = {k: v for k, v in os.environ.items() if k != ENV_CONFIG}  # every setting is on the command line
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
@@ -627,7 +628,7 @@ def run_slurm(
     by_size = {r.world_size: r for r in results}
     jobs: list[JobResult] = []
     for n in todo:
-        job_dir = root / f"ws{n}"
+        job_dir = slurm_job_dir(root, n)
         job_id = (job_dir / "jobid").read_text().strip()
         r = by_size[n]
         r.job_id, r.state, r.job_dir, r.log = job_id, "SUBMITTED", job_dir, job_dir / f"slurm-{job_id}.out"
@@ -680,7 +681,7 @@ def run_slurm(
         lines = [r.describe() for r in failed]
         for r in failed:
             if r.failed_run:
-                logs = Path(_run_dir_of(todo[r.world_size], r.failed_run)) / "logs"
+                logs = RunLayout(_run_dir_of(todo[r.world_size], r.failed_run)).logs
                 lines.append(f"rank logs of {r.failed_run}: {logs}")
                 lines += _log_tails(logs)
         raise SlurmJobError("SLURM sweep failed:\n  " + "\n  ".join(lines), results)

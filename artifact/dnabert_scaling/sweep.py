@@ -31,9 +31,8 @@ from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import writable_dir, write_text_atomic
 from dnabert_scaling.proctree import end_run, new_marker
 from dnabert_scaling.provenance import now_iso, sha256_tree
+from dnabert_scaling.layout import MANIFEST, SUMMARY, SYNTHETIC_DATA, RunLayout, SweepLayout
 from dnabert_scaling.runspec import RunSpec, run_status
-
-MANIFEST = "manifest.json"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,14 +82,16 @@ def plan_runs(out: Path, sizes: list[int], tracer: str, repeats: int, baseline_n
               train_args: list[str]) -> list[RunSpec]:
     """The runs of a sweep, in the order they are executed."""
     plan: list[RunSpec] = []
+    sweep = SweepLayout(out)
     for n in sizes:
         for r in range(repeats):
-            plan.append(RunSpec(n, "none", r, out / f"ws{n}-none-r{r}", tuple(train_args)))
+            plan.append(RunSpec(n, "none", r, sweep.run(n, "none", r).root, tuple(train_args)))
         if n == 1 and baseline_no_ddp:
             for r in range(repeats):
-                plan.append(RunSpec(1, "none", r, out / f"ws1-none-r{r}-noddp", (*train_args, "--no-ddp"), "noddp"))
+                plan.append(RunSpec(1, "none", r, sweep.run(1, "none", r, "noddp").root, (*train_args, "--no-ddp"),
+                                    "noddp"))
         if tracer != "none":
-            plan.append(RunSpec(n, tracer, 0, out / f"ws{n}-{tracer}-r0", tuple(train_args)))
+            plan.append(RunSpec(n, tracer, 0, sweep.run(n, tracer, 0).root, tuple(train_args)))
     return plan
 
 
@@ -109,7 +110,7 @@ def _shared_data(out: Path, train_args: list[str], data: str | None) -> list[str
     root = os.environ.get(ENV_GUE)
     if root and any((p / "train.csv").is_file() for p in [Path(root) / task, *Path(root).glob(f"*/{task}")]):
         return []  # each run finds the real task itself
-    folder = out / "synthetic-data" / task
+    folder = out / SYNTHETIC_DATA / task
     if not (folder / "train.csv").is_file():
         write_synthetic_task(folder, like=task if task in GUE_TASKS else DEFAULT_TASK)
     return ["--data", str(folder.resolve())]
@@ -200,7 +201,7 @@ def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
     requested = {s.name: s for s in plan}
     base = next((list(s.train_args) for s in plan if not s.variant), [])
     changed: dict[str, list[str]] = {}
-    for run_dir in sorted(p for p in out.glob("ws*-*-r*") if p.is_dir() and "." not in p.name):
+    for run_dir in SweepLayout(out).run_dirs():
         manifest = run_dir / MANIFEST
         if not manifest.is_file() or run_status(run_dir) != "ok":
             continue
@@ -215,7 +216,7 @@ def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
         diff = _differences(recorded, want)
         if diff:
             changed[run_dir.name] = diff
-    for path in sorted(out.glob("busbw-ws*.json")):  # reused as well: measured at the requested buckets?
+    for path in SweepLayout(out).busbw_files().values():  # reused as well: measured at the requested buckets?
         try:
             source = json.loads(path.read_text()).get("sizes_source")
         except ValueError:
@@ -243,10 +244,10 @@ def _post_run_checks(spec: RunSpec) -> tuple[list[str], str | None]:
     from dnabert_scaling.tracing.scorep import check_experiment
 
     warnings: list[str] = []
-    log = spec.run_dir / "logs" / "launcher.log"
+    log = RunLayout(spec.run_dir).launcher_log
     log_text = log.read_text(errors="replace") if log.is_file() else None
     for rank in range(spec.world_size):
-        exp = spec.run_dir / "traces" / f"scorep-rank{rank}"
+        exp = RunLayout(spec.run_dir).scorep_dir(rank)
         try:
             warnings += [f"rank {rank}: {w}" for w in check_experiment(exp, log_text)]
         except ArtifactError as exc:
@@ -296,12 +297,12 @@ def failure_message(spec: RunSpec, rc: int | None, why: str) -> str:
     """
     import signal
 
-    log = spec.run_dir / "logs" / "launcher.log"
+    log = RunLayout(spec.run_dir).launcher_log
     head = why or (f"exit status {rc}" if rc is not None else "failed")
     errors = {}
-    for err in spec.run_dir.glob("rank*/error.txt"):
+    for err in RunLayout(spec.run_dir).rank_errors():
         try:
-            at = float(json.loads((err.parent / "summary.json").read_text()).get("failed_at"))
+            at = float(json.loads((err.parent / SUMMARY).read_text()).get("failed_at"))
         except (OSError, ValueError, TypeError):
             at = err.stat().st_mtime
         errors[err.parent.name] = (at, err)
@@ -334,11 +335,11 @@ def run_local(spec: RunSpec, timeout: float) -> RunResult:
     if spec.is_complete():
         return RunResult(spec, "skipped", 0, 0.0, "already complete")
     moved = _set_aside_failed(spec.run_dir)
-    (spec.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+    RunLayout(spec.run_dir).logs.mkdir(parents=True, exist_ok=True)
     cmd = torchrun_command(spec.world_size, ["train", *spec.command_args(), "--no-progress"])
     started, t0 = now_iso(), time.monotonic()
     interrupted = None
-    with open(spec.run_dir / "logs" / "launcher.log", "w") as log:
+    with open(RunLayout(spec.run_dir).launcher_log, "w") as log:
         log.write("$ " + shlex.join(cmd) + "\n")
         log.flush()
         try:
@@ -362,7 +363,7 @@ def run_local(spec: RunSpec, timeout: float) -> RunResult:
     if status != "ok":
         summary = _summary(spec.run_dir)
         summary.update({"status": "failed", "message": message})
-        write_text_atomic(spec.run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        write_text_atomic(RunLayout(spec.run_dir).summary, json.dumps(summary, indent=2) + "\n")
     write_manifest(spec, status, rc, started, seconds, cmd, "local", extra)
     if interrupted is not None:
         raise interrupted
@@ -371,7 +372,7 @@ def run_local(spec: RunSpec, timeout: float) -> RunResult:
 
 def _summary(run_dir: Path) -> dict[str, Any]:
     try:
-        data = json.loads((run_dir / "summary.json").read_text())
+        data = json.loads(RunLayout(run_dir).summary.read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -391,18 +392,19 @@ def busbw_sizes_source(train_args: list[str]) -> str:
 
 
 def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeout: float) -> RunResult | None:
-    target = out / f"busbw-ws{n}.json"
-    spec = RunSpec(n, "busbw", 0, out / f"busbw-ws{n}")
+    sweep = SweepLayout(out)
+    target = sweep.busbw(n)
+    spec = RunSpec(n, "busbw", 0, sweep.busbw_dir(n))
     if target.is_file():
         return RunResult(spec, "skipped", 0, 0.0, "already measured")
     model, cap = _busbw_model(train_args)
     args = ["busbw", "--out", str(target), "--model", model, "--device", device, "--bucket-cap-mb", str(cap)]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    with open(out / f"busbw-ws{n}.log", "w") as log:
+    with open(sweep.busbw_log(n), "w") as log:
         rc, _ = _launch(torchrun_command(n, args), log, timeout)
     status = "ok" if rc == 0 and target.is_file() else "failed"
-    return RunResult(spec, status, rc, time.monotonic() - t0, "" if status == "ok" else f"see {out / f'busbw-ws{n}.log'}")
+    return RunResult(spec, status, rc, time.monotonic() - t0, "" if status == "ok" else f"see {sweep.busbw_log(n)}")
 
 
 def _check_local_resources(sizes: list[int], device: str) -> str:
@@ -479,7 +481,7 @@ def run(args: argparse.Namespace) -> int:
     tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
     refuse_changed_options(out, plan)
-    write_text_atomic(out / "sweep.json", json.dumps({
+    write_text_atomic(SweepLayout(out).sweep, json.dumps({
         "schema": "dnabert-scaling/sweep/1", "created": now_iso(), "world_sizes": sizes, "executor": args.executor,
         "tracer": args.tracer, "tracer_fallback": tracer_fallback, "repeats": args.repeats, "train_args": train_args,
         "runs": [s.name for s in plan],
@@ -550,7 +552,7 @@ def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list
 def format_table(results: list[RunResult]) -> str:
     lines = [f"{'run':<26} {'status':<8} {'samples/s':>10} {'step ms':>9} {'seconds':>8}"]
     for r in results:
-        summary = r.spec.run_dir / "summary.json"
+        summary = RunLayout(r.spec.run_dir).summary
         sps = step = ""
         if summary.is_file():
             data = json.loads(summary.read_text())

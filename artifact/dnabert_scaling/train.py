@@ -22,9 +22,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from dnabert_scaling import layout
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.options import nonneg_float, nonneg_int, positive_float, positive_int
 from dnabert_scaling.provenance import Fallback
+from dnabert_scaling.tokenizer import PAD_ID
 
 ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
 ENV_GUE = "DNABERT_SCALING_GUE"
@@ -191,7 +194,7 @@ def _prepare_data(args, rank: int, fallbacks: list[Fallback]):
     folder, why = _find_task_folder(args)
     if folder is None:
         like = args.task if args.task in data.GUE_TASKS else data.DEFAULT_TASK
-        folder = args.out / "synthetic-data"
+        folder = args.out / layout.SYNTHETIC_DATA
         if rank == 0 and not (folder / "train.csv").is_file():
             data.write_synthetic_task(folder, like=like, seed=args.seed)
         if dist.is_initialized():
@@ -477,7 +480,7 @@ def run(args: argparse.Namespace) -> int:
     if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
         writable_dir(args.out, "--out", create=True)
         _claim_run_dir(args.out, info, args.overwrite)
-    rank_dir = args.out / f"rank{info.rank}"
+    rank_dir = RunLayout(args.out).rank_dir(info.rank)
     rank_dir.mkdir(parents=True, exist_ok=True)
     _maybe_reexec_under_scorep(args, info)
     try:
@@ -486,7 +489,7 @@ def run(args: argparse.Namespace) -> int:
         _record_failure(rank_dir, info, exc)
         if isinstance(exc, ArtifactError):
             raise
-        print(f"dnabert-scaling train: rank {info.rank}: failed: {exc!r} (details in {rank_dir / 'error.txt'})", file=sys.stderr)
+        print(f"dnabert-scaling train: rank {info.rank}: failed: {exc!r} (details in {rank_dir / layout.ERROR})", file=sys.stderr)
         sys.stderr.flush()
         # Peers may be blocked in a collective; do not wait for a clean process-group shutdown.
         os._exit(1)
@@ -494,17 +497,18 @@ def run(args: argparse.Namespace) -> int:
 
 # Files a finished or started run leaves in its folder. A launcher's own ``logs/`` and the empty
 # folders another rank of this run creates at start are not among them (ranks start concurrently).
-_RUN_FILES = ("summary.json", "manifest.json", "config.json", "synthetic-data")
+_RUN_FILES = (layout.SUMMARY, layout.MANIFEST, layout.CONFIG, layout.SYNTHETIC_DATA)
 
 
 def _earlier_run_files(out: Path) -> list[Path]:
     found = [out / name for name in _RUN_FILES if (out / name).exists()]
     for rank_dir in sorted(d for d in out.glob("rank*") if d.is_dir()):
-        found += [p for p in rank_dir.iterdir() if p.name in ("steps.jsonl", "summary.json", "error.txt")]
-    traces = out / "traces"
+        found += [p for p in rank_dir.iterdir() if p.name in (layout.STEPS, layout.SUMMARY, layout.ERROR)]
+    traces = RunLayout(out).traces
     if traces.is_dir():
         # a Score-P experiment folder is created when its rank starts; its anchor is written at the end
-        found += [p for p in traces.iterdir() if not p.name.startswith("scorep-rank") or (p / "traces.otf2").exists()]
+        found += [p for p in traces.iterdir()
+                  if not p.name.startswith(layout.SCOREP_RANK_PREFIX) or (p / layout.ANCHOR).exists()]
     return found
 
 
@@ -525,11 +529,10 @@ def _claim_run_dir(out: Path, info, overwrite: bool) -> None:
             f"--out holds the files of an earlier run ({shown}); give an empty or new folder, or --overwrite "
             "to delete that run first", out)
     r = info.rank
-    mine = [out / f"rank{r}", out / "traces" / f"rank{r}.json.gz", out / "traces" / f"rank{r}.json",
-            out / "traces" / f"scorep-rank{r}"]
+    mine = [RunLayout(out).rank_dir(r), *RunLayout(out).rank_traces(r)]
     if r == 0:
         mine += [out / name for name in _RUN_FILES]
-        for other in [*out.glob("rank*"), *(out / "traces").glob("*rank*")]:
+        for other in [*out.glob("rank*"), *RunLayout(out).traces.glob("*rank*")]:
             digits = "".join(ch for ch in other.name.split("rank", 1)[1] if ch.isdigit())
             if digits and int(digits) >= info.world_size:
                 mine.append(other)
@@ -542,12 +545,12 @@ def _claim_run_dir(out: Path, info, overwrite: bool) -> None:
 
 def _record_failure(rank_dir: Path, info, exc: BaseException) -> None:
     try:
-        (rank_dir / "error.txt").write_text("".join(traceback.format_exception(exc)))
-        (rank_dir / "summary.json").write_text(
+        (rank_dir / layout.ERROR).write_text("".join(traceback.format_exception(exc)))
+        (rank_dir / layout.SUMMARY).write_text(
             json.dumps({"status": "failed", "rank": info.rank, "error": repr(exc), "failed_at": time.time()}, indent=2) + "\n"
         )
         if info.rank == 0:
-            (rank_dir.parent / "summary.json").write_text(
+            RunLayout(rank_dir.parent).summary.write_text(
                 json.dumps({"status": "failed", "reported_by_rank": 0, "error": repr(exc)}, indent=2) + "\n"
             )
     except OSError:
@@ -634,7 +637,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             epoch_rows[epoch] = torch.randperm(len(labels_all), generator=gen)[info.rank :: info.world_size][:per_rank]
         rows = epoch_rows[epoch][index * args.batch_size : (index + 1) * args.batch_size]
         ids = ids_all[rows].to(device, non_blocking=True)
-        return ids, (ids != 3), labels_all[rows].to(device, non_blocking=True)
+        return ids, (ids != PAD_ID), labels_all[rows].to(device, non_blocking=True)
 
     marker = PhaseMarker("scorep" if tracer_name == "scorep" else "torch", cuda=device_type == "cuda")
     bucket_hook = None
@@ -648,7 +651,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
 
         tracer = TorchProfilerTracer(
-            args.out / "traces" / f"rank{info.rank}.json.gz",
+            RunLayout(args.out).kineto_trace(info.rank),
             args.warmup_steps,
             args.steps,
             device_type,
@@ -662,10 +665,10 @@ def _run(args, info, rank_dir: Path, fault) -> int:
 
     prov = provenance.collect(device_type)
     if info.rank == 0:
-        (args.out / "config.json").write_text(
+        RunLayout(args.out).config.write_text(
             json.dumps({"args": _jsonable(vars(args)), "rank_info": info.as_dict()}, indent=2) + "\n"
         )
-    timer = StepTimer(device_type, rank_dir / "steps.jsonl")
+    timer = StepTimer(device_type, rank_dir / layout.STEPS)
     train_model.train()
     progress = None
     if info.rank == 0 and not args.no_progress:
@@ -719,7 +722,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         "trace": str(tracer.path) if tracer.path else None,
         "provenance": prov,
     }
-    (rank_dir / "summary.json").write_text(json.dumps(rank_summary, indent=2) + "\n")
+    (rank_dir / layout.SUMMARY).write_text(json.dumps(rank_summary, indent=2) + "\n")
 
     gathered = [rank_summary]
     if dist.is_initialized() and info.world_size > 1:
@@ -764,7 +767,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
             "deviations": deviations,
             "provenance": prov,
         }
-        (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        RunLayout(args.out).summary.write_text(json.dumps(summary, indent=2) + "\n")
         print(
             f"ws={info.world_size} {device_type} tracer={tracer_name}: median step {slowest * 1e3:.2f} ms, "
             f"{summary['samples_per_s']:.1f} samples/s, loss {losses[0]:.4f} -> {losses[-1]:.4f}"
@@ -793,7 +796,7 @@ def _evaluate(model, task, device, info, autocast, args) -> float | None:
             ids = ids_all[start : start + 16].to(device)
             labels = labels_all[start : start + 16].to(device)
             with autocast:
-                logits = model(ids, ids != 3).logits
+                logits = model(ids, ids != PAD_ID).logits
             correct += (logits.argmax(-1) == labels).sum()
             total += labels.numel()
     if dist.is_initialized() and info.world_size > 1:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dnabert_scaling.phases import STEP_PHASES as PHASES
 from dnabert_scaling.traces.classify import is_launch_api
 
-PHASES = ("forward", "backward", "optimizer")
 PHASE_CODES = {name: i for i, name in enumerate(PHASES)}
 OTHER = len(PHASES)  # code of "other"
 PHASE_LABELS = (*PHASES, "other")

@@ -24,6 +24,7 @@ from dnabert_scaling.analysis import completeness, idle, kernel_classes, partiti
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.provenance import now_iso
 
 SCHEMA = "dnabert-scaling/metrics/1"
@@ -59,12 +60,13 @@ class TracedResult:
     completeness_steps: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline_host: pd.DataFrame = field(default_factory=pd.DataFrame)
     kernel_classes: pd.DataFrame = field(default_factory=pd.DataFrame)
+    steps_complete: bool = True  # every rank's trace marks the expected measured steps
 
 
 def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
     import json
 
-    path = run.path / f"rank{rank}" / "steps.jsonl"
+    path = RunLayout(run.path).steps(rank)
     if not path.is_file():
         return []
     out = []
@@ -160,13 +162,16 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     compute_streams: set[int] = set()
     shared_stream = False  # stream ids are per rank: AllReduce and compute share one on some rank
     complete_by_rank: dict[int, dict] = {}
+    steps_complete = True
     for r in trace.rank_ids:
         sub = trace.rank(r)
         gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
         tl = HostTimeline.from_host(host)
         if tl.steps == 0:
+            steps_complete = False
             problems.append(f"rank {r}: the trace marks no measured step (no ds:step range): nothing to analyse")
         elif expected_steps and tl.steps != expected_steps:
+            steps_complete = False
             problems.append(f"rank {r}: the trace marks {tl.steps} measured steps, expected {expected_steps}")
         complete_by_rank[r] = completeness.rank_completeness(gpu, host, tl, bound)
         att = attribute(gpu, host, tl)
@@ -285,6 +290,7 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     res.timeline_phases = pd.DataFrame(tphases)
     res.timeline_host = pd.concat(thost, ignore_index=True) if thost else pd.DataFrame()
     res.metrics["trace_problems"] = problems
+    res.steps_complete = steps_complete
     res.completeness = completeness.judge(complete_by_rank, bound)
     res.completeness["per_rank"] = {str(r): c for r, c in complete_by_rank.items()}
     res.completeness_steps = _completeness_table(complete_by_rank, world_size, run_name)
@@ -462,7 +468,7 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
                     res.completeness["log_warnings"] = _loss_warnings(traced_run)
                     if len(res.completeness_steps):
                         tables["completeness"].append(res.completeness_steps)
-                    if any("measured step" in p for p in problems):
+                    if not res.steps_complete:  # the run's own step log is judged in _sanity_from_run
                         sanity["steps_complete"] = False
                     if expected is None:
                         traced["measured_steps"] = int(res.steps.groupby("rank").size().min()) if len(res.steps) else 0

@@ -10,16 +10,14 @@
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.provenance import below_cwd
-
-RUN_DIR_RE = re.compile(r"^ws(\d+)-(none|torch|scorep)-r(\d+)(?:-([a-z0-9]+))?$")
 
 
 @dataclass
@@ -73,21 +71,22 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def load_run(path: Path) -> RunInfo:
     path = Path(path)
-    summary_path, manifest_path = path / "summary.json", path / "manifest.json"
+    layout = RunLayout(path)
+    summary_path, manifest_path = layout.summary, layout.manifest
     if not summary_path.is_file() and not manifest_path.is_file():
         raise ArtifactError("not a run folder: no summary.json or manifest.json", path)
     summary = _read_json(summary_path) if summary_path.is_file() else {}
     manifest = _read_json(manifest_path) if manifest_path.is_file() else None
-    m = RUN_DIR_RE.match(path.name)
+    m = parse_run_name(path.name)
     source = manifest or summary
-    ws = source.get("world_size") or (int(m.group(1)) if m else None)
-    tracer = source.get("tracer") or (m.group(2) if m else None)
+    ws = source.get("world_size") or (m.world_size if m else None)
+    tracer = source.get("tracer") or (m.tracer if m else None)
     if ws is None or tracer is None:
         raise ArtifactError("cannot tell the run's world size and tracer (no manifest, and the folder name "
                             "is not ws<N>-<tracer>-r<k>)", path)
     variant = (manifest or {}).get("variant") or ("ddp" if summary.get("ddp", True) else "noddp")
     status = (manifest or {}).get("status") or summary.get("status")
-    return RunInfo(path, int(ws), str(tracer), int((manifest or {}).get("repeat", m.group(3) if m else 0)),
+    return RunInfo(path, int(ws), str(tracer), int((manifest or {}).get("repeat", m.repeat if m else 0)),
                    variant, status, summary, manifest)
 
 
@@ -98,7 +97,7 @@ def usable_throughput(run: RunInfo) -> bool:
 
 
 def is_run_dir(path: Path) -> bool:
-    return (path / "summary.json").is_file() or (path / "manifest.json").is_file()
+    return RunLayout(path).is_run()
 
 
 def discover(paths: list[Path]) -> Inputs:
@@ -114,15 +113,12 @@ def discover(paths: list[Path]) -> Inputs:
             continue
         if not p.is_dir():
             raise ArtifactError("not a sweep or run folder (for bare traces use --world-size N PATH...)", p)
-        found = False
-        for child in sorted(p.iterdir()):
-            if child.is_dir() and RUN_DIR_RE.match(child.name) and is_run_dir(child):
-                inputs.runs.append(load_run(child))
-                found = True
-            bw = re.match(r"^busbw-ws(\d+)\.json$", child.name)
-            if bw and child.is_file():
-                inputs.busbw[int(bw.group(1))] = _read_json(child)
-        if not found:
+        sweep = SweepLayout(p)
+        children = sweep.run_dirs()
+        inputs.runs += [load_run(child) for child in children]
+        for n, bw in sweep.busbw_files().items():
+            inputs.busbw[n] = _read_json(bw)
+        if not children:
             raise ArtifactError("holds no run folders (ws<N>-<tracer>-r<k>/ with summary.json)", p)
     return inputs
 
@@ -199,9 +195,4 @@ def _hashable(value):
 
 def trace_paths(run: RunInfo) -> list[Path]:
     """The per-rank trace files / experiment folders of a traced run."""
-    folder = run.path / "traces"
-    if not folder.is_dir():
-        return []
-    if run.tracer == "torch":
-        return sorted(folder.glob("rank*.json.gz")) + sorted(folder.glob("rank*.json"))
-    return sorted(p for p in folder.glob("scorep-rank*") if p.is_dir())
+    return RunLayout(run.path).trace_paths(run.tracer)

@@ -1,4 +1,4 @@
-"""What the report says: results sets loaded from disk, and the HTML of every section.
+"""What the report says: the HTML of every section (the result sets it reads: ``report.results``).
 
 The notebook (``report.template``) is a thin sequence of calls into this module and into
 ``report.figures``; the text is generated from ``metrics.json``, ``verdicts.json`` and the
@@ -8,323 +8,17 @@ tables, so a sentence never claims more than the files hold.
 from __future__ import annotations
 
 import base64
-import html
-import json
-import math
-import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import resources
 from typing import Any
-
-import pandas as pd
 
 from dnabert_scaling import checker
 from dnabert_scaling.analysis import kernel_classes
 from dnabert_scaling.traces.classify import shorten_middle
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
-
-STUDY = {
-    "hardware": "NVIDIA A100 GPUs on SLURM nodes",
-    "world_sizes": [1, 4, 8],
-    "tracer": "Score-P (OTF2 traces, CUDA and NCCL recording)",
-    "measured_steps": 50,
-}
-# The official fine-tuning recipe the study ran (prom_300-shaped task), for the set-up differences.
-RECIPE = {"model": "base", "batch_size_per_rank": 8, "seq_len_tokens": 70, "find_unused_parameters": True}
-VERDICT_CLASS = {PASS: "pass", FAIL: "fail", NOT_RUN: "notrun", INVALID: "invalid"}
-VERDICT_WORD = {PASS: "confirmed", FAIL: "refuted", NOT_RUN: "not run", INVALID: "invalid"}
-
-CSS = """
-<style>
-.jp-Notebook { max-width: 1080px; margin: 0 auto !important; }
-.ds h1 { font-size: 1.9em; margin-bottom: .2em; }
-.ds .ds-sub { color: #4b5563; margin-top: 0; }
-.ds-abstract { background: #f8fafc; border: 1px solid #e2e8f0; border-radius: 6px; padding: .8em 1.2em; }
-.ds-abstract h2 { margin-top: .2em; font-size: 1.15em; }
-.ds-badge { display: inline-block; padding: 1px 8px; border-radius: 10px; color: #fff; font-weight: 600;
-            font-size: .82em; white-space: nowrap; }
-.ds-pass { background: #1b7f3b; } .ds-fail { background: #b3261e; }
-.ds-notrun { background: #6b7280; } .ds-invalid { background: #b45309; }
-td.ds-claim-pass { border-left: 5px solid #1b7f3b; } td.ds-claim-fail { border-left: 5px solid #b3261e; background: #fdf2f2; }
-td.ds-claim-notrun { border-left: 5px solid #9ca3af; } td.ds-claim-invalid { border-left: 5px solid #b45309; background: #fff7ed; }
-.ds-warn { border-left: 6px solid #d97706; background: #fff7e6; padding: .5em 1em; margin: .8em 0; border-radius: 4px; }
-.ds-warn h4 { margin: .2em 0 .4em 0; color: #92400e; }
-.ds-warn li { margin: .15em 0; }
-.ds-info { border-left: 6px solid #3b6fb6; background: #eef4fb; padding: .5em 1em; margin: .8em 0; border-radius: 4px; }
-.ds-na { border: 2px dashed #9ca3af; background: #f9fafb; padding: 1.1em 1.2em; color: #374151; margin: .8em 0;
-         border-radius: 6px; }
-.ds-na b { color: #111827; }
-table.ds-table { border-collapse: collapse; font-size: .88em; margin: .6em 0; width: 100%; table-layout: auto; }
-.jp-RenderedHTMLCommon table.ds-table td, .jp-RenderedHTMLCommon table.ds-table th { text-align: left; }
-.jp-RenderedHTMLCommon table.ds-table td.num, .jp-RenderedHTMLCommon table.ds-table th.num { text-align: right; }
-table.ds-claims td:nth-child(1) { width: 21%; }
-td.ds-act { font-family: monospace; font-size: .85em; word-break: break-all; }
-table.ds-table th { background: #f1f5f9; text-align: left; }
-table.ds-table td, table.ds-table th { border-bottom: 1px solid #e5e7eb; padding: 4px 8px; vertical-align: top; }
-table.ds-table td.num { font-variant-numeric: tabular-nums; white-space: nowrap; }
-table.ds-kv td:first-child { color: #4b5563; width: 28%; }
-.ds-ind { color: #4b5563; font-style: italic; font-size: .92em; }
-figure.ds-fig { margin: 1em 0; }
-figure.ds-fig img { max-width: 100%; height: auto; border: 1px solid #eef0f3; }
-figure.ds-fig figcaption, .ds-caption { font-size: .9em; color: #374151; margin-top: .3em; }
-.ds-small { font-size: .85em; color: #4b5563; }
-code.ds { background: #f3f4f6; padding: 0 3px; border-radius: 3px; }
-pre.ds { background: #f3f4f6; padding: .6em .8em; border-radius: 4px; overflow-x: auto; }
-</style>
-"""
-
-
-_DISPLAY_ROOT: list[str] = []  # set from the build parameters: the working directory of `report`
-
-
-def shown(path: Any) -> str:
-    """A path as the reader should see it: relative to the folder the report was built from when it
-    lies below it (the notebook itself runs elsewhere, so it gets absolute paths)."""
-    text = str(path)
-    if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
-        return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1:]
-    return text
-
-
-_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)*[\w.+-]+")
-
-
-def recorded_paths(text: str) -> str:
-    """Absolute paths that do not exist here (the scratch folders of the machine that recorded the
-    runs) shortened to their last two parts, marked as such, so no reader looks for them."""
-    def short(m: re.Match) -> str:
-        path = m.group(0)
-        if Path(path).exists():
-            return path
-        return "…/" + "/".join(Path(path).parts[-2:]) + " (on the recording machine)"
-
-    return _ABS_PATH.sub(short, str(text))
-
-
-def results_folder_note(path: Path) -> str:
-    """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
-    kick-tires / reproduce output of the reference traces."""
-    if path.name == "results" and path.parent.name.startswith("reference-"):
-        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-"):]
-        if shipped.is_dir():
-            return (f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
-                    f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)")
-    return ""
-
-
-def esc(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, (int,)) and not isinstance(x, bool):
-        return f"{x:,}"
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "NaN"
-        if x == 0:
-            return "0"
-        if abs(x) >= 100:
-            return f"{x:,.0f}"
-        return f"{x:.{digits}g}"
-    return str(x)
-
-
-def ms(stat: Any) -> str:
-    if not isinstance(stat, dict) or stat.get("median") is None:
-        return "–"
-    return f"{stat['median'] * 1e3:.2f}"
-
-
-def median(stat: Any) -> float | None:
-    return stat.get("median") if isinstance(stat, dict) else None
-
-
-def badge(verdict: str) -> str:
-    return f'<span class="ds-badge ds-{VERDICT_CLASS.get(verdict, "notrun")}">{esc(verdict)}</span>'
-
-
-# ---------------------------------------------------------------------------------------------
-# A results folder
-
-
-@dataclass
-class ResultSet:
-    index: int
-    path: Path
-    label: str
-    kind: str  # "cpu-smoke" | "reference" | "gpu"
-    metrics: dict
-    verdicts: dict | None
-    verdicts_source: str
-    _tables: dict = field(default_factory=dict)
-    _table_reasons: dict = field(default_factory=dict)
-
-    @property
-    def number(self) -> int:
-        return self.index + 1
-
-    @property
-    def world_sizes(self) -> list[int]:
-        return checker.measured_world_sizes(self.metrics)
-
-    @property
-    def max_ws(self) -> int | None:
-        return max(self.world_sizes) if self.world_sizes else None
-
-    def entry(self, ws: int) -> dict:
-        return (self.metrics.get("world_sizes") or {}).get(str(ws)) or {}
-
-    def traced(self, ws: int) -> dict:
-        return self.entry(ws).get("traced") or {}
-
-    def gpu(self, ws: int) -> dict | None:
-        return self.traced(ws).get("gpu") or None
-
-    def gpu_reason(self, ws: int) -> str:
-        t = self.entry(ws).get("traced")
-        if not t:
-            return f"world size {ws}: no traced run"
-        return f"world size {ws}: {t.get('gpu_not_run_reason') or 'GPU analysis not available'}"
-
-    def busy_wait(self, ws: int) -> dict | None:
-        g = self.gpu(ws) or {}
-        return g.get("busy_wait") or self.entry(ws).get("busy_wait")
-
-    @property
-    def device(self) -> str | None:
-        devices = {checker.device_of(self.entry(n)) for n in self.world_sizes} - {None}
-        if devices == {"cpu"}:
-            return "cpu"
-        if "cuda" in devices:
-            return "cuda"
-        return None
-
-    def table(self, name: str) -> pd.DataFrame | None:
-        if name not in self._tables:
-            path = self.path / "tables" / f"{name}.csv"
-            df = None
-            if not path.is_file():
-                self._table_reasons[name] = f"tables/{name}.csv is missing"
-            else:
-                try:
-                    df = pd.read_csv(path)
-                except pd.errors.EmptyDataError:
-                    self._table_reasons[name] = f"tables/{name}.csv is empty"
-                except (OSError, ValueError) as exc:
-                    self._table_reasons[name] = f"tables/{name}.csv cannot be read: {exc}"
-                else:
-                    if df.empty:
-                        self._table_reasons[name] = f"tables/{name}.csv has no rows"
-            self._tables[name] = df
-        return self._tables[name]
-
-    def table_reason(self, name: str) -> str | None:
-        self.table(name)
-        return self._table_reasons.get(name)
-
-    def claim(self, cid: str) -> dict | None:
-        for c in (self.verdicts or {}).get("claims", []):
-            if c["id"] == cid:
-                return c
-        return None
-
-    def bound(self, cid: str, check: str, key: str = "lo") -> float | None:
-        c = self.claim(cid)
-        if not c:
-            return None
-        b = (c.get("bounds") or {}).get(check) or {}
-        return b.get(key)
-
-
-def _kind(metrics: dict, path: Path) -> str:
-    devices = {checker.device_of(e) for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)} - {None}
-    if devices == {"cpu"}:
-        return "cpu-smoke"
-    sources = " ".join(str(s) for s in metrics.get("sources") or []) + " " + str(path)
-    if "reference" in sources:
-        return "reference"
-    return "gpu"
-
-
-def default_label(metrics: dict, path: Path) -> str:
-    """e.g. "Reference traces: H200, world sizes 1, 4, tracer torch" or "CPU smoke run on this machine: ..."."""
-    kind = _kind(metrics, path)
-    prefix = {"cpu-smoke": "CPU smoke run on this machine", "reference": "Reference traces", "gpu": "GPU runs"}[kind]
-    sizes = checker.measured_world_sizes(metrics)
-    entries = [e for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)]
-    tracers = sorted({(e.get("traced") or {}).get("tracer") for e in entries} - {None})
-    parts = []
-    gpu = (metrics.get("provenance") or {}).get("gpu_name")
-    if kind != "cpu-smoke" and gpu:
-        parts.append(str(gpu).replace("NVIDIA ", ""))
-    if sizes:
-        parts.append(f"world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}")
-    if tracers:
-        parts.append(f"tracer {', '.join(tracers)}")
-    return f"{prefix}: {', '.join(parts)}" if parts else f"{prefix} ({path.name})"
-
-
-def distinct_labels(items: list[tuple[dict, Path]]) -> list[str]:
-    """Default labels, made distinct where two sets would read the same (batch size, then source)."""
-    labels = [default_label(m, p) for m, p in items]
-    for extra in (lambda m, p: (f"batch {(m.get('provenance') or {}).get('batch_size_per_rank')} per rank"
-                                if (m.get("provenance") or {}).get("batch_size_per_rank") else None),
-                  lambda m, p: Path(str((m.get("sources") or [p])[0])).name or p.name,
-                  lambda m, p: str(p)):
-        dup = {x for x in labels if labels.count(x) > 1}
-        if not dup:
-            break
-        for i, (m, p) in enumerate(items):
-            add = extra(m, p)
-            if labels[i] in dup and add:
-                labels[i] = f"{labels[i]}, {add}"
-    return labels
-
-
-def load_set(index: int, path: str | Path, label: str | None = None, claims: str | Path | None = None) -> ResultSet:
-    path = Path(path)
-    metrics, metrics_path = checker.load_metrics(path)
-    path = metrics_path.parent
-    verdicts, source = None, ""
-    vpath = path / "verdicts.json"
-    if vpath.is_file():
-        try:
-            verdicts = json.loads(vpath.read_text())
-            source = f"{vpath.name} (written by dnabert-scaling check)"
-        except ValueError:
-            verdicts = None
-            source = f"{vpath.name} is not valid JSON; "
-        if verdicts is not None:
-            made_for = (verdicts.get("sources") or {}).get("metrics_created")
-            if made_for and metrics.get("created") and made_for != metrics.get("created"):
-                verdicts, source = None, f"{vpath.name} was written for older metrics; "
-    if verdicts is None:
-        claims_path = Path(claims) if claims else checker.default_claims_path()
-        if claims_path.is_file():
-            verdicts = checker.evaluate(metrics, checker.load_claims(claims_path))
-            source += f"computed by the report from {claims_path} (`dnabert-scaling check` was not run on this folder)"
-        else:
-            source += "no verdicts: no verdicts.json and no claims file"
-    return ResultSet(index, path, label or default_label(metrics, path), _kind(metrics, path), metrics, verdicts, source)
-
-
-@dataclass
-class Report:
-    sets: list[ResultSet]
-    params: dict
-
-    @classmethod
-    def load(cls, results: list[dict], claims: str | None = None, params: dict | None = None) -> "Report":
-        sets = [load_set(i, r["path"], r.get("label"), claims) for i, r in enumerate(results)]
-        params = dict(params or {})
-        _DISPLAY_ROOT[:] = [params["cwd"]] if params.get("cwd") else []
-        return cls(sets, params)
-
+from dnabert_scaling.report.results import (  # noqa: F401  (re-exported: the notebook and the tests use them)
+    _DISPLAY_ROOT, RECIPE, STUDY, VERDICT_CLASS, VERDICT_WORD, Report, ResultSet, badge, default_label,
+    distinct_labels, esc, fmt, load_set, median, ms, recorded_paths, results_folder_note, shown,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Showing things in the notebook
@@ -356,7 +50,9 @@ def show_figure(fig, number: str, caption: str) -> None:
 
 
 def style() -> str:
-    return CSS
+    """The report's style sheet, shipped as ``resources/report/report.css``."""
+    sheet = resources.files("dnabert_scaling").joinpath("resources/report/report.css").read_text()
+    return "\n<style>\n" + sheet.split("*/\n", 1)[1] + "</style>\n"
 
 
 def title_html(report: Report) -> str:
@@ -383,7 +79,8 @@ def _not_run_why(rs: ResultSet, claims: list[dict]) -> str:
     if missing:
         parts.append(f"world size{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
                      f"{'were' if len(missing) > 1 else 'was'} not measured (measured: {', '.join(map(str, rs.world_sizes))})")
-    if any("needs 2 world sizes" in c["reason"] or "no measured world size is >= 2" in c["reason"] for c in claims):
+    if any(ch.get("code") == "too_few_points" or (ch.get("code") == "no_world_size" and ch.get("at_least") == 2)
+           for c in claims for ch in c["checks"]):
         parts.append("fewer than two multi-GPU world sizes, so no trend can be judged" if rs.max_ws and rs.max_ws >= 2
                      else "no multi-GPU world size was measured")
     reasons = {r for ws in rs.world_sizes if not rs.gpu(ws) for r in [rs.gpu_reason(ws)]}
@@ -650,7 +347,7 @@ def claims_html(rs: ResultSet) -> str:
             instead = ", ".join(map(str, ind["instead_of"] if isinstance(ind["instead_of"], list) else [ind["instead_of"]]))
             body.append(f"<tr><td class='ds-claim-{cls}'></td><td></td><td colspan='5' class='ds-ind'>ⓘ Indicative only, not a "
                         f"verdict: the same measurement at world size {ind['world_size']} (the claim is about {instead}) "
-                        f"is {within}: {esc(ind['reason'].split('): ', 1)[-1])}</td></tr>")
+                        f"is {within}: {esc(ind['why'])}</td></tr>")
     counts = (rs.verdicts or {}).get("summary", {}).get("counts", {})
     summary = " ".join(f"{badge(v)} {counts.get(v, 0)}" for v in (PASS, FAIL, NOT_RUN, INVALID))
     return (f"<p>{summary}</p><table class='ds-table ds-claims'>{head}{''.join(body)}</table>"
@@ -729,7 +426,7 @@ def metrics_table_html(rs: ResultSet) -> str:
     missing: dict[str, list[int]] = {}
     for n in rs.world_sizes:
         if not rs.gpu(n):
-            missing.setdefault(rs.gpu_reason(n).split(": ", 1)[-1], []).append(n)
+            missing.setdefault(rs.gpu_missing_why(n), []).append(n)
     for why, sizes in missing.items():
         notes.append(f"GPU metrics at world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))} not run: {why}")
     base = next((rs.entry(n).get("efficiency_baseline") for n in rs.world_sizes if rs.entry(n).get("efficiency_baseline")), None)

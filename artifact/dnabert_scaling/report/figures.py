@@ -64,7 +64,7 @@ def gpu_missing_reason(rs) -> str:
     groups: dict[str, list[int]] = {}
     for n in rs.world_sizes:
         if not rs.gpu(n):
-            groups.setdefault(rs.gpu_reason(n).split(": ", 1)[-1], []).append(n)
+            groups.setdefault(rs.gpu_missing_why(n), []).append(n)
     if not groups:
         return "no world size has GPU metrics"
     return "; ".join(f"world size{'s' if len(v) > 1 else ''} {', '.join(map(str, v))}: {k}" for k, v in groups.items())

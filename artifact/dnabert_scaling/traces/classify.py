@@ -25,9 +25,8 @@ import re
 from functools import lru_cache
 
 from dnabert_scaling.traces.demangle import demangle, is_mangled
-from dnabert_scaling.traces.model import PHASE_NAMES
-
-PHASE_PREFIX = "ds:"
+from dnabert_scaling.phases import BUCKET, PHASE_NAMES
+from dnabert_scaling.phases import PREFIX as PHASE_PREFIX
 USER_REGION_PREFIX = "user:"
 
 _LAUNCH_RE = re.compile(r"^(cu|cuda)Launch(Cooperative)?Kernel(Ex|ExC)?(_v\d+)?(_ptsz|_ptds)?$")
@@ -143,7 +142,7 @@ def phase_name(region: str) -> str | None:
     p = region[len(PHASE_PREFIX):]
     if _BUCKET_RE.match(p):
         return p
-    return p if p in PHASE_NAMES and p != "bucket" else None
+    return p if p in PHASE_NAMES and p != BUCKET else None
 
 
 def bucket_args(name: str) -> tuple[int, int] | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -24,8 +23,6 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
 from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, read_otf2
-
-_KINETO_RANK_RE = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
 def trace_format(path) -> str:

@@ -35,8 +35,8 @@ from dnabert_scaling.errors import ArtifactError
 GPU_KINDS = ("kernel", "memcpy", "memset")
 CATEGORIES = ("nccl", "compute", "memory")
 HOST_KINDS = ("phase", "launch")
-PHASE_NAMES = ("step", "warmup", "forward", "backward", "optimizer", "bucket")
-"""Host range names; a ``bucket`` range (DDP comm hook) is named ``bucket:<index>:<bytes>`` in the tables."""
+# Host range names: dnabert_scaling.phases.PHASE_NAMES; a ``bucket`` range (DDP comm hook) is
+# named ``bucket:<index>:<bytes>`` in the tables.
 
 
 class NoGpuActivityError(ArtifactError):

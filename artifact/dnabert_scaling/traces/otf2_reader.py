@@ -36,7 +36,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dnabert_scaling import layout
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.phases import PHASE_NAMES
 from dnabert_scaling.traces import classify
 from dnabert_scaling.traces import otf2_lowlevel as ll
 from dnabert_scaling.traces.model import (
@@ -46,7 +48,6 @@ from dnabert_scaling.traces.model import (
     GPU_SCHEMA,
     HOST_KIND_DTYPE,
     HOST_SCHEMA,
-    PHASE_NAMES,
     STR,
     NoGpuActivityError,
     Trace,
@@ -55,9 +56,8 @@ from dnabert_scaling.traces.model import (
     make_frame,
 )
 
-ANCHOR_NAME = "traces.otf2"
+ANCHOR_NAME = layout.ANCHOR
 _STREAM_NAME_RE = re.compile(r"^CUDA\[(\d+):(\d+)\]")
-_RANK_DIR_RE = re.compile(r"^scorep-rank(\d+)$")
 _MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 IDLE_REGIONS = {"COMPUTE IDLE", "GPU IDLE"}
 # Two different flushes share a word. ``TRACE BUFFER FLUSH`` (paradigm MEASUREMENT_SYSTEM): Score-P's
@@ -98,8 +98,7 @@ def resolve_anchor(path) -> Path:
 
 def rank_from_directory(anchor: Path) -> int | None:
     """R from an experiment directory called ``scorep-rank<R>`` (the run layout), else None."""
-    m = _RANK_DIR_RE.match(anchor.resolve().parent.name)
-    return int(m.group(1)) if m else None
+    return layout.scorep_rank_of(anchor.resolve().parent.name)
 
 
 def _check_files(anchor: Path) -> Path:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.phases import PREFIX as PHASE_PREFIX
 from dnabert_scaling.traces import classify
 from dnabert_scaling.traces import otf2_lowlevel as ll
 from dnabert_scaling.traces.otf2_reader import (
@@ -67,7 +68,7 @@ NO_VALUE = -1
 
 def user_region_name(phase: str) -> str:
     """How Score-P's Python bindings name ``scorep.user.region('ds:<phase>')``."""
-    return f"user:ds:{phase}"
+    return f"user:{PHASE_PREFIX}{phase}"
 
 
 class ScoreP9Writer:

@@ -110,7 +110,9 @@ def under_scorep() -> bool:
 
 def experiment_dir(run_dir, rank: int) -> Path:
     """``<run_dir>/traces/scorep-rank<R>``, the run layout of docs/design.md."""
-    return Path(run_dir) / "traces" / f"scorep-rank{int(rank)}"
+    from dnabert_scaling.layout import RunLayout
+
+    return RunLayout(run_dir).scorep_dir(rank)
 
 
 def scorep_environment(rank: int, run_dir, *, python_instrumentation: bool = False, cuda_enable: str | None = None,

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.phases import STEP_RANGES
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 HOST_CATS = {"cuda_runtime", "cuda_driver"}
@@ -79,14 +80,13 @@ def compact_kineto(src: str | Path, dst: str | Path) -> tuple[int, int]:
     kept += profiler_steps(kept)
     out = {k: v for k, v in data.items() if k != "traceEvents"}
     out["traceEvents"] = kept
-    out["compactedBy"] = "dnabert_scaling.traces.compact"
+    out["compactedBy"] = "dnabert_scaling.tools.compact"
     dst.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(dst, "wt", compresslevel=9) as fh:
         fh.write(dumps(out))
     return len(events), len(kept)
 
 
-STEP_RANGES = ("ds:warmup", "ds:step")
 
 
 def profiler_steps(events: list[dict]) -> list[dict]:

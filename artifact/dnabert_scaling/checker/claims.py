@@ -1,0 +1,284 @@
+"""The claims file (``expected/claims.toml``): parsing and validating claims, checks and sanity bounds."""
+
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
+from dnabert_scaling.checker.metric_paths import _metric_node
+
+@dataclass(frozen=True)
+class WorldSizes:
+    """Which world sizes a claim or check applies to: a fixed list, or every measured one >= N."""
+
+    explicit: tuple[int, ...] | None = None
+    at_least: int | None = None
+
+    def resolve(self, measured: list[int]) -> list[int]:
+        if self.explicit is not None:
+            return list(self.explicit)
+        return [n for n in measured if n >= (self.at_least or 1)]
+
+    def describe(self) -> str:
+        if self.explicit is not None:
+            return ", ".join(map(str, self.explicit))
+        return f"every measured world size >= {self.at_least}"
+
+    def as_json(self) -> Any:
+        return list(self.explicit) if self.explicit is not None else f">={self.at_least}"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    what: str
+    metric: str
+    test: str  # range | equals | top | monotone
+    rationale: str
+    world_sizes: WorldSizes
+    lo: float | None = None
+    hi: float | None = None
+    value: Any = None
+    activity: str | None = None
+    max_drop_rel: float | None = None
+    min_points: int = 2
+    report: tuple[str, ...] = ()
+
+    def bounds(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"test": self.test}
+        if self.test in ("range", "top"):
+            out["lo"], out["hi"] = self.lo, self.hi
+        if self.test == "equals":
+            out["value"] = self.value
+        if self.test == "top":
+            out["activity"] = self.activity
+            out["measure"] = f"{self.activity} summed kernel time / largest other GPU activity"
+        if self.test == "monotone":
+            out["max_drop_rel"] = self.max_drop_rel
+            out["min_points"] = self.min_points
+        out["rationale"] = self.rationale
+        return out
+
+    def bounds_text(self) -> str:
+        if self.test == "equals":
+            return f"== {_fmt(self.value)}"
+        if self.test == "monotone":
+            return f"non-decreasing (drop <= {self.max_drop_rel:.0%})"
+        lo = "-inf" if self.lo is None else _fmt(self.lo)
+        hi = "+inf" if self.hi is None else _fmt(self.hi)
+        if self.lo is not None and self.hi is not None and self.lo == self.hi:
+            text = f"== {lo}"
+        else:
+            text = f"[{lo}, {hi}]"
+        return ("ratio " + text) if self.test == "top" else text
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    statement: str
+    world_sizes: WorldSizes
+    checks: tuple[Check, ...]
+    title: str = ""
+    device: str | None = None
+    indicative: bool = False
+
+
+_CLAIM_KEYS = {"id", "title", "statement", "world_sizes", "device", "indicative", "check"}
+_CHECK_KEYS = {"name", "what", "metric", "test", "rationale", "world_sizes", "lo", "hi", "value", "activity",
+               "max_drop_rel", "min_points", "report"}
+_TEST_KEYS = {
+    "range": {"lo", "hi"},
+    "equals": {"value"},
+    "top": {"activity", "lo", "hi"},
+    "monotone": {"max_drop_rel", "min_points"},
+}
+_TOP_KEYS = {"schema", "paper", "notes", "claim", "sanity"}
+_SANITY_BOUND_KEYS = {"trace_complete": {"min_found_share", "rationale"}}
+
+
+@dataclass(frozen=True)
+class SanityBounds:
+    """The bounds of the sanity checks that have one (``[sanity.<item>]`` in the claims file)."""
+
+    trace_complete_min_share: float = 0.999
+    rationale: dict[str, str] = field(default_factory=dict)
+    source: str = "default (the claims file sets no [sanity.trace_complete])"
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError("claims file not found", path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ArtifactError(f"not valid TOML: {exc}", path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"cannot read the claims file: {exc}", path) from None
+
+
+def _parse_sanity(raw: Any, path: Path) -> SanityBounds:
+    if raw is None:
+        return SanityBounds()
+    if not isinstance(raw, dict):
+        raise ArtifactError("[sanity] must be a table of tables", path)
+    unknown = sorted(set(raw) - set(_SANITY_BOUND_KEYS))
+    if unknown:
+        raise ArtifactError(f"[sanity]: unknown item(s) {', '.join(unknown)} (allowed: {', '.join(_SANITY_BOUND_KEYS)})", path)
+    tc = raw.get("trace_complete")
+    if not isinstance(tc, dict):
+        raise ArtifactError("missing [sanity.trace_complete] table (min_found_share and rationale)", path)
+    unknown = sorted(set(tc) - _SANITY_BOUND_KEYS["trace_complete"])
+    if unknown:
+        raise ArtifactError(f"[sanity.trace_complete]: unknown key(s) {', '.join(unknown)}", path)
+    share = tc.get("min_found_share")
+    if not _is_number(share) or not 0 < share <= 1:
+        raise ArtifactError(f"[sanity.trace_complete]: min_found_share must be a number in (0, 1], not {share!r}", path)
+    if not isinstance(tc.get("rationale"), str) or not tc["rationale"].strip():
+        raise ArtifactError("[sanity.trace_complete]: missing field 'rationale' (why this bound)", path)
+    return SanityBounds(float(share), {"trace_complete": " ".join(tc["rationale"].split())}, str(path))
+
+
+def load_sanity_bounds(path: str | Path) -> SanityBounds:
+    """The sanity bounds of a claims file (``[sanity.trace_complete] min_found_share``)."""
+    path = Path(path)
+    return _parse_sanity(_read_toml(path).get("sanity"), path)
+
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _parse_world_sizes(raw: Any, where: str, path: Path) -> WorldSizes:
+    if isinstance(raw, list) and raw and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in raw):
+        if len(set(raw)) != len(raw):
+            raise ArtifactError(f"{where}: world_sizes lists a world size twice: {raw}", path)
+        return WorldSizes(explicit=tuple(sorted(raw)))
+    if isinstance(raw, str) and raw.strip().startswith(">="):
+        try:
+            n = int(raw.strip()[2:])
+        except ValueError:
+            n = 0
+        if n >= 1:
+            return WorldSizes(at_least=n)
+    raise ArtifactError(f"{where}: world_sizes must be a non-empty list of world sizes (e.g. [4, 8]) "
+                        f"or \">=N\" (every measured world size from N), not {raw!r}", path)
+
+
+def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path: Path) -> Check:
+    where = f"claim {claim_id}, check {index + 1}"
+    if not isinstance(raw, dict):
+        raise ArtifactError(f"{where}: a check must be a table ([[claim.check]])", path)
+    if "name" in raw:
+        where = f"claim {claim_id}, check {raw['name']!r}"
+    unknown = sorted(set(raw) - _CHECK_KEYS)
+    if unknown:
+        raise ArtifactError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_CHECK_KEYS))})", path)
+    test = raw.get("test", "range")
+    if test not in _TEST_KEYS:
+        raise ArtifactError(f"{where}: unknown test {test!r} (one of {', '.join(_TEST_KEYS)})", path)
+    for key in ("what", "metric", "rationale"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise ArtifactError(f"{where}: missing field {key!r} (a non-empty string)", path)
+    misplaced = sorted((set(raw) & set().union(*_TEST_KEYS.values())) - _TEST_KEYS[test])
+    if misplaced:
+        raise ArtifactError(f"{where}: key(s) {', '.join(misplaced)} do not apply to test {test!r}", path)
+    metric = raw["metric"]
+    if test == "top":
+        if metric != "traced.gpu.ranking":
+            raise ArtifactError(f"{where}: test 'top' reads the ranking: metric must be 'traced.gpu.ranking', not {metric!r}", path)
+    else:
+        ok, problem = _metric_node(metric)
+        if not ok:
+            raise ArtifactError(f"{where}: {problem}", path)
+    report = raw.get("report", [])
+    if not isinstance(report, list) or not all(isinstance(r, str) for r in report):
+        raise ArtifactError(f"{where}: report must be a list of metric paths", path)
+    for r in report:
+        ok, problem = _metric_node(r)
+        if not ok:
+            raise ArtifactError(f"{where}: report: {problem}", path)
+    lo, hi = raw.get("lo"), raw.get("hi")
+    for key, v in (("lo", lo), ("hi", hi)):
+        if v is not None and (not _is_number(v) or not math.isfinite(v)):
+            raise ArtifactError(f"{where}: {key} must be a finite number, not {v!r}", path)
+    if test in ("range", "top"):
+        if lo is None and hi is None:
+            raise ArtifactError(f"{where}: give lo, hi or both (a side left out is open)", path)
+        if lo is not None and hi is not None and lo > hi:
+            raise ArtifactError(f"{where}: lo ({lo}) > hi ({hi}): no value can pass", path)
+    if test == "equals" and "value" not in raw:
+        raise ArtifactError(f"{where}: test 'equals' needs 'value'", path)
+    if test == "top" and (not isinstance(raw.get("activity"), str) or not raw["activity"]):
+        raise ArtifactError(f"{where}: test 'top' needs 'activity' (e.g. \"nccl:AllReduce\")", path)
+    drop, min_points = raw.get("max_drop_rel"), raw.get("min_points", 2)
+    if test == "monotone":
+        if drop is None or not _is_number(drop) or not 0 <= drop < 1:
+            raise ArtifactError(f"{where}: test 'monotone' needs max_drop_rel, a number in [0, 1)", path)
+        if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 2:
+            raise ArtifactError(f"{where}: min_points must be an integer >= 2", path)
+    ws = _parse_world_sizes(raw["world_sizes"], where, path) if "world_sizes" in raw else claim_ws
+    return Check(
+        name=str(raw.get("name") or f"check{index + 1}"), what=raw["what"].strip(), metric=metric, test=test,
+        rationale=" ".join(raw["rationale"].split()), world_sizes=ws, lo=lo, hi=hi, value=raw.get("value"),
+        activity=raw.get("activity"), max_drop_rel=drop, min_points=min_points, report=tuple(report),
+    )
+
+
+def load_claims(path: str | Path) -> list[Claim]:
+    """Parse and validate a claims file; any problem is an ArtifactError naming the file and entry."""
+    path = Path(path)
+    data = _read_toml(path)
+    unknown = sorted(set(data) - _TOP_KEYS)
+    if unknown:
+        raise ArtifactError(f"unknown top-level key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_TOP_KEYS))})", path)
+    if data.get("schema") != CLAIMS_SCHEMA:
+        raise ArtifactError(f"schema must be {CLAIMS_SCHEMA!r}, not {data.get('schema')!r}", path)
+    _parse_sanity(data.get("sanity"), path)
+    raw_claims = data.get("claim")
+    if not isinstance(raw_claims, list) or not raw_claims:
+        raise ArtifactError("no claims: expected [[claim]] tables", path)
+    claims: list[Claim] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_claims):
+        cid = raw.get("id") if isinstance(raw, dict) else None
+        where = f"claim {cid}" if isinstance(cid, str) and cid else f"claim #{i + 1}"
+        if not isinstance(raw, dict):
+            raise ArtifactError(f"{where}: must be a table", path)
+        unknown = sorted(set(raw) - _CLAIM_KEYS)
+        if unknown:
+            raise ArtifactError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(_CLAIM_KEYS))})", path)
+        for key in ("id", "statement"):
+            if not isinstance(raw.get(key), str) or not raw[key].strip():
+                raise ArtifactError(f"{where}: missing field {key!r} (a non-empty string)", path)
+        if cid in seen:
+            raise ArtifactError(f"{where}: duplicate claim id", path)
+        seen.add(cid)
+        if "world_sizes" not in raw:
+            raise ArtifactError(f"{where}: missing field 'world_sizes'", path)
+        ws = _parse_world_sizes(raw["world_sizes"], where, path)
+        device = raw.get("device")
+        if device is not None and device not in ("cuda", "cpu"):
+            raise ArtifactError(f"{where}: device must be 'cuda' or 'cpu', not {device!r}", path)
+        indicative = raw.get("indicative", False)
+        if not isinstance(indicative, bool):
+            raise ArtifactError(f"{where}: indicative must be true or false", path)
+        raw_checks = raw.get("check")
+        if not isinstance(raw_checks, list) or not raw_checks:
+            raise ArtifactError(f"{where}: missing field 'check' (one or more [[claim.check]] tables)", path)
+        checks = tuple(_parse_check(c, cid, j, ws, path) for j, c in enumerate(raw_checks))
+        names = [c.name for c in checks]
+        if len(set(names)) != len(names):
+            raise ArtifactError(f"{where}: two checks share a name: {names}", path)
+        claims.append(Claim(id=cid, statement=" ".join(raw["statement"].split()), world_sizes=ws, checks=checks,
+                            title=str(raw.get("title", "")), device=device, indicative=indicative))
+    return claims
+
+

@@ -1,0 +1,87 @@
+"""Files and the command line of ``dnabert-scaling check``."""
+
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.checker.claims import load_claims, load_sanity_bounds
+from dnabert_scaling.checker.evaluate import evaluate, exit_status
+from dnabert_scaling.checker.names import _jsonable
+from dnabert_scaling.checker.table import format_table
+
+def default_claims_path() -> Path:
+    """``expected/claims.toml`` here, else the one of the source tree this package runs from."""
+    here = Path("expected") / "claims.toml"
+    if here.is_file():
+        return here
+    tree = Path(__file__).resolve().parents[3] / "expected" / "claims.toml"  # checker/cli.py -> the source tree
+    return tree if tree.is_file() else here
+
+
+def load_metrics(results: str | Path) -> tuple[dict, Path]:
+    results = Path(results)
+    path = results if results.suffix == ".json" else results / "metrics.json"
+    if not path.is_file():
+        raise ArtifactError("no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)", path)
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ArtifactError(f"not valid JSON: {exc}", path) from None
+    from dnabert_scaling.metrics_schema import validate_metrics
+
+    return validate_metrics(metrics, path), path
+
+
+def check_results(results: str | Path, claims_path: str | Path | None = None) -> dict[str, Any]:
+    """Verdicts of one results folder, with the files they came from."""
+    claims_path = Path(claims_path) if claims_path else default_claims_path()
+    claims = load_claims(claims_path)
+    bounds = load_sanity_bounds(claims_path)
+    metrics, metrics_path = load_metrics(results)
+    verdicts = evaluate(metrics, claims, bounds)
+    verdicts["sources"] = {
+        "metrics": str(metrics_path),
+        "metrics_created": metrics.get("created"),
+        "claims": str(claims_path),
+        "claims_sha256": hashlib.sha256(claims_path.read_bytes()).hexdigest(),
+    }
+    return verdicts
+
+
+def write_verdicts(verdicts: dict, out: Path, strict: bool = False) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    verdicts["summary"]["strict"] = strict
+    verdicts["summary"]["exit_status"] = exit_status(verdicts, strict)
+    (out / "verdicts.json").write_text(json.dumps(_jsonable(verdicts), indent=2, allow_nan=False) + "\n")
+    (out / "verdicts.txt").write_text(format_table(verdicts))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", type=Path, help="results folder written by `analyze` (or its metrics.json)")
+    p.add_argument("--expected", type=Path, default=None,
+                   help="claims file (default: expected/claims.toml here, else the source tree's)")
+    p.add_argument("--strict", action="store_true", help="exit 1 also when a claim is NOT RUN")
+    p.add_argument("--out", type=Path, default=None,
+                   help="where verdicts.json / verdicts.txt go (default: the results folder)")
+    p.add_argument("--quiet", action="store_true", help="do not print the table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dnabert_scaling.outputs import writable_dir
+
+    out = args.out or (args.results.parent if args.results.suffix == ".json" else args.results)
+    writable_dir(out, "--out" if args.out else "results folder (verdicts.json goes there; or give --out)")
+    verdicts = check_results(args.results, args.expected)
+    write_verdicts(verdicts, out, args.strict)
+    if not args.quiet:
+        sys.stdout.write(format_table(verdicts))
+    rc = verdicts["summary"]["exit_status"]
+    print(f"check: wrote {out / 'verdicts.json'} and {out / 'verdicts.txt'} (exit status {rc})", file=sys.stderr)
+    return rc

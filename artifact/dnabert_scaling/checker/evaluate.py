@@ -1,0 +1,338 @@
+"""Evaluating claims against metrics: one Part per check and world size, combined into verdicts."""
+
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.checker.names import _fmt, _jsonable, FAIL, INVALID, NOT_RUN, PASS, PRECEDENCE, VERDICTS, VERDICTS_SCHEMA
+from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, _is_number
+from dnabert_scaling.checker.lookup import Missing, _entry, _runs_for, _sanity_failure, device_of, lookup, measured_world_sizes, sanity_rows
+
+@dataclass
+class Part:
+    """The verdict of one check at one world size (or, for monotone, over several)."""
+
+    verdict: str
+    reason: str
+    measured: dict[str, Any] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+    within: bool | None = None
+    code: str = "judged"  # why, as data: one of REASON_CODES
+
+
+# Why a check came out as it did: written into verdicts.json as each check's "code", beside the
+# sentence ("reason"), so that the report and other readers never search the sentence.
+REASON_CODES = {
+    "judged": "the value was measured and compared with the bounds",
+    "not_measured": "the world size was not measured",
+    "wrong_device": "the world size ran on another kind of device than the claim is about",
+    "sanity_failed": "a sanity check of the world size failed",
+    "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
+    "too_few_points": "a trend needs more world sizes with data than were measured",
+    "no_world_size": "no measured world size is one the check applies to",
+}
+
+
+def _in_bounds(check: Check, x: float) -> bool:
+    return (check.lo is None or x >= check.lo) and (check.hi is None or x <= check.hi)
+
+
+def _judge_value(check: Check, value: Any, ws: int) -> Part:
+    """Compare one measured value with the check's bounds (the value is present)."""
+    label = f"{check.what} at world size {ws}"
+    if check.test == "equals":
+        ok = value == check.value and type(value) is type(check.value)
+        return Part(PASS if ok else FAIL, f"{label} = {_fmt(value)}, expected {_fmt(check.value)}", within=ok)
+    if check.test == "top":
+        return _judge_top(check, value, ws)
+    if not _is_number(value):
+        return Part(FAIL, f"{label}: {check.metric} is {value!r}, not a number", within=False)
+    x = float(value)
+    if math.isnan(x):
+        return Part(FAIL, f"{label} is NaN (not a number): it cannot be within {check.bounds_text()}", within=False)
+    ok = _in_bounds(check, x)
+    word = "within" if ok else "outside"
+    return Part(PASS if ok else FAIL, f"{label} = {_fmt(x)}, {word} {check.bounds_text()}", within=ok)
+
+
+def _judge_top(check: Check, ranking: Any, ws: int) -> Part:
+    label = f"{check.what} at world size {ws}"
+    if not isinstance(ranking, list) or not ranking:
+        return Part(NOT_RUN, f"{label}: the ranking of GPU activities is empty")
+    rows = [r for r in ranking if isinstance(r, dict) and _is_number(r.get("sum_s_per_step"))]
+    if not rows:
+        return Part(NOT_RUN, f"{label}: the ranking has no summed times")
+    rows.sort(key=lambda r: -float(r["sum_s_per_step"]))
+    mine = next((r for r in rows if r.get("activity") == check.activity), None)
+    others = [r for r in rows if r.get("activity") != check.activity]
+    top = rows[0]
+    measured: dict[str, Any] = {
+        "top_activity": top.get("activity"),
+        "top_sum_s_per_step": float(top["sum_s_per_step"]),
+    }
+    if mine is None:
+        measured["ratio"] = None
+        return Part(FAIL, f"{label}: {check.activity} is not in the ranking (top: {_short(top.get('activity'))})",
+                    measured, within=False)
+    mine_s = float(mine["sum_s_per_step"])
+    measured[f"{check.activity} sum_s_per_step"] = mine_s
+    if not others:
+        measured["ratio"] = None
+        ok = check.hi is None
+        return Part(PASS if ok else FAIL, f"{label}: {check.activity} is the only GPU activity", measured, within=ok)
+    runner = others[0]
+    runner_s = float(runner["sum_s_per_step"])
+    measured["runner_up"] = runner.get("activity")
+    measured["runner_up_sum_s_per_step"] = runner_s
+    ratio = mine_s / runner_s if runner_s > 0 else math.inf
+    if math.isnan(ratio):
+        return Part(FAIL, f"{label}: the ratio is NaN", measured, within=False)
+    measured["ratio"] = ratio
+    ok = _in_bounds(check, ratio)
+    where = "the largest GPU activity" if mine is top else f"not the largest (top: {_short(top.get('activity'))})"
+    return Part(PASS if ok else FAIL,
+                f"{label}: {check.activity} is {where}; {_fmt(mine_s * 1e3)} ms/step vs next "
+                f"{_short(runner.get('activity'))} {_fmt(runner_s * 1e3)} ms/step, ratio {_fmt(ratio)} "
+                f"{'within' if ok else 'outside'} {check.bounds_text()}", measured, within=ok)
+
+
+def _short(name: Any, n: int = 60) -> str:
+    s = str(name)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+@dataclass
+class Context:
+    metrics: dict
+    measured: list[int]
+    sanity: dict[int, dict]
+
+
+def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | None, dict | None]:
+    """NOT RUN / INVALID before looking at the value (or None to go on), and the entry."""
+    entry = _entry(ctx.metrics, ws)
+    if entry is None:
+        return Part(NOT_RUN, f"world size {ws} was not measured (measured: {', '.join(map(str, ctx.measured)) or 'none'})",
+                    code="not_measured"), None
+    device = device_of(entry)
+    if claim.device and device and device != claim.device:
+        words = {"cpu": "CPU (no GPU)", "cuda": "CUDA GPUs"}
+        why = (entry.get("traced") or {}).get("gpu_not_run_reason")
+        return Part(NOT_RUN, f"world size {ws} ran on {words.get(device, device)}; the claim is about "
+                             f"{words.get(claim.device, claim.device)}" + (f" (GPU analysis: {why})" if why else ""),
+                    runs=_runs_for(entry, check.metric), code="wrong_device"), entry
+    bad = [s for s in {ws, *([1] if check.metric.startswith("efficiency") else [])} if _sanity_failure(ctx.sanity, s)]
+    if bad:
+        value = lookup(entry, check.metric, ws)
+        measured = {} if isinstance(value, Missing) else {check.metric: value}
+        return Part(INVALID, "; ".join(_sanity_failure(ctx.sanity, s) for s in sorted(bad)), measured,
+                    _runs_for(entry, check.metric), code="sanity_failed"), entry
+    return None, entry
+
+
+def _report_values(entry: dict, check: Check, ws: int) -> dict[str, Any]:
+    out = {}
+    for path in check.report:
+        v = lookup(entry, path, ws)
+        out[path] = None if isinstance(v, Missing) else v
+    return out
+
+
+def evaluate_at(ctx: Context, claim: Claim, check: Check, ws: int) -> Part:
+    gate, entry = _gate(ctx, claim, check, ws)
+    if gate is not None:
+        if entry is not None:
+            gate.measured.update(_report_values(entry, check, ws))
+        return gate
+    value = lookup(entry, check.metric, ws)
+    runs = _runs_for(entry, check.metric)
+    if check.metric.startswith("efficiency"):
+        runs += [r for r in _runs_for(_entry(ctx.metrics, 1) or {}, "throughput") if r not in runs]
+    if isinstance(value, Missing):
+        return Part(NOT_RUN, value.reason, _report_values(entry, check, ws), runs, code="missing_value")
+    part = _judge_value(check, value, ws)
+    if check.test != "top":
+        part.measured[check.metric] = value
+    part.measured.update(_report_values(entry, check, ws))
+    part.runs = runs
+    return part
+
+
+def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
+    sizes = check.world_sizes.resolve(ctx.measured)
+    series: dict[int, float] = {}
+    notes: list[str] = []
+    runs: list[str] = []
+    invalid: list[str] = []
+    for ws in sizes:
+        gate, entry = _gate(ctx, claim, check, ws)
+        if gate is not None:
+            if gate.verdict == INVALID:
+                invalid.append(gate.reason)
+            else:
+                notes.append(gate.reason)
+            runs += gate.runs
+            continue
+        value = lookup(entry, check.metric, ws)
+        runs += _runs_for(entry, check.metric)
+        if isinstance(value, Missing):
+            notes.append(value.reason)
+            continue
+        if not _is_number(value) or math.isnan(float(value)):
+            return Part(FAIL, f"{check.what} at world size {ws} is {_fmt(value)}: not a number, so the trend "
+                              "cannot be judged", {str(ws): value}, runs, within=False)
+        series[ws] = float(value)
+    measured = {str(k): v for k, v in series.items()}
+    if invalid:
+        return Part(INVALID, "; ".join(invalid), measured, runs, code="sanity_failed")
+    if len(series) < check.min_points:
+        have = ", ".join(map(str, series)) or "none"
+        why = (f"needs {check.min_points} world sizes ({check.world_sizes.describe()}) with data to judge a trend, "
+               f"has {len(series)} ({have})")
+        if notes:
+            why += "; " + "; ".join(notes)
+        return Part(NOT_RUN, why, measured, runs, code="too_few_points")
+    worst, worst_at, peak = 0.0, None, -math.inf
+    for ws, v in series.items():
+        if peak > 0 and v < peak:
+            drop = (peak - v) / peak
+            if drop > worst:
+                worst, worst_at = drop, ws
+        peak = max(peak, v)
+    measured["largest_drop_rel"] = worst
+    trend = " -> ".join(f"{_fmt(v)} (ws {k})" for k, v in series.items())
+    ok = worst <= check.max_drop_rel
+    text = f"{check.what}: {trend}; "
+    if worst_at is None:
+        text += "never decreases"
+    else:
+        text += f"largest drop below the running maximum {worst:.1%} at world size {worst_at}"
+    text += f", {'within' if ok else 'beyond'} the noise tolerance {check.max_drop_rel:.0%}"
+    if notes:
+        text += " (" + "; ".join(notes) + ")"
+    return Part(PASS if ok else FAIL, text, measured, runs, within=ok)
+
+
+def _indicative(ctx: Context, claim: Claim, check: Check, wanted: int) -> dict | None:
+    """The same measurement at the largest measured multi-GPU world size below ``wanted``, when
+    that world size has no verdict of its own and the measurement exists there."""
+    candidates = [n for n in ctx.measured if 2 <= n < wanted]
+    if not candidates:
+        return None
+    ws = max(candidates)
+    if ws in check.world_sizes.resolve(ctx.measured):
+        return None  # that world size has a verdict of its own already
+    part = evaluate_at(ctx, claim, check, ws)
+    if part.verdict not in (PASS, FAIL):
+        return None  # nothing measured there either (CPU run, no GPU analysis, sanity failed)
+    return {
+        "check": check.name, "world_size": ws, "instead_of": [wanted], "measured": _jsonable(part.measured),
+        "within_bounds": part.within, "why": part.reason, "reason": _indicative_reason(ws, [wanted], part.reason),
+    }
+
+
+def _indicative_reason(ws: int, instead_of: list[int], why: str) -> str:
+    """The sentence of an indicative figure (written from its fields: its readers take ``why``)."""
+    return f"indicative only (world size {ws}, not the claim's {', '.join(map(str, instead_of))}): {why}"
+
+
+def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
+    checks_out: list[dict] = []
+    measured: dict[str, dict] = {}
+    runs: list[str] = []
+    indicative: list[dict] = []
+    for check in claim.checks:
+        if check.test == "monotone":
+            sizes = check.world_sizes.resolve(ctx.measured)
+            part = evaluate_monotone(ctx, claim, check)
+            checks_out.append({"name": check.name, "what": check.what, "metric": check.metric,
+                               "world_size": sizes, "verdict": part.verdict, "code": part.code, "reason": part.reason,
+                               "measured": _jsonable(part.measured), "bounds": _jsonable(check.bounds()),
+                               "runs": sorted(set(part.runs))})
+            measured.setdefault("trend", {})[check.metric] = _jsonable(part.measured)
+            runs += part.runs
+            continue
+        sizes = check.world_sizes.resolve(ctx.measured)
+        if not sizes:
+            checks_out.append({"name": check.name, "what": check.what, "metric": check.metric, "world_size": None,
+                               "verdict": NOT_RUN, "code": "no_world_size", "at_least": check.world_sizes.at_least,
+                               "bounds": _jsonable(check.bounds()), "measured": {}, "runs": [],
+                               "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
+                                         f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})"})
+            continue
+        for ws in sizes:
+            part = evaluate_at(ctx, claim, check, ws)
+            checks_out.append({"name": check.name, "what": check.what, "metric": check.metric, "world_size": ws,
+                               "verdict": part.verdict, "code": part.code, "reason": part.reason,
+                               "measured": _jsonable(part.measured),
+                               "bounds": _jsonable(check.bounds()), "runs": sorted(set(part.runs))})
+            if part.measured:
+                measured.setdefault(str(ws), {}).update(_jsonable(part.measured))
+            runs += part.runs
+            if claim.indicative and part.verdict == NOT_RUN and _entry(ctx.metrics, ws) is None:
+                ind = _indicative(ctx, claim, check, ws)
+                same = next((i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None)
+                if same:  # one figure stands in for several missing world sizes (C6: 4 and 8)
+                    same["instead_of"].append(ws)
+                    same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
+                elif ind:
+                    indicative.append(ind)
+    verdicts = {c["verdict"] for c in checks_out}
+    verdict = next(v for v in PRECEDENCE if v in verdicts)
+    # the reason: the parts that decided the verdict first, then the rest
+    deciding = [c for c in checks_out if c["verdict"] == verdict]
+    rest = [c for c in checks_out if c["verdict"] != verdict]
+    reason = "; ".join(f"[{c['verdict']}] {c['reason']}" for c in deciding + rest)
+    out = {
+        "id": claim.id,
+        "title": claim.title,
+        "verdict": verdict,
+        "statement": claim.statement,
+        "world_sizes": claim.world_sizes.as_json(),
+        "measured": measured,
+        "bounds": {c.name: _jsonable(c.bounds()) | {"metric": c.metric, "what": c.what} for c in claim.checks},
+        "runs": sorted(set(runs)),
+        "reason": reason,
+        "checks": checks_out,
+        "indicative": indicative or None,
+    }
+    return out
+
+
+def evaluate(metrics: dict, claims: list[Claim], bounds: SanityBounds | None = None) -> dict[str, Any]:
+    """Verdicts for every claim (the content of verdicts.json, without file provenance)."""
+    if not isinstance(metrics, dict) or not isinstance(metrics.get("world_sizes"), dict):
+        raise ArtifactError("metrics has no 'world_sizes' object: not a metrics.json written by analyze")
+    sanity = sanity_rows(metrics, bounds)
+    ctx = Context(metrics, measured_world_sizes(metrics), {r["world_size"]: r for r in sanity})
+    results = [evaluate_claim(ctx, c) for c in claims]
+    counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
+    return {
+        "schema": VERDICTS_SCHEMA,
+        "claims": results,
+        "sanity": sanity,
+        "summary": {"counts": counts, "measured_world_sizes": ctx.measured, "label": metrics.get("label"),
+                    "fallbacks": [_fallback_text(f) for f in metrics.get("fallbacks") or []]},
+    }
+
+
+def _fallback_text(f: Any) -> str:
+    if isinstance(f, dict):
+        text = f"{f.get('what', '?')}: {f.get('used', '?')}"
+        return text + (f" ({f['reason']})" if f.get("reason") else "")
+    return str(f)
+
+
+def exit_status(verdicts: dict, strict: bool = False) -> int:
+    counts = verdicts["summary"]["counts"]
+    if counts.get(FAIL) or counts.get(INVALID):
+        return 1
+    if strict and counts.get(NOT_RUN):
+        return 1
+    return 0
+
+

@@ -1,0 +1,284 @@
+"""The report's inputs: result sets loaded from disk (metrics, verdicts, tables) and the small
+text helpers every section uses (paths as shown, escaping, number formats, verdict badges)."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dnabert_scaling import checker
+from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
+
+STUDY = {
+    "hardware": "NVIDIA A100 GPUs on SLURM nodes",
+    "world_sizes": [1, 4, 8],
+    "tracer": "Score-P (OTF2 traces, CUDA and NCCL recording)",
+    "measured_steps": 50,
+}
+# The official fine-tuning recipe the study ran (prom_300-shaped task), for the set-up differences.
+RECIPE = {"model": "base", "batch_size_per_rank": 8, "seq_len_tokens": 70, "find_unused_parameters": True}
+VERDICT_CLASS = {PASS: "pass", FAIL: "fail", NOT_RUN: "notrun", INVALID: "invalid"}
+VERDICT_WORD = {PASS: "confirmed", FAIL: "refuted", NOT_RUN: "not run", INVALID: "invalid"}
+
+
+_DISPLAY_ROOT: list[str] = []  # set from the build parameters: the working directory of `report`
+
+
+def shown(path: Any) -> str:
+    """A path as the reader should see it: relative to the folder the report was built from when it
+    lies below it (the notebook itself runs elsewhere, so it gets absolute paths)."""
+    text = str(path)
+    if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
+        return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1:]
+    return text
+
+
+_ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)*[\w.+-]+")
+
+
+def recorded_paths(text: str) -> str:
+    """Absolute paths that do not exist here (the scratch folders of the machine that recorded the
+    runs) shortened to their last two parts, marked as such, so no reader looks for them."""
+    def short(m: re.Match) -> str:
+        path = m.group(0)
+        if Path(path).exists():
+            return path
+        return "…/" + "/".join(Path(path).parts[-2:]) + " (on the recording machine)"
+
+    return _ABS_PATH.sub(short, str(text))
+
+
+def results_folder_note(path: Path) -> str:
+    """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
+    kick-tires / reproduce output of the reference traces."""
+    if path.name == "results" and path.parent.name.startswith("reference-"):
+        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-"):]
+        if shipped.is_dir():
+            return (f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
+                    f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)")
+    return ""
+
+
+def esc(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, (int,)) and not isinstance(x, bool):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "NaN"
+        if x == 0:
+            return "0"
+        if abs(x) >= 100:
+            return f"{x:,.0f}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def ms(stat: Any) -> str:
+    if not isinstance(stat, dict) or stat.get("median") is None:
+        return "–"
+    return f"{stat['median'] * 1e3:.2f}"
+
+
+def median(stat: Any) -> float | None:
+    return stat.get("median") if isinstance(stat, dict) else None
+
+
+def badge(verdict: str) -> str:
+    return f'<span class="ds-badge ds-{VERDICT_CLASS.get(verdict, "notrun")}">{esc(verdict)}</span>'
+
+
+# ---------------------------------------------------------------------------------------------
+# A results folder
+
+
+@dataclass
+class ResultSet:
+    index: int
+    path: Path
+    label: str
+    kind: str  # "cpu-smoke" | "reference" | "gpu"
+    metrics: dict
+    verdicts: dict | None
+    verdicts_source: str
+    _tables: dict = field(default_factory=dict)
+    _table_reasons: dict = field(default_factory=dict)
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+    @property
+    def world_sizes(self) -> list[int]:
+        return checker.measured_world_sizes(self.metrics)
+
+    @property
+    def max_ws(self) -> int | None:
+        return max(self.world_sizes) if self.world_sizes else None
+
+    def entry(self, ws: int) -> dict:
+        return (self.metrics.get("world_sizes") or {}).get(str(ws)) or {}
+
+    def traced(self, ws: int) -> dict:
+        return self.entry(ws).get("traced") or {}
+
+    def gpu(self, ws: int) -> dict | None:
+        return self.traced(ws).get("gpu") or None
+
+    def gpu_missing_why(self, ws: int) -> str:
+        """Why world size ``ws`` has no GPU metrics, without naming the world size."""
+        t = self.entry(ws).get("traced")
+        if not t:
+            return "no traced run"
+        return t.get("gpu_not_run_reason") or "GPU analysis not available"
+
+    def gpu_reason(self, ws: int) -> str:
+        return f"world size {ws}: {self.gpu_missing_why(ws)}"
+
+    def busy_wait(self, ws: int) -> dict | None:
+        g = self.gpu(ws) or {}
+        return g.get("busy_wait") or self.entry(ws).get("busy_wait")
+
+    @property
+    def device(self) -> str | None:
+        devices = {checker.device_of(self.entry(n)) for n in self.world_sizes} - {None}
+        if devices == {"cpu"}:
+            return "cpu"
+        if "cuda" in devices:
+            return "cuda"
+        return None
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        if name not in self._tables:
+            path = self.path / "tables" / f"{name}.csv"
+            df = None
+            if not path.is_file():
+                self._table_reasons[name] = f"tables/{name}.csv is missing"
+            else:
+                try:
+                    df = pd.read_csv(path)
+                except pd.errors.EmptyDataError:
+                    self._table_reasons[name] = f"tables/{name}.csv is empty"
+                except (OSError, ValueError) as exc:
+                    self._table_reasons[name] = f"tables/{name}.csv cannot be read: {exc}"
+                else:
+                    if df.empty:
+                        self._table_reasons[name] = f"tables/{name}.csv has no rows"
+            self._tables[name] = df
+        return self._tables[name]
+
+    def table_reason(self, name: str) -> str | None:
+        self.table(name)
+        return self._table_reasons.get(name)
+
+    def claim(self, cid: str) -> dict | None:
+        for c in (self.verdicts or {}).get("claims", []):
+            if c["id"] == cid:
+                return c
+        return None
+
+    def bound(self, cid: str, check: str, key: str = "lo") -> float | None:
+        c = self.claim(cid)
+        if not c:
+            return None
+        b = (c.get("bounds") or {}).get(check) or {}
+        return b.get(key)
+
+
+def _kind(metrics: dict, path: Path) -> str:
+    devices = {checker.device_of(e) for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)} - {None}
+    if devices == {"cpu"}:
+        return "cpu-smoke"
+    sources = " ".join(str(s) for s in metrics.get("sources") or []) + " " + str(path)
+    if "reference" in sources:
+        return "reference"
+    return "gpu"
+
+
+def default_label(metrics: dict, path: Path) -> str:
+    """e.g. "Reference traces: H200, world sizes 1, 4, tracer torch" or "CPU smoke run on this machine: ..."."""
+    kind = _kind(metrics, path)
+    prefix = {"cpu-smoke": "CPU smoke run on this machine", "reference": "Reference traces", "gpu": "GPU runs"}[kind]
+    sizes = checker.measured_world_sizes(metrics)
+    entries = [e for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)]
+    tracers = sorted({(e.get("traced") or {}).get("tracer") for e in entries} - {None})
+    parts = []
+    gpu = (metrics.get("provenance") or {}).get("gpu_name")
+    if kind != "cpu-smoke" and gpu:
+        parts.append(str(gpu).replace("NVIDIA ", ""))
+    if sizes:
+        parts.append(f"world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}")
+    if tracers:
+        parts.append(f"tracer {', '.join(tracers)}")
+    return f"{prefix}: {', '.join(parts)}" if parts else f"{prefix} ({path.name})"
+
+
+def distinct_labels(items: list[tuple[dict, Path]]) -> list[str]:
+    """Default labels, made distinct where two sets would read the same (batch size, then source)."""
+    labels = [default_label(m, p) for m, p in items]
+    for extra in (lambda m, p: (f"batch {(m.get('provenance') or {}).get('batch_size_per_rank')} per rank"
+                                if (m.get("provenance") or {}).get("batch_size_per_rank") else None),
+                  lambda m, p: Path(str((m.get("sources") or [p])[0])).name or p.name,
+                  lambda m, p: str(p)):
+        dup = {x for x in labels if labels.count(x) > 1}
+        if not dup:
+            break
+        for i, (m, p) in enumerate(items):
+            add = extra(m, p)
+            if labels[i] in dup and add:
+                labels[i] = f"{labels[i]}, {add}"
+    return labels
+
+
+def load_set(index: int, path: str | Path, label: str | None = None, claims: str | Path | None = None) -> ResultSet:
+    path = Path(path)
+    metrics, metrics_path = checker.load_metrics(path)
+    path = metrics_path.parent
+    verdicts, source = None, ""
+    vpath = path / "verdicts.json"
+    if vpath.is_file():
+        try:
+            verdicts = json.loads(vpath.read_text())
+            source = f"{vpath.name} (written by dnabert-scaling check)"
+        except ValueError:
+            verdicts = None
+            source = f"{vpath.name} is not valid JSON; "
+        if verdicts is not None:
+            made_for = (verdicts.get("sources") or {}).get("metrics_created")
+            if made_for and metrics.get("created") and made_for != metrics.get("created"):
+                verdicts, source = None, f"{vpath.name} was written for older metrics; "
+    if verdicts is None:
+        claims_path = Path(claims) if claims else checker.default_claims_path()
+        if claims_path.is_file():
+            verdicts = checker.evaluate(metrics, checker.load_claims(claims_path))
+            source += f"computed by the report from {claims_path} (`dnabert-scaling check` was not run on this folder)"
+        else:
+            source += "no verdicts: no verdicts.json and no claims file"
+    return ResultSet(index, path, label or default_label(metrics, path), _kind(metrics, path), metrics, verdicts, source)
+
+
+@dataclass
+class Report:
+    sets: list[ResultSet]
+    params: dict
+
+    @classmethod
+    def load(cls, results: list[dict], claims: str | None = None, params: dict | None = None) -> "Report":
+        sets = [load_set(i, r["path"], r.get("label"), claims) for i, r in enumerate(results)]
+        params = dict(params or {})
+        _DISPLAY_ROOT[:] = [params["cwd"]] if params.get("cwd") else []
+        return cls(sets, params)

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.provenance import below_cwd
 
 GB = 1e9
 US = 1e-6
@@ -256,7 +257,7 @@ def profile_from_trace(trace) -> Profile:
                      "they get no all-reduce")
     ok = ready >= 0
     info = {
-        "source": str(meta.get("source")), "format": meta.get("format"), "tool": meta.get("tool"),
+        "source": str(below_cwd(meta.get("source"))) if meta.get("source") else None, "format": meta.get("format"), "tool": meta.get("tool"),
         "measured_steps": int(tl.steps), "activities_per_step": float(len(rows) / max(1, tl.steps)),
         "buckets_per_step": float(ok.sum() / max(1, tl.steps)),
         "bucket_bytes": [int(x) for x in b_bytes[ok & (b_step == b_step[ok].min())]] if ok.any() else [],

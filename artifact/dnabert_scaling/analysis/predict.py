@@ -568,7 +568,7 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
         paths = trace_paths(run)
         if not paths:
             raise ArtifactError("the run has no traces (traces/rank*.json.gz or traces/scorep-rank*/)", path)
-        desc["run"] = str(path)
+        desc["run"] = str(below_cwd(path))
         desc["ddp_buckets"] = run.summary.get("ddp_buckets")
         desc["ddp"] = run.summary.get("ddp")
         if run.summary.get("ddp") is False:

@@ -233,3 +233,16 @@ def test_summarize_and_analyze_share_the_partition_and_stream_roles(tmp_path):
     assert stream_role({"compute": 80, "nccl": 0, "memory": 900}) == "compute"
     assert stream_role({"compute": 85, "nccl": 15, "memory": 0}) == "mixed"
     assert stream_role({"compute": 0, "nccl": 0, "memory": 10}) == "memory"
+
+
+def test_gpu_figures_without_completeness_figures_are_invalid_not_pass(tmp_path):
+    """A metrics.json whose GPU figures carry no completeness counts (an older analyze, or edited by
+    hand) cannot make a claim PASS: the checker's promise is no verdict on an unproven trace."""
+    metrics, verdicts, _ = analyze_and_check(tmp_path, "--world-size", 1, _study(tmp_path, "full"))
+    assert claim(verdicts, "C1")["verdict"] != "INVALID"
+    del metrics["world_sizes"]["1"]["traced"]["completeness"]
+    (tmp_path / "results" / "metrics.json").write_text(json.dumps(metrics))
+    proc = cli("check", tmp_path / "results", "--expected", CLAIMS, "--quiet")
+    v = json.loads((tmp_path / "results" / "verdicts.json").read_text())
+    assert proc.returncode == 1 and claim(v, "C1")["verdict"] == "INVALID"
+    assert "trace completeness not measured" in claim(v, "C1")["reason"]

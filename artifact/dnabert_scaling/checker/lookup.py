@@ -71,6 +71,9 @@ def _trace_complete_value(traced: dict, sanity: dict, bounds: SanityBounds) -> t
 
     comp = traced.get("completeness")
     if not isinstance(comp, dict) or not isinstance(comp.get("per_rank"), dict):
+        if traced.get("gpu"):  # GPU figures whose trace was never shown complete: no claim may rest on them
+            return False, ("trace completeness not measured: the GPU figures come without the launch / activity "
+                           "counts of analyze's completeness gate (an older metrics.json?); rerun analyze")
         return sanity.get("trace_complete", "missing"), None
     per_rank = {int(r): c for r, c in comp["per_rank"].items()}
     result = judge(per_rank, bounds.trace_complete_min_share)

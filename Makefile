@@ -36,8 +36,9 @@ venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
 test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff: pyflakes and likely bugs in the package, the scripts and the tests (settings in pyproject.toml)
+lint: $(STAMP) ## ruff: pyflakes, likely bugs and the format check of the package, the scripts and the tests (settings in pyproject.toml)
 	$(VPY) -m ruff check artifact scripts tests
+	$(VPY) -m ruff format --check artifact scripts tests
 
 reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
 	$(VPY) scripts/reproduce.py --out $(OUT)

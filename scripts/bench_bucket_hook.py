@@ -45,8 +45,9 @@ def replica(torch, DDP, args, device, hook: str):
 
         ddp.register_comm_hook(None, allreduce_hook)
     opt = build_optimizer(model, SimpleNamespace(lr=3e-5, weight_decay=0.01, optimizer_impl="default"), device.type)
-    step = TrainStep(ddp, model, opt, linear_schedule(opt, 50, 10**6), torch.autocast(device.type, enabled=False),
-                     None, 1.0, marker)
+    step = TrainStep(
+        ddp, model, opt, linear_schedule(opt, 50, 10**6), torch.autocast(device.type, enabled=False), None, 1.0, marker
+    )
     return step, model, recorder
 
 
@@ -89,8 +90,12 @@ def main(argv=None) -> int:
     p.add_argument("--model", default="base" if cuda else "tiny")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=70)
-    p.add_argument("--bucket-cap-mb", type=float, default=25.0 if cuda else 0.25,
-                   help="CPU default 0.25: the tiny model then has about as many buckets as base at 25 MB")
+    p.add_argument(
+        "--bucket-cap-mb",
+        type=float,
+        default=25.0 if cuda else 0.25,
+        help="CPU default 0.25: the tiny model then has about as many buckets as base at 25 MB",
+    )
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=20 if cuda else 10, help="step pairs per round")
     p.add_argument("--warmup", type=int, default=3)
@@ -119,7 +124,7 @@ def main(argv=None) -> int:
     ratios = {"marked": [], "plain": []}
     for i in range(args.rounds * args.steps):
         triple = {}
-        for name in names[i % 3:] + names[:i % 3]:
+        for name in names[i % 3 :] + names[: i % 3]:
             triple[name] = one_step(torch, replicas[name][0], batch, device)
             times[name].append(triple[name])
         for k in ratios:
@@ -133,24 +138,42 @@ def main(argv=None) -> int:
     mark = mark_cost(recorder.marker)
     where = torch.cuda.get_device_name(device) if cuda else f"CPU ({torch.get_num_threads()} threads, gloo)"
     if info.rank == 0:
-        print(f"# bench-hook: {args.model} on {where}, world size {info.world_size}, batch {args.batch}x{args.seq}, "
-              f"{buckets['buckets']} buckets ({buckets['gradient_bytes'] / 2**20:.1f} MiB), {len(times['builtin'])} rotations of 3 steps")
+        print(
+            f"# bench-hook: {args.model} on {where}, world size {info.world_size}, batch {args.batch}x{args.seq}, "
+            f"{buckets['buckets']} buckets ({buckets['gradient_bytes'] / 2**20:.1f} MiB), {len(times['builtin'])} rotations of 3 steps"
+        )
         print(f"{'':>10} {'median step ms':>15} {'p10 ms':>9} {'p90 ms':>9}   median of ratios to builtin in the same rotation")
         for k in ("builtin", "plain", "marked"):
             d = statistics.quantiles(times[k], n=10)
             r = f"{ratio[k]:.4f} (p10 {spread[k][0]:.4f}, p90 {spread[k][-1]:.4f})" if k in ratio else "1"
             print(f"{k:>10} {med[k] * 1e3:>15.3f} {d[0] * 1e3:>9.3f} {d[-1] * 1e3:>9.3f}   {r}")
-        print("  builtin: DDP's C++ all-reduce; plain: PyTorch's allreduce_hook registered; marked: BucketHook "
-              "(allreduce_hook inside a ds:bucket range)")
-        print(f"one ds:bucket mark costs {mark * 1e6:.2f} us of host time: {buckets['buckets']} buckets = "
-              f"{100 * mark * buckets['buckets'] / med['builtin']:.3f}% of the median step")
+        print(
+            "  builtin: DDP's C++ all-reduce; plain: PyTorch's allreduce_hook registered; marked: BucketHook "
+            "(allreduce_hook inside a ds:bucket range)"
+        )
+        print(
+            f"one ds:bucket mark costs {mark * 1e6:.2f} us of host time: {buckets['buckets']} buckets = "
+            f"{100 * mark * buckets['buckets'] / med['builtin']:.3f}% of the median step"
+        )
         print(f"parameters of all three bitwise identical after {args.warmup + len(times['builtin'])} steps: {same}")
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"model": args.model, "device": where, "world_size": info.world_size, "buckets": buckets,
-                           "step_s": times, "median_s": med, "ratio_to_builtin_median": ratio,
-                           "ratio_p10_p90": {k: [v[0], v[-1]] for k, v in spread.items()}, "mark_s": mark,
-                           "identical_parameters": same}, f, indent=2)
+                json.dump(
+                    {
+                        "model": args.model,
+                        "device": where,
+                        "world_size": info.world_size,
+                        "buckets": buckets,
+                        "step_s": times,
+                        "median_s": med,
+                        "ratio_to_builtin_median": ratio,
+                        "ratio_p10_p90": {k: [v[0], v[-1]] for k, v in spread.items()},
+                        "mark_s": mark,
+                        "identical_parameters": same,
+                    },
+                    f,
+                    indent=2,
+                )
     dist.destroy_process_group()
     return 0 if same else 1
 

@@ -88,8 +88,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels-per-step", type=int, default=1000)
     ap.add_argument("--host-factor", type=float, default=20.0, help="host events per GPU event on the main thread")
     ap.add_argument("--repeats", type=int, default=3, help="repeats of our reader (median reported)")
-    ap.add_argument("--baseline-repeats", type=int, default=1,
-                    help="repeats of the plain otf2 loop (slow: ~2 min per repeat at full size)")
+    ap.add_argument(
+        "--baseline-repeats", type=int, default=1, help="repeats of the plain otf2 loop (slow: ~2 min per repeat at full size)"
+    )
     ap.add_argument("--workers", type=int, default=None, help="reader processes (default: one per core)")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/dnabert-scaling-bench-read"))
     ap.add_argument("--json", type=Path, default=None, help="also write the figures as JSON")
@@ -97,8 +98,14 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.ranks, args.steps, args.kernels_per_step = 2, 5, 200
-    params = {"steps": args.steps, "warmup": 2, "kernels_per_step": args.kernels_per_step,
-              "host_factor": args.host_factor, "buckets": 8, "seed": 0}
+    params = {
+        "steps": args.steps,
+        "warmup": 2,
+        "kernels_per_step": args.kernels_per_step,
+        "host_factor": args.host_factor,
+        "buckets": 8,
+        "seed": 0,
+    }
     out = args.cache / f"r{args.ranks}-s{args.steps}-k{args.kernels_per_step}-h{args.host_factor:g}"
     t0 = time.perf_counter()
     dirs = write_study_trace(out, ranks=args.ranks, **params)
@@ -108,12 +115,13 @@ def main(argv=None) -> int:
     size = sum(f.stat().st_size for d in dirs for f in d.rglob("*") if f.is_file())
     cores = os.cpu_count() or 1
     print(f"machine: {cpu_model()}, {cores} cores, Python {platform.python_version()}, otf2 {_version('otf2')}")
-    print(f"trace: {out} ({args.ranks} ranks, {total:,} events, {size / 1e6:.0f} MB; "
-          f"{'generated' if gen_s > 1 else 'cached'} in {gen_s:.1f} s)")
+    print(
+        f"trace: {out} ({args.ranks} ranks, {total:,} events, {size / 1e6:.0f} MB; "
+        f"{'generated' if gen_s > 1 else 'cached'} in {gen_s:.1f} s)"
+    )
     sys.stdout.flush()
 
-    ours_med, ours_times, (ours_events, summary) = timed(lambda: ours(out / "traces", args.ranks, args.workers),
-                                                         args.repeats)
+    ours_med, ours_times, (ours_events, summary) = timed(lambda: ours(out / "traces", args.ranks, args.workers), args.repeats)
     if ours_events != total:
         print(f"error: our reader consumed {ours_events} events, the trace has {total}", file=sys.stderr)
         return 1
@@ -126,27 +134,37 @@ def main(argv=None) -> int:
         print(f"error: the baseline loop saw {base_events} events, the trace has {total}", file=sys.stderr)
         return 1
     workers = args.workers or min(cores, args.ranks)
-    rows = [("plain otf2 loop (1 process)", total, base_med, base_times),
-            ("read_run_traces + summarize (1 process)", total, serial_med, serial_times),
-            (f"read_run_traces + summarize ({workers} workers)", total, ours_med, ours_times)]
+    rows = [
+        ("plain otf2 loop (1 process)", total, base_med, base_times),
+        ("read_run_traces + summarize (1 process)", total, serial_med, serial_times),
+        (f"read_run_traces + summarize ({workers} workers)", total, ours_med, ours_times),
+    ]
     print()
     print(f"{'method':<46} {'events':>12} {'median s':>9} {'events/s':>12} {'speed-up':>9}  runs")
     for name, n, med, times in rows:
-        print(f"{name:<46} {n:>12,} {med:>9.2f} {n / med:>12,.0f} {base_med / med:>8.1f}x  "
-              + ", ".join(f"{t:.2f}" for t in times))
+        print(
+            f"{name:<46} {n:>12,} {med:>9.2f} {n / med:>12,.0f} {base_med / med:>8.1f}x  " + ", ".join(f"{t:.2f}" for t in times)
+        )
     r0 = summary["ranks"][0]
-    print(f"\nrank 0: {r0['kernel_count']} kernels, compute {r0['compute_s']:.3f} s, exposed comm "
-          f"{r0['exposed_comm_s']:.3f} s, overlap ratio {r0['overlap_ratio']:.3f}")
+    print(
+        f"\nrank 0: {r0['kernel_count']} kernels, compute {r0['compute_s']:.3f} s, exposed comm "
+        f"{r0['exposed_comm_s']:.3f} s, overlap ratio {r0['overlap_ratio']:.3f}"
+    )
     if args.json:
-        args.json.write_text(json.dumps({
-            "machine": {"cpu": cpu_model(), "cores": cores, "python": platform.python_version()},
-            "trace": {"path": str(out), "ranks": args.ranks, "events": total, "bytes": size, **params},
-            "baseline": {"median_s": base_med, "runs_s": base_times, "events_per_s": total / base_med},
-            "ours": {"median_s": ours_med, "runs_s": ours_times, "events_per_s": total / ours_med,
-                     "workers": workers},
-            "ours_one_process": {"median_s": serial_med, "runs_s": serial_times, "events_per_s": total / serial_med},
-            "speedup": base_med / ours_med,
-        }, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": {"cpu": cpu_model(), "cores": cores, "python": platform.python_version()},
+                    "trace": {"path": str(out), "ranks": args.ranks, "events": total, "bytes": size, **params},
+                    "baseline": {"median_s": base_med, "runs_s": base_times, "events_per_s": total / base_med},
+                    "ours": {"median_s": ours_med, "runs_s": ours_times, "events_per_s": total / ours_med, "workers": workers},
+                    "ours_one_process": {"median_s": serial_med, "runs_s": serial_times, "events_per_s": total / serial_med},
+                    "speedup": base_med / ours_med,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -79,11 +79,18 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--optimizer-impl", default="default", choices=("default", "foreach", "fused"),
-                   help="default: as the training command (torch AdamW, foreach)")
+    p.add_argument(
+        "--optimizer-impl",
+        default="default",
+        choices=("default", "foreach", "fused"),
+        help="default: as the training command (torch AdamW, foreach)",
+    )
     p.add_argument("--json", default=None)
-    p.add_argument("--scorep-modes", default="",
-                   help=f"comma-separated Score-P modes to measure too ({', '.join(SCOREP_MODES)}); needs Score-P")
+    p.add_argument(
+        "--scorep-modes",
+        default="",
+        help=f"comma-separated Score-P modes to measure too ({', '.join(SCOREP_MODES)}); needs Score-P",
+    )
     p.add_argument("--no-torch", action="store_true", help="only the Score-P modes")
     p.add_argument("--scorep-child", default=None, help=argparse.SUPPRESS)  # inside python -m scorep
     args = p.parse_args(argv)
@@ -96,8 +103,10 @@ def main(argv=None) -> int:
     if args.no_torch:
         return report(scorep_rows, args, torch)
     device = torch.device("cuda")
-    print(f"# bench-trace: {args.model} on {torch.cuda.get_device_name(0)}, bf16, "
-          f"{args.repeats} rounds x {args.steps} steps per window")
+    print(
+        f"# bench-trace: {args.model} on {torch.cuda.get_device_name(0)}, bf16, "
+        f"{args.repeats} rounds x {args.steps} steps per window"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for batch, seq in parse_configs(args.configs):
@@ -110,10 +119,17 @@ def main(argv=None) -> int:
             base = times["none"]
             for mode in MODES:
                 ratios = [t / b for t, b in zip(times[mode], base)]
-                rows.append({"batch": batch, "seq": seq, "mode": mode,
-                             "step_ms_median": statistics.median(times[mode]) * 1e3,
-                             "step_ms_rounds": [t * 1e3 for t in times[mode]],
-                             "dilation_median": statistics.median(ratios), "dilation_rounds": ratios})
+                rows.append(
+                    {
+                        "batch": batch,
+                        "seq": seq,
+                        "mode": mode,
+                        "step_ms_median": statistics.median(times[mode]) * 1e3,
+                        "step_ms_rounds": [t * 1e3 for t in times[mode]],
+                        "dilation_median": statistics.median(ratios),
+                        "dilation_rounds": ratios,
+                    }
+                )
             del bench
             torch.cuda.empty_cache()
     untraced = {(r["batch"], r["seq"]): r["step_ms_median"] for r in rows if r["mode"] == "none"}
@@ -132,8 +148,10 @@ def report(rows, args, torch) -> int:
             extra = f"  vs untraced process {r['dilation_vs_untraced']:.3f}"
         if r.get("trace_bytes") is not None:
             extra += f"  trace {r['trace_bytes'] / 1e6:.1f} MB, {r.get('launches')} launches, {r.get('kernels')} kernels"
-        print(f"{r['batch']:>5} x {r['seq']:<4} {r['mode']:>26} {r['step_ms_median']:>9.2f} "
-              f"{r['dilation_median']:>9.3f} {per:>24}{extra}")
+        print(
+            f"{r['batch']:>5} x {r['seq']:<4} {r['mode']:>26} {r['step_ms_median']:>9.2f} "
+            f"{r['dilation_median']:>9.3f} {per:>24}{extra}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows}, indent=2))
     return 0
@@ -155,12 +173,36 @@ def scorep_mode(mode: str, args) -> list[dict]:
     if filt:
         env["SCOREP_FILTERING_FILE"] = str(RESOURCES / filt)
     child_json = tmp / "rows.json"
-    argv = [sys.executable, "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler",
-            "--noinstrumenter", str(Path(__file__).resolve()), "--scorep-child", mode, "--json", str(child_json),
-            "--model", args.model, "--configs", args.configs, "--repeats", str(args.repeats),
-            "--steps", str(args.steps), "--warmup", str(args.warmup), "--optimizer-impl", args.optimizer_impl]
-    print(f"# bench-trace: {mode} under Score-P (SCOREP_CUDA_ENABLE={cuda_enable}"
-          f"{', filter ' + filt if filt else ''})", flush=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "scorep",
+        "--cuda",
+        "--mpp=none",
+        "--thread=pthread",
+        "--nocompiler",
+        "--noinstrumenter",
+        str(Path(__file__).resolve()),
+        "--scorep-child",
+        mode,
+        "--json",
+        str(child_json),
+        "--model",
+        args.model,
+        "--configs",
+        args.configs,
+        "--repeats",
+        str(args.repeats),
+        "--steps",
+        str(args.steps),
+        "--warmup",
+        str(args.warmup),
+        "--optimizer-impl",
+        args.optimizer_impl,
+    ]
+    print(
+        f"# bench-trace: {mode} under Score-P (SCOREP_CUDA_ENABLE={cuda_enable}{', filter ' + filt if filt else ''})", flush=True
+    )
     proc = subprocess.run(argv, env=env)
     if proc.returncode != 0 or not child_json.is_file():
         raise SystemExit(f"bench-trace: the Score-P process for {mode} failed (exit status {proc.returncode})")
@@ -172,8 +214,14 @@ def scorep_mode(mode: str, args) -> list[dict]:
 
     c = count(exp, step_region="ds:step")
     for r in rows:
-        r.update(trace_bytes=size, launches=c["launches"], kernels=c["kernels"], cuda_enable=cuda_enable, filter=filt,
-                 top_host_regions=c.get("top_host_regions"))
+        r.update(
+            trace_bytes=size,
+            launches=c["launches"],
+            kernels=c["kernels"],
+            cuda_enable=cuda_enable,
+            filter=filt,
+            top_host_regions=c.get("top_host_regions"),
+        )
     return rows
 
 
@@ -192,14 +240,21 @@ def scorep_child(args, torch) -> int:
             times = {"scorep:off": [], args.scorep_child: []}
             for _ in range(args.repeats):
                 times["scorep:off"].append(window(bench, torch, None, args.warmup, args.steps, tmp, recording=False))
-                times[args.scorep_child].append(window(bench, torch, None, args.warmup, args.steps, tmp,
-                                                       recording=True))
+                times[args.scorep_child].append(window(bench, torch, None, args.warmup, args.steps, tmp, recording=True))
             base = times["scorep:off"]
             for mode, t in times.items():
                 ratios = [a / b for a, b in zip(t, base)]
-                rows.append({"batch": batch, "seq": seq, "mode": mode, "step_ms_median": statistics.median(t) * 1e3,
-                             "step_ms_rounds": [x * 1e3 for x in t], "dilation_median": statistics.median(ratios),
-                             "dilation_rounds": ratios})
+                rows.append(
+                    {
+                        "batch": batch,
+                        "seq": seq,
+                        "mode": mode,
+                        "step_ms_median": statistics.median(t) * 1e3,
+                        "step_ms_rounds": [x * 1e3 for x in t],
+                        "dilation_median": statistics.median(ratios),
+                        "dilation_rounds": ratios,
+                    }
+                )
             del bench
             torch.cuda.empty_cache()
     import scorep.user

@@ -99,10 +99,14 @@ def main(argv=None) -> int:
     cuda = torch.cuda.is_available()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="base" if cuda else "tiny")
-    p.add_argument("--configs", default="8x70,32x70,128x128" if cuda else "8x70,32x70",
-                   help="per-GPU batch x tokens, comma separated")
-    p.add_argument("--attention", default="sdpa,eager,unpad",
-                   help="sdpa (the port), eager (same math spelled out), unpad (the released code's PyTorch path)")
+    p.add_argument(
+        "--configs", default="8x70,32x70,128x128" if cuda else "8x70,32x70", help="per-GPU batch x tokens, comma separated"
+    )
+    p.add_argument(
+        "--attention",
+        default="sdpa,eager,unpad",
+        help="sdpa (the port), eager (same math spelled out), unpad (the released code's PyTorch path)",
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--steps", type=int, default=20 if cuda else 10)
     p.add_argument("--warmup", type=int, default=5 if cuda else 2)
@@ -116,8 +120,10 @@ def main(argv=None) -> int:
     attentions = args.attention.split(",")
     peak = measure_peak_bf16(torch) if cuda else None
     name = torch.cuda.get_device_name(0) if cuda else f"CPU ({torch.get_num_threads()} threads)"
-    print(f"# bench-train: {args.model} on {name}, {args.precision}, optimizer {args.optimizer_impl}, "
-          f"{args.repeats} repeats x {args.steps} steps (after {args.warmup} warm-up)")
+    print(
+        f"# bench-train: {args.model} on {name}, {args.precision}, optimizer {args.optimizer_impl}, "
+        f"{args.repeats} repeats x {args.steps} steps (after {args.warmup} warm-up)"
+    )
     if peak:
         print(f"# measured bf16 matmul peak (8192^3): {peak / 1e12:.0f} TFLOP/s")
     results = []
@@ -133,12 +139,21 @@ def main(argv=None) -> int:
             params = benches[a].params
             tokens_s = batch * seq / med
             flops = 6 * params * tokens_s
-            results.append({
-                "model": args.model, "batch": batch, "seq": seq, "attention": a, "params": params,
-                "step_ms_median": med * 1e3, "step_ms_repeats": [x * 1e3 for x in per[a]],
-                "samples_per_s": batch / med, "tokens_per_s": tokens_s,
-                "model_tflops": flops / 1e12, "mfu": flops / peak if peak else None,
-            })
+            results.append(
+                {
+                    "model": args.model,
+                    "batch": batch,
+                    "seq": seq,
+                    "attention": a,
+                    "params": params,
+                    "step_ms_median": med * 1e3,
+                    "step_ms_repeats": [x * 1e3 for x in per[a]],
+                    "samples_per_s": batch / med,
+                    "tokens_per_s": tokens_s,
+                    "model_tflops": flops / 1e12,
+                    "mfu": flops / peak if peak else None,
+                }
+            )
         del benches
         if cuda:
             torch.cuda.empty_cache()
@@ -146,8 +161,10 @@ def main(argv=None) -> int:
     for r in results:
         rng = f"{min(r['step_ms_repeats']):.2f}-{max(r['step_ms_repeats']):.2f}"
         mfu = f"{100 * r['mfu']:.1f}%" if r["mfu"] is not None else "n/a"
-        print(f"{r['batch']:>5} x {r['seq']:<4} {r['attention']:>9} {r['step_ms_median']:>9.2f} {rng:>15} "
-              f"{r['samples_per_s']:>10.1f} {r['model_tflops']:>8.1f} {mfu:>6}")
+        print(
+            f"{r['batch']:>5} x {r['seq']:<4} {r['attention']:>9} {r['step_ms_median']:>9.2f} {rng:>15} "
+            f"{r['samples_per_s']:>10.1f} {r['model_tflops']:>8.1f} {mfu:>6}"
+        )
     for other in ("eager", "unpad"):
         if "sdpa" not in attentions or other not in attentions:
             continue

@@ -60,8 +60,9 @@ def compact(src: Path, dst: Path) -> dict[str, int]:
                     if region is not None and region._ref not in wanted:
                         dropped += 1
                         continue
-                    if region is None and not isinstance(ev, (otf2.events.ThreadBegin, otf2.events.ThreadEnd,
-                                                              otf2.events.ProgramBegin, otf2.events.ProgramEnd)):
+                    if region is None and not isinstance(
+                        ev, (otf2.events.ThreadBegin, otf2.events.ThreadEnd, otf2.events.ProgramBegin, otf2.events.ProgramEnd)
+                    ):
                         dropped += 1
                         continue
                 if loc not in writers:

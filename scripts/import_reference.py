@@ -49,8 +49,11 @@ def import_sweep(src: Path, dst: Path) -> dict:
         if any(path.is_relative_to(e) for e in experiments):
             continue
         if rel.parts[0] == "synthetic-data" and path.name != "synthetic.json":
-            record["files"][rel.as_posix()] = {"original_sha256": sha256_file(path), "shipped": None,
-                                               "why": "synthetic data: regenerated from synthetic.json"}
+            record["files"][rel.as_posix()] = {
+                "original_sha256": sha256_file(path),
+                "shipped": None,
+                "why": "synthetic data: regenerated from synthetic.json",
+            }
             continue
         target = dst / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -85,7 +88,9 @@ def main(argv=None) -> int:
         if not sweeps:
             print(f"import_reference: no sweep-* folders in {args.source}", file=sys.stderr)
             return 2
-        targets = [args.dest / f"{args.name}-{s.name.removeprefix('sweep-')}" for s in sweeps] + [args.dest / f"{args.name}-{args.bench_label}"]
+        targets = [args.dest / f"{args.name}-{s.name.removeprefix('sweep-')}" for s in sweeps] + [
+            args.dest / f"{args.name}-{args.bench_label}"
+        ]
         existing = [t for t in targets if t.exists()]
         if existing and not args.force:
             print(f"import_reference: {existing[0]} exists (use --force to replace)", file=sys.stderr)

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "artifact"))  # also when run without the package installed
 
 from dnabert_scaling.provenance import below_cwd  # noqa: E402
+
 CLI = [sys.executable, "-m", "dnabert_scaling"]
 AUTO_SIZES = (1, 2, 4, 8)
-SMOKE_TRAIN = ["--model", "tiny", "--steps", "8", "--warmup-steps", "2", "--batch-size", "8",
-               "--find-unused-parameters", "false"]
+SMOKE_TRAIN = ["--model", "tiny", "--steps", "8", "--warmup-steps", "2", "--batch-size", "8", "--find-unused-parameters", "false"]
 
 
 def say(msg: str) -> None:
@@ -130,8 +130,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=Path("reproduce"))
     p.add_argument("--kick-tires", action="store_true", help="only the shipped reference traces")
-    p.add_argument("--gpus", default="auto",
-                   help="world sizes of the GPU sweep; auto: 1, 2, 4, 8 that fit the GPUs here (SLURM: 1, 4, 8)")
+    p.add_argument(
+        "--gpus", default="auto", help="world sizes of the GPU sweep; auto: 1, 2, 4, 8 that fit the GPUs here (SLURM: 1, 4, 8)"
+    )
     p.add_argument("--executor", choices=("auto", "local", "slurm"), default="auto")
     p.add_argument("--tracer", default="auto")
     p.add_argument("--cpu", action="store_true", help="run the CPU smoke sweep even where GPUs exist")
@@ -169,14 +170,41 @@ def main(argv=None) -> int:
                     say(f"world sizes {skipped} need more than the {n_gpus} GPU(s) here: not run (their claims will be NOT RUN)")
                 plan["not_run"] = skipped
             name = "gpu"
-            sweep_cmd = [*CLI, "sweep", "--gpus", ",".join(map(str, sizes)), "--executor", executor, *extra,
-                         "--tracer", args.tracer, "--out", str(out / name / "runs")]
+            sweep_cmd = [
+                *CLI,
+                "sweep",
+                "--gpus",
+                ",".join(map(str, sizes)),
+                "--executor",
+                executor,
+                *extra,
+                "--tracer",
+                args.tracer,
+                "--out",
+                str(out / name / "runs"),
+            ]
             say(f"{n_gpus} GPU(s) here, executor {executor}: the study's sweep at world sizes {sizes}")
         else:
             name = "smoke"
-            say("no GPU here (and no SLURM to use): the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2)")
-            sweep_cmd = [*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "torch", "--repeats", "2",
-                         "--out", str(out / name / "runs"), "--", *SMOKE_TRAIN]
+            say(
+                "no GPU here (and no SLURM to use): the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2)"
+            )
+            sweep_cmd = [
+                *CLI,
+                "sweep",
+                "--gpus",
+                "1,2",
+                "--device",
+                "cpu",
+                "--tracer",
+                "torch",
+                "--repeats",
+                "2",
+                "--out",
+                str(out / name / "runs"),
+                "--",
+                *SMOKE_TRAIN,
+            ]
         plan["steps"].append({"name": name, "command": sweep_cmd})
         rc = run(sweep_cmd, check=False)
         if rc != 0:
@@ -213,10 +241,16 @@ def main(argv=None) -> int:
         if verdicts.is_file():
             for c in json.loads(verdicts.read_text()).get("claims", []):
                 counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
-        where = ("pre-recorded traces shipped in expected/, re-analysed here" if name.startswith("reference-")
-                 else "run on this machine")
-        lines.append(f"{name} ({where}): " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no verdicts")
-                     + f"  ({results / 'verdicts.txt'})")
+        where = (
+            "pre-recorded traces shipped in expected/, re-analysed here"
+            if name.startswith("reference-")
+            else "run on this machine"
+        )
+        lines.append(
+            f"{name} ({where}): "
+            + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no verdicts")
+            + f"  ({results / 'verdicts.txt'})"
+        )
         metrics = results / "metrics.json"
         if metrics.is_file():
             for f in json.loads(metrics.read_text()).get("fallbacks", []):

@@ -65,7 +65,12 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
                     names[name] += 1
                 elif name in (step_region, "user:" + step_region):
                     steps.append([ev.time, None])
-            elif isinstance(ev, otf2.events.Leave) and not on_gpu and ev.region.name in (step_region, "user:" + step_region) and steps:
+            elif (
+                isinstance(ev, otf2.events.Leave)
+                and not on_gpu
+                and ev.region.name in (step_region, "user:" + step_region)
+                and steps
+            ):
                 steps[-1][1] = ev.time
             elif on_gpu and type(ev).__name__ in ("RmaGet", "RmaPut"):
                 copies_by_loc[loc.name] += 1
@@ -83,16 +88,22 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
     per_step = []
     for i, (a, b) in enumerate(windows):
         nl, nk = in_window(launch_t, a, b), in_window(kernel_t, a, b)
-        per_step.append({"step": i, "launches": nl, "kernels": nk,
-                         "ratio": (nk / nl) if nl else None, "ms": (b - a) / ticks_per_ms})
+        per_step.append(
+            {"step": i, "launches": nl, "kernels": nk, "ratio": (nk / nl) if nl else None, "ms": (b - a) / ticks_per_ms}
+        )
     nl, nk = sum(launches_by_loc.values()), sum(kernels_by_loc.values())
     return {
         "trace": str(anchor),
-        "launches": nl, "kernels": nk, "copies": sum(copies_by_loc.values()),
+        "launches": nl,
+        "kernels": nk,
+        "copies": sum(copies_by_loc.values()),
         "ratio": (nk / nl) if nl else None,
-        "launches_by_location": dict(launches_by_loc), "kernels_by_location": dict(kernels_by_loc),
-        "copies_by_location": dict(copies_by_loc), "launch_regions": dict(names),
-        "host_enters": sum(host_regions.values()), "top_host_regions": dict(host_regions.most_common(8)),
+        "launches_by_location": dict(launches_by_loc),
+        "kernels_by_location": dict(kernels_by_loc),
+        "copies_by_location": dict(copies_by_loc),
+        "launch_regions": dict(names),
+        "host_enters": sum(host_regions.values()),
+        "top_host_regions": dict(host_regions.most_common(8)),
         "step_windows": len(windows),
         "steps_complete": sum(1 for s in per_step if s["launches"] and s["kernels"] >= s["launches"]),
         "min_step_ratio": min((s["ratio"] for s in per_step if s["ratio"] is not None), default=None),

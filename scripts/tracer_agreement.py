@@ -20,16 +20,25 @@ import sys
 import tempfile
 from pathlib import Path
 
-FIELDS = ("kernels", "compute_s", "idle_s", "exposed_memcpy_s", "step_time_s", "forward_gpu_s", "backward_gpu_s",
-          "optimizer_gpu_s")
+FIELDS = (
+    "kernels",
+    "compute_s",
+    "idle_s",
+    "exposed_memcpy_s",
+    "step_time_s",
+    "forward_gpu_s",
+    "backward_gpu_s",
+    "optimizer_gpu_s",
+)
 
 
 def analysed(folder: Path, tmp: Path):
     import pandas as pd
 
     out = tmp / folder.name
-    proc = subprocess.run([sys.executable, "-m", "dnabert_scaling", "analyze", str(folder), "--out", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dnabert_scaling", "analyze", str(folder), "--out", str(out)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise SystemExit(f"tracer_agreement: analyze {folder} failed:\n{proc.stderr[-2000:]}")
     parts = pd.read_csv(out / "tables" / "step_partition.csv")
@@ -52,8 +61,11 @@ def main(argv=None) -> int:
             parts = parts.assign(tracer=tracer)
             rows.append(parts[["tracer", "run", "step", *FIELDS]])
             summary["medians"][tracer] = {f: float(parts[f].median()) for f in FIELDS}
-            summary[f"{tracer}_completeness"] = {"launches": int(comp["launches"].sum()), "found": int(comp["found"].sum()),
-                                                 "method": str(comp["method"].iloc[0]) if len(comp) else None}
+            summary[f"{tracer}_completeness"] = {
+                "launches": int(comp["launches"].sum()),
+                "found": int(comp["found"].sum()),
+                "method": str(comp["method"].iloc[0]) if len(comp) else None,
+            }
     table = pd.concat(rows, ignore_index=True)
     m = summary["medians"]
     summary["ratio_scorep_to_torch"] = {f: (m["scorep"][f] / m["torch"][f]) if m["torch"][f] else None for f in FIELDS}

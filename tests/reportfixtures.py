@@ -46,8 +46,14 @@ def stat(values) -> dict[str, Any] | None:
     arr = np.asarray([v for v in np.asarray(values, dtype=float).ravel() if math.isfinite(v)])
     if arr.size == 0:
         return None
-    return {"median": float(np.median(arr)), "p10": float(np.percentile(arr, 10)), "p90": float(np.percentile(arr, 90)),
-            "min": float(arr.min()), "max": float(arr.max()), "n": int(arr.size)}
+    return {
+        "median": float(np.median(arr)),
+        "p10": float(np.percentile(arr, 10)),
+        "p90": float(np.percentile(arr, 90)),
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "n": int(arr.size),
+    }
 
 
 def _steps(ws: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -64,32 +70,62 @@ def _steps(ws: int, rng: np.random.Generator) -> pd.DataFrame:
             memcpy, idle = 0.0005, 0.003 * rng.uniform(0.8, 1.2)
             step = compute + exposed + memcpy + idle
             kernel_total = compute * 1.05 + ar
-            rows.append({
-                "world_size": ws, "run": f"ws{ws}-torch-r0", "rank": r, "step": k, "window_start_ns": 10**9 * k,
-                "step_time_s": step, "compute_s": compute, "exposed_comm_s": exposed, "exposed_memcpy_s": memcpy,
-                "idle_s": idle, "nccl_kernel_sum_s": ar, "nccl_union_s": union,
-                "nccl_kernels": BUCKETS if ws > 1 else 0, "overlap_s": union * ov if ws > 1 else 0.0,
-                "allreduce_kernel_s": ar, "allreduce_kernels": BUCKETS if ws > 1 else 0,
-                "unknown_collective_nccl_s": 0.0, "kernels": 1127 + (BUCKETS if ws > 1 else 0),
-                "overlap_ratio": ov, "exposed_comm_share": exposed / step,
-                "forward_gpu_s": fwd, "backward_gpu_s": bwd, "optimizer_gpu_s": opt,
-                "allreduce_to_backward": ar / bwd, "allreduce_share": ar / kernel_total,
-                "idle_host_wait_s": 0.8 * idle, "idle_kernel_wait_s": 0.15 * idle, "idle_other_s": 0.05 * idle,
-                "launches": 1320, "launch_call_s": 7e-6, "host_s_per_launch": step / 1320,
-            })
+            rows.append(
+                {
+                    "world_size": ws,
+                    "run": f"ws{ws}-torch-r0",
+                    "rank": r,
+                    "step": k,
+                    "window_start_ns": 10**9 * k,
+                    "step_time_s": step,
+                    "compute_s": compute,
+                    "exposed_comm_s": exposed,
+                    "exposed_memcpy_s": memcpy,
+                    "idle_s": idle,
+                    "nccl_kernel_sum_s": ar,
+                    "nccl_union_s": union,
+                    "nccl_kernels": BUCKETS if ws > 1 else 0,
+                    "overlap_s": union * ov if ws > 1 else 0.0,
+                    "allreduce_kernel_s": ar,
+                    "allreduce_kernels": BUCKETS if ws > 1 else 0,
+                    "unknown_collective_nccl_s": 0.0,
+                    "kernels": 1127 + (BUCKETS if ws > 1 else 0),
+                    "overlap_ratio": ov,
+                    "exposed_comm_share": exposed / step,
+                    "forward_gpu_s": fwd,
+                    "backward_gpu_s": bwd,
+                    "optimizer_gpu_s": opt,
+                    "allreduce_to_backward": ar / bwd,
+                    "allreduce_share": ar / kernel_total,
+                    "idle_host_wait_s": 0.8 * idle,
+                    "idle_kernel_wait_s": 0.15 * idle,
+                    "idle_other_s": 0.05 * idle,
+                    "launches": 1320,
+                    "launch_call_s": 7e-6,
+                    "host_s_per_launch": step / 1320,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def _ranking(ws: int, steps: pd.DataFrame) -> pd.DataFrame:
     compute = float(steps["compute_s"].median())
     ar = float(steps["allreduce_kernel_s"].median())
-    items = [(GEMM, "kernel", 0.35 * compute, 240), (ELEMENTWISE, "kernel", 0.2 * compute, 400),
-             (SOFTMAX, "kernel", 0.08 * compute, 24), ("Memcpy HtoD (Pageable -> Device)", "memcpy", 0.0005, 3)]
+    items = [
+        (GEMM, "kernel", 0.35 * compute, 240),
+        (ELEMENTWISE, "kernel", 0.2 * compute, 400),
+        (SOFTMAX, "kernel", 0.08 * compute, 24),
+        ("Memcpy HtoD (Pageable -> Device)", "memcpy", 0.0005, 3),
+    ]
     if ws > 1:
         items.append(("nccl:AllReduce", "nccl", ar, BUCKETS))
     total = sum(x for _, _, x, _ in items)
-    df = pd.DataFrame([{"world_size": ws, "activity": a, "kind": k, "sum_s_per_step": x, "count_per_step": c,
-                        "share": x / total} for a, k, x, c in items])
+    df = pd.DataFrame(
+        [
+            {"world_size": ws, "activity": a, "kind": k, "sum_s_per_step": x, "count_per_step": c, "share": x / total}
+            for a, k, x, c in items
+        ]
+    )
     return df.sort_values("sum_s_per_step", ascending=False).reset_index(drop=True)
 
 
@@ -105,18 +141,50 @@ def _timeline(ws: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataF
             n = {"forward": 24, "backward": 40, "optimizer": 8}[name]
             edges = np.linspace(a, b, n + 1)
             for x0, x1 in zip(edges[:-1], edges[1:]):
-                rows.append({"world_size": ws, "rank": r, "stream": COMPUTE_STREAM, "kind": "kernel", "category": "compute",
-                             "phase": name, "name": GEMM, "start_s": x0, "end_s": x0 + 0.9 * (x1 - x0)})
-        rows.append({"world_size": ws, "rank": r, "stream": COMPUTE_STREAM, "kind": "memcpy", "category": "memory",
-                     "phase": "forward", "name": "Memcpy HtoD", "start_s": 0.0, "end_s": t})
+                rows.append(
+                    {
+                        "world_size": ws,
+                        "rank": r,
+                        "stream": COMPUTE_STREAM,
+                        "kind": "kernel",
+                        "category": "compute",
+                        "phase": name,
+                        "name": GEMM,
+                        "start_s": x0,
+                        "end_s": x0 + 0.9 * (x1 - x0),
+                    }
+                )
+        rows.append(
+            {
+                "world_size": ws,
+                "rank": r,
+                "stream": COMPUTE_STREAM,
+                "kind": "memcpy",
+                "category": "memory",
+                "phase": "forward",
+                "name": "Memcpy HtoD",
+                "start_s": 0.0,
+                "end_s": t,
+            }
+        )
         if ws > 1:
             b0, b1 = spans["backward"]
             per = ALLREDUCE.get(ws, 0.034) / BUCKETS
             x = b0 + 0.002
             for _ in range(BUCKETS):
-                rows.append({"world_size": ws, "rank": r, "stream": NCCL_STREAM, "kind": "kernel", "category": "nccl",
-                             "phase": "backward", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-                             "start_s": x, "end_s": x + per})
+                rows.append(
+                    {
+                        "world_size": ws,
+                        "rank": r,
+                        "stream": NCCL_STREAM,
+                        "kind": "kernel",
+                        "category": "nccl",
+                        "phase": "backward",
+                        "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+                        "start_s": x,
+                        "end_s": x + per,
+                    }
+                )
                 x += per + 0.0001
     return pd.DataFrame(rows), pd.DataFrame(phases)
 
@@ -128,128 +196,276 @@ def _classes(ranking: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for row in ranking.to_dict("records"):
         cls = {"nccl": "nccl:AllReduce", "memcpy": "copy/memset"}.get(row["kind"]) or name_class(row["activity"])
-        out.append({"class": cls, "sum_s_per_step": row["sum_s_per_step"], "count_per_step": row["count_per_step"],
-                    "share": row["share"], "example": row["activity"]})
+        out.append(
+            {
+                "class": cls,
+                "sum_s_per_step": row["sum_s_per_step"],
+                "count_per_step": row["count_per_step"],
+                "share": row["share"],
+                "example": row["activity"],
+            }
+        )
     return out
 
 
 def _gpu_metrics(ws: int, steps: pd.DataFrame, ranking: pd.DataFrame) -> dict[str, Any]:
     s = lambda col: stat(steps[col])  # noqa: E731
     return {
-        "step_time_s": s("step_time_s"), "compute_s": s("compute_s"), "exposed_comm_s": s("exposed_comm_s"),
-        "exposed_memcpy_s": s("exposed_memcpy_s"), "idle_s": s("idle_s"),
-        "nccl_kernels_per_step": s("nccl_kernels"), "nccl_kernel_sum_s": s("nccl_kernel_sum_s"),
-        "nccl_union_s": s("nccl_union_s"), "overlap_ratio": s("overlap_ratio"),
-        "exposed_comm_share": s("exposed_comm_share"), "allreduce_kernel_s": s("allreduce_kernel_s"),
-        "allreduce_kernels_per_step": s("allreduce_kernels"), "allreduce_share": s("allreduce_share"),
-        "allreduce_streams": [NCCL_STREAM] if ws > 1 else [], "compute_streams": [COMPUTE_STREAM],
+        "step_time_s": s("step_time_s"),
+        "compute_s": s("compute_s"),
+        "exposed_comm_s": s("exposed_comm_s"),
+        "exposed_memcpy_s": s("exposed_memcpy_s"),
+        "idle_s": s("idle_s"),
+        "nccl_kernels_per_step": s("nccl_kernels"),
+        "nccl_kernel_sum_s": s("nccl_kernel_sum_s"),
+        "nccl_union_s": s("nccl_union_s"),
+        "overlap_ratio": s("overlap_ratio"),
+        "exposed_comm_share": s("exposed_comm_share"),
+        "allreduce_kernel_s": s("allreduce_kernel_s"),
+        "allreduce_kernels_per_step": s("allreduce_kernels"),
+        "allreduce_share": s("allreduce_share"),
+        "allreduce_streams": [NCCL_STREAM] if ws > 1 else [],
+        "compute_streams": [COMPUTE_STREAM],
         "allreduce_own_stream": True if ws > 1 else None,
-        "forward_gpu_s": s("forward_gpu_s"), "backward_gpu_s": s("backward_gpu_s"), "optimizer_gpu_s": s("optimizer_gpu_s"),
-        "allreduce_to_backward": s("allreduce_to_backward"), "kernels_per_step": s("kernels"),
-        "idle_host_wait_s": s("idle_host_wait_s"), "idle_kernel_wait_s": s("idle_kernel_wait_s"),
-        "idle_other_s": s("idle_other_s"), "launches_per_step": s("launches"), "launch_call_s": s("launch_call_s"),
+        "forward_gpu_s": s("forward_gpu_s"),
+        "backward_gpu_s": s("backward_gpu_s"),
+        "optimizer_gpu_s": s("optimizer_gpu_s"),
+        "allreduce_to_backward": s("allreduce_to_backward"),
+        "kernels_per_step": s("kernels"),
+        "idle_host_wait_s": s("idle_host_wait_s"),
+        "idle_kernel_wait_s": s("idle_kernel_wait_s"),
+        "idle_other_s": s("idle_other_s"),
+        "launches_per_step": s("launches"),
+        "launch_call_s": s("launch_call_s"),
         "host_s_per_launch": s("host_s_per_launch"),
         "kernel_classes": _classes(ranking),
-        "per_rank": [{"rank": int(r), "step_time_s": float(g["step_time_s"].median()),
-                      "exposed_comm_s": float(g["exposed_comm_s"].median()), "idle_s": float(g["idle_s"].median())}
-                     for r, g in steps.groupby("rank")],
-        "rank_skew": None if ws < 2 else {
-            "allreduce_start_skew_s": stat(np.full(BUCKETS * STEPS, 12e-6)), "clock": "common",
+        "per_rank": [
+            {
+                "rank": int(r),
+                "step_time_s": float(g["step_time_s"].median()),
+                "exposed_comm_s": float(g["exposed_comm_s"].median()),
+                "idle_s": float(g["idle_s"].median()),
+            }
+            for r, g in steps.groupby("rank")
+        ],
+        "rank_skew": None
+        if ws < 2
+        else {
+            "allreduce_start_skew_s": stat(np.full(BUCKETS * STEPS, 12e-6)),
+            "clock": "common",
             "late_rank_share": {str(r): (0.75 if r == 1 else 0.25 / (ws - 1)) for r in range(ws)},
-            "buckets": BUCKETS * STEPS, "steps_skipped": 0},
-        "ranking": [{k: row[k] for k in ("activity", "kind", "sum_s_per_step", "count_per_step", "share")}
-                    for row in ranking.to_dict("records")],
-        "phase_method": "correlation", "notes": [], "busy_wait": None,
+            "buckets": BUCKETS * STEPS,
+            "steps_skipped": 0,
+        },
+        "ranking": [
+            {k: row[k] for k in ("activity", "kind", "sum_s_per_step", "count_per_step", "share")}
+            for row in ranking.to_dict("records")
+        ],
+        "phase_method": "correlation",
+        "notes": [],
+        "busy_wait": None,
     }
 
 
 def _sanity(ok: bool = True, gpu_streams: bool | None = True) -> dict[str, Any]:
-    return {"all_ranks_present": ok, "steps_complete": ok, "finite_loss": ok, "gpu_streams": gpu_streams,
-            "trace_complete": True if gpu_streams else None, "problems": []}
+    return {
+        "all_ranks_present": ok,
+        "steps_complete": ok,
+        "finite_loss": ok,
+        "gpu_streams": gpu_streams,
+        "trace_complete": True if gpu_streams else None,
+        "problems": [],
+    }
 
 
 def _completeness(ranks: int, launches: int = 1200) -> dict[str, Any]:
     """What analyze records for a complete trace: every launch of every measured step found."""
-    per_rank = {str(r): {"status": "complete", "method": "correlation", "launches": launches * STEPS,
-                         "found": launches * STEPS, "share": 1.0, "steps": STEPS, "steps_below_bound": 0,
-                         "min_step_share": 1.0, "bound": 0.999, "activities_without_launch": 0,
-                         "kinds_not_recorded": [], "launches_per_step": [launches] * STEPS,
-                         "found_per_step": [launches] * STEPS} for r in range(ranks)}
-    return {"status": "complete", "bound": 0.999, "ranks": list(range(ranks)), "log_warnings": [],
-            "reason": "; ".join(f"rank {r}: every launch found" for r in range(ranks)), "per_rank": per_rank}
+    per_rank = {
+        str(r): {
+            "status": "complete",
+            "method": "correlation",
+            "launches": launches * STEPS,
+            "found": launches * STEPS,
+            "share": 1.0,
+            "steps": STEPS,
+            "steps_below_bound": 0,
+            "min_step_share": 1.0,
+            "bound": 0.999,
+            "activities_without_launch": 0,
+            "kinds_not_recorded": [],
+            "launches_per_step": [launches] * STEPS,
+            "found_per_step": [launches] * STEPS,
+        }
+        for r in range(ranks)
+    }
+    return {
+        "status": "complete",
+        "bound": 0.999,
+        "ranks": list(range(ranks)),
+        "log_warnings": [],
+        "reason": "; ".join(f"rank {r}: every launch found" for r in range(ranks)),
+        "per_rank": per_rank,
+    }
 
 
 def _provenance(device: str, gpu: str | None) -> dict[str, Any]:
-    p = {"time": "2026-01-01T00:00:00+00:00", "artifact_version": "0.1.0", "git_revision": "abc123", "host": "node17",
-         "platform": "Linux-5.14-x86_64", "python": "3.11.7", "cpu": "x86_64", "cpu_count": 64,
-         "packages": {"torch": "2.11.0", "transformers": "5.17.0", "pandas": "3.1.1", "numpy": "2.4.6", "otf2": "3.2"},
-         "cuda_available": device == "cuda", "precision": "bf16", "attention": "sdpa", "model": "base",
-         "parameters": 117070082, "batch_size_per_rank": BATCH, "seq_len_tokens": 70, "warmup_steps": 5,
-         "measured_steps": STEPS, "task": {"name": "prom_300_all", "synthetic": False}, "weights": {"source": "pretrained"},
-         "ddp_options": {"bucket_cap_mb": 25.0}}
+    p = {
+        "time": "2026-01-01T00:00:00+00:00",
+        "artifact_version": "0.1.0",
+        "git_revision": "abc123",
+        "host": "node17",
+        "platform": "Linux-5.14-x86_64",
+        "python": "3.11.7",
+        "cpu": "x86_64",
+        "cpu_count": 64,
+        "packages": {"torch": "2.11.0", "transformers": "5.17.0", "pandas": "3.1.1", "numpy": "2.4.6", "otf2": "3.2"},
+        "cuda_available": device == "cuda",
+        "precision": "bf16",
+        "attention": "sdpa",
+        "model": "base",
+        "parameters": 117070082,
+        "batch_size_per_rank": BATCH,
+        "seq_len_tokens": 70,
+        "warmup_steps": 5,
+        "measured_steps": STEPS,
+        "task": {"name": "prom_300_all", "synthetic": False},
+        "weights": {"source": "pretrained"},
+        "ddp_options": {"bucket_cap_mb": 25.0},
+    }
     if device == "cuda":
-        p.update({"gpu_name": gpu, "gpu_count": 8, "torch_cuda": "12.4", "nccl": "2.21.5", "driver": "550.54",
-                  "gpus": [{"name": gpu, "driver": "550.54", "memory": "81920 MiB"}] * 8})
+        p.update(
+            {
+                "gpu_name": gpu,
+                "gpu_count": 8,
+                "torch_cuda": "12.4",
+                "nccl": "2.21.5",
+                "driver": "550.54",
+                "gpus": [{"name": gpu, "driver": "550.54", "memory": "81920 MiB"}] * 8,
+            }
+        )
     return p
 
 
-def gpu_results(sizes=(1, 4, 8), seed: int = 7, gpu: str = "NVIDIA A100-SXM4-80GB", busy_wait: bool = True,
-                fallbacks: list | None = None, tracer: str = "scorep") -> tuple[dict, dict[str, pd.DataFrame]]:
+def gpu_results(
+    sizes=(1, 4, 8),
+    seed: int = 7,
+    gpu: str = "NVIDIA A100-SXM4-80GB",
+    busy_wait: bool = True,
+    fallbacks: list | None = None,
+    tracer: str = "scorep",
+) -> tuple[dict, dict[str, pd.DataFrame]]:
     """metrics.json content and tables of a GPU sweep at ``sizes``."""
     rng = np.random.default_rng(seed)
     per_ws: dict[str, Any] = {}
-    tables: dict[str, list] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline", "timeline_phases")}
+    tables: dict[str, list] = {
+        k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline", "timeline_phases")
+    }
     for ws in sizes:
         steps = _steps(ws, rng)
         ranking = _ranking(ws, steps)
         gpu_m = _gpu_metrics(ws, steps, ranking)
         if busy_wait and ws > 1:
             ar = gpu_m["allreduce_kernel_s"]["median"]
-            gpu_m["busy_wait"] = {"allreduce_kernel_s": ar, "transfer_s_at_measured_busbw": ar / 2.5, "ratio": 2.5,
-                                  "busbw_GBps": 182.0, "gradient_bytes": 468280328, "buckets": BUCKETS,
-                                  "note": "AllReduce kernel time per step against the bytes at the measured bus bandwidth"}
+            gpu_m["busy_wait"] = {
+                "allreduce_kernel_s": ar,
+                "transfer_s_at_measured_busbw": ar / 2.5,
+                "ratio": 2.5,
+                "busbw_GBps": 182.0,
+                "gradient_bytes": 468280328,
+                "buckets": BUCKETS,
+                "note": "AllReduce kernel time per step against the bytes at the measured bus bandwidth",
+            }
         reps = [BASE_SAMPLES_PER_S * ws * EFFICIENCY.get(ws, 0.9) * rng.normal(1, 0.01) for _ in range(3)]
-        thr = {"source": "untraced", "runs": [f"ws{ws}-none-r{i}" for i in range(3)], "samples_per_s": stat(reps),
-               "step_time_s": stat([BATCH * ws / x for x in reps]), "global_batch": BATCH * ws, "device_type": "cuda"}
+        thr = {
+            "source": "untraced",
+            "runs": [f"ws{ws}-none-r{i}" for i in range(3)],
+            "samples_per_s": stat(reps),
+            "step_time_s": stat([BATCH * ws / x for x in reps]),
+            "global_batch": BATCH * ws,
+            "device_type": "cuda",
+        }
         per_ws[str(ws)] = {
             "world_size": ws,
-            "traced": {"run": f"ws{ws}-{tracer}-r0", "tracer": tracer, "format": "otf2" if tracer == "scorep" else "kineto",
-                       "device_type": "cuda", "ranks": list(range(ws)), "measured_steps": STEPS, "gpu": gpu_m,
-                       "gpu_not_run_reason": None, "sanity": _sanity(), "completeness": _completeness(ws)},
-            "throughput": thr, "efficiency": None, "dilation": 1.04, "busy_wait": gpu_m["busy_wait"],
+            "traced": {
+                "run": f"ws{ws}-{tracer}-r0",
+                "tracer": tracer,
+                "format": "otf2" if tracer == "scorep" else "kineto",
+                "device_type": "cuda",
+                "ranks": list(range(ws)),
+                "measured_steps": STEPS,
+                "gpu": gpu_m,
+                "gpu_not_run_reason": None,
+                "sanity": _sanity(),
+                "completeness": _completeness(ws),
+            },
+            "throughput": thr,
+            "efficiency": None,
+            "dilation": 1.04,
+            "busy_wait": gpu_m["busy_wait"],
             "efficiency_baseline": "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)",
         }
         tables["step_partition"].append(steps)
         tables["ranking"].append(ranking)
-        tables["streams"].append(pd.DataFrame([{"world_size": ws, "rank": r, "stream": s, "busy_s_per_step": 0.04,
-                                                "role": role} for r in range(ws)
-                                               for s, role in ([(COMPUTE_STREAM, "compute")] + ([(NCCL_STREAM, "nccl")] if ws > 1 else []))]))
-        tables["throughput"].append(pd.DataFrame([{"world_size": ws, "run": f"ws{ws}-none-r{i}", "tracer": "none",
-                                                   "variant": "ddp", "repeat": i, "samples_per_s": x,
-                                                   "step_time_s": BATCH * ws / x, "global_batch": BATCH * ws, "status": "ok"}
-                                                  for i, x in enumerate(reps)]))
+        tables["streams"].append(
+            pd.DataFrame(
+                [
+                    {"world_size": ws, "rank": r, "stream": s, "busy_s_per_step": 0.04, "role": role}
+                    for r in range(ws)
+                    for s, role in ([(COMPUTE_STREAM, "compute")] + ([(NCCL_STREAM, "nccl")] if ws > 1 else []))
+                ]
+            )
+        )
+        tables["throughput"].append(
+            pd.DataFrame(
+                [
+                    {
+                        "world_size": ws,
+                        "run": f"ws{ws}-none-r{i}",
+                        "tracer": "none",
+                        "variant": "ddp",
+                        "repeat": i,
+                        "samples_per_s": x,
+                        "step_time_s": BATCH * ws / x,
+                        "global_batch": BATCH * ws,
+                        "status": "ok",
+                    }
+                    for i, x in enumerate(reps)
+                ]
+            )
+        )
     base = per_ws.get("1", {}).get("throughput")
     for key, e in per_ws.items():
         if base:
             e["efficiency"] = e["throughput"]["samples_per_s"]["median"] / (int(key) * base["samples_per_s"]["median"])
             sps, b = e["throughput"]["samples_per_s"], base["samples_per_s"]
-            e["efficiency_spread"] = {"min": sps["min"] / (int(key) * b["max"]), "max": sps["max"] / (int(key) * b["min"]),
-                                      "runs_n": 3, "baseline_runs_n": 3}
+            e["efficiency_spread"] = {
+                "min": sps["min"] / (int(key) * b["max"]),
+                "max": sps["max"] / (int(key) * b["min"]),
+                "runs_n": 3,
+                "baseline_runs_n": 3,
+            }
     tl, tp = _timeline(max(sizes), rng)
     tables["timeline"].append(tl)
     tables["timeline_phases"].append(tp)
     metrics = {
-        "schema": "dnabert-scaling/metrics/1", "created": "2026-01-01T00:00:00+00:00",
+        "schema": "dnabert-scaling/metrics/1",
+        "created": "2026-01-01T00:00:00+00:00",
         "label": f"{gpu}, world sizes {', '.join(map(str, sizes))}, tracer {tracer}",
-        "sources": ["runs/"], "world_sizes": per_ws, "measured_world_sizes": list(sizes),
-        "fallbacks": list(fallbacks or []), "deviations": [], "notes": [],
+        "sources": ["runs/"],
+        "world_sizes": per_ws,
+        "measured_world_sizes": list(sizes),
+        "fallbacks": list(fallbacks or []),
+        "deviations": [],
+        "notes": [],
         "provenance": _provenance("cuda", gpu),
     }
     return metrics, {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
 
 
-CPU_REASON = ("CPU run (gloo, no GPU): the traces hold no GPU activity, so the GPU-time metrics "
-              "(partition, NCCL, overlap, AllReduce vs backward) cannot be measured")
+CPU_REASON = (
+    "CPU run (gloo, no GPU): the traces hold no GPU activity, so the GPU-time metrics "
+    "(partition, NCCL, overlap, AllReduce vs backward) cannot be measured"
+)
 
 
 def cpu_results(sizes=(1, 2)) -> tuple[dict, dict[str, pd.DataFrame]]:
@@ -260,35 +476,79 @@ def cpu_results(sizes=(1, 2)) -> tuple[dict, dict[str, pd.DataFrame]]:
         reps = [40.0 * ws * (1.0 if ws == 1 else 0.55) + i for i in range(2)]
         per_ws[str(ws)] = {
             "world_size": ws,
-            "traced": {"run": f"ws{ws}-torch-r0", "tracer": "torch", "format": None, "device_type": "cpu",
-                       "ranks": [], "measured_steps": 8, "gpu": None, "gpu_not_run_reason": CPU_REASON,
-                       "sanity": _sanity(gpu_streams=None)},
-            "throughput": {"source": "untraced", "runs": [f"ws{ws}-none-r{i}" for i in range(2)],
-                           "samples_per_s": stat(reps), "step_time_s": stat([8 * ws / x for x in reps]),
-                           "global_batch": 8 * ws, "device_type": "cpu"},
-            "efficiency": None, "dilation": 1.3, "busy_wait": None,
+            "traced": {
+                "run": f"ws{ws}-torch-r0",
+                "tracer": "torch",
+                "format": None,
+                "device_type": "cpu",
+                "ranks": [],
+                "measured_steps": 8,
+                "gpu": None,
+                "gpu_not_run_reason": CPU_REASON,
+                "sanity": _sanity(gpu_streams=None),
+            },
+            "throughput": {
+                "source": "untraced",
+                "runs": [f"ws{ws}-none-r{i}" for i in range(2)],
+                "samples_per_s": stat(reps),
+                "step_time_s": stat([8 * ws / x for x in reps]),
+                "global_batch": 8 * ws,
+                "device_type": "cpu",
+            },
+            "efficiency": None,
+            "dilation": 1.3,
+            "busy_wait": None,
             "efficiency_baseline": "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)",
         }
-        thr_rows += [{"world_size": ws, "run": f"ws{ws}-none-r{i}", "tracer": "none", "variant": "ddp", "repeat": i,
-                      "samples_per_s": x, "step_time_s": 8 * ws / x, "global_batch": 8 * ws, "status": "ok"}
-                     for i, x in enumerate(reps)]
+        thr_rows += [
+            {
+                "world_size": ws,
+                "run": f"ws{ws}-none-r{i}",
+                "tracer": "none",
+                "variant": "ddp",
+                "repeat": i,
+                "samples_per_s": x,
+                "step_time_s": 8 * ws / x,
+                "global_batch": 8 * ws,
+                "status": "ok",
+            }
+            for i, x in enumerate(reps)
+        ]
     base = per_ws["1"]["throughput"]["samples_per_s"]["median"] if "1" in per_ws else None
     for key, e in per_ws.items():
         if base:
             e["efficiency"] = e["throughput"]["samples_per_s"]["median"] / (int(key) * base)
     fallbacks = [
-        {"what": "device", "used": "CPU with gloo", "reason": "no CUDA device visible (torch.cuda.is_available() is False)",
-         "runs": [f"ws{n}-torch-r0" for n in sizes]},
-        {"what": "weights", "used": "random initialisation from the 'tiny' config", "reason": "no --weights given",
-         "runs": [f"ws{n}-torch-r0" for n in sizes]},
-        {"what": "data", "used": "synthetic planted-motif task shaped like prom_core_all", "reason": "no GUE folder given",
-         "runs": [f"ws{n}-torch-r0" for n in sizes]},
+        {
+            "what": "device",
+            "used": "CPU with gloo",
+            "reason": "no CUDA device visible (torch.cuda.is_available() is False)",
+            "runs": [f"ws{n}-torch-r0" for n in sizes],
+        },
+        {
+            "what": "weights",
+            "used": "random initialisation from the 'tiny' config",
+            "reason": "no --weights given",
+            "runs": [f"ws{n}-torch-r0" for n in sizes],
+        },
+        {
+            "what": "data",
+            "used": "synthetic planted-motif task shaped like prom_core_all",
+            "reason": "no GUE folder given",
+            "runs": [f"ws{n}-torch-r0" for n in sizes],
+        },
     ]
     metrics = {
-        "schema": "dnabert-scaling/metrics/1", "created": "2026-01-01T00:00:00+00:00",
+        "schema": "dnabert-scaling/metrics/1",
+        "created": "2026-01-01T00:00:00+00:00",
         "label": f"CPU (gloo), world sizes {', '.join(map(str, sizes))}, tracer torch",
-        "sources": ["smoke/runs"], "world_sizes": per_ws, "measured_world_sizes": list(sizes),
-        "fallbacks": fallbacks, "deviations": [], "notes": [], "provenance": _provenance("cpu", None),
+        "sources": ["smoke/runs"],
+        "world_sizes": per_ws,
+        "measured_world_sizes": list(sizes),
+        "fallbacks": fallbacks,
+        "deviations": [],
+        "notes": [],
+        "provenance": _provenance("cpu", None),
     }
     empty = {k: pd.DataFrame() for k in ("step_partition", "ranking", "streams", "timeline", "timeline_phases")}
     return metrics, {**empty, "throughput": pd.DataFrame(thr_rows)}
@@ -362,15 +622,28 @@ class Chromium:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        args = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--hide-scrollbars", f"--user-data-dir={self.profile}",
-                "--remote-debugging-pipe", "about:blank"]
+        args = [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--hide-scrollbars",
+            f"--user-data-dir={self.profile}",
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
         self.log = open(Path(self.profile) / "chromium.log", "wb")
         # close_fds=False: Python would close fds 3 and 4 after preexec_fn; its own fds are
         # non-inheritable (close-on-exec) anyway, so nothing else leaks into Chromium
-        self.proc = subprocess.Popen(args, preexec_fn=child_fds, close_fds=False,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.proc = subprocess.Popen(
+            args, preexec_fn=child_fds, close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf = b""
@@ -428,8 +701,11 @@ class Chromium:
     def open(self, url: str, width: int = 1200, height: int = 900) -> str:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, self.session)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            self.session,
+        )
         self.call("Page.enable", {}, self.session)
         self._events.clear()
         nav = self.call("Page.navigate", {"url": url}, self.session)
@@ -439,8 +715,7 @@ class Chromium:
         return self.session
 
     def evaluate(self, expression: str) -> Any:
-        res = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True},
-                        self.session)
+        res = self.call("Runtime.evaluate", {"expression": expression, "awaitPromise": True, "returnByValue": True}, self.session)
         if "exceptionDetails" in res:
             raise RuntimeError(f"page script failed: {res['exceptionDetails']}")
         return res["result"].get("value")
@@ -449,8 +724,12 @@ class Chromium:
         params: dict[str, Any] = {"format": "png"}
         if full_page:
             size = self.evaluate("({w: document.documentElement.scrollWidth, h: document.documentElement.scrollHeight})")
-            params.update({"captureBeyondViewport": True,
-                           "clip": {"x": 0, "y": 0, "width": size["w"], "height": min(size["h"], 16000), "scale": 1}})
+            params.update(
+                {
+                    "captureBeyondViewport": True,
+                    "clip": {"x": 0, "y": 0, "width": size["w"], "height": min(size["h"], 16000), "scale": 1},
+                }
+            )
         data = self.call("Page.captureScreenshot", params, self.session)["data"]
         Path(path).write_bytes(base64.b64decode(data))
         return Path(path)

@@ -14,21 +14,27 @@ from dnabert_scaling.traces.model import GPU_SCHEMA, HOST_SCHEMA, Trace, make_fr
 
 PHASES = [  # name, start, end
     ("warmup", -100, 0),
-    ("step", 0, 100), ("forward", 0, 30), ("backward", 30, 80), ("optimizer", 80, 100),
-    ("step", 100, 200), ("forward", 100, 130), ("backward", 130, 180), ("optimizer", 180, 200),
+    ("step", 0, 100),
+    ("forward", 0, 30),
+    ("backward", 30, 80),
+    ("optimizer", 80, 100),
+    ("step", 100, 200),
+    ("forward", 100, 130),
+    ("backward", 130, 180),
+    ("optimizer", 180, 200),
 ]
 # name, stream, kind, category, collective, start, end, correlation, launch time
 GPU = [
-    ("k0", 7, "kernel", "compute", None, -50, -20, 10, -90),     # warm-up: not measured
-    ("memcpy", 7, "memcpy", "memory", None, 5, 8, 11, 2),        # step 0, forward
-    ("k1", 7, "kernel", "compute", None, 10, 40, 12, 5),         # step 0, forward
-    ("k2", 7, "kernel", "compute", None, 45, 90, 13, 35),        # step 0, backward
+    ("k0", 7, "kernel", "compute", None, -50, -20, 10, -90),  # warm-up: not measured
+    ("memcpy", 7, "memcpy", "memory", None, 5, 8, 11, 2),  # step 0, forward
+    ("k1", 7, "kernel", "compute", None, 10, 40, 12, 5),  # step 0, forward
+    ("k2", 7, "kernel", "compute", None, 45, 90, 13, 35),  # step 0, backward
     ("ar", 20, "kernel", "nccl", "AllReduce", 60, 110, 14, 50),  # step 0, backward (AllReduce)
-    ("k3", 7, "kernel", "compute", None, 112, 120, 15, 85),      # step 0, optimizer
-    ("k4", 7, "kernel", "compute", None, 125, 150, 16, 105),     # step 1, forward
-    ("k5", 7, "kernel", "compute", None, 150, 190, 17, 135),     # step 1, backward
+    ("k3", 7, "kernel", "compute", None, 112, 120, 15, 85),  # step 0, optimizer
+    ("k4", 7, "kernel", "compute", None, 125, 150, 16, 105),  # step 1, forward
+    ("k5", 7, "kernel", "compute", None, 150, 190, 17, 135),  # step 1, backward
     ("ar", 20, "kernel", "nccl", "AllReduce", 185, 230, 18, 160),
-    ("k6", 7, "kernel", "compute", None, 232, 240, 19, 185),     # step 1, optimizer
+    ("k6", 7, "kernel", "compute", None, 232, 240, 19, 185),  # step 1, optimizer
 ]
 
 
@@ -37,25 +43,51 @@ def make_trace(with_correlation=True, drop_launch=None, gpu_rows=None, phases=No
     the row whose launch call is left out of the host table."""
     GPU = gpu_rows if gpu_rows is not None else globals()["GPU"]  # noqa: N806
     PHASES = phases if phases is not None else globals()["PHASES"]  # noqa: N806
-    gpu = make_frame({
-        "rank": [0] * len(GPU), "device": [0] * len(GPU), "stream": [g[1] for g in GPU],
-        "kind": [g[2] for g in GPU], "name": [g[0] for g in GPU], "start_ns": [g[5] for g in GPU],
-        "end_ns": [g[6] for g in GPU], "category": [g[3] for g in GPU],
-        "collective": [g[4] if g[4] else np.nan for g in GPU],
-        "correlation": ([g[7] for g in GPU], [not with_correlation] * len(GPU)),
-    }, GPU_SCHEMA)
+    gpu = make_frame(
+        {
+            "rank": [0] * len(GPU),
+            "device": [0] * len(GPU),
+            "stream": [g[1] for g in GPU],
+            "kind": [g[2] for g in GPU],
+            "name": [g[0] for g in GPU],
+            "start_ns": [g[5] for g in GPU],
+            "end_ns": [g[6] for g in GPU],
+            "category": [g[3] for g in GPU],
+            "collective": [g[4] if g[4] else np.nan for g in GPU],
+            "correlation": ([g[7] for g in GPU], [not with_correlation] * len(GPU)),
+        },
+        GPU_SCHEMA,
+    )
     launches = [(g[8], g[1], g[7], "cudaMemcpyAsync" if g[2] == "memcpy" else "cudaLaunchKernel") for g in GPU]
     if drop_launch is not None:
         launches = [x for i, x in enumerate(launches) if i != drop_launch]
-    rows = [("phase", n, s, e, None, None) for n, s, e in PHASES] + [("launch", api, t, t + 1, st, c) for t, st, c, api in launches]
-    host = make_frame({
-        "rank": [0] * len(rows), "thread": ["main"] * len(rows), "kind": [r[0] for r in rows],
-        "name": [r[1] for r in rows], "start_ns": [r[2] for r in rows], "end_ns": [r[3] for r in rows],
-        "stream": ([r[4] or 0 for r in rows], [r[4] is None for r in rows]),
-        "correlation": ([r[5] or 0 for r in rows], [r[5] is None or not with_correlation for r in rows]),
-    }, HOST_SCHEMA)
-    meta = {"source": "hand-made", "format": "kineto", "tool": "test", "tool_version": "0", "clock_resolution_hz": 1e9,
-            "rank": 0, "world_size": 1, "streams": [7, 20], "warnings": []}
+    rows = [("phase", n, s, e, None, None) for n, s, e in PHASES] + [
+        ("launch", api, t, t + 1, st, c) for t, st, c, api in launches
+    ]
+    host = make_frame(
+        {
+            "rank": [0] * len(rows),
+            "thread": ["main"] * len(rows),
+            "kind": [r[0] for r in rows],
+            "name": [r[1] for r in rows],
+            "start_ns": [r[2] for r in rows],
+            "end_ns": [r[3] for r in rows],
+            "stream": ([r[4] or 0 for r in rows], [r[4] is None for r in rows]),
+            "correlation": ([r[5] or 0 for r in rows], [r[5] is None or not with_correlation for r in rows]),
+        },
+        HOST_SCHEMA,
+    )
+    meta = {
+        "source": "hand-made",
+        "format": "kineto",
+        "tool": "test",
+        "tool_version": "0",
+        "clock_resolution_hz": 1e9,
+        "rank": 0,
+        "world_size": 1,
+        "streams": [7, 20],
+        "warnings": [],
+    }
     return Trace(gpu, host, {0: meta})
 
 

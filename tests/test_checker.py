@@ -55,12 +55,21 @@ def gpu_null(m, ws, reason=CPU_REASON):
 CASES = {
     ("C1", PASS): (lambda m: m, "within == 0"),
     ("C1", FAIL): (lambda m: set_metric(m, 1, "traced.gpu.nccl_kernels_per_step.max", 2.0), "outside == 0"),
-    ("C1", NOT_RUN): (lambda m: gpu_null(m, 1, "the traces hold no GPU activity: rank 0"), "GPU analysis not run at world size 1: the traces hold no GPU activity"),
-    ("C1", INVALID): (lambda m: break_sanity(m, 1, "finite_loss", "a loss was not finite"), "sanity failed at world size 1 (finite loss)"),
+    ("C1", NOT_RUN): (
+        lambda m: gpu_null(m, 1, "the traces hold no GPU activity: rank 0"),
+        "GPU analysis not run at world size 1: the traces hold no GPU activity",
+    ),
+    ("C1", INVALID): (
+        lambda m: break_sanity(m, 1, "finite_loss", "a loss was not finite"),
+        "sanity failed at world size 1 (finite loss)",
+    ),
     ("C2", PASS): (lambda m: m, "never decreases"),
     ("C2", FAIL): (lambda m: set_metric(m, 8, "traced.gpu.allreduce_own_stream", False), "expected true"),
     ("C2", NOT_RUN): (lambda m: drop_ws(m, 8), "needs 2 world sizes"),
-    ("C2", INVALID): (lambda m: break_sanity(m, 4, "steps_complete", "rank 3: 40 measured steps logged, expected 50"), "rank 3: 40 measured steps"),
+    ("C2", INVALID): (
+        lambda m: break_sanity(m, 4, "steps_complete", "rank 3: 40 measured steps logged, expected 50"),
+        "rank 3: 40 measured steps",
+    ),
     ("C3", PASS): (lambda m: m, "is the largest GPU activity"),
     ("C3", FAIL): (lambda m: top_compute(m, 8, 1.3), "not the largest"),
     ("C3", NOT_RUN): (lambda m: drop_ws(m, 8), "world size 8 was not measured"),
@@ -102,7 +111,8 @@ def test_full_sweep_passes_everything_and_exits_zero(full, claims):
     assert all(row["ok"] for row in out["sanity"])
     c4 = next(c for c in out["claims"] if c["id"] == "C4")
     assert c4["measured"]["8"]["traced.gpu.allreduce_to_backward.median"] == pytest.approx(
-        full["world_sizes"]["8"]["traced"]["gpu"]["allreduce_to_backward"]["median"])
+        full["world_sizes"]["8"]["traced"]["gpu"]["allreduce_to_backward"]["median"]
+    )
     assert c4["bounds"]["allreduce_to_backward"]["lo"] == 0.5 and c4["bounds"]["allreduce_to_backward"]["hi"] == 2.0
     assert c4["runs"] == ["ws8-scorep-r0"]
     c6 = next(c for c in out["claims"] if c["id"] == "C6")
@@ -194,15 +204,18 @@ def grows(claims, m):
     return got, next(c for c in got["checks"] if c["name"] == "share_grows")
 
 
-@pytest.mark.parametrize("series,verdict", [
-    ({2: 0.20, 4: 0.30, 8: 0.40}, PASS),           # strictly growing
-    ({2: 0.30, 4: 0.30, 8: 0.30}, PASS),           # flat is non-decreasing
-    ({2: 0.30, 4: 0.28, 8: 0.35}, PASS),           # a 6.7% dip: noise
-    ({2: 0.30, 4: 0.271, 8: 0.35}, PASS),          # 9.7%: still inside 10%
-    ({2: 0.30, 4: 0.26, 8: 0.35}, FAIL),           # 13.3%: beyond the tolerance
-    ({2: 0.30, 4: 0.40, 8: 0.33}, FAIL),           # a drop from the peak, not from the neighbour only
-    ({2: 0.40, 4: 0.37, 8: 0.345}, FAIL),          # each step < 10%, but 13.8% below the running maximum
-])
+@pytest.mark.parametrize(
+    "series,verdict",
+    [
+        ({2: 0.20, 4: 0.30, 8: 0.40}, PASS),  # strictly growing
+        ({2: 0.30, 4: 0.30, 8: 0.30}, PASS),  # flat is non-decreasing
+        ({2: 0.30, 4: 0.28, 8: 0.35}, PASS),  # a 6.7% dip: noise
+        ({2: 0.30, 4: 0.271, 8: 0.35}, PASS),  # 9.7%: still inside 10%
+        ({2: 0.30, 4: 0.26, 8: 0.35}, FAIL),  # 13.3%: beyond the tolerance
+        ({2: 0.30, 4: 0.40, 8: 0.33}, FAIL),  # a drop from the peak, not from the neighbour only
+        ({2: 0.40, 4: 0.37, 8: 0.345}, FAIL),  # each step < 10%, but 13.8% below the running maximum
+    ],
+)
 def test_monotone_growth_with_noise(full, claims, series, verdict):
     got, part = grows(claims, shares(full, series))
     assert part["verdict"] == verdict, part["reason"]
@@ -253,7 +266,8 @@ def test_indicative_figure_at_the_largest_measured_world_size(claims):
         assert ind["reason"].endswith(": " + ind["why"]) and ind["why"]  # the sentence is made from the fields
     c4 = by["C4"]["indicative"][0]["measured"]
     assert c4["traced.gpu.allreduce_to_backward.median"] == pytest.approx(
-        m["world_sizes"]["4"]["traced"]["gpu"]["allreduce_to_backward"]["median"])
+        m["world_sizes"]["4"]["traced"]["gpu"]["allreduce_to_backward"]["median"]
+    )
     # C6 judges 4 itself; 8 is missing but 4 is already a verdict, so no indicative figure
     assert by["C6"]["indicative"] is None and by["C6"]["verdict"] == NOT_RUN
     assert {c["verdict"] for c in by["C6"]["checks"]} == {PASS, NOT_RUN}
@@ -363,7 +377,7 @@ def test_sanity_table_lists_problems(full, claims):
 
 # ---- malformed claims files ------------------------------------------------------------------
 
-GOOD = '''
+GOOD = """
 schema = "dnabert-scaling/claims/1"
 
 [[claim]]
@@ -378,7 +392,7 @@ world_sizes = [8]
   lo = 0.5
   hi = 2.0
   rationale = "because"
-'''
+"""
 
 
 def _write(tmp_path, text):
@@ -392,37 +406,61 @@ def test_good_minimal_claims_file_loads(tmp_path):
     assert c.id == "X1" and c.checks[0].lo == 0.5
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda s: s.replace('lo = 0.5', 'lo = 0.5\nlo = 0.7'), "not valid TOML"),
-    (lambda s: s + "\n[extra]\nx = 1\n", "unknown top-level key(s) extra"),
-    (lambda s: s.replace('schema = "dnabert-scaling/claims/1"', 'schema = "claims/0"'), "schema must be"),
-    (lambda s: s.replace('statement = "Something measurable."', 'statment = "typo"'), "claim X1: unknown key(s) statment"),
-    (lambda s: s.replace('statement = "Something measurable."\n', ''), "claim X1: missing field 'statement'"),
-    (lambda s: s.replace('id = "X1"\n', ''), "claim #1: missing field 'id'"),
-    (lambda s: s.replace('world_sizes = [8]\n', ''), "claim X1: missing field 'world_sizes'"),
-    (lambda s: s.replace('world_sizes = [8]', 'world_sizes = "eight"'), "world_sizes must be"),
-    (lambda s: s.replace('world_sizes = [8]', 'world_sizes = [4, 4]'), "lists a world size twice"),
-    (lambda s: s.replace('  rationale = "because"\n', ''), "claim X1, check 'ratio': missing field 'rationale'"),
-    (lambda s: s.replace('  what = "a ratio"\n', ''), "claim X1, check 'ratio': missing field 'what'"),
-    (lambda s: s.replace('  rationale = "because"', '  rationale = "because"\n  tolerance = 0.1'), "claim X1, check 'ratio': unknown key(s) tolerance"),
-    (lambda s: s.replace('lo = 0.5', 'lo = 2.5'), "claim X1, check 'ratio': lo (2.5) > hi (2.0)"),
-    (lambda s: s.replace('lo = 0.5\n  hi = 2.0\n', ''), "give lo, hi or both"),
-    (lambda s: s.replace('lo = 0.5', 'lo = "half"'), "lo must be a finite number"),
-    (lambda s: s.replace('lo = 0.5', 'lo = nan'), "lo must be a finite number"),
-    (lambda s: s.replace('allreduce_to_backward.median', 'allreduce_to_backwards.median'), "unknown metric path 'traced.gpu.allreduce_to_backwards.median'"),
-    (lambda s: s.replace('traced.gpu.allreduce_to_backward.median', 'traced.gpu.allreduce_to_backward'), "names a group, not a value"),
-    (lambda s: s.replace('traced.gpu.allreduce_to_backward.median', 'traced.gpu.allreduce_to_backward.mean'), "has no 'mean'"),
-    (lambda s: s.replace('  lo = 0.5\n', '  test = "top"\n  lo = 0.5\n  activity = "nccl:AllReduce"\n'), "test 'top' reads the ranking"),
-    (lambda s: s.replace('  lo = 0.5\n  hi = 2.0\n', '  test = "monotone"\n'), "needs max_drop_rel"),
-    (lambda s: s.replace('  lo = 0.5\n  hi = 2.0\n', '  test = "monotone"\n  max_drop_rel = 0.1\n  min_points = 1\n'), "min_points must be an integer >= 2"),
-    (lambda s: s.replace('  lo = 0.5\n', '  test = "equals"\n  value = true\n'), "key(s) hi do not apply to test 'equals'"),
-    (lambda s: s.replace('  lo = 0.5\n', '  test = "between"\n  lo = 0.5\n'), "unknown test 'between'"),
-    (lambda s: s.replace('  rationale = "because"', '  rationale = "because"\n  report = ["traced.gpu.nope"]'), "report: unknown metric path"),
-    (lambda s: s + s[s.index("[[claim]]"):], "claim X1: duplicate claim id"),
-    (lambda s: s[: s.index("  [[claim.check]]")], "claim X1: missing field 'check'"),
-    (lambda s: s.replace('world_sizes = [8]', 'world_sizes = [8]\ndevice = "tpu"'), "device must be"),
-    (lambda s: s[: s.index("[[claim]]")], "no claims"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda s: s.replace("lo = 0.5", "lo = 0.5\nlo = 0.7"), "not valid TOML"),
+        (lambda s: s + "\n[extra]\nx = 1\n", "unknown top-level key(s) extra"),
+        (lambda s: s.replace('schema = "dnabert-scaling/claims/1"', 'schema = "claims/0"'), "schema must be"),
+        (lambda s: s.replace('statement = "Something measurable."', 'statment = "typo"'), "claim X1: unknown key(s) statment"),
+        (lambda s: s.replace('statement = "Something measurable."\n', ""), "claim X1: missing field 'statement'"),
+        (lambda s: s.replace('id = "X1"\n', ""), "claim #1: missing field 'id'"),
+        (lambda s: s.replace("world_sizes = [8]\n", ""), "claim X1: missing field 'world_sizes'"),
+        (lambda s: s.replace("world_sizes = [8]", 'world_sizes = "eight"'), "world_sizes must be"),
+        (lambda s: s.replace("world_sizes = [8]", "world_sizes = [4, 4]"), "lists a world size twice"),
+        (lambda s: s.replace('  rationale = "because"\n', ""), "claim X1, check 'ratio': missing field 'rationale'"),
+        (lambda s: s.replace('  what = "a ratio"\n', ""), "claim X1, check 'ratio': missing field 'what'"),
+        (
+            lambda s: s.replace('  rationale = "because"', '  rationale = "because"\n  tolerance = 0.1'),
+            "claim X1, check 'ratio': unknown key(s) tolerance",
+        ),
+        (lambda s: s.replace("lo = 0.5", "lo = 2.5"), "claim X1, check 'ratio': lo (2.5) > hi (2.0)"),
+        (lambda s: s.replace("lo = 0.5\n  hi = 2.0\n", ""), "give lo, hi or both"),
+        (lambda s: s.replace("lo = 0.5", 'lo = "half"'), "lo must be a finite number"),
+        (lambda s: s.replace("lo = 0.5", "lo = nan"), "lo must be a finite number"),
+        (
+            lambda s: s.replace("allreduce_to_backward.median", "allreduce_to_backwards.median"),
+            "unknown metric path 'traced.gpu.allreduce_to_backwards.median'",
+        ),
+        (
+            lambda s: s.replace("traced.gpu.allreduce_to_backward.median", "traced.gpu.allreduce_to_backward"),
+            "names a group, not a value",
+        ),
+        (
+            lambda s: s.replace("traced.gpu.allreduce_to_backward.median", "traced.gpu.allreduce_to_backward.mean"),
+            "has no 'mean'",
+        ),
+        (
+            lambda s: s.replace("  lo = 0.5\n", '  test = "top"\n  lo = 0.5\n  activity = "nccl:AllReduce"\n'),
+            "test 'top' reads the ranking",
+        ),
+        (lambda s: s.replace("  lo = 0.5\n  hi = 2.0\n", '  test = "monotone"\n'), "needs max_drop_rel"),
+        (
+            lambda s: s.replace("  lo = 0.5\n  hi = 2.0\n", '  test = "monotone"\n  max_drop_rel = 0.1\n  min_points = 1\n'),
+            "min_points must be an integer >= 2",
+        ),
+        (lambda s: s.replace("  lo = 0.5\n", '  test = "equals"\n  value = true\n'), "key(s) hi do not apply to test 'equals'"),
+        (lambda s: s.replace("  lo = 0.5\n", '  test = "between"\n  lo = 0.5\n'), "unknown test 'between'"),
+        (
+            lambda s: s.replace('  rationale = "because"', '  rationale = "because"\n  report = ["traced.gpu.nope"]'),
+            "report: unknown metric path",
+        ),
+        (lambda s: s + s[s.index("[[claim]]") :], "claim X1: duplicate claim id"),
+        (lambda s: s[: s.index("  [[claim.check]]")], "claim X1: missing field 'check'"),
+        (lambda s: s.replace("world_sizes = [8]", 'world_sizes = [8]\ndevice = "tpu"'), "device must be"),
+        (lambda s: s[: s.index("[[claim]]")], "no claims"),
+    ],
+)
 def test_malformed_claims_are_clear_errors(tmp_path, edit, message):
     path = _write(tmp_path, edit(GOOD))
     with pytest.raises(ArtifactError) as err:

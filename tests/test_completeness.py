@@ -21,8 +21,9 @@ CLAIMS = ROOT / "expected" / "claims.toml"
 
 
 def cli(*args, cwd=ROOT):
-    return subprocess.run([PYTHON, "-m", "dnabert_scaling", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
+    return subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 def analyze_and_check(tmp_path, *inputs, claims=CLAIMS):
@@ -45,6 +46,7 @@ def sanity(verdicts, ws=1):
 
 # -- the real Score-P 8.4 trace that lost its kernels ------------------------------------------
 
+
 def test_real_incomplete_scorep_run_is_invalid_with_its_figures(tmp_path):
     metrics, verdicts, check = analyze_and_check(tmp_path, INCOMPLETE_RUN)
     traced = metrics["world_sizes"]["1"]["traced"]
@@ -52,10 +54,14 @@ def test_real_incomplete_scorep_run_is_invalid_with_its_figures(tmp_path):
     rank0 = traced["completeness"]["per_rank"]["0"]
     # 39,734 kernel launches + 6,298 copy calls over the whole run; inside the 30 measured steps:
     assert (rank0["launches"], rank0["found"], rank0["steps_below_bound"], rank0["steps"]) == (33926, 816, 30, 30)
-    assert {k: rank0["calls_by_kind"][k] for k in ("kernel", "memcpy", "memset")} == {"kernel": 39734, "memcpy": 6298, "memset": 1038}
+    assert {k: rank0["calls_by_kind"][k] for k in ("kernel", "memcpy", "memset")} == {
+        "kernel": 39734,
+        "memcpy": 6298,
+        "memset": 1038,
+    }
     # Score-P 8.4 records no memset and no device-to-device copy at all: named, left out
     assert rank0["kinds_not_recorded"] == ["memset", "memcpy DtoD"] and rank0["calls_by_kind"]["memcpy DtoD"] == 5881
-    assert rank0["method"] == "count"                   # Score-P 8.4 writes no stream reference on launches
+    assert rank0["method"] == "count"  # Score-P 8.4 writes no stream reference on launches
     # every claim that uses the run is INVALID, never PASS, and the reason carries the figures
     assert check.returncode == 1
     c1 = claim(verdicts, "C1")
@@ -113,6 +119,7 @@ def test_orphan_thread_launches_count_as_the_ranks_launches():
 
 
 # -- complete traces pass ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name,launches,found", [("h200-b8", 65996, 65946), ("h200-b32", 69596, 69546)])
 def test_shipped_h200_kineto_sets_are_complete(name, launches, found):
@@ -193,6 +200,7 @@ def test_bad_sanity_bound_in_the_claims_file_is_refused(tmp_path):
 
 # -- bare per-rank archives: the rank from the order given --------------------------------------
 
+
 def test_bare_archives_without_rank_take_it_from_the_order_given(tmp_path):
     a, b = tmp_path / "scorep-20261202_1548_a", tmp_path / "scorep-20261202_1549_b"
     shutil.copytree(INCOMPLETE_EXP, a)
@@ -216,6 +224,7 @@ def test_two_traces_that_carry_the_same_rank_are_still_an_error(tmp_path):
 
 
 # -- one partition, one stream-role rule --------------------------------------------------------
+
 
 def test_summarize_and_analyze_share_the_partition_and_stream_roles(tmp_path):
     from dnabert_scaling.analysis.partition import stream_role

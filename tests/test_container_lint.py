@@ -17,8 +17,12 @@ HAS_SHELLCHECK = shutil.which("shellcheck") is not None
 
 
 def lint(path: Path, *extra: str, context: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([PYTHON, "-m", "dnabert_scaling.containerlint", "--context", str(context), *extra, str(path)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling.containerlint", "--context", str(context), *extra, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def line_of(text: str, needle: str) -> int:
@@ -68,60 +72,146 @@ def edit(text: str, old: str, new: str, count: int = 1) -> str:
 
 BROKEN = [
     # (name, transform, expected message (regex), needle of the reported line or None for "any line")
-    ("tag_instead_of_digest",
-     lambda t: edit(t, "BASE_IMAGE=nvidia/cuda@sha256:", "BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04#"),
-     r"is not pinned by digest", "From: {{ BASE_IMAGE }}"),
-    ("tag_and_digest",
-     lambda t: edit(t, "BASE_IMAGE=nvidia/cuda@sha256:", "BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04@sha256:"),
-     r"has a tag and a digest", "From: {{ BASE_IMAGE }}"),
-    ("short_digest", lambda t: re.sub(r"(BASE_IMAGE=nvidia/cuda@sha256:)[0-9a-f]{64}", r"\g<1>abc123", t),
-     r"64 lowercase hex digits", "From: {{ BASE_IMAGE }}"),
-    ("from_first", lambda t: edit(t, "Bootstrap: docker\nFrom: {{ BASE_IMAGE }}\n", "From: {{ BASE_IMAGE }}\nBootstrap: docker\n"),
-     r"first header keyword must be 'Bootstrap:', not 'from'", "From: {{ BASE_IMAGE }}"),
-    ("header_without_colon", lambda t: edit(t, "Bootstrap: docker", "Bootstrap docker"),
-     r"had no val", "Bootstrap docker"),
-    ("unknown_header_keyword", lambda t: edit(t, "From: {{ BASE_IMAGE }}\n", "From: {{ BASE_IMAGE }}\nFrm: ubuntu\n"),
-     r"invalid header keyword 'frm'", "Frm: ubuntu"),
+    (
+        "tag_instead_of_digest",
+        lambda t: edit(t, "BASE_IMAGE=nvidia/cuda@sha256:", "BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04#"),
+        r"is not pinned by digest",
+        "From: {{ BASE_IMAGE }}",
+    ),
+    (
+        "tag_and_digest",
+        lambda t: edit(t, "BASE_IMAGE=nvidia/cuda@sha256:", "BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04@sha256:"),
+        r"has a tag and a digest",
+        "From: {{ BASE_IMAGE }}",
+    ),
+    (
+        "short_digest",
+        lambda t: re.sub(r"(BASE_IMAGE=nvidia/cuda@sha256:)[0-9a-f]{64}", r"\g<1>abc123", t),
+        r"64 lowercase hex digits",
+        "From: {{ BASE_IMAGE }}",
+    ),
+    (
+        "from_first",
+        lambda t: edit(t, "Bootstrap: docker\nFrom: {{ BASE_IMAGE }}\n", "From: {{ BASE_IMAGE }}\nBootstrap: docker\n"),
+        r"first header keyword must be 'Bootstrap:', not 'from'",
+        "From: {{ BASE_IMAGE }}",
+    ),
+    ("header_without_colon", lambda t: edit(t, "Bootstrap: docker", "Bootstrap docker"), r"had no val", "Bootstrap docker"),
+    (
+        "unknown_header_keyword",
+        lambda t: edit(t, "From: {{ BASE_IMAGE }}\n", "From: {{ BASE_IMAGE }}\nFrm: ubuntu\n"),
+        r"invalid header keyword 'frm'",
+        "Frm: ubuntu",
+    ),
     ("no_bootstrap", lambda t: edit(t, "Bootstrap: docker\n", "# no bootstrap\n"), r"no 'Bootstrap:' header", None),
-    ("local_base", lambda t: edit(t, "Bootstrap: docker", "Bootstrap: localimage"),
-     r"must come from a registry", "Bootstrap: localimage"),
+    (
+        "local_base",
+        lambda t: edit(t, "Bootstrap: docker", "Bootstrap: localimage"),
+        r"must come from a registry",
+        "Bootstrap: localimage",
+    ),
     ("unknown_section", lambda t: edit(t, "%environment", "%enviroment"), r"invalid section %enviroment", "%enviroment"),
-    ("percent_line_in_script", lambda t: edit(t, "    apt-get clean\n", "    apt-get clean\n%s done\n"),
-     r"invalid section %s", "%s done"),
+    (
+        "percent_line_in_script",
+        lambda t: edit(t, "    apt-get clean\n", "    apt-get clean\n%s done\n"),
+        r"invalid section %s",
+        "%s done",
+    ),
     ("app_without_name", lambda t: edit(t, "%apprun check", "%apprun"), r"app section %apprun has no app name", None),
-    ("undefined_build_var", lambda t: edit(t, 'MAKE_JOBS="{{ MAKE_JOBS }}"', 'MAKE_JOBS="{{ MAKE_THREADS }}"'),
-     r"build variable MAKE_THREADS is not defined", "MAKE_THREADS"),
-    ("var_after_hash", lambda t: edit(t, '    SCOREP_MPI="{{ SCOREP_MPI }}"', '    n="${#PATH}"; SCOREP_MPI="{{ SCOREP_MPI }}"'),
-     r"comes after '#' on its line", "n=\"${#PATH}\""),
+    (
+        "undefined_build_var",
+        lambda t: edit(t, 'MAKE_JOBS="{{ MAKE_JOBS }}"', 'MAKE_JOBS="{{ MAKE_THREADS }}"'),
+        r"build variable MAKE_THREADS is not defined",
+        "MAKE_THREADS",
+    ),
+    (
+        "var_after_hash",
+        lambda t: edit(t, '    SCOREP_MPI="{{ SCOREP_MPI }}"', '    n="${#PATH}"; SCOREP_MPI="{{ SCOREP_MPI }}"'),
+        r"comes after '#' on its line",
+        'n="${#PATH}"',
+    ),
     ("no_test", lambda t: re.sub(r"%test\n.*?(?=\n%apprun sweep)", "", t, flags=re.S), r"no %test section", None),
     ("no_help", lambda t: re.sub(r"%help\n.*?(?=\n%files)", "", t, flags=re.S), r"no %help section", None),
-    ("runscript_without_exec", lambda t: edit(t, '%runscript\n    exec dnabert-scaling "$@"', '%runscript\n    dnabert-scaling "$@"'),
-     r"%runscript does not 'exec'", "%runscript"),
-    ("runscript_drops_arguments", lambda t: edit(t, '%runscript\n    exec dnabert-scaling "$@"', "%runscript\n    exec dnabert-scaling"),
-     r"does not pass \"\$@\"", "%runscript"),
-    ("apprun_without_exec", lambda t: edit(t, '    exec dnabert-scaling check "$@"', '    dnabert-scaling check "$@"'),
-     r"%apprun check does not 'exec'", "%apprun check"),
-    ("setup_section", lambda t: edit(t, "%files\n", "%setup\n    touch ${APPTAINER_ROOTFS}/x\n\n%files\n"),
-     r"%setup runs on the build host", "%setup"),
-    ("bash_syntax_error", lambda t: edit(t, "    if [ -z \"$SCOREP_SHA256\" ]; then", "    if [ -z \"$SCOREP_SHA256\" ]; then (("),
-     r"%post: bash -n", None),
-    ("bashism_in_sh_section", lambda t: edit(t, "    set -eu\n    fail()", "    set -eu\n    names=(a b)\n    fail()"),
-     r"%test: dash -n|%test: sh -n", None),
-    ("bash_option_in_runscript", lambda t: edit(t, "%runscript\n", "%runscript -c /bin/bash\n"),
-     r"'-c' is only honoured for %post", "%runscript -c"),
+    (
+        "runscript_without_exec",
+        lambda t: edit(t, '%runscript\n    exec dnabert-scaling "$@"', '%runscript\n    dnabert-scaling "$@"'),
+        r"%runscript does not 'exec'",
+        "%runscript",
+    ),
+    (
+        "runscript_drops_arguments",
+        lambda t: edit(t, '%runscript\n    exec dnabert-scaling "$@"', "%runscript\n    exec dnabert-scaling"),
+        r"does not pass \"\$@\"",
+        "%runscript",
+    ),
+    (
+        "apprun_without_exec",
+        lambda t: edit(t, '    exec dnabert-scaling check "$@"', '    dnabert-scaling check "$@"'),
+        r"%apprun check does not 'exec'",
+        "%apprun check",
+    ),
+    (
+        "setup_section",
+        lambda t: edit(t, "%files\n", "%setup\n    touch ${APPTAINER_ROOTFS}/x\n\n%files\n"),
+        r"%setup runs on the build host",
+        "%setup",
+    ),
+    (
+        "bash_syntax_error",
+        lambda t: edit(t, '    if [ -z "$SCOREP_SHA256" ]; then', '    if [ -z "$SCOREP_SHA256" ]; then (('),
+        r"%post: bash -n",
+        None,
+    ),
+    (
+        "bashism_in_sh_section",
+        lambda t: edit(t, "    set -eu\n    fail()", "    set -eu\n    names=(a b)\n    fail()"),
+        r"%test: dash -n|%test: sh -n",
+        None,
+    ),
+    (
+        "bash_option_in_runscript",
+        lambda t: edit(t, "%runscript\n", "%runscript -c /bin/bash\n"),
+        r"'-c' is only honoured for %post",
+        "%runscript -c",
+    ),
     ("missing_label", lambda t: edit(t, "    BaseTag {{ BASE_TAG }}\n", ""), r"%labels has no BaseTag", "%labels"),
-    ("label_differs_from_base", lambda t: edit(t, "    BaseImage {{ BASE_IMAGE }}", "    BaseImage nvidia/cuda:latest"),
-     r"label BaseImage 'nvidia/cuda:latest' differs from From", "BaseImage nvidia/cuda:latest"),
-    ("undeclared_version_argument", lambda t: edit(t, "    SCOREP_SHA256=bea58d8c", "    SCOREP_SHASUM=bea58d8c"),
-     r"%arguments does not declare SCOREP_SHA256", "%arguments"),
-    ("old_scorep", lambda t: edit(t, "    SCOREP_VERSION=9.4", "    SCOREP_VERSION=8.4"), r"the project uses Score-P 9.x", "SCOREP_VERSION=8.4"),
-    ("short_revision", lambda t: edit(t, "DNABERT2_REVISION=d064dece8a8b41d9fb8729fbe3435278786931f1", "DNABERT2_REVISION=main"),
-     r"DNABERT2_REVISION='main' is not a full 40-hex commit", "DNABERT2_REVISION=main"),
-    ("arguments_not_key_value", lambda t: edit(t, "    MAKE_JOBS=8\n", "    MAKE_JOBS 8\n"),
-     r"'MAKE_JOBS 8' is not a KEY=value pair", "MAKE_JOBS 8"),
-    ("missing_files_source", lambda t: edit(t, "    docs /opt/dnabert-scaling/src/docs", "    nodocs /opt/dnabert-scaling/src/docs"),
-     r"source 'nodocs' does not exist in the build directory", "nodocs"),
-    ("duplicate_section", lambda t: t + "\n%runscript\n    exec true \"$@\"\n", r"%runscript appears twice", None),
+    (
+        "label_differs_from_base",
+        lambda t: edit(t, "    BaseImage {{ BASE_IMAGE }}", "    BaseImage nvidia/cuda:latest"),
+        r"label BaseImage 'nvidia/cuda:latest' differs from From",
+        "BaseImage nvidia/cuda:latest",
+    ),
+    (
+        "undeclared_version_argument",
+        lambda t: edit(t, "    SCOREP_SHA256=bea58d8c", "    SCOREP_SHASUM=bea58d8c"),
+        r"%arguments does not declare SCOREP_SHA256",
+        "%arguments",
+    ),
+    (
+        "old_scorep",
+        lambda t: edit(t, "    SCOREP_VERSION=9.4", "    SCOREP_VERSION=8.4"),
+        r"the project uses Score-P 9.x",
+        "SCOREP_VERSION=8.4",
+    ),
+    (
+        "short_revision",
+        lambda t: edit(t, "DNABERT2_REVISION=d064dece8a8b41d9fb8729fbe3435278786931f1", "DNABERT2_REVISION=main"),
+        r"DNABERT2_REVISION='main' is not a full 40-hex commit",
+        "DNABERT2_REVISION=main",
+    ),
+    (
+        "arguments_not_key_value",
+        lambda t: edit(t, "    MAKE_JOBS=8\n", "    MAKE_JOBS 8\n"),
+        r"'MAKE_JOBS 8' is not a KEY=value pair",
+        "MAKE_JOBS 8",
+    ),
+    (
+        "missing_files_source",
+        lambda t: edit(t, "    docs /opt/dnabert-scaling/src/docs", "    nodocs /opt/dnabert-scaling/src/docs"),
+        r"source 'nodocs' does not exist in the build directory",
+        "nodocs",
+    ),
+    ("duplicate_section", lambda t: t + '\n%runscript\n    exec true "$@"\n', r"%runscript appears twice", None),
 ]
 
 
@@ -147,7 +237,10 @@ def test_shellcheck_finds_what_bash_n_does_not(tmp_path):
     path.write_text(text)
     proc = lint(path, "--no-scripts")
     assert proc.returncode == 1
-    assert f"{path}:{line_of(text, 'local x=1')}: %post: shellcheck error: 'local' is only valid in functions. [SC2168]" in proc.stdout
+    assert (
+        f"{path}:{line_of(text, 'local x=1')}: %post: shellcheck error: 'local' is only valid in functions. [SC2168]"
+        in proc.stdout
+    )
 
 
 def test_empty_and_missing_files(tmp_path):

@@ -26,8 +26,11 @@ BUILD = ROOT / "containers" / "build.sh"
 @pytest.fixture(scope="module")
 def sections(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sections")
-    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling.containerlint", "--no-scripts", "--context", str(ROOT),
-                           "--extract", str(out), str(DEF)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling.containerlint", "--no-scripts", "--context", str(ROOT), "--extract", str(out), str(DEF)],
+        capture_output=True,
+        text=True,
+    )
     assert (out / "runscript.sh").is_file(), proc.stdout + proc.stderr
     return out
 
@@ -87,11 +90,21 @@ def test_environment_points_at_the_baked_data_and_writable_caches(sections, tmp_
 
 def test_environment_keeps_what_the_caller_set(sections, tmp_path):
     """--env / a bound copy of the data win over the image's defaults; no TMPDIR means /tmp."""
-    out = source_environment(sections, {"PATH": "/usr/bin:/bin", "DNABERT_SCALING_GUE": "/scratch/GUE",
-                                        "TRITON_CACHE_DIR": "/scratch/triton", "LD_LIBRARY_PATH": "/site/lib"})
+    out = source_environment(
+        sections,
+        {
+            "PATH": "/usr/bin:/bin",
+            "DNABERT_SCALING_GUE": "/scratch/GUE",
+            "TRITON_CACHE_DIR": "/scratch/triton",
+            "LD_LIBRARY_PATH": "/site/lib",
+        },
+    )
     assert out["DNABERT_SCALING_GUE"] == "/scratch/GUE" and out["TRITON_CACHE_DIR"] == "/scratch/triton"
     assert out["HF_HOME"] == f"/tmp/dnabert-scaling-{os.getuid()}/hf"
-    assert out["LD_LIBRARY_PATH"] == "/opt/scorep/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64:/site/lib"
+    assert (
+        out["LD_LIBRARY_PATH"]
+        == "/opt/scorep/lib:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/extras/CUPTI/lib64:/site/lib"
+    )
 
 
 SUMMARY_OK = "    CUDA support:          yes\n    libcupti support:      yes\n"
@@ -111,8 +124,12 @@ def test_image_test_fails_for_what_it_checks(sections, tmp_path, summary, messag
     bindir = fake_bin(tmp_path, "scorep-info", f'cat "{tmp_path / "summary.txt"}"')
     fake_bin(tmp_path, "scorep-config", "exit 0")
     venv_bin = Path(PYTHON).parent
-    env = {"PATH": f"{bindir}:{venv_bin}:/usr/bin:/bin", "DNABERT_SCALING_WEIGHTS": str(tmp_path),
-           "DNABERT_SCALING_GUE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    env = {
+        "PATH": f"{bindir}:{venv_bin}:/usr/bin:/bin",
+        "DNABERT_SCALING_WEIGHTS": str(tmp_path),
+        "DNABERT_SCALING_GUE": str(tmp_path),
+        "HF_HUB_OFFLINE": "1",
+    }
     proc = sh(sections / "test.sh", env=env)
     assert proc.returncode == 1
     assert f"image test failed: {message}" in proc.stderr, proc.stderr
@@ -137,7 +154,9 @@ def checkpoint(tmp_path) -> Path:
     for f in (DATA / "golden" / "tiny-mlm-checkpoint").iterdir():
         if f.is_file():
             (src / f.name).write_bytes(f.read_bytes())
-    (src / "tokenizer.json").write_bytes((ROOT / "artifact" / "dnabert_scaling" / "resources" / "dnabert2" / "tokenizer.json").read_bytes())
+    (src / "tokenizer.json").write_bytes(
+        (ROOT / "artifact" / "dnabert_scaling" / "resources" / "dnabert2" / "tokenizer.json").read_bytes()
+    )
     return src
 
 
@@ -154,8 +173,11 @@ def test_weights_are_verified_and_recorded(tmp_path, checkpoint):
     from dnabert_scaling.model import load_pretrained
 
     _, report = load_pretrained(dest, num_labels=2)
-    assert {k.split(".")[0] + "." + k.split(".")[1] for k in report.missing} == {"bert.pooler", "classifier.weight",
-                                                                                 "classifier.bias"}
+    assert {k.split(".")[0] + "." + k.split(".")[1] for k in report.missing} == {
+        "bert.pooler",
+        "classifier.weight",
+        "classifier.bias",
+    }
 
     again = fetch("weights", "--from-dir", str(checkpoint), "--sha256", digest, "--dest", str(dest))
     assert again.returncode == 1 and "exists and is not empty (use --force" in again.stderr
@@ -198,8 +220,17 @@ def make_gue_zip(tmp_path: Path, rows=(5, 2, 2), header="sequence,label") -> Pat
 def test_gue_zip_download_is_verified_and_checked(tmp_path):
     archive = make_gue_zip(tmp_path)
     dest = tmp_path / "data" / "GUE"
-    proc = fetch("gue", "--zip-url", archive.as_uri(), "--zip-sha256", sha(archive), "--expect-rows", "prom_300_all=5,2,2",
-                 "--dest", str(dest))
+    proc = fetch(
+        "gue",
+        "--zip-url",
+        archive.as_uri(),
+        "--zip-sha256",
+        sha(archive),
+        "--expect-rows",
+        "prom_300_all=5,2,2",
+        "--dest",
+        str(dest),
+    )
     assert proc.returncode == 0, proc.stderr
     assert (dest / "GUE" / "prom" / "prom_300_all" / "train.csv").is_file() and not (dest / "__MACOSX").exists()
     assert "3 GUE task(s)" in proc.stdout and "prom_300_all 5/2/2" in proc.stdout
@@ -212,7 +243,11 @@ def test_gue_zip_download_is_verified_and_checked(tmp_path):
     "kwargs, args, message",
     [
         ({}, ["--zip-sha256", "0" * 64], "sha256 "),
-        ({}, ["--expect-rows", "prom_300_all=47356,5920,5920"], "task prom_300_all has 5/2/2 train/dev/test rows, expected 47356/5920/5920"),
+        (
+            {},
+            ["--expect-rows", "prom_300_all=47356,5920,5920"],
+            "task prom_300_all has 5/2/2 train/dev/test rows, expected 47356/5920/5920",
+        ),
         ({}, ["--expect-rows", "covid=1,1,1"], "task 'covid' is missing"),
         ({"header": "seq,y"}, [], "header 'seq,y', expected 'sequence,label'"),
         ({}, ["--zip-sha256", ""], "--zip-url needs --zip-sha256"),
@@ -250,8 +285,9 @@ def test_build_script_lints_then_needs_apptainer(tmp_path):
     else:
         assert proc.returncode == 2 and "is missing: %files copies it into the image" in proc.stderr
         return
-    proc = subprocess.run(["bash", str(BUILD), "--notest", "--build-arg", "MAKE_JOBS=2"], capture_output=True,
-                          text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        ["bash", str(BUILD), "--notest", "--build-arg", "MAKE_JOBS=2"], capture_output=True, text=True, env=env, timeout=120
+    )
     if subprocess.run(["sh", "-c", "command -v apptainer || command -v singularity"], capture_output=True).returncode:
         assert proc.returncode == 2 and "apptainer not found" in proc.stderr
     proc = subprocess.run(["bash", str(BUILD), "--build-arg", "NOEQUALS"], capture_output=True, text=True, env=env)

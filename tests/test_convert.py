@@ -74,17 +74,52 @@ def test_round_trip_keeps_phases_and_the_layout(tmp_path):
 def _two_rank_docs(tmp_path):
     docs = []
     for r in (0, 1):
-        doc = {"distributedInfo": {"rank": r, "world_size": 2}, "traceEvents": [
-            {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 13,
-             "ts": 100.125 + r, "dur": 50.5, "args": {"device": r, "stream": 13, "correlation": 7,
-                                                              "In msg nelems": 256, "dtype": "Float"}},
-            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 7,
-             "ts": 90.0, "dur": 3.0, "args": {"device": r, "stream": 7, "correlation": 3, "bytes": 1024}},
-            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 7,
-             "ts": 200.0, "dur": 1.0, "args": {"device": r, "stream": 7, "correlation": 9, "bytes": 4}},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 5, "tid": 5, "ts": 95.0,
-             "dur": 1.5, "args": {"correlation": 7}},
-            {"ph": "X", "cat": "user_annotation", "name": "ds:backward", "pid": 5, "tid": 5, "ts": 94.0, "dur": 60.0}]}
+        doc = {
+            "distributedInfo": {"rank": r, "world_size": 2},
+            "traceEvents": [
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                    "pid": 0,
+                    "tid": 13,
+                    "ts": 100.125 + r,
+                    "dur": 50.5,
+                    "args": {"device": r, "stream": 13, "correlation": 7, "In msg nelems": 256, "dtype": "Float"},
+                },
+                {
+                    "ph": "X",
+                    "cat": "gpu_memcpy",
+                    "name": "Memcpy HtoD (Pinned -> Device)",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": 90.0,
+                    "dur": 3.0,
+                    "args": {"device": r, "stream": 7, "correlation": 3, "bytes": 1024},
+                },
+                {
+                    "ph": "X",
+                    "cat": "gpu_memcpy",
+                    "name": "Memcpy DtoH (Device -> Pinned)",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": 200.0,
+                    "dur": 1.0,
+                    "args": {"device": r, "stream": 7, "correlation": 9, "bytes": 4},
+                },
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 5,
+                    "tid": 5,
+                    "ts": 95.0,
+                    "dur": 1.5,
+                    "args": {"correlation": 7},
+                },
+                {"ph": "X", "cat": "user_annotation", "name": "ds:backward", "pid": 5, "tid": 5, "ts": 94.0, "dur": 60.0},
+            ],
+        }
         p = tmp_path / f"rank{r}.json"
         p.write_text(json.dumps(doc))
         docs.append(p)
@@ -121,8 +156,9 @@ def test_merged_archive_holds_every_rank(tmp_path, capsys):
 
     def content(anchor):
         with otf2.reader.open(str(anchor)) as tr:
-            procs = sorted(g.name for g in tr.definitions.location_groups
-                           if g.location_group_type == otf2.LocationGroupType.PROCESS)
+            procs = sorted(
+                g.name for g in tr.definitions.location_groups if g.location_group_type == otf2.LocationGroupType.PROCESS
+            )
             events = [(loc.group.name, loc.name, type(e).__name__, e.time) for loc, e in tr.events]
         return procs, events
 
@@ -131,8 +167,9 @@ def test_merged_archive_holds_every_rank(tmp_path, capsys):
     per_rank = []
     for r in (0, 1):
         _, ev = content(out / f"scorep-rank{r}" / "traces.otf2")
-        per_rank += [(g.replace("Process", f"Rank {r}").replace("CUDA Context", f"Rank {r} CUDA Context"), *rest)
-                     for g, *rest in ev]
+        per_rank += [
+            (g.replace("Process", f"Rank {r}").replace("CUDA Context", f"Rank {r} CUDA Context"), *rest) for g, *rest in ev
+        ]
     assert sorted(merged) == sorted(per_rank)  # the same events, each under its rank
     # the merged output is refused like the others when it exists
     with pytest.raises(ArtifactError, match="all-ranks"):
@@ -165,9 +202,12 @@ def test_event_order_for_nested_zero_length_and_identical_ranges():
 
 
 def test_overlapping_kernels_on_one_stream_are_refused(tmp_path):
-    doc = {"traceEvents": [
-        {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 1.0, "dur": 5.0, "args": {"stream": 7}},
-        {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 3.0, "dur": 5.0, "args": {"stream": 7}}]}
+    doc = {
+        "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 1.0, "dur": 5.0, "args": {"stream": 7}},
+            {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 3.0, "dur": 5.0, "args": {"stream": 7}},
+        ]
+    }
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps(doc))
     with pytest.raises(ArtifactError, match=r"kernels overlap on stream CUDA\[0:7\]"):

@@ -19,8 +19,26 @@ def _run(cmd, timeout=600):
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory, tiny_task):
     out = tmp_path_factory.mktemp("smoke")
-    proc = _run([*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "torch", "--repeats", "1",
-                 "--out", str(out / "runs"), "--data", str(tiny_task), "--", *TRAIN])
+    proc = _run(
+        [
+            *CLI,
+            "sweep",
+            "--gpus",
+            "1,2",
+            "--device",
+            "cpu",
+            "--tracer",
+            "torch",
+            "--repeats",
+            "1",
+            "--out",
+            str(out / "runs"),
+            "--data",
+            str(tiny_task),
+            "--",
+            *TRAIN,
+        ]
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 
@@ -41,8 +59,27 @@ def test_sweep_layout_and_manifests(smoke):
 
 def test_rerun_skips_complete_runs(smoke, tiny_task):
     before = (smoke / "runs" / "ws1-none-r0" / "manifest.json").read_text()
-    proc = _run([*CLI, "sweep", "--gpus", "1", "--device", "cpu", "--tracer", "torch", "--repeats", "1",
-                 "--out", str(smoke / "runs"), "--data", str(tiny_task), "--", *TRAIN], timeout=120)
+    proc = _run(
+        [
+            *CLI,
+            "sweep",
+            "--gpus",
+            "1",
+            "--device",
+            "cpu",
+            "--tracer",
+            "torch",
+            "--repeats",
+            "1",
+            "--out",
+            str(smoke / "runs"),
+            "--data",
+            str(tiny_task),
+            "--",
+            *TRAIN,
+        ],
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("skipped") == 3
     assert (smoke / "runs" / "ws1-none-r0" / "manifest.json").read_text() == before
@@ -75,15 +112,61 @@ def test_analysis_check_and_report(smoke):
 
 def test_failed_run_is_reported_and_kept(tmp_path, tiny_task):
     out = tmp_path / "runs"
-    proc = _run([*CLI, "sweep", "--gpus", "2", "--device", "cpu", "--tracer", "none", "--repeats", "1", "--no-busbw",
-                 "--out", str(out), "--data", str(tiny_task), "--", *TRAIN, "--inject-fault", "1:2", "--dist-timeout", "30"],
-                timeout=300)
+    proc = _run(
+        [
+            *CLI,
+            "sweep",
+            "--gpus",
+            "2",
+            "--device",
+            "cpu",
+            "--tracer",
+            "none",
+            "--repeats",
+            "1",
+            "--no-busbw",
+            "--out",
+            str(out),
+            "--data",
+            str(tiny_task),
+            "--",
+            *TRAIN,
+            "--inject-fault",
+            "1:2",
+            "--dist-timeout",
+            "30",
+        ],
+        timeout=300,
+    )
     assert proc.returncode == 1
     assert "ws2-none-r0" in proc.stderr and "failed" in proc.stderr
     manifest = json.loads((out / "ws2-none-r0" / "manifest.json").read_text())
     assert manifest["status"] == "failed" and manifest["returncode"] != 0
     # a rerun sets the failed attempt aside instead of overwriting it
-    _run([*CLI, "sweep", "--gpus", "2", "--device", "cpu", "--tracer", "none", "--repeats", "1", "--no-busbw",
-          "--out", str(out), "--data", str(tiny_task), "--", *TRAIN, "--inject-fault", "1:2", "--dist-timeout", "30"],
-         timeout=300)
+    _run(
+        [
+            *CLI,
+            "sweep",
+            "--gpus",
+            "2",
+            "--device",
+            "cpu",
+            "--tracer",
+            "none",
+            "--repeats",
+            "1",
+            "--no-busbw",
+            "--out",
+            str(out),
+            "--data",
+            str(tiny_task),
+            "--",
+            *TRAIN,
+            "--inject-fault",
+            "1:2",
+            "--dist-timeout",
+            "30",
+        ],
+        timeout=300,
+    )
     assert len(list(out.glob("ws2-none-r0.failed-*"))) == 1

@@ -35,8 +35,9 @@ def _tree(folder: Path) -> dict[str, str]:
         return {}
     if folder.is_file():
         return {folder.name: hashlib.sha256(folder.read_bytes()).hexdigest()}
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 def _refused(proc, *needles):
@@ -63,9 +64,12 @@ def _run_processes(run_dir: Path) -> list[int]:
 
 
 def _rank_pid(run_dir: Path, rank: int) -> int:
-    pids = [pid for pid in _run_processes(run_dir)
-            if f"RANK={rank}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-            and b"train" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    pids = [
+        pid
+        for pid in _run_processes(run_dir)
+        if f"RANK={rank}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        and b"train" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     assert len(pids) == 1, pids
     return pids[0]
 
@@ -84,9 +88,14 @@ def _training_sweep(tmp_path: Path, tiny_task: Path, *train_args: str) -> tuple[
     """A 2-rank sweep of a run too long to finish, started in a session of its own (so a signal
     sent to it reaches the sweep only, not torchrun or the ranks), once rank 1 has trained."""
     out = tmp_path / "runs"
-    sweep = subprocess.Popen([*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY,
-                              "--steps", "100000", *train_args],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    sweep = subprocess.Popen(
+        [*CLI, *SWEEP2, "--out", str(out), "--data", str(tiny_task), "--", *TINY, "--steps", "100000", *train_args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     run_dir = out / "ws2-none-r0"
     _wait_for_steps(run_dir / "rank1" / "steps.jsonl", sweep)
     return sweep, run_dir
@@ -148,8 +157,9 @@ def test_a_hung_rank_ends_the_run_after_the_dist_timeout(tmp_path, tiny_task):
 
 def test_failure_message_names_the_first_failing_rank(tmp_path, tiny_task):
     out = tmp_path / "runs"
-    proc = _run([*SWEEP2, "--out", out, "--data", tiny_task, "--", *TINY, "--steps", "6", "--inject-fault", "1:2",
-                 "--dist-timeout", "30"])
+    proc = _run(
+        [*SWEEP2, "--out", out, "--data", tiny_task, "--", *TINY, "--steps", "6", "--inject-fault", "1:2", "--dist-timeout", "30"]
+    )
     assert proc.returncode == 1
     run_dir = out / "ws2-none-r0"
     for text in (proc.stderr, json.loads((run_dir / "summary.json").read_text())["message"]):
@@ -160,11 +170,29 @@ def test_failure_message_names_the_first_failing_rank(tmp_path, tiny_task):
 
 def test_resume_refuses_changed_train_options(tmp_path, tiny_task):
     out = tmp_path / "runs"
-    sweep1 = ["sweep", "--gpus", "1", "--device", "cpu", "--tracer", "none", "--repeats", "1", "--no-baseline-no-ddp",
-              "--out", out, "--data", tiny_task, "--", *TINY, "--steps", "3"]
+    sweep1 = [
+        "sweep",
+        "--gpus",
+        "1",
+        "--device",
+        "cpu",
+        "--tracer",
+        "none",
+        "--repeats",
+        "1",
+        "--no-baseline-no-ddp",
+        "--out",
+        out,
+        "--data",
+        tiny_task,
+        "--",
+        *TINY,
+        "--steps",
+        "3",
+    ]
     assert _run(sweep1).returncode == 0
     before = _tree(out)
-    changed = [*sweep1[:sweep1.index("--batch-size")], "--batch-size", "2", *sweep1[sweep1.index("--batch-size") + 2:]]
+    changed = [*sweep1[: sweep1.index("--batch-size")], "--batch-size", "2", *sweep1[sweep1.index("--batch-size") + 2 :]]
     proc = _run(changed)
     _refused(proc, "--batch-size 4 -> 2", "ws1-none-r0", "--fresh", out)
     assert _tree(out) == before
@@ -178,8 +206,27 @@ def test_resume_refuses_changed_train_options(tmp_path, tiny_task):
 
 def test_train_refuses_an_out_folder_holding_another_run(tmp_path, tiny_task):
     out = tmp_path / "run"
-    two_ranks = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "dnabert_scaling",
-                 "train", *TINY, "--steps", "2", "--device", "cpu", "--no-progress", "--data", str(tiny_task), "--out", str(out)]
+    two_ranks = [
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "dnabert_scaling",
+        "train",
+        *TINY,
+        "--steps",
+        "2",
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--data",
+        str(tiny_task),
+        "--out",
+        str(out),
+    ]
     assert subprocess.run(two_ranks, capture_output=True, timeout=300).returncode == 0
     before = _tree(out)
     one_rank = ["train", *TINY, "--steps", "2", "--no-ddp", "--device", "cpu", "--no-progress", "--data", tiny_task, "--out", out]
@@ -253,8 +300,14 @@ def test_output_folder_without_write_permission(tmp_path, tiny_task, command):
             if not shutil.which("setpriv"):
                 pytest.skip("running as root without setpriv")
             args = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *args]
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd="/",
-                              env={**os.environ, "HOME": str(base), "PYTHONDONTWRITEBYTECODE": "1"})
+        proc = subprocess.run(
+            args,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd="/",
+            env={**os.environ, "HOME": str(base), "PYTHONDONTWRITEBYTECODE": "1"},
+        )
         _refused(proc, "--out: cannot be created", "not writable", locked / "out")
         assert sorted(p.name for p in locked.iterdir()) == ["old.txt"]
     finally:
@@ -277,27 +330,35 @@ def test_output_folder_on_a_read_only_file_system(tmp_path, tiny_task, command):
     target = ro / "out"
     args = " ".join(f"'{a}'" for a in [*CLI, *map(str, _writers(tmp_path, target, tiny_task)[command])])
     # a private mount namespace: a read-only tmpfs over ro/ for this command only
-    proc = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o ro tmpfs '{ro}' && exec {args}"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o ro tmpfs '{ro}' && exec {args}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     _refused(proc, "--out: cannot be created", "read-only file system", target)
     assert list(ro.iterdir()) == []
 
 
-@pytest.mark.parametrize("args, option", [
-    (["train", "--dist-timeout", "0"], "--dist-timeout"),
-    (["train", "--bucket-cap-mb", "-1"], "--bucket-cap-mb"),
-    (["train", "--steps", "0"], "--steps"),
-    (["train", "--batch-size", "-2"], "--batch-size"),
-    (["train", "--seq-len", "0"], "--seq-len"),
-    (["train", "--warmup-steps", "-1"], "--warmup-steps"),
-    (["train", "--steps", "2.5"], "--steps"),
-    (["busbw", "--iters", "0"], "--iters"),
-    (["busbw", "--sizes-mb", "1,0"], "--sizes-mb"),
-    (["busbw", "--sizes-mb", "-4"], "--sizes-mb"),
-    (["sweep", "--run-timeout", "0"], "--run-timeout"),
-    (["sweep", "--repeats", "0"], "--repeats"),
-    (["analyze", "--batch-size", "0"], "--batch-size"),
-])
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["train", "--dist-timeout", "0"], "--dist-timeout"),
+        (["train", "--bucket-cap-mb", "-1"], "--bucket-cap-mb"),
+        (["train", "--steps", "0"], "--steps"),
+        (["train", "--batch-size", "-2"], "--batch-size"),
+        (["train", "--seq-len", "0"], "--seq-len"),
+        (["train", "--warmup-steps", "-1"], "--warmup-steps"),
+        (["train", "--steps", "2.5"], "--steps"),
+        (["busbw", "--iters", "0"], "--iters"),
+        (["busbw", "--sizes-mb", "1,0"], "--sizes-mb"),
+        (["busbw", "--sizes-mb", "-4"], "--sizes-mb"),
+        (["sweep", "--run-timeout", "0"], "--run-timeout"),
+        (["sweep", "--repeats", "0"], "--repeats"),
+        (["analyze", "--batch-size", "0"], "--batch-size"),
+    ],
+)
 def test_non_positive_numbers_are_refused(tmp_path, args, option):
     out = tmp_path / "out"
     proc = _run([*args, "--out", out])
@@ -315,16 +376,23 @@ def _move_entry(m):
     m["world_sizes"]["8"] = m["world_sizes"].pop("1")
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda m: m["world_sizes"].update({"eight": m["world_sizes"].pop("1")}), "world_sizes key 'eight'"),
-    (_move_entry, "world_sizes['8'].world_size is 1"),
-    (lambda m: m["world_sizes"]["1"].update(traced="yes"), "world_sizes['1'].traced must be an object or null"),
-    (lambda m: m["world_sizes"]["1"]["throughput"].update(samples_per_s="fast"),
-     "world_sizes['1'].throughput.samples_per_s must be a statistic object"),
-    (lambda m: m["world_sizes"]["1"]["traced"]["gpu"]["idle_s"].update(median="0.1"),
-     "world_sizes['1'].traced.gpu.idle_s.median must be a number"),
-    (lambda m: m.pop("schema"), "'schema' is None"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda m: m["world_sizes"].update({"eight": m["world_sizes"].pop("1")}), "world_sizes key 'eight'"),
+        (_move_entry, "world_sizes['8'].world_size is 1"),
+        (lambda m: m["world_sizes"]["1"].update(traced="yes"), "world_sizes['1'].traced must be an object or null"),
+        (
+            lambda m: m["world_sizes"]["1"]["throughput"].update(samples_per_s="fast"),
+            "world_sizes['1'].throughput.samples_per_s must be a statistic object",
+        ),
+        (
+            lambda m: m["world_sizes"]["1"]["traced"]["gpu"]["idle_s"].update(median="0.1"),
+            "world_sizes['1'].traced.gpu.idle_s.median must be a number",
+        ),
+        (lambda m: m.pop("schema"), "'schema' is None"),
+    ],
+)
 def test_check_and_report_refuse_malformed_metrics(tmp_path, damage, message):
     folder = _reference_copy(tmp_path)
     metrics = json.loads((folder / "metrics.json").read_text())
@@ -338,8 +406,7 @@ def test_check_and_report_refuse_malformed_metrics(tmp_path, damage, message):
 
 def _trained_run(root: Path, name: str, tiny_task: Path, *extra: str) -> Path:
     run = root / name
-    proc = _run(["train", *TINY, "--steps", "2", "--device", "cpu", "--no-progress", "--data", tiny_task,
-                 "--out", run, *extra])
+    proc = _run(["train", *TINY, "--steps", "2", "--device", "cpu", "--no-progress", "--data", tiny_task, "--out", run, *extra])
     assert proc.returncode == 0, proc.stderr[-2000:]
     return run
 
@@ -380,7 +447,12 @@ def test_kernels_out_of_order_are_refused(tmp_path):
     broken = tmp_path / "rank0.json.gz"
     broken.write_bytes(gzip.compress(json.dumps(doc).encode()))
     for args in (["summarize", broken], ["analyze", "--world-size", "2", broken, "--out", tmp_path / "out"]):
-        _refused(_run(args), f"out of order on rank 0 stream {moved['args']['stream']}", f"(launch {moved['args']['correlation']})", broken)
+        _refused(
+            _run(args),
+            f"out of order on rank 0 stream {moved['args']['stream']}",
+            f"(launch {moved['args']['correlation']})",
+            broken,
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -389,7 +461,7 @@ def test_a_damaged_local_definition_file_is_named(tmp_path):
     shutil.copytree(DATA / "traces" / "scorep-cuda-2rank", archive)
     damaged = archive / "traces" / "1.def"
     data = bytearray(damaged.read_bytes())
-    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    data[len(data) // 2 :] = b"\xff" * (len(data) - len(data) // 2)
     damaged.write_bytes(bytes(data))
     _refused(_run(["summarize", archive]), "local definition file traces/1.def")
 

@@ -14,9 +14,9 @@ PHASES = [("step", 0, 100), ("forward", 0, 100), ("step", 100, 200), ("forward",
 # name, stream, kind, category, collective, start, end, correlation, launch time
 GPU = [
     ("k1", 7, "kernel", "compute", None, 10, 20, 1, 5),
-    ("k2", 7, "kernel", "compute", None, 30, 40, 2, 25),     # gap [20,30): host wait 5, then launched: kernel wait 5
-    ("k3", 7, "kernel", "compute", None, 50, 60, 3, 45),     # gap [40,50): the same
-    ("memcpy", 7, "memcpy", "memory", None, 70, 75, 4, 0),   # its launch is dropped: gap [60,70) is 'other'
+    ("k2", 7, "kernel", "compute", None, 30, 40, 2, 25),  # gap [20,30): host wait 5, then launched: kernel wait 5
+    ("k3", 7, "kernel", "compute", None, 50, 60, 3, 45),  # gap [40,50): the same
+    ("memcpy", 7, "memcpy", "memory", None, 70, 75, 4, 0),  # its launch is dropped: gap [60,70) is 'other'
     ("k4", 7, "kernel", "compute", None, 110, 120, 5, 102),  # gap [75,110): host wait 27, kernel wait 8
 ]
 
@@ -81,23 +81,38 @@ def test_metrics_carry_idle_stats_and_notes():
     assert any("'other'" in n and "15.4%" in n for n in g["notes"])  # 10 of 65 ns
 
 
-@pytest.mark.parametrize("name, cls", [
-    ("nvjet_sm90_tst_192x96_64x5_1x2_h_bz_NTT", "GEMM"),
-    ("cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x1_tn_align2>", "GEMM"),
-    ("ampere_sgemm_128x64_tn", "GEMM"),
-    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", "attention"),
-    ("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t> >", "attention"),
-    ("cudnn::fusion::compute_dot_do_o_specialized<true, 64>", "attention"),
-    ("at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>", "normalisation"),
-    ("at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, float, 32u, 32u, 256u, false>", "normalisation"),
-    ("(anonymous namespace)::softmax_warp_forward<float, float, float, 1, true, false>", "reduction/softmax"),
-    ("at::native::reduce_kernel<128, 4, at::native::ReduceOp<float> >", "reduction/softmax"),
-    ("at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::TensorListMetadata<4> >", "optimizer"),
-    ("at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >", "elementwise"),
-    ("at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, bool>", "elementwise"),
-    ("at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::OpaqueType<2u>, unsigned int, 4, 64, 64>", "elementwise"),
-    ("at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, long>", "other"),
-])
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        ("nvjet_sm90_tst_192x96_64x5_1x2_h_bz_NTT", "GEMM"),
+        ("cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x1_tn_align2>", "GEMM"),
+        ("ampere_sgemm_128x64_tn", "GEMM"),
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", "attention"),
+        (
+            "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t> >",
+            "attention",
+        ),
+        ("cudnn::fusion::compute_dot_do_o_specialized<true, 64>", "attention"),
+        ("at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>", "normalisation"),
+        (
+            "at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, float, 32u, 32u, 256u, false>",
+            "normalisation",
+        ),
+        ("(anonymous namespace)::softmax_warp_forward<float, float, float, 1, true, false>", "reduction/softmax"),
+        ("at::native::reduce_kernel<128, 4, at::native::ReduceOp<float> >", "reduction/softmax"),
+        ("at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::TensorListMetadata<4> >", "optimizer"),
+        (
+            "at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >",
+            "elementwise",
+        ),
+        ("at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, bool>", "elementwise"),
+        (
+            "at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::OpaqueType<2u>, unsigned int, 4, 64, 64>",
+            "elementwise",
+        ),
+        ("at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, long>", "other"),
+    ],
+)
 def test_name_class(name, cls):
     assert kernel_classes.name_class(name) == cls
 
@@ -124,8 +139,15 @@ def test_class_table_sums_to_kernel_time():
     assert classes["nccl:AllReduce"]["sum_s_per_step"] == pytest.approx(95 / 2 * NS)
     assert classes["optimizer"]["sum_s_per_step"] == pytest.approx(16 / 2 * NS)
     assert classes["copy/memset"]["count_per_step"] == pytest.approx(0.5)
-    assert list(res.kernel_classes.columns) == ["world_size", "kernel_class", "sum_ns", "count", "sum_s_per_step",
-                                                "count_per_step", "share"]
+    assert list(res.kernel_classes.columns) == [
+        "world_size",
+        "kernel_class",
+        "sum_ns",
+        "count",
+        "sum_s_per_step",
+        "count_per_step",
+        "share",
+    ]
 
 
 def _two_ranks(shift_ar_ns: int, fmt: str = "kineto"):

@@ -10,7 +10,7 @@ def mask(a, lo, hi):
     """Reference implementation: a boolean array over [lo, hi) (one cell per ns)."""
     m = np.zeros(hi - lo, dtype=bool)
     for s, e in zip(*a):
-        m[s - lo:e - lo] = True
+        m[s - lo : e - lo] = True
     return m
 
 
@@ -93,7 +93,11 @@ def test_against_brute_force(seed):
     assert iv.is_union(*a) and iv.is_union(*b)
     assert np.array_equal(mask(a, lo, hi), ma)
     assert iv.total_length(*a) == int(ma.sum())
-    for got, want in ((iv.intersect(a, b), ma & mb), (iv.subtract(a, b), ma & ~mb), (iv.union(np.concatenate([a_raw[0], b_raw[0]]), np.concatenate([a_raw[1], b_raw[1]])), ma | mb)):
+    for got, want in (
+        (iv.intersect(a, b), ma & mb),
+        (iv.subtract(a, b), ma & ~mb),
+        (iv.union(np.concatenate([a_raw[0], b_raw[0]]), np.concatenate([a_raw[1], b_raw[1]])), ma | mb),
+    ):
         assert iv.is_union(*got)
         assert np.array_equal(mask(got, lo, hi), want)
         assert iv.total_length(*got) == int(want.sum())

@@ -11,8 +11,9 @@ from dnabert_scaling.runspec import RunSpec
 from dnabert_scaling.sweep import plan_runs
 
 
-@pytest.mark.parametrize("ws,tracer,repeat,variant", [(1, "none", 0, ""), (8, "scorep", 0, ""), (1, "none", 2, "noddp"),
-                                                      (4, "torch", 11, "")])
+@pytest.mark.parametrize(
+    "ws,tracer,repeat,variant", [(1, "none", 0, ""), (8, "scorep", 0, ""), (1, "none", 2, "noddp"), (4, "torch", 11, "")]
+)
 def test_run_name_round_trip(ws, tracer, repeat, variant):
     name = run_name(ws, tracer, repeat, variant)
     parsed = parse_run_name(name)
@@ -31,8 +32,16 @@ def test_scorep_rank_dir_names():
 
 def test_sweep_plan_uses_the_layout(tmp_path):
     plan = plan_runs(tmp_path, [1, 4], "scorep", 2, True, ["--steps", "3"])
-    assert [s.run_dir.name for s in plan] == ["ws1-none-r0", "ws1-none-r1", "ws1-none-r0-noddp", "ws1-none-r1-noddp",
-                                              "ws1-scorep-r0", "ws4-none-r0", "ws4-none-r1", "ws4-scorep-r0"]
+    assert [s.run_dir.name for s in plan] == [
+        "ws1-none-r0",
+        "ws1-none-r1",
+        "ws1-none-r0-noddp",
+        "ws1-none-r1-noddp",
+        "ws1-scorep-r0",
+        "ws4-none-r0",
+        "ws4-none-r1",
+        "ws4-scorep-r0",
+    ]
     assert all(s.name == s.run_dir.name for s in plan)
     assert RunSpec(1, "none", 0, tmp_path, variant="noddp").name == "ws1-none-r0-noddp"
 
@@ -71,5 +80,8 @@ def test_rank_files():
     run = RunLayout("run")
     assert str(run.steps(3)) == "run/rank3/steps.jsonl"
     assert str(run.rank_summary(0)) == "run/rank0/summary.json"
-    assert [str(p) for p in run.rank_traces(1)] == ["run/traces/rank1.json.gz", "run/traces/rank1.json",
-                                                     "run/traces/scorep-rank1"]
+    assert [str(p) for p in run.rank_traces(1)] == [
+        "run/traces/rank1.json.gz",
+        "run/traces/rank1.json",
+        "run/traces/scorep-rank1",
+    ]

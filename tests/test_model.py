@@ -87,9 +87,7 @@ def test_unexpected_key_is_an_error(tmp_path):
 
 
 def test_misshaped_key_is_an_error(tmp_path):
-    folder = _checkpoint_copy(
-        tmp_path, lambda s: s.__setitem__("bert.embeddings.LayerNorm.weight", torch.ones(5))
-    )
+    folder = _checkpoint_copy(tmp_path, lambda s: s.__setitem__("bert.embeddings.LayerNorm.weight", torch.ones(5)))
     with pytest.raises(ArtifactError, match=r"'bert.embeddings.LayerNorm.weight' has shape \(5,\)"):
         load_pretrained(folder, num_labels=2)
 

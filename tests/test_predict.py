@@ -71,7 +71,7 @@ def test_a_trace_that_does_not_follow_the_model_shows_its_error(tmp_path, runs, 
     rc, out = _predict(tmp_path, runs[1], *OPTS, "--measured", str(runs["slow"]))
     assert rc == 0
     row = out["comparison"]["4"]
-    assert row["error"]["step_time_rel"] < -0.10    # all-reduces 1.6x slower than the formula
+    assert row["error"]["step_time_rel"] < -0.10  # all-reduces 1.6x slower than the formula
     assert row["error"]["overlap_ratio_abs"] > 0.05
     assert row["within_goal"] is False
     assert "within goal: False" in capsys.readouterr().out
@@ -80,8 +80,9 @@ def test_a_trace_that_does_not_follow_the_model_shows_its_error(tmp_path, runs, 
 def test_measured_busbw_replaces_the_table(tmp_path, runs):
     bw = tmp_path / "busbw-ws4.json"
     # 100 GB/s at every size: twice the formula's time at the 200 GB/s of the written traces
-    bw.write_text(json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9},
-                                                         {"bytes": 26 << 20, "busbw_Bps": 100e9}]}))
+    bw.write_text(
+        json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}, {"bytes": 26 << 20, "busbw_Bps": 100e9}]})
+    )
     rc, out = _predict(tmp_path, runs[1], *OPTS, "--busbw", str(bw), "--measured", str(runs[4]))
     assert rc == 0
     assert out["world_sizes"]["4"]["busbw"] == "measured"
@@ -105,8 +106,13 @@ def test_bad_input_is_refused(tmp_path, runs, capsys):
     old.write(tmp_path / "old" / "scorep-rank0")
     assert main(["predict", str(tmp_path / "old" / "scorep-rank0")]) == 2
     assert "no ds:bucket ranges" in capsys.readouterr().err
-    for opts, word in ((["--gpus", "1,2"], "--gpus"), (["--gpus", "two"], "--gpus"), (["--node", "nope"], "--node"),
-                       (["--contention", "1.2,1.3,1.4"], "--contention"), (["--alpha-us", "x"], "--alpha-us")):
+    for opts, word in (
+        (["--gpus", "1,2"], "--gpus"),
+        (["--gpus", "two"], "--gpus"),
+        (["--node", "nope"], "--node"),
+        (["--contention", "1.2,1.3,1.4"], "--contention"),
+        (["--alpha-us", "x"], "--alpha-us"),
+    ):
         assert main(["predict", str(runs[1]), *opts]) == 2
         assert word in capsys.readouterr().err
     bad = tmp_path / "busbw.json"
@@ -151,9 +157,9 @@ def test_report_shows_predictions_beside_verdicts(tmp_path, runs):
         if c["id"] in ("C2", "C3", "C4", "C5", "C6"):
             assert f"<b>{c['id']}</b>" in part
     assert part.count('<span class="ds-ind">prediction</span>') == 5
-    assert "within goal" in part and "+0.0%" in part          # N=8 follows the model
+    assert "within goal" in part and "+0.0%" in part  # N=8 follows the model
     slow = json.loads((results / "predictions.json").read_text())["comparison"]["4"]["error"]["step_time_rel"]
-    assert f"{100 * slow:+.1f}%" in part                      # N=4 does not: its error is shown
+    assert f"{100 * slow:+.1f}%" in part  # N=4 does not: its error is shown
     assert "data:image/png;base64" in part.split("Figure 2.6")[0]
     assert json.loads((results / "verdicts.json").read_text()) == json.loads(json.dumps(verdicts, default=str))
 
@@ -166,8 +172,19 @@ def test_results_folder_pipeline(tmp_path, monkeypatch):
     for n in (1, 4):
         run = tmp_path / "sweep" / f"ws{n}-scorep-r0"
         write_bucket_run(run, n, m)
-        (run / "summary.json").write_text(json.dumps({"status": "ok", "world_size": n, "tracer": "scorep", "ddp": True,
-                                                      "measured_steps": 6, "device_type": "cuda", "fallbacks": []}))
+        (run / "summary.json").write_text(
+            json.dumps(
+                {
+                    "status": "ok",
+                    "world_size": n,
+                    "tracer": "scorep",
+                    "ddp": True,
+                    "measured_steps": 6,
+                    "device_type": "cuda",
+                    "fallbacks": [],
+                }
+            )
+        )
     assert main(["analyze", "sweep", "--out", "results"]) == 0
     assert main(["predict", "results", "--gpus", "2,4,8", "--intra-busbw", "200", "--alpha-us", "20"]) == 0
     out = json.loads((tmp_path / "results" / "predictions.json").read_text())
@@ -177,8 +194,9 @@ def test_results_folder_pipeline(tmp_path, monkeypatch):
     row = out["comparison"]["4"]
     assert row["measured"]["source"] == "metrics.json" and row["within_goal"] is True
     assert abs(row["error"]["step_time_rel"]) < 1e-3
-    (tmp_path / "results" / "metrics.json").write_text(json.dumps({"world_sizes": {"1": {"traced": {"run": "gone"}}},
-                                                                    "sources": ["sweep"]}))
+    (tmp_path / "results" / "metrics.json").write_text(
+        json.dumps({"world_sizes": {"1": {"traced": {"run": "gone"}}}, "sources": ["sweep"]})
+    )
     assert main(["predict", "results"]) == 2
 
 
@@ -192,14 +210,30 @@ def test_kineto_reader_keeps_bucket_ranges(tmp_path):
     def ann(name, ts, dur, tid=9):
         return {"ph": "X", "cat": "user_annotation", "name": name, "pid": 9, "tid": tid, "ts": ts, "dur": dur}
 
-    doc = {"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [
-        ann("ds:step", 10, 100), ann("ds:bucket:0:4096", 30, 2, tid=12), ann("ds:bucket", 40, 2, tid=12),
-        ann("ds:bucket:1:x", 50, 2, tid=12),
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
-         "args": {"device": 0, "stream": 7, "correlation": 1}}]}
+    doc = {
+        "distributedInfo": {"rank": 0, "world_size": 1},
+        "traceEvents": [
+            ann("ds:step", 10, 100),
+            ann("ds:bucket:0:4096", 30, 2, tid=12),
+            ann("ds:bucket", 40, 2, tid=12),
+            ann("ds:bucket:1:x", 50, 2, tid=12),
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": 0,
+                "tid": 7,
+                "ts": 20,
+                "dur": 5,
+                "args": {"device": 0, "stream": 7, "correlation": 1},
+            },
+        ],
+    }
     p = tmp_path / "rank0.json"
     p.write_text(json.dumps(doc))
     host = read_trace(p).host
     ph = host[host["kind"] == "phase"]
-    assert list(zip(ph["name"], ph["start_ns"], ph["thread"])) == [("step", 10000, "Master thread"),
-                                                                   ("bucket:0:4096", 30000, "Thread 12")]
+    assert list(zip(ph["name"], ph["start_ns"], ph["thread"])) == [
+        ("step", 10000, "Master thread"),
+        ("bucket:0:4096", 30000, "Thread 12"),
+    ]

@@ -17,8 +17,15 @@ SETS = sorted(p.name for p in (ROOT / "expected" / "reference-results").iterdir(
 
 
 def test_reference_results_are_shipped():
-    assert SETS == ["h200-b32", "h200-b8", "h200-buckets-b8", "h200-scorep-b32", "h200-scorep-b32-torch",
-                    "h200-scorep-b8", "h200-scorep-b8-torch"]
+    assert SETS == [
+        "h200-b32",
+        "h200-b8",
+        "h200-buckets-b8",
+        "h200-scorep-b32",
+        "h200-scorep-b32-torch",
+        "h200-scorep-b8",
+        "h200-scorep-b8-torch",
+    ]
     for name in SETS:  # every shipped set says where it came from (a sweep's sweep.json, or a single run's import)
         ref = ROOT / "expected" / "reference" / name
         assert (ref / "IMPORT.json").is_file() and ((ref / "sweep.json").is_file() or name == "h200-buckets-b8")
@@ -27,18 +34,29 @@ def test_reference_results_are_shipped():
 @pytest.mark.parametrize("name", SETS)
 def test_reference_results_are_rederived(tmp_path, name):
     out = tmp_path / "results"
-    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "analyze", str(ROOT / "expected" / "reference" / name),
-                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling", "analyze", str(ROOT / "expected" / "reference" / name), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     shipped = json.loads((ROOT / "expected" / "reference-results" / name / "metrics.json").read_text())
     fresh = json.loads((out / "metrics.json").read_text())
     assert differences(fresh["world_sizes"], shipped["world_sizes"]) == []
-    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "check", str(out), "--expected",
-                           str(ROOT / "expected" / "claims.toml"), "--quiet"], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling", "check", str(out), "--expected", str(ROOT / "expected" / "claims.toml"), "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     verdicts = {c["id"]: c["verdict"] for c in json.loads((out / "verdicts.json").read_text())["claims"]}
-    shipped_v = {c["id"]: c["verdict"] for c in
-                 json.loads((ROOT / "expected" / "reference-results" / name / "verdicts.json").read_text())["claims"]}
+    shipped_v = {
+        c["id"]: c["verdict"]
+        for c in json.loads((ROOT / "expected" / "reference-results" / name / "verdicts.json").read_text())["claims"]
+    }
     assert verdicts == shipped_v
     # one H200: zero NCCL kernels in every measured step
     assert verdicts["C1"] == "PASS"
@@ -50,6 +68,10 @@ def test_differences_are_found_and_named():
     assert differences(shipped, json.loads(json.dumps(shipped).replace("NaN", "NaN"))) == []
     fresh = {"1": {"a": 1.0 + 1e-12, "b": [1, 3, 4], "c": {"median": 2.0}, "e": None}}
     got = differences(fresh, shipped)
-    assert got == ["world_sizes.1.b: 3 items != 2 shipped", "world_sizes.1.b[1]: 3 != 2",
-                   "world_sizes.1.c.median: 2.0 != nan", "world_sizes.1.d: only in the shipped results",
-                   "world_sizes.1.e: only in the fresh results"]
+    assert got == [
+        "world_sizes.1.b: 3 items != 2 shipped",
+        "world_sizes.1.b[1]: 3 != 2",
+        "world_sizes.1.c.median: 2.0 != nan",
+        "world_sizes.1.d: only in the shipped results",
+        "world_sizes.1.e: only in the fresh results",
+    ]

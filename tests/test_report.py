@@ -101,8 +101,12 @@ def test_sections_labels_and_verdicts(built):
 def test_fallbacks_are_prominent(built):
     html = built["text"]
     box = html.split("3 Results: CPU smoke run")[1].split("ds-warn")[1].split("</ul>")[0]
-    for phrase in ("No GPU: CPU smoke run", "Random weights", "Synthetic data",
-                   "torch.profiler (Kineto) traces instead of Score-P"):
+    for phrase in (
+        "No GPU: CPU smoke run",
+        "Random weights",
+        "Synthetic data",
+        "torch.profiler (Kineto) traces instead of Score-P",
+    ):
         assert phrase in box, phrase
     gpu_box = html.split(f"2 Results: {GPU_LABEL}")[1].split("</ul>")[0]
     assert "torch.profiler (Kineto) traces instead of Score-P" in gpu_box
@@ -122,8 +126,11 @@ def test_idle_causes_and_kernel_classes_are_shown(built):
     gpu = built["text"].split(f"2 Results: {GPU_LABEL}")[1].split("3 Results")[0]
     assert "Why the GPU is idle" in gpu
     # the fixture's idle time is 80% host wait at every world size
-    assert re.search(r"World size 8: the GPU is idle \d+% of the median step and 80% of that idle time is host wait; "
-                     r"the step is launch-bound", gpu)
+    assert re.search(
+        r"World size 8: the GPU is idle \d+% of the median step and 80% of that idle time is host wait; "
+        r"the step is launch-bound",
+        gpu,
+    )
     assert "GPU time by kernel class at world size 8" in gpu
     for cls in ("nccl:AllReduce", ">GEMM<", ">elementwise<", ">reduction/softmax<", ">copy/memset<"):
         assert cls in gpu, cls
@@ -155,14 +162,27 @@ def _set(tmp_path, metrics_tables, name="s"):
 
 def test_figures_are_pngs_or_reasons(tmp_path):
     gpu = _set(tmp_path, gpu_results((1, 2, 4)), "gpu")
-    for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap,
-               figures.throughput, figures.busy_wait, figures.distributions):
+    for fn in (
+        figures.breakdown,
+        figures.allreduce_vs_backward,
+        figures.timeline,
+        figures.overlap,
+        figures.throughput,
+        figures.busy_wait,
+        figures.distributions,
+    ):
         fig = fn(gpu)
         assert isinstance(fig, figures.Figure), fn.__name__
         assert fig.png.startswith(b"\x89PNG") and len(fig.png) > 5000 and fig.alt
     cpu = _set(tmp_path, cpu_results((1, 2)), "cpu")
-    for fn in (figures.breakdown, figures.allreduce_vs_backward, figures.timeline, figures.overlap, figures.busy_wait,
-               figures.distributions):
+    for fn in (
+        figures.breakdown,
+        figures.allreduce_vs_backward,
+        figures.timeline,
+        figures.overlap,
+        figures.busy_wait,
+        figures.distributions,
+    ):
         fig = fn(cpu)
         assert isinstance(fig, figures.NotAvailable) and len(fig.reason) > 20, fn.__name__
     assert "world sizes 1, 2: CPU run (gloo, no GPU)" in figures.breakdown(cpu).reason
@@ -200,8 +220,15 @@ def test_stale_verdicts_are_recomputed(tmp_path):
 def test_kernel_spec_is_this_interpreter_whatever_jupyter_path_says(tmp_path, monkeypatch):
     bogus = tmp_path / "kernels" / "python3"
     bogus.mkdir(parents=True)
-    (bogus / "kernel.json").write_text(json.dumps({"argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f",
-                                                            "{connection_file}"], "display_name": "other", "language": "python"}))
+    (bogus / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": ["/nonexistent/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "other",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -273,8 +300,10 @@ def test_labels_are_made_distinct(tmp_path):
     b = json.loads(json.dumps(a))
     b["provenance"]["batch_size_per_rank"] = 8
     labels = content.distinct_labels([(a, tmp_path / "expected/reference/x"), (b, tmp_path / "expected/reference/y")])
-    assert labels == ["Reference traces: H200, world size 1, tracer scorep, batch 32 per rank",
-                      "Reference traces: H200, world size 1, tracer scorep, batch 8 per rank"]
+    assert labels == [
+        "Reference traces: H200, world size 1, tracer scorep, batch 32 per rank",
+        "Reference traces: H200, world size 1, tracer scorep, batch 8 per rank",
+    ]
     same = content.distinct_labels([(a, tmp_path / "one"), (a, tmp_path / "two")])
     assert len(set(same)) == 2
 
@@ -286,14 +315,19 @@ def test_cross_tracer_agreement_table_pairs_the_scorep_and_torch_twins(tmp_path)
     from conftest import PYTHON
 
     sets = [ROOT / "expected" / "reference-results" / n for n in ("h200-scorep-b8", "h200-scorep-b8-torch", "h200-b32")]
-    proc = subprocess.run([PYTHON, "-m", "dnabert_scaling", "report", *map(str, sets), "--out", str(tmp_path / "rep")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling", "report", *map(str, sets), "--out", str(tmp_path / "rep")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = (tmp_path / "rep" / "report.html").read_text()
-    section = page[page.index("Appendix C: cross-tracer agreement"):page.index("Appendix D")]
+    section = page[page.index("Appendix C: cross-tracer agreement") : page.index("Appendix D")]
     assert "batch 8 per rank: set 1 (scorep) against set 2 (torch)" in section
     assert "batch 32 per rank: set" not in section  # no Score-P set of batch 32 among these: no pair
-    row = section[section.index("kernels per step"):section.index("step (traced)")]
+    row = section[section.index("kernels per step") : section.index("step (traced)")]
     assert row.count("1,127") == 2 and "1.000" in row  # both tools see every kernel of the step
 
 

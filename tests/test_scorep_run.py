@@ -35,8 +35,21 @@ def clean_env(monkeypatch):
 
 def test_command_and_environment(tmp_path, clean_env):
     argv, env = sp.scorep_command("/venv/bin/python", ["dnabert_scaling", "train", "--steps", "50"], 3, tmp_path / "run")
-    assert argv == ["/venv/bin/python", "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler",
-                    "--noinstrumenter", str(sp.LAUNCHER), "dnabert_scaling", "train", "--steps", "50"]
+    assert argv == [
+        "/venv/bin/python",
+        "-m",
+        "scorep",
+        "--cuda",
+        "--mpp=none",
+        "--thread=pthread",
+        "--nocompiler",
+        "--noinstrumenter",
+        str(sp.LAUNCHER),
+        "dnabert_scaling",
+        "train",
+        "--steps",
+        "50",
+    ]
     exp = (tmp_path / "run" / "traces" / "scorep-rank3").resolve()
     assert env["SCOREP_EXPERIMENT_DIRECTORY"] == str(exp)
     assert (tmp_path / "run" / "traces").is_dir() and not exp.exists()  # parent made, experiment dir left to Score-P
@@ -52,12 +65,19 @@ def test_command_and_environment(tmp_path, clean_env):
 def test_precedence_and_python_instrumentation(tmp_path, clean_env):
     clean_env.setenv("SCOREP_CUDA_ENABLE", "kernel,memcpy")
     clean_env.setenv("SCOREP_TOTAL_MEMORY", "3G")
-    argv, env = sp.scorep_command("python", ["-m", "dnabert_scaling", "train"], 0, tmp_path, python_instrumentation=True,
-                                  cuda_buffer="128M", extra_env={"NCCL_DEBUG": "WARN", "SCOREP_VERBOSE": "true"})
+    argv, env = sp.scorep_command(
+        "python",
+        ["-m", "dnabert_scaling", "train"],
+        0,
+        tmp_path,
+        python_instrumentation=True,
+        cuda_buffer="128M",
+        extra_env={"NCCL_DEBUG": "WARN", "SCOREP_VERBOSE": "true"},
+    )
     assert "--noinstrumenter" not in argv and argv[-3:] == [str(sp.LAUNCHER), "dnabert_scaling", "train"]
-    assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"          # the user's own setting is kept
+    assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"  # the user's own setting is kept
     assert env["SCOREP_TOTAL_MEMORY"] == "3G"
-    assert env["SCOREP_CUDA_BUFFER"] == "128M"                   # an argument wins
+    assert env["SCOREP_CUDA_BUFFER"] == "128M"  # an argument wins
     assert env["SCOREP_FILTERING_FILE"] == str(sp.PYTHON_FILTER)
     assert env["NCCL_DEBUG"] == "WARN" and env["SCOREP_VERBOSE"] == "true"
     _, env2 = sp.scorep_command("python", ["dnabert_scaling"], 1, tmp_path, cuda_enable="driver,kernel")
@@ -80,8 +100,13 @@ def test_launcher_runs_a_module_like_python_dash_m(tmp_path):
     mod.mkdir()
     (mod / "__init__.py").write_text("")
     (mod / "__main__.py").write_text("import sys\nprint(__name__, sys.argv[1:], sys.path[0])\n")
-    out = subprocess.run([sys.executable, str(sp.LAUNCHER), "pkg_probe", "train", "--x", "1"], cwd=tmp_path,
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, str(sp.LAUNCHER), "pkg_probe", "train", "--x", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out[0] == "__main__" and out[1:5] == ["['train',", "'--x',", "'1']", str(tmp_path)]
     bad = subprocess.run([sys.executable, str(sp.LAUNCHER)], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
@@ -100,8 +125,11 @@ def test_under_scorep(monkeypatch):
 
 def _fake_tools(bin_dir, cuda="yes"):
     bin_dir.mkdir(parents=True, exist_ok=True)
-    for name, body in (("scorep-config", "echo --cuda"), ("cc", "exit 0"),
-                       ("scorep-info", f"echo 'Score-P 9.0'; echo '   CUDA support:     {cuda}'")):
+    for name, body in (
+        ("scorep-config", "echo --cuda"),
+        ("cc", "exit 0"),
+        ("scorep-info", f"echo 'Score-P 9.0'; echo '   CUDA support:     {cuda}'"),
+    ):
         p = bin_dir / name
         p.write_text(f"#!/bin/sh\n{body}\n")
         p.chmod(0o755)
@@ -156,14 +184,16 @@ def test_check_experiment_warnings_from_log_and_config(tmp_path):
     exp = write_ground_truth(tmp_path / "traces" / "scorep-rank0")
     assert sp.check_experiment(exp) == []
     (exp / "scorep.cfg").write_text("SCOREP_ENABLE_TRACING=true\nSCOREP_CUDA_ENABLE='driver','kernel','sync','gpumemusage'\n")
-    log = "\n".join([
-        "step 10 loss 0.61",
-        "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:301: Warning: [CUPTI Activity] Context 1: Dropped 4096 records.",
-        "[Score-P] To avoid dropping of records increase the buffer size! Proposed minimum SCOREP_CUDA_BUFFER=8388608",
-        "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:301: Warning: [CUPTI Activity] Context 1: Dropped 4096 records.",
-        "[Score-P] Trace buffer flush on rank 0 (location 2). Consider increasing SCOREP_TOTAL_MEMORY.",
-        "SCOREP_TOTAL_MEMORY=256M",  # the launcher echoing its settings is not a warning
-    ])
+    log = "\n".join(
+        [
+            "step 10 loss 0.61",
+            "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:301: Warning: [CUPTI Activity] Context 1: Dropped 4096 records.",
+            "[Score-P] To avoid dropping of records increase the buffer size! Proposed minimum SCOREP_CUDA_BUFFER=8388608",
+            "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:301: Warning: [CUPTI Activity] Context 1: Dropped 4096 records.",
+            "[Score-P] Trace buffer flush on rank 0 (location 2). Consider increasing SCOREP_TOTAL_MEMORY.",
+            "SCOREP_TOTAL_MEMORY=256M",  # the launcher echoing its settings is not a warning
+        ]
+    )
     warnings = sp.check_experiment(exp, log)
     assert warnings[0] == "SCOREP_CUDA_ENABLE records gpumemusage, sync: extra synchronisation perturbs the overlap measured"
     dropped = [w for w in warnings if w.startswith("Score-P dropped CUDA activity records")]
@@ -182,8 +212,13 @@ def test_filter_file_syntax():
     assert all(" " not in p for p in patterns)
     import fnmatch
 
-    for kept in ("user:ds:step", "user:ds:backward", "_Z13jacobi_kernelPKfPfiiS1_", "dnabert_scaling.model:forward",
-                 "torch.nn.modules.module:_call_impl"):
+    for kept in (
+        "user:ds:step",
+        "user:ds:backward",
+        "_Z13jacobi_kernelPKfPfiiS1_",
+        "dnabert_scaling.model:forward",
+        "torch.nn.modules.module:_call_impl",
+    ):
         excluded = any(fnmatch.fnmatchcase(kept, p) for p in patterns[:-1])
         assert not excluded or kept.startswith("user:"), kept
     assert any(fnmatch.fnmatchcase("importlib._bootstrap:_find_and_load", p) for p in patterns)

@@ -115,8 +115,18 @@ def test_preflight_judges_kernels_on_real_traces():
 
 def _kept(tmp_path, monkeypatch, status, **figures):
     path = tmp_path / "preflight.json"
-    path.write_text(json.dumps({"schema": "dnabert-scaling/scorep-preflight/1", "status": status, "steps": 3,
-                                "steps_measured": 3, "bound": 0.999, **figures}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": "dnabert-scaling/scorep-preflight/1",
+                "status": status,
+                "steps": 3,
+                "steps_measured": 3,
+                "bound": 0.999,
+                **figures,
+            }
+        )
+    )
     monkeypatch.setenv("DNABERT_SCALING_SCOREP_PREFLIGHT", str(path))
     import dnabert_scaling.tracing.scorep as sp
 
@@ -135,8 +145,7 @@ def test_auto_uses_scorep_after_a_complete_preflight(tmp_path, monkeypatch):
 def test_auto_falls_back_with_the_preflight_figures(tmp_path, monkeypatch):
     from dnabert_scaling.tracing import resolve_tracer
 
-    path = _kept(tmp_path, monkeypatch, "incomplete", launches=3881, activities=184, ratio=184 / 3881,
-                 steps_below_bound=3)
+    path = _kept(tmp_path, monkeypatch, "incomplete", launches=3881, activities=184, ratio=184 / 3881, steps_below_bound=3)
     tracer, fallback = resolve_tracer("auto")
     assert tracer == "torch" and fallback.what == "tracer"
     assert "Score-P recorded 4.7% of the launched kernels in the preflight" in fallback.reason

@@ -35,8 +35,23 @@ pytestmark = pytest.mark.slurm
 
 SWEEP = ROOT / "scripts" / "slurm" / "sweep.sh"
 CLUSTER = "dnabert-ci"
-TINY = ("--model", "tiny", "--no-progress", "--find-unused-parameters", "false", "--device", "cpu",
-        "--task", "prom_core_all", "--steps", "3", "--warmup-steps", "1", "--batch-size", "8")
+TINY = (
+    "--model",
+    "tiny",
+    "--no-progress",
+    "--find-unused-parameters",
+    "false",
+    "--device",
+    "cpu",
+    "--task",
+    "prom_core_all",
+    "--steps",
+    "3",
+    "--warmup-steps",
+    "1",
+    "--batch-size",
+    "8",
+)
 PAYLOAD = (
     'printf \'{"rank": "%s", "local_rank": "%s", "world_size": "%s", "cvd": "%s", "master": "%s:%s", '
     '"job": "%s", "args": "%s"}\\n\' "$RANK" "$LOCAL_RANK" "$WORLD_SIZE" "${CUDA_VISIBLE_DEVICES:-}" '
@@ -111,8 +126,11 @@ def test_fake_gpu_chain_1_4_8_gives_each_rank_its_place(cluster, tmp_path, prefi
     plan = [RunSpec(n, "none", 0, tmp_path / "runs" / f"ws{n}-none-r0", ("--model", "tiny")) for n in (8, 1, 4)]
     results = run_slurm(plan, payload_config(prefix, gpus_per_node=8), log=lambda m: None)
 
-    assert [(r.world_size, r.state, r.exit_code) for r in results] == [(1, "COMPLETED", 0), (4, "COMPLETED", 0),
-                                                                       (8, "COMPLETED", 0)]
+    assert [(r.world_size, r.state, r.exit_code) for r in results] == [
+        (1, "COMPLETED", 0),
+        (4, "COMPLETED", 0),
+        (8, "COMPLETED", 0),
+    ]
     fields = {r.world_size: job_fields(r.job_id) for r in results}
     for r in results:
         n, f = r.world_size, fields[r.world_size]
@@ -144,7 +162,9 @@ def test_fake_gpus_one_per_task(cluster, tmp_path, prefix, monkeypatch):
 def test_two_nodes_of_4_gpus_are_requested_for_8_ranks(cluster, tmp_path, prefix):
     """ceil(8 / 4) = 2 nodes: the one-node test partition cannot take it; nothing is submitted."""
     plan = [RunSpec(n, "none", 0, tmp_path / f"ws{n}-none-r0") for n in (1, 4, 8)]
-    with pytest.raises(ArtifactError, match=r"world size 8 \(2 node\(s\) x 4 GPU\(s\)\) needs 2 nodes but partition 'debug' has 1"):
+    with pytest.raises(
+        ArtifactError, match=r"world size 8 \(2 node\(s\) x 4 GPU\(s\)\) needs 2 nodes but partition 'debug' has 1"
+    ):
         run_slurm(plan, payload_config(prefix, gpus_per_node=4), log=lambda m: None)
     assert jobs_named(prefix) == [] and not (tmp_path / "slurm").exists()
 
@@ -155,8 +175,16 @@ def test_two_nodes_of_4_gpus_are_requested_for_8_ranks(cluster, tmp_path, prefix
 @pytest.mark.parametrize(
     "settings, sizes, message",
     [
-        (dict(partition="nosuch", gpus_per_node=8), (1,), r"setting partition: partition 'nosuch' does not exist on this cluster \(partitions: debug\)"),
-        (dict(gpus_per_node=16), (16,), r"asks for 16 GPU\(s\) per node but the nodes of partition 'debug' have at most 8 GPU\(s\)"),
+        (
+            dict(partition="nosuch", gpus_per_node=8),
+            (1,),
+            r"setting partition: partition 'nosuch' does not exist on this cluster \(partitions: debug\)",
+        ),
+        (
+            dict(gpus_per_node=16),
+            (16,),
+            r"asks for 16 GPU\(s\) per node but the nodes of partition 'debug' have at most 8 GPU\(s\)",
+        ),
         (dict(gpus_per_node=4, max_nodes=1), (4, 8), r"world size 8 .* needs 2 nodes, more than setting max_nodes=1 allows"),
         (dict(gpus_per_node=8, gres_type="h100"), (2,), r"have at most 0 GPU\(s\) of type h100"),
         (dict(gpus_per_node=0, cpus_per_task=4), (8,), r"8 task\(s\) x 4 CPU\(s\) do not fit on one node .* \(16 CPUs\)"),
@@ -180,16 +208,23 @@ def test_sweep_sh_validates_before_submitting(cluster, tmp_path, prefix):
     base = ["bash", str(SWEEP), "--no-container", "--job-name-prefix", prefix, "--out", str(tmp_path / "runs")]
     cases = [
         (["--partition", "nosuch", "--world-sizes", "1"], "partition 'nosuch' does not exist on this cluster (partitions: debug"),
-        (["--gpus-per-node", "4", "--world-sizes", "1,4,8"], "world size 8 (2 node(s) x 4 GPU(s)) needs 2 nodes but partition 'debug' has 1"),
-        (["--gpus-per-node", "12", "--world-sizes", "12"], "--gpus-per-node=12 but the nodes of partition 'debug' have at most 8 GPU(s)"),
+        (
+            ["--gpus-per-node", "4", "--world-sizes", "1,4,8"],
+            "world size 8 (2 node(s) x 4 GPU(s)) needs 2 nodes but partition 'debug' has 1",
+        ),
+        (
+            ["--gpus-per-node", "12", "--world-sizes", "12"],
+            "--gpus-per-node=12 but the nodes of partition 'debug' have at most 8 GPU(s)",
+        ),
         (["--gpus-per-node", "8", "--time", "soon", "--world-sizes", "1"], "SLURM would not accept the job (sbatch --test-only)"),
     ]
     for args, message in cases:
         proc = subprocess.run([*base, *args], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
     assert jobs_named(prefix) == []
-    proc = subprocess.run([*base, "--gpus-per-node", "8", "--world-sizes", "1,8", "--test-only"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*base, "--gpus-per-node", "8", "--world-sizes", "1,8", "--test-only"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0 and "2 job(s) would be accepted; nothing submitted" in proc.stdout, proc.stderr
     assert jobs_named(prefix) == []
 
@@ -200,14 +235,19 @@ def test_sweep_sh_validates_before_submitting(cluster, tmp_path, prefix):
 def test_cpu_sweep_trains_resubmits_only_missing_runs(cluster, tmp_path, prefix, tiny_task):
     runs = tmp_path / "runs"
     train = (*TINY, "--data", str(tiny_task))
-    plan = [RunSpec(1, "none", 0, runs / "ws1-none-r0", train), RunSpec(2, "none", 0, runs / "ws2-none-r0", train),
-            RunSpec(2, "none", 1, runs / "ws2-none-r1", train)]
+    plan = [
+        RunSpec(1, "none", 0, runs / "ws1-none-r0", train),
+        RunSpec(2, "none", 0, runs / "ws2-none-r0", train),
+        RunSpec(2, "none", 1, runs / "ws2-none-r1", train),
+    ]
     cfg = SlurmConfig(no_container=True, gpus_per_node=0, poll_s=0.5, timeout_s=300, job_name_prefix=prefix)
     t0 = time.monotonic()
     results = run_slurm(plan, cfg, log=lambda m: None)
     first = time.monotonic() - t0
     assert [(r.world_size, r.state, r.runs) for r in results] == [
-        (1, "COMPLETED", ["ws1-none-r0"]), (2, "COMPLETED", ["ws2-none-r0", "ws2-none-r1"])]
+        (1, "COMPLETED", ["ws1-none-r0"]),
+        (2, "COMPLETED", ["ws2-none-r0", "ws2-none-r1"]),
+    ]
     for spec in plan:
         summary = json.loads((spec.run_dir / "summary.json").read_text())
         assert summary["status"] == "ok" and summary["world_size"] == spec.world_size
@@ -264,9 +304,31 @@ def test_sweep_sh_simple_mode_skips_complete_runs_inside_the_job(cluster, tmp_pa
     (done / "summary.json").write_text(json.dumps({"status": "ok", "marker": "kept"}, indent=2))
     cli = Path(os.sys.executable).parent / "dnabert-scaling"
     proc = subprocess.run(
-        ["bash", str(SWEEP), "--no-container", "--cli", str(cli), "--gpus-per-node", "0", "--job-name-prefix", prefix,
-         "--world-sizes", "2", "--repeats", "2", "--out", str(runs), "--", *TINY, "--data", str(tiny_task)],
-        capture_output=True, text=True, timeout=60)
+        [
+            "bash",
+            str(SWEEP),
+            "--no-container",
+            "--cli",
+            str(cli),
+            "--gpus-per-node",
+            "0",
+            "--job-name-prefix",
+            prefix,
+            "--world-sizes",
+            "2",
+            "--repeats",
+            "2",
+            "--out",
+            str(runs),
+            "--",
+            *TINY,
+            "--data",
+            str(tiny_task),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     m = re.search(r"ws=2 job=(\d+) log=(\S+)", proc.stdout)
     assert m, proc.stdout
@@ -283,8 +345,7 @@ def test_sweep_sh_simple_mode_skips_complete_runs_inside_the_job(cluster, tmp_pa
 
 
 def test_wait_timeout_cancels_the_sweeps_jobs(cluster, tmp_path, prefix):
-    cfg = SlurmConfig(no_container=True, command="sleep 60", gpus_per_node=0, poll_s=0.5, timeout_s=2,
-                      job_name_prefix=prefix)
+    cfg = SlurmConfig(no_container=True, command="sleep 60", gpus_per_node=0, poll_s=0.5, timeout_s=2, job_name_prefix=prefix)
     plan = [RunSpec(1, "none", 0, tmp_path / "ws1-none-r0"), RunSpec(2, "none", 0, tmp_path / "ws2-none-r0")]
     with pytest.raises(SlurmJobError, match=r"still unfinished after 2 s; cancelled by the sweep"):
         run_slurm(plan, cfg, log=lambda m: None)
@@ -301,11 +362,45 @@ def test_sweep_command_end_to_end_then_analysis(cluster, tmp_path, prefix):
     cli = str(Path(os.sys.executable).parent / "dnabert-scaling")
     out, results = tmp_path / "runs", tmp_path / "results"
     proc = subprocess.run(
-        [cli, "sweep", "--executor", "slurm", "--gpus", "1,2", "--device", "cpu", "--repeats", "1", "--tracer", "none",
-         "--no-busbw", "--no-container", "--gpus-per-node", "0", "--poll-interval", "0.5", "--wait-timeout", "300",
-         "--job-name-prefix", prefix, "--sbatch-arg=--comment=e2e", "--out", str(out),
-         "--", "--model", "tiny", "--steps", "3", "--warmup-steps", "1", "--no-progress"],
-        capture_output=True, text=True, timeout=400)
+        [
+            cli,
+            "sweep",
+            "--executor",
+            "slurm",
+            "--gpus",
+            "1,2",
+            "--device",
+            "cpu",
+            "--repeats",
+            "1",
+            "--tracer",
+            "none",
+            "--no-busbw",
+            "--no-container",
+            "--gpus-per-node",
+            "0",
+            "--poll-interval",
+            "0.5",
+            "--wait-timeout",
+            "300",
+            "--job-name-prefix",
+            prefix,
+            "--sbatch-arg=--comment=e2e",
+            "--out",
+            str(out),
+            "--",
+            "--model",
+            "tiny",
+            "--steps",
+            "3",
+            "--warmup-steps",
+            "1",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sweep_log = proc.stdout + proc.stderr
     assert re.search(r"slurm job \d+: COMPLETED", proc.stderr), sweep_log
@@ -360,15 +455,24 @@ def test_container_mode_runs_ranks_through_apptainer_exec(cluster, tmp_path, pre
     calls = tmp_path / "calls"
     calls.mkdir()
     fake = tmp_path / "apptainer"
-    fake.write_text(FAKE_APPTAINER.format(python=os.sys.executable, log=str(calls),
-                                          path=f"{Path(os.sys.executable).parent}:/usr/bin:/bin"))
+    fake.write_text(
+        FAKE_APPTAINER.format(python=os.sys.executable, log=str(calls), path=f"{Path(os.sys.executable).parent}:/usr/bin:/bin")
+    )
     fake.chmod(0o755)
     image = tmp_path / "dnabert-scaling.sif"
     image.write_bytes(b"SIF stand-in")
     run_dir = tmp_path / "runs" / "ws2-none-r0"
     plan = [RunSpec(2, "none", 0, run_dir, (*TINY, "--data", str(tiny_task)))]
-    cfg = SlurmConfig(image=image, apptainer=str(fake), gpus_per_node=0, binds=("/scratch-test",), poll_s=0.5,
-                      timeout_s=180, job_name_prefix=prefix, pass_env=("DNABERT_TEST_VAR",))
+    cfg = SlurmConfig(
+        image=image,
+        apptainer=str(fake),
+        gpus_per_node=0,
+        binds=("/scratch-test",),
+        poll_s=0.5,
+        timeout_s=180,
+        job_name_prefix=prefix,
+        pass_env=("DNABERT_TEST_VAR",),
+    )
     monkeypatch.setenv("DNABERT_TEST_VAR", "passed")
     monkeypatch.setenv("SCOREP_TOTAL_MEMORY", "64M")
     (result,) = run_slurm(plan, cfg, log=lambda m: None)
@@ -387,7 +491,7 @@ def test_container_mode_runs_ranks_through_apptainer_exec(cluster, tmp_path, pre
         assert "RANK" not in env and "PATH" not in env and "HOME" not in env
 
 
-FAKE_TRAIN = r'''#!/bin/sh
+FAKE_TRAIN = r"""#!/bin/sh
 # Stands in for `dnabert-scaling train`: writes the run's outputs, then rank 1 exits with 9
 # ("died while shutting down"). With RANK_SUMMARIES=0 the rank summaries are not written.
 out=""
@@ -398,7 +502,7 @@ mkdir -p "$out/rank$SLURM_PROCID"
 sleep 1
 [ "$SLURM_PROCID" = 1 ] && { echo "rank 1: crash at exit" >&2; exit 9; }
 exit 0
-'''
+"""
 
 
 @pytest.mark.parametrize("rank_summaries", [True, False])

@@ -43,8 +43,9 @@ def sweep(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def dry_run(tmp_path: Path, *args: str, sizes: str = "1,4,8") -> list[list[str]]:
-    proc = sweep("--dry-run", "--no-container", "--world-sizes", sizes, "--out", str(tmp_path / "runs"), *args,
-                 "--", "--model", "tiny")
+    proc = sweep(
+        "--dry-run", "--no-container", "--world-sizes", sizes, "--out", str(tmp_path / "runs"), *args, "--", "--model", "tiny"
+    )
     assert proc.returncode == 0, proc.stderr
     return [shlex.split(line) for line in proc.stdout.strip().splitlines()]
 
@@ -72,8 +73,14 @@ def test_settings_file_values_and_origins(tmp_path):
     )
     values, origin = load_config(conf)
     assert values == {
-        "partition": "gpu", "account": "proj 1", "time": "01:30:00", "gpus_per_node": 8, "max_nodes": 2,
-        "no_container": True, "binds": ("/scratch", "/data"), "sbatch_args": ("--qos=high", "--exclusive"),
+        "partition": "gpu",
+        "account": "proj 1",
+        "time": "01:30:00",
+        "gpus_per_node": 8,
+        "max_nodes": 2,
+        "no_container": True,
+        "binds": ("/scratch", "/data"),
+        "sbatch_args": ("--qos=high", "--exclusive"),
     }
     assert origin["gpus_per_node"] == f"GPUS_PER_NODE ({conf}:6)"
     cfg = SlurmConfig.from_file(conf)
@@ -110,8 +117,20 @@ def test_options_override_the_settings_file(tmp_path):
     conf.write_text("PARTITION=small\nGPUS_PER_NODE=4\nBIND=/a\nIMAGE=x.sif\n")
     parser = argparse.ArgumentParser()
     add_slurm_arguments(parser)
-    args = parser.parse_args(["--slurm-config", str(conf), "--partition", "big", "--bind", "/b", "--no-container",
-                              "--sbatch-arg=--qos=high", "--time-limit", "00:10:00"])
+    args = parser.parse_args(
+        [
+            "--slurm-config",
+            str(conf),
+            "--partition",
+            "big",
+            "--bind",
+            "/b",
+            "--no-container",
+            "--sbatch-arg=--qos=high",
+            "--time-limit",
+            "00:10:00",
+        ]
+    )
     cfg = config_from_args(args)
     assert cfg.partition == "big" and cfg.gpus_per_node == 4 and cfg.binds == ("/a", "/b")
     assert cfg.no_container is True and cfg.sbatch_args == ("--qos=high",) and cfg.time == "00:10:00"
@@ -153,8 +172,7 @@ def test_gres_parsing_and_node_counts():
 
 
 def test_plan_grouping(tmp_path):
-    plan = [RunSpec(4, "none", 0, tmp_path / "a"), RunSpec(1, "none", 0, tmp_path / "b"),
-            RunSpec(4, "scorep", 0, tmp_path / "c")]
+    plan = [RunSpec(4, "none", 0, tmp_path / "a"), RunSpec(1, "none", 0, tmp_path / "b"), RunSpec(4, "scorep", 0, tmp_path / "c")]
     groups = group_plan(plan)
     assert list(groups) == [1, 4] and [s.name for s in groups[4]] == ["ws4-none-r0", "ws4-scorep-r0"]
     with pytest.raises(ArtifactError, match="share the run directory"):
@@ -172,7 +190,9 @@ def test_complete_runs_are_not_submitted(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     results = run_slurm(plan, SlurmConfig(no_container=True), log=lambda m: None)
     assert [(r.world_size, r.state, r.job_id, r.skipped) for r in results] == [
-        (1, "SKIPPED", None, ["ws1-none-r0"]), (2, "SKIPPED", None, ["ws2-none-r0"])]
+        (1, "SKIPPED", None, ["ws1-none-r0"]),
+        (2, "SKIPPED", None, ["ws2-none-r0"]),
+    ]
 
 
 def test_failed_run_is_resubmitted_but_complete_one_is_not(tmp_path, monkeypatch):
@@ -184,8 +204,7 @@ def test_failed_run_is_resubmitted_but_complete_one_is_not(tmp_path, monkeypatch
     (failed / "summary.json").write_text(json.dumps({"status": "failed"}))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     with pytest.raises(ArtifactError, match="'sbatch' not found"):
-        run_slurm([RunSpec(1, "none", 0, ok), RunSpec(2, "none", 0, failed)], SlurmConfig(no_container=True),
-                  log=lambda m: None)
+        run_slurm([RunSpec(1, "none", 0, ok), RunSpec(2, "none", 0, failed)], SlurmConfig(no_container=True), log=lambda m: None)
     assert not (tmp_path / "slurm" / "ws2").exists(), "nothing is written before validation passes"
 
 
@@ -193,11 +212,28 @@ def test_failed_run_is_resubmitted_but_complete_one_is_not(tmp_path, monkeypatch
 
 
 def test_gpu_job_shapes_for_1_4_8_on_4_gpu_nodes(tmp_path):
-    cmds = dry_run(tmp_path, "--gpus-per-node", "4", "--partition", "gpu", "--account", "acc", "--time", "00:20:00",
-                   "--cpus-per-task", "6", "--mem", "100G", "--sbatch-arg=--qos=high")
+    cmds = dry_run(
+        tmp_path,
+        "--gpus-per-node",
+        "4",
+        "--partition",
+        "gpu",
+        "--account",
+        "acc",
+        "--time",
+        "00:20:00",
+        "--cpus-per-task",
+        "6",
+        "--mem",
+        "100G",
+        "--sbatch-arg=--qos=high",
+    )
     shapes = [opts(c) for c in cmds]
     assert [(s["--ntasks"], s["--nodes"], s["--ntasks-per-node"], s["--gres"]) for s in shapes] == [
-        ("1", "1", "1", "gpu:1"), ("4", "1", "4", "gpu:4"), ("8", "2", "4", "gpu:4")]
+        ("1", "1", "1", "gpu:1"),
+        ("4", "1", "4", "gpu:4"),
+        ("8", "2", "4", "gpu:4"),
+    ]
     for s in shapes:
         assert s["--partition"] == "gpu" and s["--account"] == "acc" and s["--time"] == "00:20:00"
         assert s["--cpus-per-task"] == "6" and s["--mem"] == "100G" and s["--qos"] == "high"
@@ -206,7 +242,7 @@ def test_gpu_job_shapes_for_1_4_8_on_4_gpu_nodes(tmp_path):
     assert shapes[1]["--dependency"] == "afterok:<job of ws1>" and shapes[2]["--dependency"] == "afterok:<job of ws4>"
     assert [s["--job-name"] for s in shapes] == ["dnabert-ws1", "dnabert-ws4", "dnabert-ws8"]
     # the batch script, its options and the job directory follow sbatch's options
-    tail = cmds[2][cmds[2].index(str(JOB)):]
+    tail = cmds[2][cmds[2].index(str(JOB)) :]
     assert tail[-1] == str(tmp_path / "runs" / "slurm" / "ws8") and "--no-container" in tail
     assert tail[tail.index("--rank-script") + 1] == str(RANK)
 
@@ -263,8 +299,9 @@ def test_sweep_sh_config_file_errors_name_the_line(tmp_path):
     proc = sweep("--dry-run", "--config", str(conf), "--no-container", "--world-sizes", "1", "--out", str(tmp_path))
     assert proc.returncode == 2 and "GPUS_PER_NODE in" in proc.stderr and "'lots'" in proc.stderr
     # a flag wins over the file, so the same file with --gpus-per-node is fine
-    proc = sweep("--dry-run", "--config", str(conf), "--gpus-per-node", "2", "--no-container", "--world-sizes", "4",
-                 "--out", str(tmp_path))
+    proc = sweep(
+        "--dry-run", "--config", str(conf), "--gpus-per-node", "2", "--no-container", "--world-sizes", "4", "--out", str(tmp_path)
+    )
     assert proc.returncode == 0 and "--nodes=2" in proc.stdout
 
 
@@ -284,11 +321,21 @@ def test_rank_script_passes_arguments_and_slurm_ranks(tmp_path):
     args = tmp_path / "a.args"
     args.write_bytes(b"".join(a.encode() + b"\0" for a in ["--out", str(tmp_path / "run dir"), "", "x y"]))
     fake = tmp_path / "fake-cli"
-    fake.write_text('#!/bin/sh\nprintf "%s|" "$@" > "$OUTFILE"; env | grep -E "^(RANK|SLURM_PROCID|MASTER_PORT)=" | sort >> "$OUTFILE"\n')
+    fake.write_text(
+        '#!/bin/sh\nprintf "%s|" "$@" > "$OUTFILE"; env | grep -E "^(RANK|SLURM_PROCID|MASTER_PORT)=" | sort >> "$OUTFILE"\n'
+    )
     fake.chmod(0o755)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")},
-           "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_NTASKS": "4", "MASTER_ADDR": "n1", "MASTER_PORT": "12345",
-           "RANK": "99", "DNABERT_SLURM_CLI": str(fake), "OUTFILE": str(tmp_path / "out")}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")},
+        "SLURM_PROCID": "3",
+        "SLURM_LOCALID": "1",
+        "SLURM_NTASKS": "4",
+        "MASTER_ADDR": "n1",
+        "MASTER_PORT": "12345",
+        "RANK": "99",
+        "DNABERT_SLURM_CLI": str(fake),
+        "OUTFILE": str(tmp_path / "out"),
+    }
     proc = subprocess.run(["bash", str(RANK), str(args)], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "out").read_text()

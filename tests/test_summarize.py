@@ -82,17 +82,52 @@ def test_cli_json_and_table(tmp_path, capsys):
     table = capsys.readouterr().out
     lines = table.splitlines()
     assert lines[0].startswith("trace: ") and "(format otf2)" in lines[0]
-    assert lines[1].split() == ["rank", "kernels", "nccl", "compute_s", "nccl_s", "nccl_sum_s", "overlap",
-                                "exp_comm_s", "exp_mem_s", "idle_s", "total_s"]
-    assert lines[2].split() == ["0", "6", "2", "0.000001", "0.000000", "0.000000", "0.500", "0.000000",
-                                "0.000000", "0.000000", "0.000002"]
+    assert lines[1].split() == [
+        "rank",
+        "kernels",
+        "nccl",
+        "compute_s",
+        "nccl_s",
+        "nccl_sum_s",
+        "overlap",
+        "exp_comm_s",
+        "exp_mem_s",
+        "idle_s",
+        "total_s",
+    ]
+    assert lines[2].split() == [
+        "0",
+        "6",
+        "2",
+        "0.000001",
+        "0.000000",
+        "0.000000",
+        "0.500",
+        "0.000000",
+        "0.000000",
+        "0.000000",
+        "0.000002",
+    ]
     assert "CUDA[0:13]  nccl" in table and "top kernels" in table
     doc = json.loads(out.read_text())
     assert set(doc) == {"source", "format", "ranks"} and doc["format"] == "otf2"
     r = doc["ranks"][0]
     assert r["rank"] == 0 and r["ns"] == EXPECTED["ns"] and r["overlap_ratio"] == 0.5
-    for key in ("kernel_count", "nccl_kernel_count", "compute_s", "nccl_s", "nccl_kernel_sum_s", "overlap_s",
-                "overlap_ratio", "exposed_comm_s", "exposed_memcpy_s", "idle_s", "total_s", "streams", "top_kernels"):
+    for key in (
+        "kernel_count",
+        "nccl_kernel_count",
+        "compute_s",
+        "nccl_s",
+        "nccl_kernel_sum_s",
+        "overlap_s",
+        "overlap_ratio",
+        "exposed_comm_s",
+        "exposed_memcpy_s",
+        "idle_s",
+        "total_s",
+        "streams",
+        "top_kernels",
+    ):
         assert key in r, key
     # a run directory works too (all ranks), and --json - prints JSON only
     assert cli_main(["summarize", str(tmp_path), "--json", "-"]) == 0

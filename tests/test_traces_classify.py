@@ -10,35 +10,46 @@ def test_demangle_via_libstdcxx():
     assert available()
     assert demangle("_Z13jacobi_kernelPKfPfiiS1_") == "jacobi_kernel(float const*, float*, int, int, float*)"
     assert demangle("_Z11copy_kernelPfPKfii") == "copy_kernel(float*, float const*, int, int)"
-    assert demangle("_ZN2at6native29vectorized_elementwise_kernelILi4EfEEviT0_") == \
-        "void at::native::vectorized_elementwise_kernel<4, float>(int, float)"
+    assert (
+        demangle("_ZN2at6native29vectorized_elementwise_kernelILi4EfEEviT0_")
+        == "void at::native::vectorized_elementwise_kernel<4, float>(int, float)"
+    )
     assert demangle("not_mangled") == "not_mangled"
     assert demangle("_Zgarbage!!") == "_Zgarbage!!"  # fails to demangle: returned unchanged
 
 
-@pytest.mark.parametrize("raw, shown", [
-    ("_Z13jacobi_kernelPKfPfiiS1_", "jacobi_kernel"),
-    ("_ZN2at6native29vectorized_elementwise_kernelILi4EfEEviT0_", "at::native::vectorized_elementwise_kernel<4, float>"),
-    ("void at::native::f<(bool)1, float>(int, float*)", "at::native::f<(bool)1, float>"),
-    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "ncclKernel_AllReduce_RING_LL_Sum_float"),
-    ("Foo::operator()(int) const", "Foo::operator()(int) const"),
-    ("Foo::operator()(int)", "Foo::operator()"),
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"),
-])
+@pytest.mark.parametrize(
+    "raw, shown",
+    [
+        ("_Z13jacobi_kernelPKfPfiiS1_", "jacobi_kernel"),
+        ("_ZN2at6native29vectorized_elementwise_kernelILi4EfEEviT0_", "at::native::vectorized_elementwise_kernel<4, float>"),
+        ("void at::native::f<(bool)1, float>(int, float*)", "at::native::f<(bool)1, float>"),
+        (
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+            "ncclKernel_AllReduce_RING_LL_Sum_float",
+        ),
+        ("Foo::operator()(int) const", "Foo::operator()(int) const"),
+        ("Foo::operator()(int)", "Foo::operator()"),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"),
+    ],
+)
 def test_kernel_display_name(raw, shown):
     assert classify.kernel_display_name(raw) == shown
 
 
-@pytest.mark.parametrize("name, collective", [
-    ("ncclKernel_AllReduce_RING_LL_Sum_float", "AllReduce"),
-    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "AllReduce"),
-    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "ReduceScatter"),
-    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", "Broadcast"),
-    ("ncclDevKernel_SendRecv", "SendRecv"),
-    ("ncclSymkDevKernel_AllGather_LL", "AllGather"),
-    ("ncclDevKernel_Generic", None),
-    ("ncclDevKernel_Generic_1", None),
-])
+@pytest.mark.parametrize(
+    "name, collective",
+    [
+        ("ncclKernel_AllReduce_RING_LL_Sum_float", "AllReduce"),
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "AllReduce"),
+        ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "ReduceScatter"),
+        ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", "Broadcast"),
+        ("ncclDevKernel_SendRecv", "SendRecv"),
+        ("ncclSymkDevKernel_AllGather_LL", "AllGather"),
+        ("ncclDevKernel_Generic", None),
+        ("ncclDevKernel_Generic_1", None),
+    ],
+)
 def test_collective_from_name(name, collective):
     assert classify.kernel_category(name) == "nccl"
     assert classify.collective_from_name(name) == collective
@@ -47,15 +58,22 @@ def test_collective_from_name(name, collective):
 def test_categories_collectives_phases_launches():
     assert classify.kernel_category("NCCLkernel_whatever") == "nccl"  # case-insensitive prefix
     assert classify.kernel_category("at::native::nccl_like_but_not") == "compute"
-    assert [classify.normalize_collective(x) for x in ("allreduce", "_allgather_base", "reduce_scatter_tensor_coalesced",
-                                                        "broadcast", "all_to_all", "", None)] == [
-        "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AllToAll", None, None]
+    assert [
+        classify.normalize_collective(x)
+        for x in ("allreduce", "_allgather_base", "reduce_scatter_tensor_coalesced", "broadcast", "all_to_all", "", None)
+    ] == ["AllReduce", "AllGather", "ReduceScatter", "Broadcast", "AllToAll", None, None]
     assert classify.dtype_bytes("BFloat16") == 2 and classify.dtype_bytes("Float") == 4 and classify.dtype_bytes("x") is None
-    assert [classify.phase_name(x) for x in ("user:ds:step", "ds:backward", "ds:warmup", "user:ds:nope",
-                                             "train_step", "user:forward")] == [
-        "step", "backward", "warmup", None, None, None]
-    launches = ["cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernel", "cudaLaunchKernelExC_v11060",
-                "cudaLaunchCooperativeKernel", "cuLaunchKernel_ptsz"]
+    assert [
+        classify.phase_name(x) for x in ("user:ds:step", "ds:backward", "ds:warmup", "user:ds:nope", "train_step", "user:forward")
+    ] == ["step", "backward", "warmup", None, None, None]
+    launches = [
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC_v11060",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel_ptsz",
+    ]
     assert all(classify.is_launch_api(x) for x in launches)
     assert not any(classify.is_launch_api(x) for x in ("cudaMemcpyAsync", "cuLaunchHostFunc", "cudaLaunchKernelFoo"))
     assert classify.memcpy_direction("Memcpy HtoD (Pageable -> Device)") == "HtoD"

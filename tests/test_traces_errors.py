@@ -47,7 +47,9 @@ def test_missing_definitions(casita_copy):
 
 def test_missing_event_file(casita_copy):
     (casita_copy / "traces" / "8589934592.evt").unlink()
-    with pytest.raises(ArtifactError, match=r"event file traces/8589934592\.evt of location 'CUDA\[0:7\]' \(MPI Rank 0\) is missing"):
+    with pytest.raises(
+        ArtifactError, match=r"event file traces/8589934592\.evt of location 'CUDA\[0:7\]' \(MPI Rank 0\) is missing"
+    ):
         read_trace(casita_copy)
 
 
@@ -98,7 +100,9 @@ def test_non_monotonic_timestamps(tmp_path):
     evt.write_bytes(data.replace(old, new))
     with otf2.reader.open(str(d / "traces.otf2")) as tr:  # still well-formed OTF2
         assert [ev.time for _, ev in tr.events] == [1_000_003, 2_000_003, 1_500_003, 4_000_003]
-    with pytest.raises(ArtifactError, match=r"CUDA\[0:7\].*not monotonic \(event 3 at tick 1500003 follows tick 2000003\)") as exc:
+    with pytest.raises(
+        ArtifactError, match=r"CUDA\[0:7\].*not monotonic \(event 3 at tick 1500003 follows tick 2000003\)"
+    ) as exc:
         read_trace(d)
     assert f"traces/{ref}.evt" in str(exc.value)
 
@@ -132,17 +136,31 @@ def test_invalid_json(tmp_path):
 
 def test_kineto_without_gpu_activity(tmp_path):
     p = tmp_path / "rank0.json"
-    p.write_text(json.dumps({"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0},
-        {"ph": "X", "cat": "user_annotation", "name": "ds:step", "pid": 1, "tid": 1, "ts": 0.5, "dur": 9.0}]}))
+    p.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0},
+                    {"ph": "X", "cat": "user_annotation", "name": "ds:step", "pid": 1, "tid": 1, "ts": 0.5, "dur": 9.0},
+                ]
+            }
+        )
+    )
     with pytest.raises(NoGpuActivityError, match="no GPU activity in this trace"):
         read_trace(p)
 
 
 def test_kineto_negative_duration(tmp_path):
     p = tmp_path / "rank0.json"
-    p.write_text(json.dumps({"traceEvents": [
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -1.0, "args": {"stream": 7}}]}))
+    p.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5.0, "dur": -1.0, "args": {"stream": 7}}
+                ]
+            }
+        )
+    )
     with pytest.raises(ArtifactError, match="negative duration"):
         read_trace(p)
 

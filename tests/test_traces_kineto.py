@@ -61,8 +61,12 @@ def test_a100_nccl_collectives(a100):
 def test_a100_launches_get_the_stream_of_their_kernel(a100):
     h = a100.host
     la = h[h["kind"] == "launch"]
-    assert la["name"].value_counts().to_dict() == {"cudaLaunchKernel": 2550, "cudaLaunchKernelExC": 150,
-                                                  "cudaMemcpyAsync": 960, "cudaMemsetAsync": 117}
+    assert la["name"].value_counts().to_dict() == {
+        "cudaLaunchKernel": 2550,
+        "cudaLaunchKernelExC": 150,
+        "cudaMemcpyAsync": 960,
+        "cudaMemsetAsync": 117,
+    }
     assert la["correlation"].notna().all()
     kl = la[la["name"].str.contains("LaunchKernel")]
     assert kl["stream"].notna().all()
@@ -102,12 +106,33 @@ def test_phases_from_ds_annotations(tmp_path):
             {"ph": "X", "cat": "user_annotation", "name": "ds:step", "pid": 9, "tid": 9, "ts": 10.0, "dur": 100.0005},
             {"ph": "X", "cat": "user_annotation", "name": "ds:forward", "pid": 9, "tid": 9, "ts": 10.25, "dur": 40},
             {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 9, "tid": 9, "ts": 10, "dur": 100},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 11, "ts": 11.5, "dur": 2,
-             "args": {"correlation": 5}},
-            {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)",
-             "pid": 0, "tid": 21, "ts": 20.001, "dur": 30.5,
-             "args": {"device": 0, "stream": 21, "correlation": 5, "Collective name": "_allgather_base",
-                      "In msg nelems": 10, "dtype": "BFloat16"}},
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 9,
+                "tid": 11,
+                "ts": 11.5,
+                "dur": 2,
+                "args": {"correlation": 5},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "ncclDevKernel_Generic_1(ncclDevKernelArgsStorage<4096ul>)",
+                "pid": 0,
+                "tid": 21,
+                "ts": 20.001,
+                "dur": 30.5,
+                "args": {
+                    "device": 0,
+                    "stream": 21,
+                    "correlation": 5,
+                    "Collective name": "_allgather_base",
+                    "In msg nelems": 10,
+                    "dtype": "BFloat16",
+                },
+            },
         ],
     }
     p = tmp_path / "anything.json"
@@ -117,7 +142,9 @@ def test_phases_from_ds_annotations(tmp_path):
     assert tr.rank_ids == [3] and tr.meta["world_size"] == 4
     ph = tr.host[tr.host["kind"] == "phase"]
     assert list(zip(ph["name"], ph["start_ns"], ph["end_ns"], ph["thread"])) == [
-        ("step", 10000, 110000, "Master thread"), ("forward", 10250, 50250, "Master thread")]
+        ("step", 10000, 110000, "Master thread"),
+        ("forward", 10250, 50250, "Master thread"),
+    ]
     la = tr.host[tr.host["kind"] == "launch"].iloc[0]
     assert (la["stream"], la["correlation"], la["thread"]) == (21, 5, "Thread 11")
     k = tr.gpu.iloc[0]

@@ -15,9 +15,21 @@ from tracegen import write_ground_truth
 
 
 def kineto_doc(rank, world, start=1.0):
-    return {"distributedInfo": {"rank": rank, "world_size": world}, "traceEvents": [
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": start, "dur": 2.5,
-         "args": {"device": rank, "stream": 7, "correlation": 1}}]}
+    return {
+        "distributedInfo": {"rank": rank, "world_size": world},
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": 0,
+                "tid": 7,
+                "ts": start,
+                "dur": 2.5,
+                "args": {"device": rank, "stream": 7, "correlation": 1},
+            }
+        ],
+    }
 
 
 @pytest.fixture(scope="module")

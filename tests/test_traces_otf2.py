@@ -32,7 +32,10 @@ def test_casita_two_mpi_ranks_from_location_groups(casita):
         assert m["layout"].startswith("scorep<=8")
         # every location of the rank is accounted for, and all of them were read
         assert [(l["name"], l["read"]) for l in m["locations"]] == [
-            ("Master thread", True), ("OMP thread 1", True), ("CUDA[0:7]", True)]
+            ("Master thread", True),
+            ("OMP thread 1", True),
+            ("CUDA[0:7]", True),
+        ]
     assert casita.event_count() == 2816
 
 
@@ -93,7 +96,9 @@ def test_scorep9_layout_ground_truth_tables(truth):
     assert kern.loc[kern["category"] == "nccl", "collective"].tolist() == ["AllReduce", "Broadcast"]
     cp = g[g["kind"] == "memcpy"]
     assert list(zip(cp["name"], cp["start_ns"], cp["end_ns"], cp["msg_bytes"])) == [
-        ("Memcpy HtoD", 0, 100, 4096), ("Memcpy DtoH", 1150, 1250, 8)]
+        ("Memcpy HtoD", 0, 100, 4096),
+        ("Memcpy DtoH", 1150, 1250, 8),
+    ]
     ms = g[g["kind"] == "memset"]
     assert list(zip(ms["name"], ms["start_ns"], ms["end_ns"])) == [("Memset", 1500, 1510)]
     h = tr.host
@@ -158,8 +163,10 @@ def test_summary_figures_match_hand_computation(truth):
     assert r["total_s"] == pytest.approx(1510e-9) and r["nccl_kernel_sum_s"] == pytest.approx(400e-9)
     roles = {x["stream"]: x["role"] for x in r["streams"]}
     assert roles == {7: "compute", 9: "compute", 13: "nccl"}
-    assert r["collectives"] == {"AllReduce": {"count": 1, "sum_s": pytest.approx(300e-9)},
-                                "Broadcast": {"count": 1, "sum_s": pytest.approx(100e-9)}}
+    assert r["collectives"] == {
+        "AllReduce": {"count": 1, "sum_s": pytest.approx(300e-9)},
+        "Broadcast": {"count": 1, "sum_s": pytest.approx(100e-9)},
+    }
     top = r["top_kernels"][0]
     assert (top["name"], top["count"]) == ("at::native::vectorized_elementwise_kernel<4, float>", 2)
     assert top["sum_s"] == pytest.approx(400e-9) and top["share"] == pytest.approx(400 / 1300)

@@ -24,9 +24,28 @@ def _steps(path):
 def _two_ranks(out, tiny_task, *extra):
     proc = _run(
         TORCHRUN
-        + ["--nproc-per-node", "2", "-m", "dnabert_scaling", "train", *TINY, "--data", str(tiny_task),
-           "--task", "prom_core_all", "--steps", "6", "--warmup-steps", "2", "--batch-size", "8",
-           "--param-fingerprint", *extra, "--out", str(out)]
+        + [
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "dnabert_scaling",
+            "train",
+            *TINY,
+            "--data",
+            str(tiny_task),
+            "--task",
+            "prom_core_all",
+            "--steps",
+            "6",
+            "--warmup-steps",
+            "2",
+            "--batch-size",
+            "8",
+            "--param-fingerprint",
+            *extra,
+            "--out",
+            str(out),
+        ]
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -84,8 +103,27 @@ def test_bucket_hook_marks_buckets_and_keeps_the_arithmetic(tmp_path, tiny_task)
     sha = {}
     for hook in ("on", "off"):
         out = tmp_path / hook
-        proc = _run(TRAIN + [*TINY, "--data", str(tiny_task), "--steps", "3", "--warmup-steps", "1", "--tracer", "torch",
-                             "--bucket-cap-mb", "0.5", "--bucket-hook", hook, "--param-fingerprint", "--out", str(out)])
+        proc = _run(
+            TRAIN
+            + [
+                *TINY,
+                "--data",
+                str(tiny_task),
+                "--steps",
+                "3",
+                "--warmup-steps",
+                "1",
+                "--tracer",
+                "torch",
+                "--bucket-cap-mb",
+                "0.5",
+                "--bucket-hook",
+                hook,
+                "--param-fingerprint",
+                "--out",
+                str(out),
+            ]
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         sha[hook] = json.loads((out / "rank0/summary.json").read_text())["param_sha256"]
     assert sha["on"] == sha["off"]
@@ -95,8 +133,11 @@ def test_bucket_hook_marks_buckets_and_keeps_the_arithmetic(tmp_path, tiny_task)
     assert len(sizes) > 1 and sum(sizes) == 4 * summary["parameters"]
     assert len(summary["ddp_buckets"]["bucket_tensors"]) == len(sizes) and min(summary["ddp_buckets"]["bucket_tensors"]) >= 1
     events = json.loads(gzip.open(tmp_path / "on/traces/rank0.json.gz").read())["traceEvents"]
-    marked = [bucket_args(phase_name(e["name"])) for e in events
-              if e.get("cat") == "user_annotation" and e["name"].startswith("ds:bucket")]
+    marked = [
+        bucket_args(phase_name(e["name"]))
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ds:bucket")
+    ]
     assert len(marked) == 3 * len(sizes)
     assert {i: b for i, b in marked} == dict(enumerate(sizes))
 
@@ -106,8 +147,26 @@ def test_failing_rank_ends_the_run_and_keeps_outputs(tmp_path, tiny_task):
     t0 = time.monotonic()
     proc = _run(
         TORCHRUN
-        + ["--nproc-per-node", "2", "-m", "dnabert_scaling", "train", *TINY, "--data", str(tiny_task),
-           "--steps", "20", "--warmup-steps", "0", "--inject-fault", "1:4", "--dist-timeout", "30", "--out", str(out)],
+        + [
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "dnabert_scaling",
+            "train",
+            *TINY,
+            "--data",
+            str(tiny_task),
+            "--steps",
+            "20",
+            "--warmup-steps",
+            "0",
+            "--inject-fault",
+            "1:4",
+            "--dist-timeout",
+            "30",
+            "--out",
+            str(out),
+        ],
         timeout=120,
     )
     elapsed = time.monotonic() - t0
@@ -126,9 +185,27 @@ def test_tiny_model_learns_planted_motifs(tmp_path, tiny_task):
     out = tmp_path / "run"
     proc = _run(
         TRAIN
-        + [*TINY, "--no-ddp", "--data", str(tiny_task), "--task", "prom_core_all", "--steps", "80",
-           "--warmup-steps", "0", "--batch-size", "32", "--lr", "2e-3", "--lr-warmup-steps", "5", "--eval",
-           "--out", str(out)]
+        + [
+            *TINY,
+            "--no-ddp",
+            "--data",
+            str(tiny_task),
+            "--task",
+            "prom_core_all",
+            "--steps",
+            "80",
+            "--warmup-steps",
+            "0",
+            "--batch-size",
+            "32",
+            "--lr",
+            "2e-3",
+            "--lr-warmup-steps",
+            "5",
+            "--eval",
+            "--out",
+            str(out),
+        ]
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -29,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=Path, help="JSON file to write (rank 0)")
     p.add_argument("--model", default="base", help="model whose DDP buckets give the message sizes")
     p.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP bucket size whose buckets are measured (MiB)")
-    p.add_argument("--sizes-mb", type=positive_float_list, default=None, help="explicit message sizes in MiB (comma separated) instead")
+    p.add_argument(
+        "--sizes-mb", type=positive_float_list, default=None, help="explicit message sizes in MiB (comma separated) instead"
+    )
     p.add_argument("--iters", type=positive_int, default=20, help="timed all_reduce calls per message size")
     p.add_argument("--warmup", type=nonneg_int, default=5, help="untimed calls per message size first")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: gloo (a smoke test)")

@@ -37,9 +37,15 @@ class DefaultsOnce(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         default = action.default
-        if (default is None or action.nargs == 0 or default is argparse.SUPPRESS or not action.option_strings
-                or isinstance(action, argparse._VersionAction) or "default" in text.lower()
-                or "%(default)" in text):
+        if (
+            default is None
+            or action.nargs == 0
+            or default is argparse.SUPPRESS
+            or not action.option_strings
+            or isinstance(action, argparse._VersionAction)
+            or "default" in text.lower()
+            or "%(default)" in text
+        ):
             return text
         return (text + " " if text else "") + "(default: %(default)s)"
 
@@ -71,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     module_name, help_text = SUBCOMMANDS[name]
     module = importlib.import_module(module_name)
-    sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text,
-                                  formatter_class=DefaultsOnce)
+    sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text, formatter_class=DefaultsOnce)
     module.add_arguments(sub)
     args = sub.parse_args(rest)
     try:

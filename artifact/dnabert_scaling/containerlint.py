@@ -43,29 +43,88 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Apptainer's lists (pkg/build/types/parser/deffile.go)
-VALID_SECTIONS = {"help", "setup", "files", "labels", "environment", "pre", "post", "runscript", "test", "startscript", "arguments"}
+VALID_SECTIONS = {
+    "help",
+    "setup",
+    "files",
+    "labels",
+    "environment",
+    "pre",
+    "post",
+    "runscript",
+    "test",
+    "startscript",
+    "arguments",
+}
 APP_SECTIONS = {"appinstall", "applabels", "appfiles", "appenv", "apptest", "apphelp", "apprun", "appstart"}
 VALID_HEADERS = {
-    "bootstrap", "from", "includecmd", "mirrorurl", "updateurl", "osversion", "include", "library", "registry",
-    "namespace", "stage", "product", "user", "regcode", "productpgp", "registerurl", "modules", "otherurl&n",
-    "fingerprints", "confurl", "setopt",
+    "bootstrap",
+    "from",
+    "includecmd",
+    "mirrorurl",
+    "updateurl",
+    "osversion",
+    "include",
+    "library",
+    "registry",
+    "namespace",
+    "stage",
+    "product",
+    "user",
+    "regcode",
+    "productpgp",
+    "registerurl",
+    "modules",
+    "otherurl&n",
+    "fingerprints",
+    "confurl",
+    "setopt",
 }
 BOOTSTRAP_AGENTS = {
-    "library", "docker", "shub", "oras", "localimage", "yum", "zypper", "debootstrap", "arch", "busybox", "scratch",
-    "docker-daemon", "docker-archive", "oci", "oci-archive", "dnf", "sif",
+    "library",
+    "docker",
+    "shub",
+    "oras",
+    "localimage",
+    "yum",
+    "zypper",
+    "debootstrap",
+    "arch",
+    "busybox",
+    "scratch",
+    "docker-daemon",
+    "docker-archive",
+    "oci",
+    "oci-archive",
+    "dnf",
+    "sif",
 }
 REGISTRY_AGENTS = {"docker", "oras", "library"}
 BUILD_ARG_RE = re.compile(r"{{\s*(\w+)\s*}}")
 COMMENT_BEFORE_RE = re.compile(r"\s*[#][^!]\s*.*")  # Apptainer's commentLineRegexp (unanchored)
 
-SHELL_SECTIONS = {"post", "test", "runscript", "environment", "startscript", "setup", "pre",
-                  "appinstall", "apptest", "apprun", "appenv", "appstart"}
+SHELL_SECTIONS = {
+    "post",
+    "test",
+    "runscript",
+    "environment",
+    "startscript",
+    "setup",
+    "pre",
+    "appinstall",
+    "apptest",
+    "apprun",
+    "appenv",
+    "appstart",
+}
 # Project rules
 REQUIRED_SECTIONS = ("help", "test", "runscript", "labels", "arguments")
 FORBIDDEN_SECTIONS = {"setup": "runs on the build host as root", "pre": "runs on the build host as root"}
 REQUIRED_LABELS = ("BaseImage", "BaseTag", "CudaVersion", "TorchVersion", "ScorePVersion", "Dnabert2Revision")
 REQUIRED_ARGUMENTS = ("CUDA_VERSION", "TORCH_VERSION", "SCOREP_VERSION", "SCOREP_SHA256", "DNABERT2_REVISION")
-DIGEST_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._/-]*(?::\d+)?(?:/[a-z0-9._-]+)*)(?::(?P<tag>[\w][\w.-]{0,127}))?@sha256:(?P<hex>[0-9a-f]{64})$")
+DIGEST_RE = re.compile(
+    r"^(?P<name>[a-z0-9][a-z0-9._/-]*(?::\d+)?(?:/[a-z0-9._-]+)*)(?::(?P<tag>[\w][\w.-]{0,127}))?@sha256:(?P<hex>[0-9a-f]{64})$"
+)
 
 
 @dataclass
@@ -153,24 +212,30 @@ class Linter:
             # Apptainer looks at the text from the last newline (or the previous replacement)
             # up to the match: a '#' followed by anything but '!' there makes it a "comment".
             nl = raw_text.rfind("\n", pos, m.start())
-            segment = raw_text[nl if nl >= 0 else pos:m.start()]
+            segment = raw_text[nl if nl >= 0 else pos : m.start()]
             name = m.group(1)
             if COMMENT_BEFORE_RE.search(segment):
                 line_start = raw_text.rfind("\n", 0, m.start()) + 1
-                if not raw_text[line_start:m.start()].lstrip().startswith("#"):
-                    self.error(line_no, f"{{{{ {name} }}}} comes after '#' on its line: Apptainer treats that as a "
-                                        "comment and leaves the variable unreplaced")
+                if not raw_text[line_start : m.start()].lstrip().startswith("#"):
+                    self.error(
+                        line_no,
+                        f"{{{{ {name} }}}} comes after '#' on its line: Apptainer treats that as a "
+                        "comment and leaves the variable unreplaced",
+                    )
                 continue
             if name in self.build_args:
                 value = self.build_args[name]
             elif name in arguments:
                 value = arguments[name][0]
             else:
-                self.error(line_no, f"build variable {name} is not defined in %arguments (nor by --build-arg): "
-                                    "Apptainer stops with 'build var ... is not defined'")
+                self.error(
+                    line_no,
+                    f"build variable {name} is not defined in %arguments (nor by --build-arg): "
+                    "Apptainer stops with 'build var ... is not defined'",
+                )
                 value = m.group(0)
             used.add(name)
-            out.append(raw_text[pos:m.start()])
+            out.append(raw_text[pos : m.start()])
             out.append(value)
             pos = m.end()
         out.append(raw_text[pos:])
@@ -215,8 +280,9 @@ class Linter:
                 cont_key = ""
             else:
                 if ":" not in trimmed:
-                    self.error(i + 1, f"header line {s!r}: 'header key {trimmed.strip()} had no val' "
-                                      "(header lines are 'Key: value')")
+                    self.error(
+                        i + 1, f"header line {s!r}: 'header key {trimmed.strip()} had no val' (header lines are 'Key: value')"
+                    )
                     continue
                 k, v = trimmed.split(":", 1)
                 key, val, ln = k.strip().lower(), v.strip(), i + 1
@@ -246,14 +312,21 @@ class Linter:
                 if len(parts) < 2:
                     self.error(start + 1, f"app section %{kind} has no app name (write '%{kind} NAME')")
                     continue
-                sections.append(Section(f"{kind} {parts[1]}", kind, parts[1], parts[2] if len(parts) > 2 else "",
-                                        start + 1, block[1:]))
+                sections.append(
+                    Section(f"{kind} {parts[1]}", kind, parts[1], parts[2] if len(parts) > 2 else "", start + 1, block[1:])
+                )
             elif kind in VALID_SECTIONS:
-                sections.append(Section(kind, kind, None, head.split(None, 1)[1] if len(head.split(None, 1)) > 1 else "",
-                                        start + 1, block[1:]))
+                sections.append(
+                    Section(
+                        kind, kind, None, head.split(None, 1)[1] if len(head.split(None, 1)) > 1 else "", start + 1, block[1:]
+                    )
+                )
             else:
-                self.error(start + 1, f"invalid section %{kind or '?'} (Apptainer: 'invalid section(s) specified'); "
-                                      f"a line whose first word starts with '%' begins a section, even inside a script")
+                self.error(
+                    start + 1,
+                    f"invalid section %{kind or '?'} (Apptainer: 'invalid section(s) specified'); "
+                    f"a line whose first word starts with '%' begins a section, even inside a script",
+                )
         return Definition(self.path, raw, lines, header, order, sections, arguments)
 
     # --- project rules -----------------------------------------------------------------------------
@@ -284,17 +357,24 @@ class Linter:
             if "@sha256:" in ref:
                 self.error(fline, f"From: {ref!r}: the digest must be sha256: followed by 64 lowercase hex digits")
             else:
-                self.error(fline, f"From: {ref!r} is not pinned by digest: write name@sha256:<digest> and put the tag in %labels BaseTag")
+                self.error(
+                    fline, f"From: {ref!r} is not pinned by digest: write name@sha256:<digest> and put the tag in %labels BaseTag"
+                )
             return
         if m.group("tag"):
-            self.error(fline, f"From: {ref!r} has a tag and a digest: Apptainer's registry code rejects "
-                              "'references with both a tag and digest'; keep the digest, move the tag to %labels BaseTag")
+            self.error(
+                fline,
+                f"From: {ref!r} has a tag and a digest: Apptainer's registry code rejects "
+                "'references with both a tag and digest'; keep the digest, move the tag to %labels BaseTag",
+            )
 
     def check_sections(self, d: Definition) -> None:
         kinds = {s.kind for s in d.sections}
         for name in REQUIRED_SECTIONS:
             if name not in kinds:
-                self.error(len(d.lines), f"no %{name} section (the project requires %help, %test, %runscript, %labels, %arguments)")
+                self.error(
+                    len(d.lines), f"no %{name} section (the project requires %help, %test, %runscript, %labels, %arguments)"
+                )
         for s in d.sections:
             if s.kind in FORBIDDEN_SECTIONS:
                 self.error(s.line, f"%{s.kind} {FORBIDDEN_SECTIONS[s.kind]}: not allowed (do the work in %post)")
@@ -311,7 +391,7 @@ class Linter:
                 elif code and not re.match(r"^exec\s+\S", code[-1]):
                     self.error(s.line, f"%{s.name}: the 'exec' must be the last command")
                 if code and not any('"$@"' in ln for ln in code):
-                    self.error(s.line, f"%{s.name} does not pass \"$@\" (the user's arguments) to its command")
+                    self.error(s.line, f'%{s.name} does not pass "$@" (the user\'s arguments) to its command')
             if s.kind == "help" and not any(ln.strip() for ln in s.body):
                 self.error(s.line, "%help is empty")
             if s.kind == "test" and not any(ln.strip() and not ln.strip().startswith("#") for ln in s.body):
@@ -345,7 +425,10 @@ class Linter:
                 if name not in labels:
                     self.error(self._line_of(d, "labels"), f"%labels has no {name}")
             if "BaseImage" in labels and "from" in d.header and labels["BaseImage"][0] != d.header["from"][0].strip():
-                self.error(labels["BaseImage"][1], f"label BaseImage {labels['BaseImage'][0]!r} differs from From: {d.header['from'][0]!r}")
+                self.error(
+                    labels["BaseImage"][1],
+                    f"label BaseImage {labels['BaseImage'][0]!r} differs from From: {d.header['from'][0]!r}",
+                )
             if "BaseTag" in labels and ":" not in labels["BaseTag"][0]:
                 self.error(labels["BaseTag"][1], f"label BaseTag {labels['BaseTag'][0]!r} should be name:tag")
 
@@ -388,8 +471,9 @@ class Linter:
                 self.error(s.line, f"%{s.name}: '-c' is only honoured for %post/%setup; this section runs with /bin/sh")
             self.check_script(s.body, s.line, f"%{s.name}", shell, sourced=s.kind in ("environment", "appenv"))
 
-    def check_script(self, body: list[str], first_line: int, what: str, shell: str, sourced: bool = False,
-                     path_label: str | None = None) -> None:
+    def check_script(
+        self, body: list[str], first_line: int, what: str, shell: str, sourced: bool = False, path_label: str | None = None
+    ) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "section.sh"
             script.write_text("\n".join(body) + "\n")
@@ -423,8 +507,9 @@ class Linter:
         for msg in proc.stderr.strip().splitlines():
             out.append(f"{path}: {shell} -n: {msg}")
         if self.use_shellcheck and proc.returncode == 0:
-            proc = subprocess.run(["shellcheck", "-x", "-s", shell, "-f", "gcc", "-S", "warning", str(path)],
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                ["shellcheck", "-x", "-s", shell, "-f", "gcc", "-S", "warning", str(path)], capture_output=True, text=True
+            )
             out += [ln for ln in proc.stdout.splitlines() if ln.strip()]
         return out
 
@@ -458,23 +543,39 @@ def project_scripts(def_path: Path) -> list[Path]:
     root = def_path.resolve().parent.parent
     if def_path.resolve().parent.name != "containers" or not (root / "scripts" / "slurm").is_dir():
         return []
-    found = sorted(root.glob("containers/*.sh")) + sorted(root.glob("scripts/slurm/*.sh")) + \
-        sorted(root.glob("scripts/slurm/*.sbatch")) + sorted(root.glob("scripts/ci/*.sh"))
+    found = (
+        sorted(root.glob("containers/*.sh"))
+        + sorted(root.glob("scripts/slurm/*.sh"))
+        + sorted(root.glob("scripts/slurm/*.sbatch"))
+        + sorted(root.glob("scripts/ci/*.sh"))
+    )
     if (root / ".ci" / "run").is_file():
         found.append(root / ".ci" / "run")
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m dnabert_scaling.containerlint",
-                                description="Static checks of an Apptainer definition file and the project's shell scripts.")
+    p = argparse.ArgumentParser(
+        prog="python -m dnabert_scaling.containerlint",
+        description="Static checks of an Apptainer definition file and the project's shell scripts.",
+    )
     p.add_argument("definition", type=Path)
     p.add_argument("--build-arg", action="append", default=[], metavar="KEY=VALUE", help="as apptainer build --build-arg")
-    p.add_argument("--context", type=Path, default=None,
-                   help="the build directory %%files paths are relative to (default: the parent of containers/, else the current directory)")
+    p.add_argument(
+        "--context",
+        type=Path,
+        default=None,
+        help="the build directory %%files paths are relative to (default: the parent of containers/, else the current directory)",
+    )
     p.add_argument("--no-shellcheck", action="store_true", help="bash -n / sh -n only")
-    p.add_argument("--shell", action="append", type=Path, default=None, metavar="FILE",
-                   help="shell script to check as well (default: the project's scripts when DEF is containers/*.def)")
+    p.add_argument(
+        "--shell",
+        action="append",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="shell script to check as well (default: the project's scripts when DEF is containers/*.def)",
+    )
     p.add_argument("--no-scripts", action="store_true", help="check the definition only, not the project's shell scripts")
     p.add_argument("--extract", type=Path, default=None, metavar="DIR", help="write every section (templated) to DIR")
     args = p.parse_args(argv)

@@ -66,8 +66,7 @@ def _check_dna(seq: str, path: Path, line: int, column: str) -> None:
     if bad:
         pos = next(i for i, ch in enumerate(seq) if ch in bad)
         raise ArtifactError(
-            f"line {line}: {column} has character {seq[pos]!r} at position {pos + 1}; "
-            "only A, C, G, T and N are allowed",
+            f"line {line}: {column} has character {seq[pos]!r} at position {pos + 1}; only A, C, G, T and N are allowed",
             path,
         )
 
@@ -109,9 +108,7 @@ def read_split(path: str | Path, expect_layout: str | None = None) -> Split:
                     continue
                 if len(row) != width:
                     if layout == "single" and len(row) == 3:
-                        raise ArtifactError(
-                            f"line {line}: a sequence pair (3 fields) where a single sequence is expected", path
-                        )
+                        raise ArtifactError(f"line {line}: a sequence pair (3 fields) where a single sequence is expected", path)
                     raise ArtifactError(f"line {line}: {len(row)} fields, the header has {width}", path)
                 label_text = row[-1].strip()
                 try:

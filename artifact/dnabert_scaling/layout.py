@@ -185,5 +185,4 @@ class SweepLayout:
         """Run folders present (named ``ws<N>-<tracer>-r<k>[-v]`` and holding a summary or manifest)."""
         if not self.root.is_dir():
             return []
-        return [p for p in sorted(self.root.iterdir())
-                if p.is_dir() and parse_run_name(p.name) and RunLayout(p).is_run()]
+        return [p for p in sorted(self.root.iterdir()) if p.is_dir() and parse_run_name(p.name) and RunLayout(p).is_run()]

@@ -20,13 +20,22 @@ SCHEMA = "dnabert-scaling/metrics/1"
 STAT_FIELDS = ("median", "p10", "p90", "min", "max")
 # per world size: key -> the types it may hold (None: JSON null)
 ENTRY_FIELDS: dict[str, tuple[type | None, ...]] = {
-    "traced": (dict, None), "throughput": (dict, None), "throughput_noddp": (dict, None),
-    "busy_wait": (dict, None), "efficiency": (float, None), "efficiency_vs_noddp": (float, None),
-    "dilation": (float, None), "efficiency_baseline": (str, dict, None),
+    "traced": (dict, None),
+    "throughput": (dict, None),
+    "throughput_noddp": (dict, None),
+    "busy_wait": (dict, None),
+    "efficiency": (float, None),
+    "efficiency_vs_noddp": (float, None),
+    "dilation": (float, None),
+    "efficiency_baseline": (str, dict, None),
 }
 TRACED_FIELDS: dict[str, tuple[type | None, ...]] = {
-    "gpu": (dict, None), "sanity": (dict,), "ranks": (list,), "run": (str,),
-    "measured_steps": (int, None), "gpu_not_run_reason": (str, None),
+    "gpu": (dict, None),
+    "sanity": (dict,),
+    "ranks": (list,),
+    "run": (str,),
+    "measured_steps": (int, None),
+    "gpu_not_run_reason": (str, None),
 }
 # suffixes of the traced.gpu keys that hold a STAT (or null)
 STAT_SUFFIXES = ("_s", "_share", "_per_step", "_ratio", "_to_backward")
@@ -54,8 +63,7 @@ def _names(kinds: tuple[type | None, ...]) -> str:
 def _check_fields(obj: dict, fields: dict, where: str, path: Path) -> None:
     for key, kinds in fields.items():
         if key in obj and not _is(obj[key], kinds):
-            raise ArtifactError(f"{where}.{key} must be {_names(kinds)}, not {type(obj[key]).__name__} "
-                                f"{_short(obj[key])}", path)
+            raise ArtifactError(f"{where}.{key} must be {_names(kinds)}, not {type(obj[key]).__name__} {_short(obj[key])}", path)
 
 
 def _short(value: Any) -> str:
@@ -67,8 +75,11 @@ def _check_stat(value: Any, where: str, path: Path) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        raise ArtifactError(f"{where} must be a statistic object ({{median, p10, p90, min, max, n}}) or null, "
-                            f"not {type(value).__name__} {_short(value)}", path)
+        raise ArtifactError(
+            f"{where} must be a statistic object ({{median, p10, p90, min, max, n}}) or null, "
+            f"not {type(value).__name__} {_short(value)}",
+            path,
+        )
     if "median" not in value or "n" not in value:
         raise ArtifactError(f"{where} lacks 'median' or 'n': not a statistic object", path)
     for key in STAT_FIELDS:
@@ -82,7 +93,7 @@ def _check_stat(value: Any, where: str, path: Path) -> None:
 
 def _world_size_key(key: Any, path: Path) -> int:
     if not isinstance(key, str) or not key.isdigit() or str(int(key)) != key or int(key) < 1:
-        raise ArtifactError(f"world_sizes key {key!r} is not a world size (a positive integer like \"8\")", path)
+        raise ArtifactError(f'world_sizes key {key!r} is not a world size (a positive integer like "8")', path)
     return int(key)
 
 
@@ -92,8 +103,10 @@ def validate_metrics(metrics: Any, path: str | Path) -> dict:
     if not isinstance(metrics, dict):
         raise ArtifactError(f"expected a JSON object at the top, not {type(metrics).__name__}", path)
     if metrics.get("schema") != SCHEMA:
-        raise ArtifactError(f"'schema' is {_short(metrics.get('schema'))}, not {SCHEMA!r}: not a metrics.json "
-                            "written by this version of analyze", path)
+        raise ArtifactError(
+            f"'schema' is {_short(metrics.get('schema'))}, not {SCHEMA!r}: not a metrics.json written by this version of analyze",
+            path,
+        )
     sizes = metrics.get("world_sizes")
     if not isinstance(sizes, dict):
         raise ArtifactError("no 'world_sizes' object: not a metrics.json written by analyze", path)
@@ -103,8 +116,9 @@ def validate_metrics(metrics: Any, path: str | Path) -> dict:
         if not isinstance(entry, dict):
             raise ArtifactError(f"{where} must be an object, not {type(entry).__name__} {_short(entry)}", path)
         if not _is(entry.get("world_size"), (int,)) or entry["world_size"] != n:
-            raise ArtifactError(f"{where}.world_size is {_short(entry.get('world_size'))}: an entry's world_size "
-                                f"must equal its key {n}", path)
+            raise ArtifactError(
+                f"{where}.world_size is {_short(entry.get('world_size'))}: an entry's world_size must equal its key {n}", path
+            )
         _check_fields(entry, ENTRY_FIELDS, where, path)
         traced = entry.get("traced")
         if traced is not None:

@@ -77,9 +77,7 @@ def resolve_config(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, A
         if path.is_dir():
             path = path / "config.json"
         if not path.is_file():
-            raise ArtifactError(
-                "no model config: expected 'base', 'tiny', a config.json or a folder holding one", path
-            )
+            raise ArtifactError("no model config: expected 'base', 'tiny', a config.json or a folder holding one", path)
         try:
             cfg = json.loads(path.read_text())
         except ValueError as exc:
@@ -129,9 +127,7 @@ class BertEmbeddings(nn.Module):
         super().__init__()
         # The released code passes config.pad_token_id, which its config lacks, so transformers'
         # BertConfig default (0) applies: row 0 ([UNK]) is the padding row. Kept for fidelity.
-        self.word_embeddings = nn.Embedding(
-            cfg["vocab_size"], cfg["hidden_size"], padding_idx=cfg.get("pad_token_id", 0)
-        )
+        self.word_embeddings = nn.Embedding(cfg["vocab_size"], cfg["hidden_size"], padding_idx=cfg.get("pad_token_id", 0))
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab_size"], cfg["hidden_size"])
         self.LayerNorm = nn.LayerNorm(cfg["hidden_size"], eps=cfg["layer_norm_eps"])
         self.dropout = nn.Dropout(cfg["hidden_dropout_prob"])
@@ -327,9 +323,7 @@ class BertModel(nn.Module):
         self.encoder = BertEncoder(cfg, attention)
         self.pooler = BertPooler(cfg)
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         if attention_mask is None:
             attention_mask = (input_ids != PAD_TOKEN_ID).long()
         hidden = self.encoder(self.embeddings(input_ids), attention_mask)

@@ -30,7 +30,7 @@ def _stat(pid: int) -> tuple[str, int] | None:
             text = f.read()
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2:].split()
+    fields = text[text.rfind(")") + 2 :].split()
     return fields[0], int(fields[1])
 
 

@@ -81,7 +81,9 @@ def _nvidia_smi() -> dict[str, Any] | None:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    gpus = [dict(zip(("name", "driver", "memory"), [x.strip() for x in line.split(",")])) for line in out.splitlines() if line.strip()]
+    gpus = [
+        dict(zip(("name", "driver", "memory"), [x.strip() for x in line.split(",")])) for line in out.splitlines() if line.strip()
+    ]
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 
@@ -119,9 +121,7 @@ def git_revision(start: Path | None = None) -> str | None:
     if stamped:
         return stamped
     try:
-        rev = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-        )
+        rev = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         if rev.returncode != 0:
             return None
         dirty = subprocess.run(

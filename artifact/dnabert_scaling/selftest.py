@@ -49,8 +49,9 @@ def _golden() -> str:
         model.eval()
         with torch.no_grad():
             out = model(io["input_ids"], io["attention_mask"])
-        err = max(float((out.logits - io["logits"]).abs().max()),
-                  float((out.last_hidden_state - io["last_hidden_state"]).abs().max()))
+        err = max(
+            float((out.logits - io["logits"]).abs().max()), float((out.last_hidden_state - io["last_hidden_state"]).abs().max())
+        )
         assert err < 1e-5, f"{attention}: max |difference| to the released code's outputs is {err:.2e}"
         worst = max(worst, err)
     return f"port matches the released code's golden outputs (max |d| {worst:.1e}, sdpa/eager/unpad)"
@@ -58,8 +59,24 @@ def _golden() -> str:
 
 def _train() -> str:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "dnabert_scaling", "train", "--model", "tiny", "--steps", "2", "--warmup-steps", "1",
-               "--no-ddp", "--no-progress", "--device", "cpu", "--out", str(Path(tmp) / "run")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "dnabert_scaling",
+            "train",
+            "--model",
+            "tiny",
+            "--steps",
+            "2",
+            "--warmup-steps",
+            "1",
+            "--no-ddp",
+            "--no-progress",
+            "--device",
+            "cpu",
+            "--out",
+            str(Path(tmp) / "run"),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, f"training run failed:\n{proc.stderr[-2000:]}"
         summary = json.loads(RunLayout(Path(tmp) / "run").summary.read_text())

@@ -60,8 +60,17 @@ CONFIG_KEYS: dict[str, tuple[str, str]] = {
     "JOB_NAME_PREFIX": ("job_name_prefix", "str"),
 }
 TERMINAL_STATES = {
-    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
-    "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+    "SPECIAL_EXIT",
+    "REVOKED",
 }
 ACTIVE_STATES = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
 
@@ -141,9 +150,7 @@ class SlurmConfig:
                 "file; build it with containers/build.sh) or --no-container"
             )
         if not Path(self.image).is_file():
-            raise ArtifactError(
-                f"image does not exist ({self.where('image')}; build it with containers/build.sh)", self.image
-            )
+            raise ArtifactError(f"image does not exist ({self.where('image')}; build it with containers/build.sh)", self.image)
 
 
 @dataclass
@@ -258,42 +265,114 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
         f"settings come from --slurm-config FILE (default ${ENV_CONFIG}; KEY=value lines, see "
         "scripts/slurm/site.conf.example), then these options",
     )
-    g.add_argument("--slurm-config", dest="slurm_config", type=Path, default=None, metavar="FILE",
-                   help="settings file (KEY=value lines; the options below override it)")
+    g.add_argument(
+        "--slurm-config",
+        dest="slurm_config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="settings file (KEY=value lines; the options below override it)",
+    )
     g.add_argument("--partition", dest="slurm_partition", default=None, help="sbatch --partition")
     g.add_argument("--account", dest="slurm_account", default=None, help="sbatch --account")
     g.add_argument("--time-limit", dest="slurm_time", default=None, metavar="HH:MM:SS", help="sbatch --time per job")
-    g.add_argument("--gpus-per-node", dest="slurm_gpus_per_node", type=int, default=None, metavar="N",
-                   help="GPUs per node (default 4); nodes = ceil(world size / N); 0 = CPU-only jobs")
-    g.add_argument("--max-nodes", dest="slurm_max_nodes", type=int, default=None, metavar="N",
-                   help="refuse a world size that needs more nodes")
-    g.add_argument("--cpus-per-task", dest="slurm_cpus_per_task", type=int, default=None, metavar="N",
-                   help="sbatch --cpus-per-task")
+    g.add_argument(
+        "--gpus-per-node",
+        dest="slurm_gpus_per_node",
+        type=int,
+        default=None,
+        metavar="N",
+        help="GPUs per node (default 4); nodes = ceil(world size / N); 0 = CPU-only jobs",
+    )
+    g.add_argument(
+        "--max-nodes",
+        dest="slurm_max_nodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="refuse a world size that needs more nodes",
+    )
+    g.add_argument(
+        "--cpus-per-task", dest="slurm_cpus_per_task", type=int, default=None, metavar="N", help="sbatch --cpus-per-task"
+    )
     g.add_argument("--mem", dest="slurm_mem", default=None, help="sbatch --mem (per node)")
     g.add_argument("--gres-type", dest="slurm_gres_type", default=None, metavar="TYPE", help="GPU type: --gres=gpu:TYPE:G")
-    g.add_argument("--gpu-bind", dest="slurm_gpu_bind", choices=("node", "task"), default=None,
-                   help="node (default): --gres=gpu:G, each task sees the node's GPUs; task: --gpus-per-task=1")
-    g.add_argument("--image", dest="slurm_image", type=Path, default=None, metavar="SIF",
-                   help="Apptainer image the ranks run in (apptainer exec --nv --cleanenv)")
-    g.add_argument("--no-container", dest="slurm_no_container", action="store_const", const=True, default=None,
-                   help="run the installed CLI on the nodes instead of the image")
+    g.add_argument(
+        "--gpu-bind",
+        dest="slurm_gpu_bind",
+        choices=("node", "task"),
+        default=None,
+        help="node (default): --gres=gpu:G, each task sees the node's GPUs; task: --gpus-per-task=1",
+    )
+    g.add_argument(
+        "--image",
+        dest="slurm_image",
+        type=Path,
+        default=None,
+        metavar="SIF",
+        help="Apptainer image the ranks run in (apptainer exec --nv --cleanenv)",
+    )
+    g.add_argument(
+        "--no-container",
+        dest="slurm_no_container",
+        action="store_const",
+        const=True,
+        default=None,
+        help="run the installed CLI on the nodes instead of the image",
+    )
     g.add_argument("--apptainer", dest="slurm_apptainer", default=None, metavar="BIN", help="apptainer or singularity")
-    g.add_argument("--bind", dest="slurm_binds", action="append", default=None, metavar="SPEC",
-                   help="extra apptainer bind (repeatable); the run directories are bound anyway")
-    g.add_argument("--cli", dest="slurm_cli", default=None, metavar="PATH",
-                   help="dnabert-scaling executable on the nodes with --no-container (default: this installation's)")
-    g.add_argument("--pass-env", dest="slurm_pass_env", action="append", default=None, metavar="NAME",
-                   help="environment variable to pass into the image (repeatable; NCCL_* and SCOREP_* pass anyway)")
-    g.add_argument("--sbatch-arg", dest="slurm_sbatch_args", action="append", default=None, metavar="ARG",
-                   help="extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable)")
-    g.add_argument("--job-name-prefix", dest="slurm_job_name_prefix", default=None, metavar="P",
-                   help="job names are P + ws<N> (default dnabert-)")
-    g.add_argument("--poll-interval", dest="slurm_poll_s", type=float, default=None, metavar="S",
-                   help="seconds between job-state queries")
-    g.add_argument("--wait-timeout", dest="slurm_timeout_s", type=float, default=None, metavar="S",
-                   help="stop waiting (and cancel the sweep's jobs) after S seconds")
-    g.add_argument("--no-wait", dest="slurm_wait", action="store_const", const=False, default=None,
-                   help="submit and return without waiting")
+    g.add_argument(
+        "--bind",
+        dest="slurm_binds",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help="extra apptainer bind (repeatable); the run directories are bound anyway",
+    )
+    g.add_argument(
+        "--cli",
+        dest="slurm_cli",
+        default=None,
+        metavar="PATH",
+        help="dnabert-scaling executable on the nodes with --no-container (default: this installation's)",
+    )
+    g.add_argument(
+        "--pass-env",
+        dest="slurm_pass_env",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="environment variable to pass into the image (repeatable; NCCL_* and SCOREP_* pass anyway)",
+    )
+    g.add_argument(
+        "--sbatch-arg",
+        dest="slurm_sbatch_args",
+        action="append",
+        default=None,
+        metavar="ARG",
+        help="extra sbatch option, e.g. --sbatch-arg=--qos=high (repeatable)",
+    )
+    g.add_argument(
+        "--job-name-prefix",
+        dest="slurm_job_name_prefix",
+        default=None,
+        metavar="P",
+        help="job names are P + ws<N> (default dnabert-)",
+    )
+    g.add_argument(
+        "--poll-interval", dest="slurm_poll_s", type=float, default=None, metavar="S", help="seconds between job-state queries"
+    )
+    g.add_argument(
+        "--wait-timeout",
+        dest="slurm_timeout_s",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop waiting (and cancel the sweep's jobs) after S seconds",
+    )
+    g.add_argument(
+        "--no-wait", dest="slurm_wait", action="store_const", const=False, default=None, help="submit and return without waiting"
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> SlurmConfig:
@@ -311,8 +390,15 @@ def config_from_args(args: argparse.Namespace) -> SlurmConfig:
         overrides[f.name] = value
         flag[f.name] = "--" + f.name.replace("_", "-")
     cfg = cfg.with_overrides(**overrides)
-    renames = {"time": "--time-limit", "binds": "--bind", "sbatch_args": "--sbatch-arg", "poll_s": "--poll-interval",
-               "timeout_s": "--wait-timeout", "wait": "--no-wait", "cli": "--cli"}
+    renames = {
+        "time": "--time-limit",
+        "binds": "--bind",
+        "sbatch_args": "--sbatch-arg",
+        "poll_s": "--poll-interval",
+        "timeout_s": "--wait-timeout",
+        "wait": "--no-wait",
+        "cli": "--cli",
+    }
     for name in overrides:
         cfg.origin[name] = renames.get(name, flag[name])
     return cfg
@@ -440,7 +526,9 @@ def validate(config: SlurmConfig, world_sizes: Iterable[int]) -> PartitionInfo:
         if part.total_nodes is not None and nodes > part.total_nodes:
             raise ArtifactError(f"{what} needs {nodes} nodes but partition {part.name!r} has {part.total_nodes}")
         if part.max_nodes is not None and nodes > part.max_nodes:
-            raise ArtifactError(f"{what} needs {nodes} nodes but partition {part.name!r} allows MaxNodes={part.max_nodes} per job")
+            raise ArtifactError(
+                f"{what} needs {nodes} nodes but partition {part.name!r} allows MaxNodes={part.max_nodes} per job"
+            )
         per_node = min(n, gpn)
         if gpn and per_node > part.node_gpus:
             raise ArtifactError(
@@ -563,8 +651,18 @@ def run_slurm(
         done = [s.name for s in runs if s not in pending]
         if pending:
             todo[n] = pending
-        results.append(JobResult(n, None, "SKIPPED" if not pending else "NEW", None, slurm_job_dir(root, n) if pending else None,
-                                 None, [s.name for s in pending], done))
+        results.append(
+            JobResult(
+                n,
+                None,
+                "SKIPPED" if not pending else "NEW",
+                None,
+                slurm_job_dir(root, n) if pending else None,
+                None,
+                [s.name for s in pending],
+                done,
+            )
+        )
         if done:
             say(f"world size {n}: {len(done)} complete run(s) skipped: {', '.join(done)}")
     if not todo:
@@ -594,12 +692,26 @@ def run_slurm(
         _write_job_dir(slurm_job_dir(root, n), n, runs)
 
     sdir = scripts_dir(config)
-    cmd = ["bash", str(sdir / "sweep.sh"), "--gpus-per-node", str(config.gpus_per_node), "--gpu-bind", config.gpu_bind,
-           "--job-name-prefix", config.job_name_prefix]
-    for flag, value in (("--partition", config.partition), ("--account", config.account), ("--time", config.time),
-                        ("--mem", config.mem), ("--gres-type", config.gres_type),
-                        ("--max-nodes", config.max_nodes), ("--cpus-per-task", config.cpus_per_task),
-                        ("--command", config.command)):
+    cmd = [
+        "bash",
+        str(sdir / "sweep.sh"),
+        "--gpus-per-node",
+        str(config.gpus_per_node),
+        "--gpu-bind",
+        config.gpu_bind,
+        "--job-name-prefix",
+        config.job_name_prefix,
+    ]
+    for flag, value in (
+        ("--partition", config.partition),
+        ("--account", config.account),
+        ("--time", config.time),
+        ("--mem", config.mem),
+        ("--gres-type", config.gres_type),
+        ("--max-nodes", config.max_nodes),
+        ("--cpus-per-task", config.cpus_per_task),
+        ("--command", config.command),
+    ):
         if value is not None:
             cmd += [flag, str(value)]
     if config.no_container:

@@ -37,23 +37,45 @@ from dnabert_scaling.runspec import RunSpec, run_status
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", default="1,4,8", help="world sizes, comma separated (default 1,4,8)")
-    p.add_argument("--executor", choices=("local", "slurm"), default="local",
-                   help="local: torchrun on this machine; slurm: one batch job per world size")
-    p.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="auto",
-                   help="tracer of the traced run per world size (none: no traced run)")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)")
+    p.add_argument(
+        "--executor",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: torchrun on this machine; slurm: one batch job per world size",
+    )
+    p.add_argument(
+        "--tracer",
+        choices=("auto", "scorep", "torch", "none"),
+        default="auto",
+        help="tracer of the traced run per world size (none: no traced run)",
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)"
+    )
     p.add_argument("--repeats", type=positive_int, default=3, help="untraced throughput runs per world size")
-    p.add_argument("--skip-plain-baseline", dest="baseline_no_ddp", action="store_false",
-                   help="skip the world-size-1 runs without the DDP wrapper (the second scaling baseline)")
+    p.add_argument(
+        "--skip-plain-baseline",
+        dest="baseline_no_ddp",
+        action="store_false",
+        help="skip the world-size-1 runs without the DDP wrapper (the second scaling baseline)",
+    )
     p.add_argument("--no-baseline-no-ddp", dest="baseline_no_ddp", action="store_false", help=argparse.SUPPRESS)
     p.add_argument("--no-busbw", dest="busbw", action="store_false", help="skip the bus-bandwidth runs")
-    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
-                   help="cpu: the CPU smoke sweep (gloo, one process per rank)")
-    p.add_argument("--fresh", action="store_true",
-                   help="rename an existing --out folder to <out>.previous-<time> and start a new sweep "
-                        "(needed when the train options differ from the completed runs there)")
-    p.add_argument("--run-timeout", type=positive_float, default=3600.0,
-                   help="seconds before a run is killed with all its ranks (recorded as failed)")
+    p.add_argument(
+        "--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: the CPU smoke sweep (gloo, one process per rank)"
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="rename an existing --out folder to <out>.previous-<time> and start a new sweep "
+        "(needed when the train options differ from the completed runs there)",
+    )
+    p.add_argument(
+        "--run-timeout",
+        type=positive_float,
+        default=3600.0,
+        help="seconds before a run is killed with all its ranks (recorded as failed)",
+    )
     p.add_argument("--data", default=None, help="GUE task folder for every run (else $DNABERT_SCALING_GUE or synthetic)")
     try:
         from dnabert_scaling.slurm import add_slurm_arguments
@@ -61,8 +83,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         pass
     else:
         add_slurm_arguments(p)
-    p.add_argument("train_args", nargs=argparse.REMAINDER,
-                   help="after '--': options passed to every 'dnabert-scaling train' run (e.g. -- --model tiny --steps 10)")
+    p.add_argument(
+        "train_args",
+        nargs=argparse.REMAINDER,
+        help="after '--': options passed to every 'dnabert-scaling train' run (e.g. -- --model tiny --steps 10)",
+    )
 
 
 def world_sizes(text: str) -> list[int]:
@@ -78,8 +103,9 @@ def world_sizes(text: str) -> list[int]:
     return sorted(sizes)
 
 
-def plan_runs(out: Path, sizes: list[int], tracer: str, repeats: int, baseline_no_ddp: bool,
-              train_args: list[str]) -> list[RunSpec]:
+def plan_runs(
+    out: Path, sizes: list[int], tracer: str, repeats: int, baseline_no_ddp: bool, train_args: list[str]
+) -> list[RunSpec]:
     """The runs of a sweep, in the order they are executed."""
     plan: list[RunSpec] = []
     sweep = SweepLayout(out)
@@ -88,8 +114,7 @@ def plan_runs(out: Path, sizes: list[int], tracer: str, repeats: int, baseline_n
             plan.append(RunSpec(n, "none", r, sweep.run(n, "none", r).root, tuple(train_args)))
         if n == 1 and baseline_no_ddp:
             for r in range(repeats):
-                plan.append(RunSpec(1, "none", r, sweep.run(1, "none", r, "noddp").root, (*train_args, "--no-ddp"),
-                                    "noddp"))
+                plan.append(RunSpec(1, "none", r, sweep.run(1, "none", r, "noddp").root, (*train_args, "--no-ddp"), "noddp"))
         if tracer != "none":
             plan.append(RunSpec(n, tracer, 0, sweep.run(n, tracer, 0).root, tuple(train_args)))
     return plan
@@ -125,8 +150,16 @@ class RunResult:
     message: str = ""
 
 
-def write_manifest(spec: RunSpec, status: str, returncode: int | None, started: str, seconds: float,
-                   command: list[str], executor: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def write_manifest(
+    spec: RunSpec,
+    status: str,
+    returncode: int | None,
+    started: str,
+    seconds: float,
+    command: list[str],
+    executor: str,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     summary = _summary(spec.run_dir)
     manifest = {
         "schema": "dnabert-scaling/manifest/1",
@@ -229,12 +262,22 @@ def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
             f"{len(changed)} completed run(s) in this sweep folder were trained with other options than the ones "
             f"requested now ({', '.join(first)}; runs: {', '.join(changed)}); mixing them would compare different "
             "configurations. Rerun with the recorded options, use another --out, or --fresh to keep this folder "
-            "aside and start a new sweep", out)
+            "aside and start a new sweep",
+            out,
+        )
 
 
 def torchrun_command(nproc: int, module_args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "dnabert_scaling", *module_args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "dnabert_scaling",
+        *module_args,
+    ]
 
 
 def _post_run_checks(spec: RunSpec) -> tuple[list[str], str | None]:
@@ -259,8 +302,7 @@ def _launch(cmd: list[str], log, timeout: float) -> tuple[int | None, str]:
     """Run ``cmd`` with its own session and a marker in its environment; on timeout or interrupt
     end every process it started before returning (or re-raising the interrupt)."""
     marker = new_marker()
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, **marker})
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **marker})
     try:
         rc = proc.wait(timeout=timeout)
         left = end_run(proc, marker)  # a rank the launcher left behind must not outlive the run's status
@@ -313,13 +355,15 @@ def failure_message(spec: RunSpec, rc: int | None, why: str) -> str:
         if errors:
             _, err = min(errors.values())
             also = f"; {err.parent.name} recorded: {_last_lines(err, 1)} (traceback: {err})"
-        return (f"{head}; rank{rank} was killed by {signal.Signals(sig).name} and recorded no error"
-                f"{also} (log: {log})")
+        return f"{head}; rank{rank} was killed by {signal.Signals(sig).name} and recorded no error{also} (log: {log})"
     if errors:
         _, err = min(errors.values())
         others = len(errors) - 1
-        return (f"{head}; {err.parent.name} failed first: {_last_lines(err, 1)} (traceback: {err}"
-                + (f"; {others} other rank(s) failed after it" if others else "") + f"; log: {log})")
+        return (
+            f"{head}; {err.parent.name} failed first: {_last_lines(err, 1)} (traceback: {err}"
+            + (f"; {others} other rank(s) failed after it" if others else "")
+            + f"; log: {log})"
+        )
     if why:  # the sweep ended the run itself (timeout, interrupt): the log's tail is its own doing
         return f"{head} (log: {log})"
     tail = _last_lines(log, 3) if log.is_file() else ""
@@ -481,11 +525,24 @@ def run(args: argparse.Namespace) -> int:
     tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
     refuse_changed_options(out, plan)
-    write_text_atomic(SweepLayout(out).sweep, json.dumps({
-        "schema": "dnabert-scaling/sweep/1", "created": now_iso(), "world_sizes": sizes, "executor": args.executor,
-        "tracer": args.tracer, "tracer_fallback": tracer_fallback, "repeats": args.repeats, "train_args": train_args,
-        "runs": [s.name for s in plan],
-    }, indent=2) + "\n")
+    write_text_atomic(
+        SweepLayout(out).sweep,
+        json.dumps(
+            {
+                "schema": "dnabert-scaling/sweep/1",
+                "created": now_iso(),
+                "world_sizes": sizes,
+                "executor": args.executor,
+                "tracer": args.tracer,
+                "tracer_fallback": tracer_fallback,
+                "repeats": args.repeats,
+                "train_args": train_args,
+                "runs": [s.name for s in plan],
+            },
+            indent=2,
+        )
+        + "\n",
+    )
 
     results: list[RunResult] = []
     if args.executor == "slurm":
@@ -540,11 +597,24 @@ def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list
         if status != "ok" and spec.run_dir.is_dir():
             message = failure_message(spec, job.exit_code if job else None, message)
         if spec.run_dir.is_dir():
-            extra = {"message": message, "previous_attempt": previous[spec.name].name if previous.get(spec.name) else None, "warnings": list(job.warnings) if job else [],
-                     "slurm_job": {"id": job.job_id, "state": job.state, "log": str(job.log) if job and job.log else None}
-                     if job else None}
-            write_manifest(spec, status, job.exit_code if job else None, started, 0.0,
-                           ["sbatch", f"(job {job.job_id if job else '?'})"], "slurm", extra)
+            extra = {
+                "message": message,
+                "previous_attempt": previous[spec.name].name if previous.get(spec.name) else None,
+                "warnings": list(job.warnings) if job else [],
+                "slurm_job": {"id": job.job_id, "state": job.state, "log": str(job.log) if job and job.log else None}
+                if job
+                else None,
+            }
+            write_manifest(
+                spec,
+                status,
+                job.exit_code if job else None,
+                started,
+                0.0,
+                ["sbatch", f"(job {job.job_id if job else '?'})"],
+                "slurm",
+                extra,
+            )
         results.append(RunResult(spec, status, None, 0.0, message))
     return results, error
 

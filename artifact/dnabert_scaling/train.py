@@ -75,8 +75,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="autocast dtype; auto = bf16 on CUDA (fp16 adds a loss-scaler host sync each step), fp32 on CPU",
     )
-    g.add_argument("--optimizer-impl", choices=("default", "foreach", "fused"), default="default",
-                   help="torch AdamW implementation (default: torch chooses, foreach on CUDA)")
+    g.add_argument(
+        "--optimizer-impl",
+        choices=("default", "foreach", "fused"),
+        default="default",
+        help="torch AdamW implementation (default: torch chooses, foreach on CUDA)",
+    )
 
     g = p.add_argument_group("DDP")
     g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
@@ -111,17 +115,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds a collective may wait for a hung or dead peer before the run fails; a hung rank ends "
         "the run after about this long (plus torchrun's few seconds of shutdown)",
     )
-    g.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)")
+    g.add_argument(
+        "--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)"
+    )
 
     g = p.add_argument_group("tracing and output")
-    g.add_argument("--tracer", choices=("auto", "scorep", "torch", "none"), default="none",
-                   help="tracer of this run; auto: Score-P when it works, else torch.profiler")
+    g.add_argument(
+        "--tracer",
+        choices=("auto", "scorep", "torch", "none"),
+        default="none",
+        help="tracer of this run; auto: Score-P when it works, else torch.profiler",
+    )
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
-    g.add_argument("--out", required=True, type=Path,
-                   help="run directory; must not hold another run's files (see --overwrite)")
-    g.add_argument("--overwrite", action="store_true",
-                   help="delete the files of an earlier run in --out first (never mixes two runs in one folder)")
+    g.add_argument("--out", required=True, type=Path, help="run directory; must not hold another run's files (see --overwrite)")
+    g.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the files of an earlier run in --out first (never mixes two runs in one folder)",
+    )
     g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
     g.add_argument("--no-progress", action="store_true", help="no per-step progress lines on stderr")
     g.add_argument(
@@ -243,8 +255,7 @@ def pin_cpu_threads(deviations: list[str]) -> int:
         raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
     torch.set_num_threads(threads)
     # one wording whether torchrun set the variable (more than one rank) or not, so runs agree
-    deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size "
-                      "($OMP_NUM_THREADS, else 1)")
+    deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size ($OMP_NUM_THREADS, else 1)")
     return threads
 
 
@@ -507,8 +518,7 @@ def _earlier_run_files(out: Path) -> list[Path]:
     traces = RunLayout(out).traces
     if traces.is_dir():
         # a Score-P experiment folder is created when its rank starts; its anchor is written at the end
-        found += [p for p in traces.iterdir()
-                  if not p.name.startswith(layout.SCOREP_RANK_PREFIX) or (p / layout.ANCHOR).exists()]
+        found += [p for p in traces.iterdir() if not p.name.startswith(layout.SCOREP_RANK_PREFIX) or (p / layout.ANCHOR).exists()]
     return found
 
 
@@ -527,7 +537,9 @@ def _claim_run_dir(out: Path, info, overwrite: bool) -> None:
         shown = ", ".join(str(p.relative_to(out)) for p in earlier[:6]) + (" ..." if len(earlier) > 6 else "")
         raise ArtifactError(
             f"--out holds the files of an earlier run ({shown}); give an empty or new folder, or --overwrite "
-            "to delete that run first", out)
+            "to delete that run first",
+            out,
+        )
     r = info.rank
     mine = [RunLayout(out).rank_dir(r), *RunLayout(out).rank_traces(r)]
     if r == 0:
@@ -645,8 +657,10 @@ def _run(args, info, rank_dir: Path, fault) -> int:
         from dnabert_scaling.buckets import BucketHook
 
         bucket_hook = BucketHook(marker).register(train_model)
-        deviations.append("DDP bucket hook on (ds:bucket ranges for predict): a Python comm hook instead of DDP's "
-                          "built-in all-reduce, same arithmetic, slower host side (make bench-hook)")
+        deviations.append(
+            "DDP bucket hook on (ds:bucket ranges for predict): a Python comm hook instead of DDP's "
+            "built-in all-reduce, same arithmetic, slower host side (make bench-hook)"
+        )
     if tracer_name == "torch":
         from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
 

@@ -47,8 +47,19 @@ EXPECTED = {
     "nccl_kernel_count": 2,
     "memcpy_count": 2,
     "memset_count": 1,
-    "ns": {"first_start": 0, "last_end": 1510, "total": 1510, "busy": 1160, "compute": 800, "nccl": 400,
-           "nccl_kernel_sum": 400, "overlap": 200, "exposed_comm": 200, "exposed_memcpy": 160, "idle": 350},
+    "ns": {
+        "first_start": 0,
+        "last_end": 1510,
+        "total": 1510,
+        "busy": 1160,
+        "compute": 800,
+        "nccl": 400,
+        "nccl_kernel_sum": 400,
+        "overlap": 200,
+        "exposed_comm": 200,
+        "exposed_memcpy": 160,
+        "idle": 350,
+    },
     "overlap_ratio": 0.5,
 }
 
@@ -91,38 +102,63 @@ def write_ground_truth(directory, *, with_metric: bool = True) -> Path:
         ev7 = [
             (0, OP_GET, win._ref, host_rank, 4096, 1),
             (100, OP_DONE, win._ref, 0, 0, 1),
-            (100, OP_ENTER, kref[KERNELS[0][1]], 0, 0, 0), (300, OP_LEAVE, kref[KERNELS[0][1]], 0, 0, 0),
-            (400, OP_ENTER, kref[KERNELS[1][1]], 0, 0, 0), (700, OP_LEAVE, kref[KERNELS[1][1]], 0, 0, 0),
-            (700, OP_ENTER, idle_region._ref, 0, 0, 0), (1000, OP_LEAVE, idle_region._ref, 0, 0, 0),
+            (100, OP_ENTER, kref[KERNELS[0][1]], 0, 0, 0),
+            (300, OP_LEAVE, kref[KERNELS[0][1]], 0, 0, 0),
+            (400, OP_ENTER, kref[KERNELS[1][1]], 0, 0, 0),
+            (700, OP_LEAVE, kref[KERNELS[1][1]], 0, 0, 0),
+            (700, OP_ENTER, idle_region._ref, 0, 0, 0),
+            (1000, OP_LEAVE, idle_region._ref, 0, 0, 0),
             (1000, OP_ENTER, kref[KERNELS[2][1]], 0, 0, 0),
             (1150, OP_PUT, win._ref, host_rank, 8, 2),
             (1200, OP_LEAVE, kref[KERNELS[2][1]], 0, 0, 0),
             (1250, OP_DONE, win._ref, 0, 0, 2),
-            (1500, OP_ENTER, memset._ref, 0, 0, 0), (1510, OP_LEAVE, memset._ref, 0, 0, 0),
+            (1500, OP_ENTER, memset._ref, 0, 0, 0),
+            (1510, OP_LEAVE, memset._ref, 0, 0, 0),
         ]
         _write(w, s7, ev7)
         _write(w, s9, [(250, OP_ENTER, kref[KERNELS[3][1]], 0, 0, 0), (450, OP_LEAVE, kref[KERNELS[3][1]], 0, 0, 0)])
-        _write(w, s13, [(500, OP_ENTER, kref[KERNELS[4][1]], 0, 0, 0), (800, OP_LEAVE, kref[KERNELS[4][1]], 0, 0, 0),
-                        (1300, OP_ENTER, kref[KERNELS[5][1]], 0, 0, 0), (1400, OP_LEAVE, kref[KERNELS[5][1]], 0, 0, 0)])
+        _write(
+            w,
+            s13,
+            [
+                (500, OP_ENTER, kref[KERNELS[4][1]], 0, 0, 0),
+                (800, OP_LEAVE, kref[KERNELS[4][1]], 0, 0, 0),
+                (1300, OP_ENTER, kref[KERNELS[5][1]], 0, 0, 0),
+                (1400, OP_LEAVE, kref[KERNELS[5][1]], 0, 0, 0),
+            ],
+        )
         # Main thread: phases, Python-function noise, launches with CUDA_STREAM_REF.
         phase_ref = {p: w.region(f"user:ds:{p}", "user")._ref for p, _, _ in PHASES}
         launch = w.region("cuLaunchKernel", "launch")._ref
         fn = w.region("torch.nn.modules.module:_call_impl", "function")._ref
         streams = {7: s7._ref, 9: s9._ref, 13: s13._ref}
-        main_ev = [(0, OP_ENTER, phase_ref["step"], NO_VALUE), (50, OP_ENTER, phase_ref["forward"], NO_VALUE),
-                   (55, OP_ENTER, fn, NO_VALUE)]
+        main_ev = [
+            (0, OP_ENTER, phase_ref["step"], NO_VALUE),
+            (50, OP_ENTER, phase_ref["forward"], NO_VALUE),
+            (55, OP_ENTER, fn, NO_VALUE),
+        ]
         for (ls, le), st in zip(LAUNCHES[:3], LAUNCH_STREAMS[:3]):
             main_ev += [(ls, OP_ENTER, launch, streams[st]), (le, OP_LEAVE, launch, NO_VALUE)]
-        main_ev += [(500, OP_LEAVE, fn, NO_VALUE), (600, OP_LEAVE, phase_ref["forward"], NO_VALUE),
-                    (600, OP_ENTER, phase_ref["backward"], NO_VALUE), (1450, OP_LEAVE, phase_ref["backward"], NO_VALUE),
-                    (1450, OP_ENTER, phase_ref["optimizer"], NO_VALUE),
-                    (LAUNCHES[5][0], OP_ENTER, launch, streams[7]), (LAUNCHES[5][1], OP_LEAVE, launch, NO_VALUE),
-                    (1590, OP_LEAVE, phase_ref["optimizer"], NO_VALUE), (1600, OP_LEAVE, phase_ref["step"], NO_VALUE)]
+        main_ev += [
+            (500, OP_LEAVE, fn, NO_VALUE),
+            (600, OP_LEAVE, phase_ref["forward"], NO_VALUE),
+            (600, OP_ENTER, phase_ref["backward"], NO_VALUE),
+            (1450, OP_LEAVE, phase_ref["backward"], NO_VALUE),
+            (1450, OP_ENTER, phase_ref["optimizer"], NO_VALUE),
+            (LAUNCHES[5][0], OP_ENTER, launch, streams[7]),
+            (LAUNCHES[5][1], OP_LEAVE, launch, NO_VALUE),
+            (1590, OP_LEAVE, phase_ref["optimizer"], NO_VALUE),
+            (1600, OP_LEAVE, phase_ref["step"], NO_VALUE),
+        ]
         _write_host(w, main, main_ev)
         ag = []
         for (ls, le), st in zip(LAUNCHES[3:5], LAUNCH_STREAMS[3:5]):
-            ag += [(ls - 2, OP_ENTER, fn, NO_VALUE), (ls, OP_ENTER, launch, streams[st]),
-                   (le, OP_LEAVE, launch, NO_VALUE), (le + 2, OP_LEAVE, fn, NO_VALUE)]
+            ag += [
+                (ls - 2, OP_ENTER, fn, NO_VALUE),
+                (ls, OP_ENTER, launch, streams[st]),
+                (le, OP_LEAVE, launch, NO_VALUE),
+                (le + 2, OP_LEAVE, fn, NO_VALUE),
+            ]
         _write_host(w, autograd, ag)
     return d
 

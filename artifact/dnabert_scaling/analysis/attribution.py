@@ -176,8 +176,7 @@ def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimelin
         lt = np.sort(ltime[lstream == s], kind="stable")
         if len(lt) != len(rows):
             notes.append(
-                f"stream {s}: {len(lt)} kernel launches but {len(rows)} kernels; "
-                "time-window attribution used for this stream"
+                f"stream {s}: {len(lt)} kernel launches but {len(rows)} kernels; time-window attribution used for this stream"
             )
             continue
         st, ph = _by_launch_time(timeline, lt)
@@ -185,8 +184,9 @@ def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimelin
     return step, phase, found, launch
 
 
-def attribute(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline | None = None,
-              prefer: str | None = None) -> Attribution:
+def attribute(
+    gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline | None = None, prefer: str | None = None
+) -> Attribution:
     """Attribute one rank's GPU activities to measured steps and phases (best method available).
 
     ``prefer="stream-order"`` skips the correlation ids (used to validate the Score-P method on

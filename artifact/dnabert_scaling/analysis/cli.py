@@ -25,13 +25,28 @@ from dnabert_scaling.options import positive_int
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", type=Path, help="sweep folders or run folders")
     p.add_argument("--out", type=Path, required=True, help="results folder")
-    p.add_argument("--world-size", nargs="+", action="append", default=[], metavar=("N", "TRACE"),
-                   help="bare per-rank traces of one world size (repeatable): --world-size 8 r0 r1 ... r7")
-    p.add_argument("--trace-manifest", type=Path, action="append", default=[],
-                   help="TOML file with [[traced]] entries (world_size, tracer, traces, batch_size)")
+    p.add_argument(
+        "--world-size",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar=("N", "TRACE"),
+        help="bare per-rank traces of one world size (repeatable): --world-size 8 r0 r1 ... r7",
+    )
+    p.add_argument(
+        "--trace-manifest",
+        type=Path,
+        action="append",
+        default=[],
+        help="TOML file with [[traced]] entries (world_size, tracer, traces, batch_size)",
+    )
     p.add_argument("--batch-size", type=positive_int, default=None, help="per-rank batch of bare traces (for samples/s)")
-    p.add_argument("--expected", type=Path, default=None,
-                   help="claims file whose [sanity] bounds the analysis applies (default: expected/claims.toml)")
+    p.add_argument(
+        "--expected",
+        type=Path,
+        default=None,
+        help="claims file whose [sanity] bounds the analysis applies (default: expected/claims.toml)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,9 +120,11 @@ def _fmt(stat, scale=1e3, unit="ms"):
 
 
 def format_summary(metrics: dict) -> str:
-    lines = [f"# {metrics['label']}",
-             f"{'ws':>3} {'samples/s':>10} {'eff':>6} {'step':>10} {'compute':>10} {'exp.comm':>10} {'idle':>10} "
-             f"{'AllReduce':>10} {'backward':>10} {'AR/bwd':>7} {'overlap':>8}"]
+    lines = [
+        f"# {metrics['label']}",
+        f"{'ws':>3} {'samples/s':>10} {'eff':>6} {'step':>10} {'compute':>10} {'exp.comm':>10} {'idle':>10} "
+        f"{'AllReduce':>10} {'backward':>10} {'AR/bwd':>7} {'overlap':>8}",
+    ]
     for key, e in metrics["world_sizes"].items():
         tp = e.get("throughput") or {}
         sps = tp.get("samples_per_s") or {}

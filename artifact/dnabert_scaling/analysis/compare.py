@@ -41,8 +41,14 @@ def _walk(a, b, path: str, out: list[str], limit: int) -> None:
             out.append(f"{path}: {len(a)} items != {len(b)} shipped")
         for i, (x, y) in enumerate(zip(a, b)):
             _walk(x, y, f"{path}[{i}]", out, limit)
-    elif isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool) or \
-            isinstance(b, float) and isinstance(a, (int, float)) and not isinstance(a, bool):
+    elif (
+        isinstance(a, float)
+        and isinstance(b, (int, float))
+        and not isinstance(b, bool)
+        or isinstance(b, float)
+        and isinstance(a, (int, float))
+        and not isinstance(a, bool)
+    ):
         if math.isnan(a) and math.isnan(b):
             return
         if not math.isclose(a, b, rel_tol=REL, abs_tol=1e-15):

@@ -48,8 +48,9 @@ COMPLETE, INCOMPLETE, UNKNOWN = "complete", "incomplete", "unknown"
 KIND_CLASS = {"kernel": "kernel", "memcpy": "copy", "memset": "copy"}
 
 
-def _group_found(launch_t: np.ndarray, launch_step: np.ndarray, act_start: np.ndarray,
-                 timeline: HostTimeline, steps: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _group_found(
+    launch_t: np.ndarray, launch_step: np.ndarray, act_start: np.ndarray, timeline: HostTimeline, steps: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """(launches per step, found per step, activities beyond the launches) of one launch group."""
     launches = np.bincount(launch_step[launch_step >= 0], minlength=steps)[:steps]
     if act_start.size >= launch_t.size:
@@ -60,8 +61,9 @@ def _group_found(launch_t: np.ndarray, launch_step: np.ndarray, act_start: np.nd
     return launches, np.minimum(placed, launches), 0
 
 
-def rank_completeness(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline,
-                      bound: float = DEFAULT_BOUND) -> dict[str, Any]:
+def rank_completeness(
+    gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline, bound: float = DEFAULT_BOUND
+) -> dict[str, Any]:
     """Completeness of one rank (see the module docstring); JSON-ready."""
     steps = timeline.steps
     launches = host[host["kind"] == "launch"]
@@ -88,10 +90,20 @@ def rank_completeness(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimel
     lt = launches["start_ns"].to_numpy(np.int64)
     lstep = timeline.step_of(lt)
     out: dict[str, Any] = {
-        "method": None, "launches": 0, "found": 0, "share": None, "steps": steps,
-        "steps_below_bound": None, "min_step_share": None, "bound": bound,
-        "activities_without_launch": 0, "kinds_not_recorded": not_recorded, "streams": [],
-        "launches_per_step": [], "found_per_step": [], "calls_by_kind": calls_by_kind,
+        "method": None,
+        "launches": 0,
+        "found": 0,
+        "share": None,
+        "steps": steps,
+        "steps_below_bound": None,
+        "min_step_share": None,
+        "bound": bound,
+        "activities_without_launch": 0,
+        "kinds_not_recorded": not_recorded,
+        "streams": [],
+        "launches_per_step": [],
+        "found_per_step": [],
+        "calls_by_kind": calls_by_kind,
     }
     if steps == 0:
         out["status"] = UNKNOWN
@@ -99,8 +111,10 @@ def rank_completeness(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimel
         return out
     if len(launches) == 0:
         out["status"] = UNKNOWN
-        out["reason"] = ("the trace holds no kernel-launch records (Score-P without 'driver' in SCOREP_CUDA_ENABLE, "
-                         "or a Kineto trace without runtime events): its completeness cannot be shown")
+        out["reason"] = (
+            "the trace holds no kernel-launch records (Score-P without 'driver' in SCOREP_CUDA_ENABLE, "
+            "or a Kineto trace without runtime events): its completeness cannot be shown"
+        )
         return out
     gkind = gpu["kind"].astype(str).to_numpy()
     gstart = gpu["start_ns"].to_numpy(np.int64)
@@ -140,21 +154,25 @@ def rank_completeness(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimel
                 per_step_f += gf
                 extra += gx
                 if s is not None:
-                    out["streams"].append({"stream": int(s), "kind": cls, "launches": int(lm.sum()),
-                                           "activities": int(am.sum())})
+                    out["streams"].append({"stream": int(s), "kind": cls, "launches": int(lm.sum()), "activities": int(am.sum())})
         out["method"] = "stream-order" if methods == {"stream-order"} else "count"
     with np.errstate(invalid="ignore", divide="ignore"):
         shares = np.where(per_step_l > 0, per_step_f / np.maximum(per_step_l, 1), np.nan)
     measured = np.isfinite(shares)
     below = int((shares[measured] < bound).sum())
     total_l, total_f = int(per_step_l.sum()), int(per_step_f.sum())
-    out.update({
-        "launches": total_l, "found": total_f, "share": (total_f / total_l) if total_l else None,
-        "steps_below_bound": below,
-        "min_step_share": float(np.nanmin(shares)) if measured.any() else None,
-        "activities_without_launch": extra,
-        "launches_per_step": per_step_l.astype(int).tolist(), "found_per_step": per_step_f.astype(int).tolist(),
-    })
+    out.update(
+        {
+            "launches": total_l,
+            "found": total_f,
+            "share": (total_f / total_l) if total_l else None,
+            "steps_below_bound": below,
+            "min_step_share": float(np.nanmin(shares)) if measured.any() else None,
+            "activities_without_launch": extra,
+            "launches_per_step": per_step_l.astype(int).tolist(),
+            "found_per_step": per_step_f.astype(int).tolist(),
+        }
+    )
     if not measured.any():
         out["status"] = UNKNOWN
         out["reason"] = "no launch record falls inside a measured step"
@@ -195,17 +213,22 @@ def describe_rank(rank: int, c: dict[str, Any], below: int | None = None, bound:
     below = c.get("steps_below_bound") if below is None else below
     bound = c.get("bound", DEFAULT_BOUND) if bound is None else bound
     share = c.get("share")
-    text = (f"rank {rank}: GPU activities for {c.get('found', 0):,} of {c.get('launches', 0):,} launches in the "
-            f"measured steps ({'-' if share is None else f'{100 * share:.2f}%'}, {c.get('method')}), "
-            f"{below} of {c.get('steps', 0)} measured steps below {100 * bound:g}%")
+    text = (
+        f"rank {rank}: GPU activities for {c.get('found', 0):,} of {c.get('launches', 0):,} launches in the "
+        f"measured steps ({'-' if share is None else f'{100 * share:.2f}%'}, {c.get('method')}), "
+        f"{below} of {c.get('steps', 0)} measured steps below {100 * bound:g}%"
+    )
     if c.get("min_step_share") is not None and below:
         text += f" (lowest step {100 * c['min_step_share']:.1f}%)"
     if c.get("activities_without_launch"):
         text += f"; {c['activities_without_launch']:,} GPU activities without a launch record"
     if c.get("kinds_not_recorded"):
         calls = c.get("calls_by_kind") or {}
-        text += "; " + ", ".join(f"{calls.get(k, 0):,} {k} calls" for k in c["kinds_not_recorded"]) + (
-            " left out: the trace holds no activity of that kind (the tracer did not record it)")
+        text += (
+            "; "
+            + ", ".join(f"{calls.get(k, 0):,} {k} calls" for k in c["kinds_not_recorded"])
+            + (" left out: the trace holds no activity of that kind (the tracer did not record it)")
+        )
     return text
 
 
@@ -221,7 +244,13 @@ def trace_completeness(trace, bound: float = DEFAULT_BOUND) -> dict[str, Any]:
     out = judge(per_rank, bound)
     launches = sum(c["launches"] for c in per_rank.values())
     found = sum(c["found"] for c in per_rank.values())
-    out.update({"launches": launches, "activities": found, "ratio": (found / launches) if launches else None,
-                "steps_below_bound": sum(c["steps_below_bound"] or 0 for c in per_rank.values()),
-                "per_rank": {str(r): c for r, c in per_rank.items()}})
+    out.update(
+        {
+            "launches": launches,
+            "activities": found,
+            "ratio": (found / launches) if launches else None,
+            "steps_below_bound": sum(c["steps_below_bound"] or 0 for c in per_rank.values()),
+            "per_rank": {str(r): c for r, c in per_rank.items()},
+        }
+    )
     return out

@@ -32,8 +32,7 @@ from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.attribution import Attribution, HostTimeline
 
 NS = 1e-9
-COLUMNS = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s",
-           "launches", "launch_call_s", "host_s_per_launch")
+COLUMNS = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s", "launches", "launch_call_s", "host_s_per_launch")
 
 
 def idle_gaps(gpu: pd.DataFrame, ws: np.ndarray, we: np.ndarray) -> iv.Intervals:
@@ -119,12 +118,14 @@ def step_columns(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att: A
     launches = fit(rate["launches"], np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         per_launch = np.where(launches > 0, fit(rate["host_ns"], np.nan) / np.where(launches > 0, launches, 1), np.nan)
-    table = pd.DataFrame({
-        "idle_host_wait_s": idle["host"] * NS,
-        "idle_kernel_wait_s": idle["kernel"] * NS,
-        "idle_other_s": idle["other"] * NS,
-        "launches": launches,
-        "launch_call_s": fit(rate["call_ns"], np.nan) * NS,
-        "host_s_per_launch": per_launch * NS,
-    })
+    table = pd.DataFrame(
+        {
+            "idle_host_wait_s": idle["host"] * NS,
+            "idle_kernel_wait_s": idle["kernel"] * NS,
+            "idle_other_s": idle["other"] * NS,
+            "launches": launches,
+            "launch_call_s": fit(rate["call_ns"], np.nan) * NS,
+            "host_s_per_launch": per_launch * NS,
+        }
+    )
     return table[valid].reset_index(drop=True)

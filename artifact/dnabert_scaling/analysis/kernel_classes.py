@@ -41,15 +41,19 @@ RULE_SUMMARY = (
     "flash, fmha, sdpa, attention, cuDNN fused-attention helpers; GEMM: gemm, nvjet, cutlass, cublas, xmma, wgmma, "
     "matmul; normalisation: layer/batch/group/RMS norm, GammaBeta; reduction/softmax: reduce_kernel, softmax, "
     "nll_loss, cross_entropy, lpnorm; elementwise: elementwise, dropout, fill, copy, cat, gather, scatter, index; "
-    "else other")
-_RULES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(rx, re.IGNORECASE)) for name, rx in (
-    ("optimizer", r"multi_tensor_apply|adam|\bsgd|_sgd"),
-    ("attention", r"flash|fmha|sdpa|attention|cudnn::fusion::(compute_dot_do_o|convert_dq)"),
-    ("GEMM", r"gemm|nvjet|cutlass|cublas|xmma|wgmma|matmul"),
-    ("normalisation", r"layer_?norm|gammabeta|batch_?norm|group_?norm|rms_?norm"),
-    ("reduction/softmax", r"reduce_kernel|softmax|nll_loss|cross_entropy|lpnorm"),
-    ("elementwise", r"elementwise|dropout|fill|copy|\bcat|cat_|catarray|gather|scatter|index"),
-))
+    "else other"
+)
+_RULES: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (name, re.compile(rx, re.IGNORECASE))
+    for name, rx in (
+        ("optimizer", r"multi_tensor_apply|adam|\bsgd|_sgd"),
+        ("attention", r"flash|fmha|sdpa|attention|cudnn::fusion::(compute_dot_do_o|convert_dq)"),
+        ("GEMM", r"gemm|nvjet|cutlass|cublas|xmma|wgmma|matmul"),
+        ("normalisation", r"layer_?norm|gammabeta|batch_?norm|group_?norm|rms_?norm"),
+        ("reduction/softmax", r"reduce_kernel|softmax|nll_loss|cross_entropy|lpnorm"),
+        ("elementwise", r"elementwise|dropout|fill|copy|\bcat|cat_|catarray|gather|scatter|index"),
+    )
+)
 
 
 def name_class(name: str) -> str:
@@ -85,10 +89,12 @@ def rank_class_sums(gpu: pd.DataFrame, att: Attribution) -> pd.DataFrame:
     """Summed GPU time (ns) and count per class over this rank's measured steps."""
     sel = att.step >= 0
     dur = (gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64))[sel]
-    frame = pd.DataFrame({"class": classify(gpu, att)[sel], "sum_ns": dur,
-                          "name": gpu["name"].astype(str).to_numpy()[sel]})
-    return frame.groupby("class", sort=False).agg(sum_ns=("sum_ns", "sum"), count=("sum_ns", "size"),
-                                                  top=("name", _top_name)).reset_index()
+    frame = pd.DataFrame({"class": classify(gpu, att)[sel], "sum_ns": dur, "name": gpu["name"].astype(str).to_numpy()[sel]})
+    return (
+        frame.groupby("class", sort=False)
+        .agg(sum_ns=("sum_ns", "sum"), count=("sum_ns", "size"), top=("name", _top_name))
+        .reset_index()
+    )
 
 
 def _top_name(names: pd.Series) -> str:

@@ -29,8 +29,10 @@ from dnabert_scaling.provenance import now_iso
 
 SCHEMA = "dnabert-scaling/metrics/1"
 TRACER_PREFERENCE = ("scorep", "torch")
-DILATION_KIND = ("separate processes: the traced run's median step time over the untraced runs' median, so it holds "
-                 "run-to-run variation as well as the tracer's cost (make bench-trace times both in one process)")
+DILATION_KIND = (
+    "separate processes: the traced run's median step time over the untraced runs' median, so it holds "
+    "run-to-run variation as well as the tracer's cost (make bench-trace times both in one process)"
+)
 
 
 def stat(values) -> dict[str, Any] | None:
@@ -114,13 +116,19 @@ def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, wind
     s = gpu["start_ns"].to_numpy(np.int64)
     e = gpu["end_ns"].to_numpy(np.int64)
     m = (e > w0) & (s < w1)
-    rows = pd.DataFrame({
-        "world_size": ws, "rank": rank, "stream": gpu["stream"].to_numpy()[m],
-        "kind": gpu["kind"].astype(str).to_numpy()[m], "category": gpu["category"].astype(str).to_numpy()[m],
-        "phase": np.array(PHASE_LABELS, dtype=object)[att.phase[m]],
-        "name": gpu["name"].astype(str).to_numpy()[m],
-        "start_s": (s[m] - w0) * 1e-9, "end_s": (e[m] - w0) * 1e-9,
-    })
+    rows = pd.DataFrame(
+        {
+            "world_size": ws,
+            "rank": rank,
+            "stream": gpu["stream"].to_numpy()[m],
+            "kind": gpu["kind"].astype(str).to_numpy()[m],
+            "category": gpu["category"].astype(str).to_numpy()[m],
+            "phase": np.array(PHASE_LABELS, dtype=object)[att.phase[m]],
+            "name": gpu["name"].astype(str).to_numpy()[m],
+            "start_s": (s[m] - w0) * 1e-9,
+            "end_s": (e[m] - w0) * 1e-9,
+        }
+    )
     phases = host[(host["kind"] == "phase")]
     names = phases["name"].astype(str).to_numpy()
     prow = []
@@ -144,13 +152,22 @@ def _timeline_host(host: pd.DataFrame, tl: HostTimeline, step: int, w0: int, w1:
     kind = host["kind"].astype(str).to_numpy()
     m = (e > lo) & (s < hi) & np.isin(kind, ("phase", "launch"))
     s, e = np.clip(s, lo, hi), np.clip(e, lo, hi)
-    return pd.DataFrame({"world_size": ws, "rank": rank, "thread": host["thread"].astype(str).to_numpy()[m],
-                         "kind": kind[m], "name": host["name"].astype(str).to_numpy()[m],
-                         "start_s": (s[m] - w0) * 1e-9, "end_s": (e[m] - w0) * 1e-9})
+    return pd.DataFrame(
+        {
+            "world_size": ws,
+            "rank": rank,
+            "thread": host["thread"].astype(str).to_numpy()[m],
+            "kind": kind[m],
+            "name": host["name"].astype(str).to_numpy()[m],
+            "start_s": (s[m] - w0) * 1e-9,
+            "end_s": (e[m] - w0) * 1e-9,
+        }
+    )
 
 
-def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: str,
-                  bound: float = completeness.DEFAULT_BOUND) -> TracedResult:
+def analyze_trace(
+    trace, world_size: int, expected_steps: int | None, run_name: str, bound: float = completeness.DEFAULT_BOUND
+) -> TracedResult:
     """GPU metrics of one traced run (all its ranks), and its completeness judged at ``bound``."""
     steps_tables, rank_tables, stream_tables, class_tables = [], [], [], []
     notes: list[str] = []
@@ -207,7 +224,9 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     steps.insert(0, "world_size", world_size)
     n_samples = max(1, len(steps))
     ranks_all = pd.concat(rank_tables, ignore_index=True)
-    rk = ranks_all.groupby(["activity", "kind"], observed=True).agg(sum_ns=("sum_ns", "sum"), count=("count", "sum")).reset_index()
+    rk = (
+        ranks_all.groupby(["activity", "kind"], observed=True).agg(sum_ns=("sum_ns", "sum"), count=("count", "sum")).reset_index()
+    )
     total = rk["sum_ns"].sum() or 1
     rk["sum_s_per_step"] = rk["sum_ns"] * 1e-9 / n_samples
     rk["count_per_step"] = rk["count"] / n_samples
@@ -220,38 +239,52 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
     classes.insert(0, "world_size", world_size)
     other_idle = float(steps["idle_other_s"].sum())
     if other_idle > 0:
-        notes.append(f"{100 * other_idle / max(float(steps['idle_s'].sum()), 1e-30):.1f}% of idle time is 'other': "
-                     "the gap ends at an activity whose launch time the trace does not give (time-window "
-                     "attribution), so host wait and kernel wait cannot be told apart there")
+        notes.append(
+            f"{100 * other_idle / max(float(steps['idle_s'].sum()), 1e-30):.1f}% of idle time is 'other': "
+            "the gap ends at an activity whose launch time the trace does not give (time-window "
+            "attribution), so host wait and kernel wait cannot be told apart there"
+        )
 
     # "own stream" holds when on every rank AllReduce and compute never share a stream
     own = (not shared_stream) if allreduce_streams else None
     unknown_s = float(steps["unknown_collective_nccl_s"].sum())
     nccl_s = float(steps["nccl_kernel_sum_s"].sum())
     if unknown_s > 0:
-        notes.append(f"{100 * unknown_s / max(nccl_s, 1e-30):.1f}% of NCCL kernel time has no collective in the "
-                     "trace (ncclDevKernel_Generic without Kineto's 'Collective name'); it is not counted as AllReduce")
+        notes.append(
+            f"{100 * unknown_s / max(nccl_s, 1e-30):.1f}% of NCCL kernel time has no collective in the "
+            "trace (ncclDevKernel_Generic without Kineto's 'Collective name'); it is not counted as AllReduce"
+        )
 
     def s(col):
         return stat(steps[col]) if col in steps else None
 
     metrics = {
         "step_time_s": s("step_time_s"),
-        "compute_s": s("compute_s"), "exposed_comm_s": s("exposed_comm_s"),
-        "exposed_memcpy_s": s("exposed_memcpy_s"), "idle_s": s("idle_s"),
-        "nccl_kernels_per_step": s("nccl_kernels"), "nccl_kernel_sum_s": s("nccl_kernel_sum_s"),
-        "nccl_union_s": s("nccl_union_s"), "overlap_ratio": s("overlap_ratio"),
+        "compute_s": s("compute_s"),
+        "exposed_comm_s": s("exposed_comm_s"),
+        "exposed_memcpy_s": s("exposed_memcpy_s"),
+        "idle_s": s("idle_s"),
+        "nccl_kernels_per_step": s("nccl_kernels"),
+        "nccl_kernel_sum_s": s("nccl_kernel_sum_s"),
+        "nccl_union_s": s("nccl_union_s"),
+        "overlap_ratio": s("overlap_ratio"),
         "exposed_comm_share": s("exposed_comm_share"),
-        "allreduce_kernel_s": s("allreduce_kernel_s"), "allreduce_kernels_per_step": s("allreduce_kernels"),
+        "allreduce_kernel_s": s("allreduce_kernel_s"),
+        "allreduce_kernels_per_step": s("allreduce_kernels"),
         "allreduce_share": s("allreduce_share"),
         "allreduce_streams": sorted(int(x) for x in allreduce_streams),
-        "compute_streams": sorted(int(x) for x in compute_streams), "allreduce_own_stream": own,
-        "forward_gpu_s": s("forward_gpu_s"), "backward_gpu_s": s("backward_gpu_s"), "optimizer_gpu_s": s("optimizer_gpu_s"),
+        "compute_streams": sorted(int(x) for x in compute_streams),
+        "allreduce_own_stream": own,
+        "forward_gpu_s": s("forward_gpu_s"),
+        "backward_gpu_s": s("backward_gpu_s"),
+        "optimizer_gpu_s": s("optimizer_gpu_s"),
         "allreduce_to_backward": s("allreduce_to_backward"),
         "kernels_per_step": s("kernels"),
-        "idle_host_wait_s": s("idle_host_wait_s"), "idle_kernel_wait_s": s("idle_kernel_wait_s"),
+        "idle_host_wait_s": s("idle_host_wait_s"),
+        "idle_kernel_wait_s": s("idle_kernel_wait_s"),
         "idle_other_s": s("idle_other_s"),
-        "launches_per_step": s("launches"), "launch_call_s": s("launch_call_s"),
+        "launches_per_step": s("launches"),
+        "launch_call_s": s("launch_call_s"),
         "host_s_per_launch": s("host_s_per_launch"),
         "kernel_classes": [
             {"class": c, "sum_s_per_step": float(x), "count_per_step": float(n), "share": float(sh), "example": str(t)}
@@ -259,14 +292,18 @@ def analyze_trace(trace, world_size: int, expected_steps: int | None, run_name: 
         ],
         "ranking": [
             {"activity": a, "kind": k, "sum_s_per_step": float(x), "count_per_step": float(c), "share": float(sh)}
-            for a, k, x, c, sh in rk[["activity", "kind", "sum_s_per_step", "count_per_step", "share"]].head(25).itertuples(index=False)
+            for a, k, x, c, sh in rk[["activity", "kind", "sum_s_per_step", "count_per_step", "share"]]
+            .head(25)
+            .itertuples(index=False)
         ],
         "phase_method": max(methods, key=methods.get) if methods else None,
         "phase_methods": methods,
         "phase_validation": {
             k: {"activities": _mean([v["activities"] for v in vals]), "time": _mean([v.get("time") for v in vals])}
-            for k, vals in validation.items() if vals
-        } or None,
+            for k, vals in validation.items()
+            if vals
+        }
+        or None,
         "notes": notes,
     }
     metrics["per_rank"] = _per_rank(steps)
@@ -301,8 +338,18 @@ def _completeness_table(per_rank: dict[int, dict], world_size: int, run_name: st
     rows = []
     for r, c in per_rank.items():
         for k, (n, f) in enumerate(zip(c["launches_per_step"], c["found_per_step"])):
-            rows.append({"world_size": world_size, "run": run_name, "rank": r, "step": k, "launches": n,
-                         "found": f, "share": (f / n) if n else None, "method": c["method"]})
+            rows.append(
+                {
+                    "world_size": world_size,
+                    "run": run_name,
+                    "rank": r,
+                    "step": k,
+                    "launches": n,
+                    "found": f,
+                    "share": (f / n) if n else None,
+                    "method": c["method"],
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -380,7 +427,7 @@ def _busy_wait(gpu: dict | None, bw: dict | None) -> dict | None:
         "gradient_bytes": bw.get("gradient_bytes"),
         "buckets": len(bw.get("bucket_bytes", [])),
         "note": "AllReduce kernel time per step against the time the gradient buckets take alone at the "
-                "bus bandwidth measured on the same machine (busbw); a ratio above 1 is kernel time not spent moving bytes",
+        "bus bandwidth measured on the same machine (busbw); a ratio above 1 is kernel time not spent moving bytes",
     }
 
 
@@ -393,8 +440,9 @@ def label_for(runs: list[RunInfo], bare: list[BareTraces]) -> str:
     return f"{where}, world sizes {', '.join(map(str, sizes))}, tracer {', '.join(tracers) or 'none'}"
 
 
-def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_BOUND
-          ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+def build(
+    inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_BOUND
+) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """metrics.json content and the tidy tables, from discovered runs and bare traces; ``bound`` is
     the completeness bound (``[sanity.trace_complete]`` of the claims file)."""
     if read_traces is None:
@@ -405,8 +453,20 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
     if not sizes:
         raise ArtifactError("nothing to analyse: no runs and no traces")
     per_ws: dict[str, Any] = {}
-    tables: dict[str, list[pd.DataFrame]] = {k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline",
-                                                             "timeline_phases", "timeline_host", "kernel_classes", "completeness")}
+    tables: dict[str, list[pd.DataFrame]] = {
+        k: []
+        for k in (
+            "step_partition",
+            "ranking",
+            "streams",
+            "throughput",
+            "timeline",
+            "timeline_phases",
+            "timeline_host",
+            "kernel_classes",
+            "completeness",
+        )
+    }
     fallbacks: list[dict] = []
     notes: list[str] = []
     for run in inputs.runs:
@@ -428,17 +488,33 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
         if traced_run is not None:
             paths = trace_paths(traced_run)
             expected = traced_run.summary.get("measured_steps")
-            trace_src = {"run": traced_run.name, "tracer": traced_run.tracer, "paths": paths,
-                         "device_type": traced_run.summary.get("device_type")}
+            trace_src = {
+                "run": traced_run.name,
+                "tracer": traced_run.tracer,
+                "paths": paths,
+                "device_type": traced_run.summary.get("device_type"),
+            }
         elif bare:
-            trace_src = {"run": f"bare traces ({bare[0].source})", "tracer": bare[0].tracer, "paths": bare[0].paths,
-                         "device_type": "cuda"}
+            trace_src = {
+                "run": f"bare traces ({bare[0].source})",
+                "tracer": bare[0].tracer,
+                "paths": bare[0].paths,
+                "device_type": "cuda",
+            }
         if trace_src is not None:
             sanity, problems = _sanity_from_run(traced_run, ws, expected)
-            traced: dict[str, Any] = {"run": trace_src["run"], "tracer": trace_src["tracer"], "format": None,
-                                      "trace_mode": traced_run.summary.get("trace_mode") if traced_run else None,
-                                      "device_type": trace_src["device_type"], "ranks": [], "measured_steps": expected,
-                                      "gpu": None, "gpu_not_run_reason": None, "completeness": None}
+            traced: dict[str, Any] = {
+                "run": trace_src["run"],
+                "tracer": trace_src["tracer"],
+                "format": None,
+                "trace_mode": traced_run.summary.get("trace_mode") if traced_run else None,
+                "device_type": trace_src["device_type"],
+                "ranks": [],
+                "measured_steps": expected,
+                "gpu": None,
+                "gpu_not_run_reason": None,
+                "completeness": None,
+            }
             sanity["trace_complete"] = None  # not applicable until a GPU trace is read
             if not trace_src["paths"]:
                 traced["gpu_not_run_reason"] = f"no traces in {trace_src['run']}"
@@ -451,7 +527,8 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
                     if trace_src["device_type"] == "cpu":
                         traced["gpu_not_run_reason"] = (
                             "CPU run (gloo, no GPU): the traces hold no GPU activity, so the GPU-time metrics "
-                            "(partition, NCCL, overlap, AllReduce vs backward) cannot be measured")
+                            "(partition, NCCL, overlap, AllReduce vs backward) cannot be measured"
+                        )
                         sanity["gpu_streams"] = None  # not applicable
                     else:
                         traced["gpu_not_run_reason"] = f"the traces hold no GPU activity: {exc}"
@@ -473,8 +550,12 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
                     if expected is None:
                         traced["measured_steps"] = int(res.steps.groupby("rank").size().min()) if len(res.steps) else 0
                     traced["gpu"] = res.metrics
-                    for key, df in (("step_partition", res.steps), ("ranking", res.ranking), ("streams", res.streams),
-                                    ("kernel_classes", res.kernel_classes)):
+                    for key, df in (
+                        ("step_partition", res.steps),
+                        ("ranking", res.ranking),
+                        ("streams", res.streams),
+                        ("kernel_classes", res.kernel_classes),
+                    ):
                         tables[key].append(df)
                     if len(res.timeline):
                         tables["timeline"].append(res.timeline)
@@ -484,23 +565,42 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
             traced["sanity"] = sanity
             entry["traced"] = traced
         entry["throughput"] = _throughput(runs, ws)
-        notes += [f"run {r.name}: a loss was not finite; its throughput is not used for scaling"
-                  for r in runs if r.tracer == "none" and r.ok and r.summary.get("finite_loss") is False]
+        notes += [
+            f"run {r.name}: a loss was not finite; its throughput is not used for scaling"
+            for r in runs
+            if r.tracer == "none" and r.ok and r.summary.get("finite_loss") is False
+        ]
         if entry["throughput"] is None and entry["traced"] and entry["traced"]["gpu"]:
             st = entry["traced"]["gpu"]["step_time_s"]
             batch = bare[0].batch_size if bare else None
-            entry["throughput"] = {"source": "trace", "runs": [entry["traced"]["run"]], "step_time_s": st,
-                                   "samples_per_s": ({"median": batch * ws / st["median"], "n": st["n"]} if batch and st else None),
-                                   "global_batch": batch * ws if batch else None}
+            entry["throughput"] = {
+                "source": "trace",
+                "runs": [entry["traced"]["run"]],
+                "step_time_s": st,
+                "samples_per_s": ({"median": batch * ws / st["median"], "n": st["n"]} if batch and st else None),
+                "global_batch": batch * ws if batch else None,
+            }
         if ws == 1:
             entry["throughput_noddp"] = _noddp_throughput(runs)
         for r in runs:
             if r.tracer == "none" and r.summary.get("samples_per_s"):
-                tables["throughput"].append(pd.DataFrame([{
-                    "world_size": ws, "run": r.name, "tracer": r.tracer, "variant": r.variant, "repeat": r.repeat,
-                    "samples_per_s": r.summary["samples_per_s"], "step_time_s": r.summary["median_step_time_s"],
-                    "global_batch": r.summary.get("global_batch"),
-                    "status": r.status if usable_throughput(r) or not r.ok else "non-finite loss"}]))
+                tables["throughput"].append(
+                    pd.DataFrame(
+                        [
+                            {
+                                "world_size": ws,
+                                "run": r.name,
+                                "tracer": r.tracer,
+                                "variant": r.variant,
+                                "repeat": r.repeat,
+                                "samples_per_s": r.summary["samples_per_s"],
+                                "step_time_s": r.summary["median_step_time_s"],
+                                "global_batch": r.summary.get("global_batch"),
+                                "status": r.status if usable_throughput(r) or not r.ok else "non-finite loss",
+                            }
+                        ]
+                    )
+                )
         dil = None
         if traced_run is not None and traced_run.ok and entry["throughput"] and entry["throughput"]["source"] == "untraced":
             t = traced_run.summary.get("median_step_time_s")
@@ -534,8 +634,16 @@ def build(inputs: Inputs, read_traces=None, bound: float = completeness.DEFAULT_
 
 def _efficiency(per_ws: dict[str, Any]) -> None:
     one = per_ws.get("1")
-    base = one["throughput"]["samples_per_s"]["median"] if one and one.get("throughput") and one["throughput"].get("samples_per_s") else None
-    base_step = one["throughput"]["step_time_s"]["median"] if one and one.get("throughput") and one["throughput"].get("step_time_s") else None
+    base = (
+        one["throughput"]["samples_per_s"]["median"]
+        if one and one.get("throughput") and one["throughput"].get("samples_per_s")
+        else None
+    )
+    base_step = (
+        one["throughput"]["step_time_s"]["median"]
+        if one and one.get("throughput") and one["throughput"].get("step_time_s")
+        else None
+    )
     noddp = (one or {}).get("throughput_noddp")
     base_noddp = noddp["samples_per_s"]["median"] if noddp else None
     for key, entry in per_ws.items():
@@ -560,8 +668,12 @@ def _efficiency_spread(tp: dict, base: dict, n: int) -> dict | None:
     fastest over slowest (the 1-GPU entry itself: its own repeats against each other)."""
     if not all(isinstance(x.get(k), (int, float)) and x.get(k) for x in (tp, base) for k in ("min", "max")):
         return None
-    return {"min": tp["min"] / (n * base["max"]), "max": tp["max"] / (n * base["min"]),
-            "runs_n": tp.get("n"), "baseline_runs_n": base.get("n")}
+    return {
+        "min": tp["min"] / (n * base["max"]),
+        "max": tp["max"] / (n * base["min"]),
+        "runs_n": tp.get("n"),
+        "baseline_runs_n": base.get("n"),
+    }
 
 
 def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
@@ -569,9 +681,23 @@ def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
         if r.summary.get("provenance"):
             p = dict(r.summary["provenance"])
             p["from_run"] = r.name
-            for k in ("precision", "attention", "model", "parameters", "batch_size_per_rank", "seq_len_tokens",
-                      "task", "weights", "ddp_options", "trace_mode", "warmup_steps", "measured_steps",
-                      "optimizer_impl", "training_loop", "cpu_threads_per_rank"):
+            for k in (
+                "precision",
+                "attention",
+                "model",
+                "parameters",
+                "batch_size_per_rank",
+                "seq_len_tokens",
+                "task",
+                "weights",
+                "ddp_options",
+                "trace_mode",
+                "warmup_steps",
+                "measured_steps",
+                "optimizer_impl",
+                "training_loop",
+                "cpu_threads_per_rank",
+            ):
                 if k in r.summary:
                     p[k] = r.summary[k]
             return p

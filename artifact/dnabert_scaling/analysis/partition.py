@@ -77,8 +77,9 @@ def partition_ns(gpu: pd.DataFrame, ws: np.ndarray, we: np.ndarray) -> dict[str,
         "overlap": inside(iv.intersect(comp, nccl)),
     }
     out["idle"] = out["window"] - out["busy"]
-    assert np.all(out["compute"] + out["exposed_comm"] + out["exposed_memcpy"] + out["idle"] == out["window"]), \
+    assert np.all(out["compute"] + out["exposed_comm"] + out["exposed_memcpy"] + out["idle"] == out["window"]), (
         "partition does not add up"
+    )
     return out
 
 
@@ -89,7 +90,7 @@ def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd
     cat = gpu["category"].astype(str).to_numpy()
     kind = gpu["kind"].astype(str).to_numpy()
     coll = gpu["collective"].astype(object).to_numpy()
-    dur = (gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64))
+    dur = gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64)
     part = partition_ns(gpu, ws, we)
     window = part["window"]
     compute_ns, exposed_comm_ns, exposed_mem_ns = part["compute"], part["exposed_comm"], part["exposed_memcpy"]
@@ -136,7 +137,9 @@ def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd
         b = table["backward_gpu_s"]
         table["allreduce_to_backward"] = np.where(b > 0, table["allreduce_kernel_s"] / np.where(b > 0, b, 1), np.nan)
         total_kernel = per_step_sum(kind == "kernel", dur) * NS + per_step_sum(kind != "kernel", dur) * NS
-        table["allreduce_share"] = np.where(total_kernel > 0, table["allreduce_kernel_s"] / np.where(total_kernel > 0, total_kernel, 1), np.nan)
+        table["allreduce_share"] = np.where(
+            total_kernel > 0, table["allreduce_kernel_s"] / np.where(total_kernel > 0, total_kernel, 1), np.nan
+        )
     out = pd.DataFrame(table)
     return out[out["valid"]].drop(columns=["valid"]).reset_index(drop=True)
 
@@ -155,8 +158,15 @@ def stream_busy(gpu: pd.DataFrame, windows: Windows) -> pd.DataFrame:
         by_cat = {c: int(dur[m & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
         total = sum(by_cat.values()) or 1
         role = stream_role(by_cat)
-        rows.append({"stream": int(s), "busy_s_per_step": float(np.median(busy)) if len(busy) else 0.0, "role": role,
-                     "compute_share": by_cat["compute"] / total, "nccl_share": by_cat["nccl"] / total})
+        rows.append(
+            {
+                "stream": int(s),
+                "busy_s_per_step": float(np.median(busy)) if len(busy) else 0.0,
+                "role": role,
+                "compute_share": by_cat["compute"] / total,
+                "nccl_share": by_cat["nccl"] / total,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -195,11 +205,14 @@ def ranking(gpu: pd.DataFrame, att: Attribution) -> pd.DataFrame:
     if not sel.any():
         return pd.DataFrame(columns=["activity", "kind", "sum_ns", "count"])
     dur = (gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64))[sel]
-    frame = pd.DataFrame({
-        "activity": activity_key(gpu)[sel],
-        "kind": np.where(gpu["category"].astype(str).to_numpy()[sel] == "nccl", "nccl",
-                         gpu["kind"].astype(str).to_numpy()[sel]),
-        "sum_ns": dur,
-    })
+    frame = pd.DataFrame(
+        {
+            "activity": activity_key(gpu)[sel],
+            "kind": np.where(
+                gpu["category"].astype(str).to_numpy()[sel] == "nccl", "nccl", gpu["kind"].astype(str).to_numpy()[sel]
+            ),
+            "sum_ns": dur,
+        }
+    )
     out = frame.groupby(["activity", "kind"], sort=False, observed=True).agg(sum_ns=("sum_ns", "sum"), count=("sum_ns", "size"))
     return out.reset_index()

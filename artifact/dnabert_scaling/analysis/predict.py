@@ -92,16 +92,22 @@ class Band:
 class NodeLayout:
     name: str
     gpus_per_node: int
-    intra_busbw: Band          # bytes/s
-    inter_busbw: Band          # bytes/s, ring across nodes
-    alpha_intra: Band          # s
-    alpha_inter: Band          # s
+    intra_busbw: Band  # bytes/s
+    inter_busbw: Band  # bytes/s, ring across nodes
+    alpha_intra: Band  # s
+    alpha_inter: Band  # s
     description: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "gpus_per_node": self.gpus_per_node,
-                "intra_busbw_GBps": self.intra_busbw.as_dict(1 / GB), "inter_busbw_GBps": self.inter_busbw.as_dict(1 / GB),
-                "alpha_intra_us": self.alpha_intra.as_dict(1 / US), "alpha_inter_us": self.alpha_inter.as_dict(1 / US)}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "gpus_per_node": self.gpus_per_node,
+            "intra_busbw_GBps": self.intra_busbw.as_dict(1 / GB),
+            "inter_busbw_GBps": self.inter_busbw.as_dict(1 / GB),
+            "alpha_intra_us": self.alpha_intra.as_dict(1 / US),
+            "alpha_inter_us": self.alpha_inter.as_dict(1 / US),
+        }
 
 
 def _gb(mid, low, high, source):
@@ -116,20 +122,38 @@ _ALPHA_INTRA = _us(15, 8, 30)
 _ALPHA_INTER = _us(30, 15, 60)
 NODES: dict[str, NodeLayout] = {
     "a100-nvswitch": NodeLayout(
-        "a100-nvswitch", 8, _gb(200, 180, 230, "nccl-tests#149, #178"),
-        _gb(180, 170, 192, "8x HDR 200 Gb/s per node at 85-96% (nccl-tests#119)"), _ALPHA_INTRA, _ALPHA_INTER,
-        "8x A100 SXM, NVLink 3 / NVSwitch; 8 HDR InfiniBand NICs per node (DGX A100 layout): the study's node"),
+        "a100-nvswitch",
+        8,
+        _gb(200, 180, 230, "nccl-tests#149, #178"),
+        _gb(180, 170, 192, "8x HDR 200 Gb/s per node at 85-96% (nccl-tests#119)"),
+        _ALPHA_INTRA,
+        _ALPHA_INTER,
+        "8x A100 SXM, NVLink 3 / NVSwitch; 8 HDR InfiniBand NICs per node (DGX A100 layout): the study's node",
+    ),
     "h100-nvswitch": NodeLayout(
-        "h100-nvswitch", 8, _gb(400, 340, 480, "assumed from NVLink 4 (900 GB/s), no measured figure"),
-        _gb(360, 340, 384, "8x NDR 400 Gb/s per node at 85-96% (nccl-tests#119 share)"), _ALPHA_INTRA, _ALPHA_INTER,
-        "8x H100 SXM, NVLink 4 / NVSwitch; 8 NDR InfiniBand NICs per node"),
+        "h100-nvswitch",
+        8,
+        _gb(400, 340, 480, "assumed from NVLink 4 (900 GB/s), no measured figure"),
+        _gb(360, 340, 384, "8x NDR 400 Gb/s per node at 85-96% (nccl-tests#119 share)"),
+        _ALPHA_INTRA,
+        _ALPHA_INTER,
+        "8x H100 SXM, NVLink 4 / NVSwitch; 8 NDR InfiniBand NICs per node",
+    ),
     "pcie-gen4": NodeLayout(
-        "pcie-gen4", 8, _gb(12, 8, 20, "assumed (PCIe Gen4 x16: 32 GB/s per direction)"),
-        _gb(85, 80, 96, "4x HDR 200 Gb/s per node (nccl-tests#119)"), _ALPHA_INTRA, _ALPHA_INTER,
-        "8 GPUs on PCIe Gen4 without NVLink; 4 HDR InfiniBand NICs per node"),
+        "pcie-gen4",
+        8,
+        _gb(12, 8, 20, "assumed (PCIe Gen4 x16: 32 GB/s per direction)"),
+        _gb(85, 80, 96, "4x HDR 200 Gb/s per node (nccl-tests#119)"),
+        _ALPHA_INTRA,
+        _ALPHA_INTER,
+        "8 GPUs on PCIe Gen4 without NVLink; 4 HDR InfiniBand NICs per node",
+    ),
 }
-NODES["h200-nvswitch"] = replace(NODES["h100-nvswitch"], name="h200-nvswitch",
-                                 description="8x H200 SXM (same NVLink 4 / NVSwitch as H100); 8 NDR InfiniBand NICs per node")
+NODES["h200-nvswitch"] = replace(
+    NODES["h100-nvswitch"],
+    name="h200-nvswitch",
+    description="8x H200 SXM (same NVLink 4 / NVSwitch as H100); 8 NDR InfiniBand NICs per node",
+)
 DEFAULT_NODE = "a100-nvswitch"
 DEFAULT_CONTENTION = Band(1.05, 1.0, 1.15, "assumed default (no multi-GPU trace to measure it from)")
 
@@ -141,17 +165,17 @@ DEFAULT_CONTENTION = Band(1.05, 1.0, 1.15, "assumed default (no multi-GPU trace 
 class Profile:
     """The measured steps of one world-size-1 rank, as the model needs them (ns, trace clock)."""
 
-    start: np.ndarray        # per activity: one-GPU start (also its release time)
-    dur: np.ndarray          # per activity: duration
+    start: np.ndarray  # per activity: one-GPU start (also its release time)
+    dur: np.ndarray  # per activity: duration
     stream: np.ndarray
-    step: np.ndarray         # measured step index
-    phase: np.ndarray        # attribution phase code
-    kernel: np.ndarray       # bool: a compute kernel (contention applies)
+    step: np.ndarray  # measured step index
+    phase: np.ndarray  # attribution phase code
+    kernel: np.ndarray  # bool: a compute kernel (contention applies)
     after_buckets: np.ndarray  # bool: launched after the step's last bucket hook (waits for the all-reduce)
     bucket_step: np.ndarray  # per bucket: step
-    bucket_index: np.ndarray # per bucket: DDP bucket index
-    bucket_bytes: np.ndarray # per bucket: bytes
-    bucket_ready: np.ndarray # per bucket: activity (row of the arrays above) whose end makes it ready
+    bucket_index: np.ndarray  # per bucket: DDP bucket index
+    bucket_bytes: np.ndarray  # per bucket: bytes
+    bucket_ready: np.ndarray  # per bucket: activity (row of the arrays above) whose end makes it ready
     steps: int
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -189,8 +213,10 @@ def profile_from_trace(trace) -> Profile:
     from dnabert_scaling.traces.classify import bucket_args
 
     if len(trace.rank_ids) != 1:
-        raise ArtifactError(f"predict needs a world-size-1 trace (one rank); this one has ranks {list(trace.rank_ids)}",
-                            trace.ranks[trace.rank_ids[0]].get("source"))
+        raise ArtifactError(
+            f"predict needs a world-size-1 trace (one rank); this one has ranks {list(trace.rank_ids)}",
+            trace.ranks[trace.rank_ids[0]].get("source"),
+        )
     r = trace.rank_ids[0]
     meta = trace.ranks[r]
     world = meta.get("world_size")
@@ -205,9 +231,11 @@ def profile_from_trace(trace) -> Profile:
     names = host["name"].astype(str).to_numpy()
     is_bucket = (host["kind"] == "phase").to_numpy() & np.array([bucket_args(n) is not None for n in names], bool)
     if not is_bucket.any():
-        raise ArtifactError("the trace has no ds:bucket ranges, so bucket readiness is unknown: record the "
-                            "world-size-1 run with DDP and the bucket hook (train --bucket-hook on, the default)",
-                            meta.get("source"))
+        raise ArtifactError(
+            "the trace has no ds:bucket ranges, so bucket readiness is unknown: record the "
+            "world-size-1 run with DDP and the bucket hook (train --bucket-hook on, the default)",
+            meta.get("source"),
+        )
     launch, method = launch_times(gpu, host)
     cat = gpu["category"].astype(str).to_numpy()
     keep = (att.step >= 0) & (cat != "nccl")
@@ -216,8 +244,10 @@ def profile_from_trace(trace) -> Profile:
         notes.append(f"{int((cat == 'nccl').sum())} NCCL activities in the one-GPU trace are left out (the model places its own)")
     unknown = keep & (launch < 0)
     if unknown.any():
-        notes.append(f"{int(unknown.sum())} activities without a paired launch call: their GPU start stands in "
-                     "for the launch time (bucket readiness and the end-of-backward wait are approximate there)")
+        notes.append(
+            f"{int(unknown.sum())} activities without a paired launch call: their GPU start stands in "
+            "for the launch time (bucket readiness and the end-of-backward wait are approximate there)"
+        )
         launch = np.where(launch < 0, gpu["start_ns"].to_numpy(np.int64), launch)
         method = f"{method} + GPU start where unpaired"
     rows = _replayed_rows(gpu, att)
@@ -253,20 +283,37 @@ def profile_from_trace(trace) -> Profile:
             ready[b] = before[np.argmax(lt[before])] if len(before) else acts[0]
         after[acts] = lt[acts] >= b_end[bs].max()
     if missing_steps:
-        notes.append(f"{len(missing_steps)} measured steps without ds:bucket ranges (steps {missing_steps[:5]}...): "
-                     "they get no all-reduce")
+        notes.append(
+            f"{len(missing_steps)} measured steps without ds:bucket ranges (steps {missing_steps[:5]}...): they get no all-reduce"
+        )
     ok = ready >= 0
     info = {
-        "source": str(below_cwd(meta.get("source"))) if meta.get("source") else None, "format": meta.get("format"), "tool": meta.get("tool"),
-        "measured_steps": int(tl.steps), "activities_per_step": float(len(rows) / max(1, tl.steps)),
+        "source": str(below_cwd(meta.get("source"))) if meta.get("source") else None,
+        "format": meta.get("format"),
+        "tool": meta.get("tool"),
+        "measured_steps": int(tl.steps),
+        "activities_per_step": float(len(rows) / max(1, tl.steps)),
         "buckets_per_step": float(ok.sum() / max(1, tl.steps)),
         "bucket_bytes": [int(x) for x in b_bytes[ok & (b_step == b_step[ok].min())]] if ok.any() else [],
-        "readiness_method": method, "notes": notes,
+        "readiness_method": method,
+        "notes": notes,
     }
     info["gradient_bytes"] = int(sum(info["bucket_bytes"]))
-    return Profile(start, dur, gpu["stream"].to_numpy(np.int64)[rows], step, att.phase[rows].astype(np.int8),
-                   (cat[rows] == "compute") & (gpu["kind"].astype(str).to_numpy()[rows] == "kernel"), after,
-                   b_step[ok], b_index[ok], b_bytes[ok], ready[ok], tl.steps, info)
+    return Profile(
+        start,
+        dur,
+        gpu["stream"].to_numpy(np.int64)[rows],
+        step,
+        att.phase[rows].astype(np.int8),
+        (cat[rows] == "compute") & (gpu["kind"].astype(str).to_numpy()[rows] == "kernel"),
+        after,
+        b_step[ok],
+        b_index[ok],
+        b_bytes[ok],
+        ready[ok],
+        tl.steps,
+        info,
+    )
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -278,7 +325,7 @@ class CommModel:
 
     world_size: int
     alpha_s: float
-    busbw_Bps: float | None = None           # one figure for every size
+    busbw_Bps: float | None = None  # one figure for every size
     table: tuple[tuple[int, float], ...] = ()  # measured (bytes, busbw) rows, interpolated in log bytes
 
     def busbw(self, nbytes: int) -> float:
@@ -341,14 +388,22 @@ def simulate(p: Profile, comm: CommModel, contention: float) -> tuple[pd.DataFra
     names = ["activity"] * n + [PREDICTED_KERNEL] * nb
     coll = [np.nan] * n + ["AllReduce"] * nb
     msg = np.concatenate([np.zeros(n, np.int64), p.bucket_bytes[b_rows].astype(np.int64) if nb else np.zeros(0, np.int64)])
-    gpu = make_frame({
-        "rank": 0, "device": 0, "stream": np.concatenate([p.stream, np.full(nb, nccl_stream, np.int64)]),
-        "kind": kinds, "name": names,
-        "start_ns": np.concatenate([s_out, np.array(comm_s, np.int64)]),
-        "end_ns": np.concatenate([e_out, np.array(comm_e, np.int64)]),
-        "category": cats, "collective": coll, "msg_bytes": (msg, np.r_[np.ones(n, bool), np.zeros(nb, bool)]),
-        "correlation": (np.zeros(n + nb, np.int64), np.ones(n + nb, bool)),
-    }, GPU_SCHEMA)
+    gpu = make_frame(
+        {
+            "rank": 0,
+            "device": 0,
+            "stream": np.concatenate([p.stream, np.full(nb, nccl_stream, np.int64)]),
+            "kind": kinds,
+            "name": names,
+            "start_ns": np.concatenate([s_out, np.array(comm_s, np.int64)]),
+            "end_ns": np.concatenate([e_out, np.array(comm_e, np.int64)]),
+            "category": cats,
+            "collective": coll,
+            "msg_bytes": (msg, np.r_[np.ones(n, bool), np.zeros(nb, bool)]),
+            "correlation": (np.zeros(n + nb, np.int64), np.ones(n + nb, bool)),
+        },
+        GPU_SCHEMA,
+    )
     # Copies and memsets are "memcpy" here: the partition uses their category, not their kind.
     step = np.concatenate([p.step, p.bucket_step[b_rows].astype(np.int64) if nb else np.zeros(0, np.int64)])
     phase = np.concatenate([p.phase, np.full(nb, 1, np.int8)])  # all-reduce: launched during backward
@@ -364,8 +419,15 @@ def step_figures(p: Profile, comm: CommModel, contention: float) -> pd.DataFrame
     return partition.rank_step_table(gpu, att, windows)
 
 
-FIGURES = ("step_time_s", "exposed_comm_s", "exposed_comm_share", "overlap_ratio", "allreduce_kernel_s",
-           "allreduce_share", "allreduce_to_backward")
+FIGURES = (
+    "step_time_s",
+    "exposed_comm_s",
+    "exposed_comm_share",
+    "overlap_ratio",
+    "allreduce_kernel_s",
+    "allreduce_share",
+    "allreduce_to_backward",
+)
 
 
 def _median(values) -> float | None:
@@ -385,37 +447,54 @@ def comm_models(n: int, layout: NodeLayout, measured_busbw: dict[int, dict]) -> 
         rows = tuple(sorted((int(r["bytes"]), float(r["busbw_Bps"])) for r in bw["sizes"]))
         m = CommModel(n, 0.0, table=rows)
         return {"mid": m, "low": m, "high": m}, {
-            "busbw": "measured", "busbw_source": bw.get("_path"), "alpha_us": 0.0,
-            "busbw_GBps_by_bytes": [[b, v / GB] for b, v in rows]}
+            "busbw": "measured",
+            "busbw_source": bw.get("_path"),
+            "alpha_us": 0.0,
+            "busbw_GBps_by_bytes": [[b, v / GB] for b, v in rows],
+        }
     nodes = math.ceil(n / layout.gpus_per_node)
-    bw = layout.intra_busbw if nodes == 1 else Band(
-        min(layout.intra_busbw.mid, layout.inter_busbw.mid), min(layout.intra_busbw.low, layout.inter_busbw.low),
-        min(layout.intra_busbw.high, layout.inter_busbw.high), layout.inter_busbw.source)
+    bw = (
+        layout.intra_busbw
+        if nodes == 1
+        else Band(
+            min(layout.intra_busbw.mid, layout.inter_busbw.mid),
+            min(layout.intra_busbw.low, layout.inter_busbw.low),
+            min(layout.intra_busbw.high, layout.inter_busbw.high),
+            layout.inter_busbw.source,
+        )
+    )
     alpha = layout.alpha_intra if nodes == 1 else layout.alpha_inter
-    models = {"mid": CommModel(n, alpha.mid, bw.mid), "low": CommModel(n, alpha.low, bw.high),
-              "high": CommModel(n, alpha.high, bw.low)}
+    models = {
+        "mid": CommModel(n, alpha.mid, bw.mid),
+        "low": CommModel(n, alpha.low, bw.high),
+        "high": CommModel(n, alpha.high, bw.low),
+    }
     return models, {"busbw": "table", "nodes": nodes, "busbw_GBps": bw.as_dict(1 / GB), "alpha_us": alpha.as_dict(1 / US)}
 
 
-def predict(p: Profile, gpus: list[int], layout: NodeLayout, contention: Band,
-            measured_busbw: dict[int, dict] | None = None) -> dict[str, Any]:
+def predict(
+    p: Profile, gpus: list[int], layout: NodeLayout, contention: Band, measured_busbw: dict[int, dict] | None = None
+) -> dict[str, Any]:
     """Predictions per world size with bands; ``low``/``high`` are the favourable/unfavourable runs."""
     base = step_figures(p, CommModel(1, 0.0, 1.0), 1.0)
     t1 = _median(base["step_time_s"])
     out: dict[str, Any] = {}
     for n in gpus:
         models, used = comm_models(n, layout, measured_busbw or {})
-        runs = {"mid": _medians(step_figures(p, models["mid"], contention.mid)),
-                "low": _medians(step_figures(p, models["low"], contention.low)),
-                "high": _medians(step_figures(p, models["high"], contention.high))}
+        runs = {
+            "mid": _medians(step_figures(p, models["mid"], contention.mid)),
+            "low": _medians(step_figures(p, models["low"], contention.low)),
+            "high": _medians(step_figures(p, models["high"], contention.high)),
+        }
         entry: dict[str, Any] = {"world_size": n, **used}
         for k in FIGURES:
             vals = [runs[c][k] for c in ("mid", "low", "high")]
             known = [v for v in vals if v is not None]
             entry[k] = {"mid": vals[0], "low": min(known) if known else None, "high": max(known) if known else None}
         st = entry["step_time_s"]
-        entry["efficiency"] = {key: (t1 / st[src] if t1 and st[src] else None)
-                               for key, src in (("mid", "mid"), ("low", "high"), ("high", "low"))}
+        entry["efficiency"] = {
+            key: (t1 / st[src] if t1 and st[src] else None) for key, src in (("mid", "mid"), ("low", "high"), ("high", "low"))
+        }
         entry["bucket_allreduce_s"] = [models["mid"].seconds(int(b)) for b in p.info["bucket_bytes"]]
         out[str(n)] = entry
     return {"baseline": {"world_size": 1, "step_time_s": t1, "figures": _medians(base)}, "world_sizes": out}
@@ -458,8 +537,10 @@ def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, An
         raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)
     res = analyze_trace(trace, n, None, str(path))
     gpu = res.metrics
-    return n, {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {"source": str(path),
-                                                                          "contention": contention_from_trace(trace, profile)}
+    return n, {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {
+        "source": str(path),
+        "contention": contention_from_trace(trace, profile),
+    }
 
 
 def contention_from_trace(trace, profile: Profile) -> float | None:
@@ -506,7 +587,7 @@ def compare(pred: dict[str, Any], measured: dict[int, dict[str, Any]]) -> dict[s
         if mo is not None and po is not None:
             err["overlap_ratio_abs"] = po - mo
         row["error"] = err
-        row["within_goal"] = (all(abs(err[k]) <= GOAL[k] for k in GOAL) if set(GOAL) <= set(err) else None)
+        row["within_goal"] = all(abs(err[k]) <= GOAL[k] for k in GOAL) if set(GOAL) <= set(err) else None
         out[str(n)] = row
     return out
 
@@ -557,8 +638,11 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
             m["run"] = _run_from_results(path, metrics, n)
         run1 = _run_from_results(path, metrics, 1)
         if run1 is None:
-            raise ArtifactError("cannot find the traced world-size-1 run that metrics.json names under its sources "
-                                f"{metrics.get('sources')}; give that run folder or its traces instead", path / "metrics.json")
+            raise ArtifactError(
+                "cannot find the traced world-size-1 run that metrics.json names under its sources "
+                f"{metrics.get('sources')}; give that run folder or its traces instead",
+                path / "metrics.json",
+            )
         path = run1
         desc["results"] = desc["given"]
     if path.is_dir() and is_run_dir(path) and (path / "traces").is_dir():
@@ -610,8 +694,12 @@ def layout_from_args(args) -> NodeLayout:
         if args.gpus_per_node < 1:
             raise ArtifactError("--gpus-per-node must be at least 1")
         changes["gpus_per_node"] = args.gpus_per_node
-    for opt, attr, scale in (("intra_busbw", "intra_busbw", GB), ("inter_busbw", "inter_busbw", GB),
-                             ("alpha_us", "alpha_intra", US), ("alpha_us", "alpha_inter", US)):
+    for opt, attr, scale in (
+        ("intra_busbw", "intra_busbw", GB),
+        ("inter_busbw", "inter_busbw", GB),
+        ("alpha_us", "alpha_intra", US),
+        ("alpha_us", "alpha_inter", US),
+    ):
         text = getattr(args, opt)
         if text is not None:
             b = _parse_band(text, "--" + opt.replace("_", "-"))
@@ -622,24 +710,48 @@ def layout_from_args(args) -> NodeLayout:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", type=Path, metavar="RESULTS_OR_TRACE",
-                   help="a results folder (metrics.json; its world-size-1 run is found under its sources), "
-                        "a world-size-1 run folder, or one world-size-1 trace (Kineto .json[.gz] or OTF2)")
+    p.add_argument(
+        "source",
+        type=Path,
+        metavar="RESULTS_OR_TRACE",
+        help="a results folder (metrics.json; its world-size-1 run is found under its sources), "
+        "a world-size-1 run folder, or one world-size-1 trace (Kineto .json[.gz] or OTF2)",
+    )
     p.add_argument("--gpus", default=",".join(str(g) for g in DEFAULT_GPUS), help="world sizes to predict")
     p.add_argument("--node", default=DEFAULT_NODE, help=f"node layout: {', '.join(NODES)}")
     p.add_argument("--gpus-per-node", type=int, default=None, help="override the layout's GPUs per node")
     p.add_argument("--intra-busbw", default=None, metavar="GBPS[,LOW,HIGH]", help="override intra-node busbw (GB/s)")
     p.add_argument("--inter-busbw", default=None, metavar="GBPS[,LOW,HIGH]", help="override inter-node busbw (GB/s)")
     p.add_argument("--alpha-us", default=None, metavar="US[,LOW,HIGH]", help="override the all-reduce latency (us)")
-    p.add_argument("--busbw", type=Path, action="append", default=[], metavar="FILE",
-                   help="a 'dnabert-scaling busbw' JSON; used for its world size instead of the table (repeatable)")
-    p.add_argument("--contention", default=None, metavar="X[,LOW,HIGH]",
-                   help=f"slow-down of compute kernels that start during an all-reduce (default {DEFAULT_CONTENTION.mid}, "
-                        f"band {DEFAULT_CONTENTION.low}-{DEFAULT_CONTENTION.high}, or measured from --measured traces)")
-    p.add_argument("--measured", type=Path, action="append", default=[], metavar="PATH",
-                   help="a multi-rank trace or run folder to compare with (repeatable)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="predictions.json to write (default: inside the results folder, else ./predictions.json)")
+    p.add_argument(
+        "--busbw",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a 'dnabert-scaling busbw' JSON; used for its world size instead of the table (repeatable)",
+    )
+    p.add_argument(
+        "--contention",
+        default=None,
+        metavar="X[,LOW,HIGH]",
+        help=f"slow-down of compute kernels that start during an all-reduce (default {DEFAULT_CONTENTION.mid}, "
+        f"band {DEFAULT_CONTENTION.low}-{DEFAULT_CONTENTION.high}, or measured from --measured traces)",
+    )
+    p.add_argument(
+        "--measured",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a multi-rank trace or run folder to compare with (repeatable)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="predictions.json to write (default: inside the results folder, else ./predictions.json)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -672,25 +784,42 @@ def run(args: argparse.Namespace) -> int:
         seen = [m["contention"] for m in measured.values() if m.get("contention")]
         if seen:
             # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
-            contention = Band(float(np.median(seen)), min(seen) * 0.98, max(seen) * 1.02,
-                              f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace")
+            contention = Band(
+                float(np.median(seen)),
+                min(seen) * 0.98,
+                max(seen) * 1.02,
+                f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace",
+            )
         else:
             contention = DEFAULT_CONTENTION
-            fallbacks.append({"what": "contention", "used": f"default {contention.mid} (band {contention.low}-{contention.high})",
-                              "why": "no multi-GPU trace to measure it from"})
+            fallbacks.append(
+                {
+                    "what": "contention",
+                    "used": f"default {contention.mid} (band {contention.low}-{contention.high})",
+                    "why": "no multi-GPU trace to measure it from",
+                }
+            )
     missing_bw = [n for n in gpus if n not in busbw]
     if missing_bw:
-        fallbacks.append({"what": "busbw", "used": f"table of node layout {layout.name}",
-                          "why": f"no measured busbw for world sizes {missing_bw}"})
+        fallbacks.append(
+            {
+                "what": "busbw",
+                "used": f"table of node layout {layout.name}",
+                "why": f"no measured busbw for world sizes {missing_bw}",
+            }
+        )
     result = predict(profile, gpus, layout, contention, busbw)
     out = {
         "schema": SCHEMA,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "note": "predictions, never verdicts: claims are judged on measurements only",
         "source": {**desc, **profile.info},
-        "model": {"all_reduce": "alpha + 2(N-1)/N * bytes / busbw(N, bytes), buckets in order on one NCCL stream",
-                  "node": layout.as_dict(), "contention": contention.as_dict(),
-                  "band": "low/high: the model at the favourable/unfavourable end of busbw, alpha and contention"},
+        "model": {
+            "all_reduce": "alpha + 2(N-1)/N * bytes / busbw(N, bytes), buckets in order on one NCCL stream",
+            "node": layout.as_dict(),
+            "contention": contention.as_dict(),
+            "band": "low/high: the model at the favourable/unfavourable end of busbw, alpha and contention",
+        },
         "baseline": result["baseline"],
         "world_sizes": result["world_sizes"],
         "comparison": compare(result, measured),
@@ -700,7 +829,9 @@ def run(args: argparse.Namespace) -> int:
     target = args.out
     if target is None:
         given = Path(args.source)
-        target = given / "predictions.json" if (given.is_dir() and (given / "metrics.json").is_file()) else Path("predictions.json")
+        target = (
+            given / "predictions.json" if (given.is_dir() and (given / "metrics.json").is_file()) else Path("predictions.json")
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     from dnabert_scaling.analysis.cli import _json_default
 
@@ -719,22 +850,28 @@ def _num(x, digits: int, sign: bool = False) -> str:
 
 
 def format_summary(out: dict[str, Any]) -> str:
-    lines = [f"prediction from {out['source'].get('source')} ({out['source'].get('buckets_per_step'):.0f} buckets, "
-             f"{out['source'].get('gradient_bytes', 0) / 2**20:.1f} MiB per step); node {out['model']['node']['name']}",
-             f"  N=1 (measured): step {_ms(out['baseline']['step_time_s'])} ms",
-             "     N   step ms [band]            exposed comm ms   overlap   AllReduce ms   efficiency"]
+    lines = [
+        f"prediction from {out['source'].get('source')} ({out['source'].get('buckets_per_step'):.0f} buckets, "
+        f"{out['source'].get('gradient_bytes', 0) / 2**20:.1f} MiB per step); node {out['model']['node']['name']}",
+        f"  N=1 (measured): step {_ms(out['baseline']['step_time_s'])} ms",
+        "     N   step ms [band]            exposed comm ms   overlap   AllReduce ms   efficiency",
+    ]
     for key, e in out["world_sizes"].items():
         st, ov, eff = e["step_time_s"], e["overlap_ratio"]["mid"], e["efficiency"]["mid"]
-        lines.append(f"  {int(key):>4}   {_ms(st['mid']):>7} [{_ms(st['low'])}, {_ms(st['high'])}]"
-                     f"   {_ms(e['exposed_comm_s']['mid']):>12}   {_num(ov, 2):>7}   "
-                     f"{_ms(e['allreduce_kernel_s']['mid']):>12}   {_num(eff, 3):>10}")
+        lines.append(
+            f"  {int(key):>4}   {_ms(st['mid']):>7} [{_ms(st['low'])}, {_ms(st['high'])}]"
+            f"   {_ms(e['exposed_comm_s']['mid']):>12}   {_num(ov, 2):>7}   "
+            f"{_ms(e['allreduce_kernel_s']['mid']):>12}   {_num(eff, 3):>10}"
+        )
     for key, c in out["comparison"].items():
         err = c.get("error") or {}
         if "step_time_rel" in err:
             ov = err.get("overlap_ratio_abs")
-            lines.append(f"  measured N={key}: step {_ms(c['measured'].get('step_time_s'))} ms, predicted "
-                         f"{_ms(c['predicted']['step_time_s'])} ms (error {100 * err['step_time_rel']:+.1f}%), overlap error "
-                         f"{_num(ov, 3, sign=True)}; within goal: {c.get('within_goal')}")
+            lines.append(
+                f"  measured N={key}: step {_ms(c['measured'].get('step_time_s'))} ms, predicted "
+                f"{_ms(c['predicted']['step_time_s'])} ms (error {100 * err['step_time_rel']:+.1f}%), overlap error "
+                f"{_num(ov, 3, sign=True)}; within goal: {c.get('within_goal')}"
+            )
     for f in out["fallbacks"]:
         lines.append(f"  fallback: {f['what']}: {f['used']} ({f['why']})")
     return "\n".join(lines)

@@ -82,12 +82,14 @@ def load_run(path: Path) -> RunInfo:
     ws = source.get("world_size") or (m.world_size if m else None)
     tracer = source.get("tracer") or (m.tracer if m else None)
     if ws is None or tracer is None:
-        raise ArtifactError("cannot tell the run's world size and tracer (no manifest, and the folder name "
-                            "is not ws<N>-<tracer>-r<k>)", path)
+        raise ArtifactError(
+            "cannot tell the run's world size and tracer (no manifest, and the folder name is not ws<N>-<tracer>-r<k>)", path
+        )
     variant = (manifest or {}).get("variant") or ("ddp" if summary.get("ddp", True) else "noddp")
     status = (manifest or {}).get("status") or summary.get("status")
-    return RunInfo(path, int(ws), str(tracer), int((manifest or {}).get("repeat", m.repeat if m else 0)),
-                   variant, status, summary, manifest)
+    return RunInfo(
+        path, int(ws), str(tracer), int((manifest or {}).get("repeat", m.repeat if m else 0)), variant, status, summary, manifest
+    )
 
 
 def usable_throughput(run: RunInfo) -> bool:
@@ -146,8 +148,7 @@ def load_trace_manifest(path: Path) -> list[BareTraces]:
         batch = entry.get("batch_size")
         if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
             raise ArtifactError(f"[[traced]] entry {i + 1}: batch_size must be a positive integer, not {batch!r}", path)
-        out.append(BareTraces(entry["world_size"], [(path.parent / t) for t in traces], entry.get("tracer"),
-                              batch, str(path)))
+        out.append(BareTraces(entry["world_size"], [(path.parent / t) for t in traces], entry.get("tracer"), batch, str(path)))
     return out
 
 
@@ -169,24 +170,31 @@ def check_one_configuration(inputs: Inputs) -> None:
                 seen.setdefault(key, {}).setdefault(_hashable(run.summary[key]), []).append(run.name)
     for key, values in seen.items():
         if len(values) > 1:
-            shown = "; ".join(f"{v!r} in {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
-                              for v, names in values.items())
-            raise ArtifactError(f"the runs mix configurations: {key} is {shown}. Analyse one configuration at a "
-                                "time (one sweep folder per configuration)")
+            shown = "; ".join(f"{v!r} in {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}" for v, names in values.items())
+            raise ArtifactError(
+                f"the runs mix configurations: {key} is {shown}. Analyse one configuration at a "
+                "time (one sweep folder per configuration)"
+            )
     batches = seen.get("batch_size_per_rank", {})
     by_size: dict[int, str] = {}
     for bare in inputs.bare:
         if bare.world_size in by_size:
-            raise ArtifactError(f"two sets of traces for world size {bare.world_size} ({by_size[bare.world_size]} and "
-                                f"{bare.source}); give one per world size")
+            raise ArtifactError(
+                f"two sets of traces for world size {bare.world_size} ({by_size[bare.world_size]} and "
+                f"{bare.source}); give one per world size"
+            )
         by_size[bare.world_size] = bare.source
         traced = [r.name for r in inputs.runs if r.world_size == bare.world_size and r.tracer != "none"]
         if traced:
-            raise ArtifactError(f"world size {bare.world_size} has traces twice: the traced run {traced[0]} and "
-                                f"{bare.source}; give one per world size")
+            raise ArtifactError(
+                f"world size {bare.world_size} has traces twice: the traced run {traced[0]} and "
+                f"{bare.source}; give one per world size"
+            )
         if bare.batch_size is not None and batches and bare.batch_size not in batches:
-            raise ArtifactError(f"traces of world size {bare.world_size} ({bare.source}) have batch_size "
-                                f"{bare.batch_size}, the runs {', '.join(map(str, batches))}: one configuration at a time")
+            raise ArtifactError(
+                f"traces of world size {bare.world_size} ({bare.source}) have batch_size "
+                f"{bare.batch_size}, the runs {', '.join(map(str, batches))}: one configuration at a time"
+            )
 
 
 def _hashable(value):

@@ -28,12 +28,77 @@ The package, one job per module: ``names``, ``metric_paths``, ``claims``, ``look
 
 from __future__ import annotations
 
-from dnabert_scaling.checker.names import CLAIMS_SCHEMA, FAIL, INVALID, NOT_RUN, PASS, PRECEDENCE, SANITY_ITEMS, SANITY_SHORT, SANITY_WORDS, UNKNOWN, VERDICTS, VERDICTS_SCHEMA, _fmt
+from dnabert_scaling.checker.names import (
+    CLAIMS_SCHEMA,
+    FAIL,
+    INVALID,
+    NOT_RUN,
+    PASS,
+    PRECEDENCE,
+    SANITY_ITEMS,
+    SANITY_SHORT,
+    SANITY_WORDS,
+    UNKNOWN,
+    VERDICTS,
+    VERDICTS_SCHEMA,
+    _fmt,
+)
 from dnabert_scaling.checker.metric_paths import METRIC_TREE
 from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, WorldSizes, load_claims, load_sanity_bounds
 from dnabert_scaling.checker.lookup import Missing, device_of, lookup, measured_world_sizes, sanity_rows
-from dnabert_scaling.checker.evaluate import Context, Part, REASON_CODES, evaluate, evaluate_at, evaluate_claim, evaluate_monotone, exit_status
+from dnabert_scaling.checker.evaluate import (
+    Context,
+    Part,
+    REASON_CODES,
+    evaluate,
+    evaluate_at,
+    evaluate_claim,
+    evaluate_monotone,
+    exit_status,
+)
 from dnabert_scaling.checker.table import _bounds_text, format_table
 from dnabert_scaling.checker.cli import add_arguments, check_results, default_claims_path, load_metrics, run, write_verdicts
 
-__all__ = ['CLAIMS_SCHEMA', 'FAIL', 'INVALID', 'NOT_RUN', 'PASS', 'PRECEDENCE', 'SANITY_ITEMS', 'SANITY_SHORT', 'SANITY_WORDS', 'UNKNOWN', 'VERDICTS', 'VERDICTS_SCHEMA', 'METRIC_TREE', 'Check', 'Claim', 'SanityBounds', 'WorldSizes', 'load_claims', 'load_sanity_bounds', 'Missing', 'device_of', 'lookup', 'measured_world_sizes', 'sanity_rows', 'Context', 'Part', 'REASON_CODES', '_fmt', 'evaluate', 'evaluate_at', 'evaluate_claim', 'evaluate_monotone', 'exit_status', '_bounds_text', 'format_table', 'add_arguments', 'check_results', 'default_claims_path', 'load_metrics', 'run', 'write_verdicts']
+__all__ = [
+    "CLAIMS_SCHEMA",
+    "FAIL",
+    "INVALID",
+    "NOT_RUN",
+    "PASS",
+    "PRECEDENCE",
+    "SANITY_ITEMS",
+    "SANITY_SHORT",
+    "SANITY_WORDS",
+    "UNKNOWN",
+    "VERDICTS",
+    "VERDICTS_SCHEMA",
+    "METRIC_TREE",
+    "Check",
+    "Claim",
+    "SanityBounds",
+    "WorldSizes",
+    "load_claims",
+    "load_sanity_bounds",
+    "Missing",
+    "device_of",
+    "lookup",
+    "measured_world_sizes",
+    "sanity_rows",
+    "Context",
+    "Part",
+    "REASON_CODES",
+    "_fmt",
+    "evaluate",
+    "evaluate_at",
+    "evaluate_claim",
+    "evaluate_monotone",
+    "exit_status",
+    "_bounds_text",
+    "format_table",
+    "add_arguments",
+    "check_results",
+    "default_claims_path",
+    "load_metrics",
+    "run",
+    "write_verdicts",
+]

@@ -1,6 +1,5 @@
 """The claims file (``expected/claims.toml``): parsing and validating claims, checks and sanity bounds."""
 
-
 from __future__ import annotations
 
 import math
@@ -12,6 +11,7 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
 from dnabert_scaling.checker.metric_paths import _metric_node
+
 
 @dataclass(frozen=True)
 class WorldSizes:
@@ -91,8 +91,21 @@ class Claim:
 
 
 _CLAIM_KEYS = {"id", "title", "statement", "world_sizes", "device", "indicative", "check"}
-_CHECK_KEYS = {"name", "what", "metric", "test", "rationale", "world_sizes", "lo", "hi", "value", "activity",
-               "max_drop_rel", "min_points", "report"}
+_CHECK_KEYS = {
+    "name",
+    "what",
+    "metric",
+    "test",
+    "rationale",
+    "world_sizes",
+    "lo",
+    "hi",
+    "value",
+    "activity",
+    "max_drop_rel",
+    "min_points",
+    "report",
+}
 _TEST_KEYS = {
     "range": {"lo", "hi"},
     "equals": {"value"},
@@ -151,7 +164,6 @@ def load_sanity_bounds(path: str | Path) -> SanityBounds:
     return _parse_sanity(_read_toml(path).get("sanity"), path)
 
 
-
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -168,8 +180,11 @@ def _parse_world_sizes(raw: Any, where: str, path: Path) -> WorldSizes:
             n = 0
         if n >= 1:
             return WorldSizes(at_least=n)
-    raise ArtifactError(f"{where}: world_sizes must be a non-empty list of world sizes (e.g. [4, 8]) "
-                        f"or \">=N\" (every measured world size from N), not {raw!r}", path)
+    raise ArtifactError(
+        f"{where}: world_sizes must be a non-empty list of world sizes (e.g. [4, 8]) "
+        f'or ">=N" (every measured world size from N), not {raw!r}',
+        path,
+    )
 
 
 def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path: Path) -> Check:
@@ -193,7 +208,9 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
     metric = raw["metric"]
     if test == "top":
         if metric != "traced.gpu.ranking":
-            raise ArtifactError(f"{where}: test 'top' reads the ranking: metric must be 'traced.gpu.ranking', not {metric!r}", path)
+            raise ArtifactError(
+                f"{where}: test 'top' reads the ranking: metric must be 'traced.gpu.ranking', not {metric!r}", path
+            )
     else:
         ok, problem = _metric_node(metric)
         if not ok:
@@ -226,9 +243,19 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
             raise ArtifactError(f"{where}: min_points must be an integer >= 2", path)
     ws = _parse_world_sizes(raw["world_sizes"], where, path) if "world_sizes" in raw else claim_ws
     return Check(
-        name=str(raw.get("name") or f"check{index + 1}"), what=raw["what"].strip(), metric=metric, test=test,
-        rationale=" ".join(raw["rationale"].split()), world_sizes=ws, lo=lo, hi=hi, value=raw.get("value"),
-        activity=raw.get("activity"), max_drop_rel=drop, min_points=min_points, report=tuple(report),
+        name=str(raw.get("name") or f"check{index + 1}"),
+        what=raw["what"].strip(),
+        metric=metric,
+        test=test,
+        rationale=" ".join(raw["rationale"].split()),
+        world_sizes=ws,
+        lo=lo,
+        hi=hi,
+        value=raw.get("value"),
+        activity=raw.get("activity"),
+        max_drop_rel=drop,
+        min_points=min_points,
+        report=tuple(report),
     )
 
 
@@ -277,8 +304,15 @@ def load_claims(path: str | Path) -> list[Claim]:
         names = [c.name for c in checks]
         if len(set(names)) != len(names):
             raise ArtifactError(f"{where}: two checks share a name: {names}", path)
-        claims.append(Claim(id=cid, statement=" ".join(raw["statement"].split()), world_sizes=ws, checks=checks,
-                            title=str(raw.get("title", "")), device=device, indicative=indicative))
+        claims.append(
+            Claim(
+                id=cid,
+                statement=" ".join(raw["statement"].split()),
+                world_sizes=ws,
+                checks=checks,
+                title=str(raw.get("title", "")),
+                device=device,
+                indicative=indicative,
+            )
+        )
     return claims
-
-

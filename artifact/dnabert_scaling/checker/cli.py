@@ -1,6 +1,5 @@
 """Files and the command line of ``dnabert-scaling check``."""
 
-
 from __future__ import annotations
 
 import argparse
@@ -15,6 +14,7 @@ from dnabert_scaling.checker.claims import load_claims, load_sanity_bounds
 from dnabert_scaling.checker.evaluate import evaluate, exit_status
 from dnabert_scaling.checker.names import _jsonable
 from dnabert_scaling.checker.table import format_table
+
 
 def default_claims_path() -> Path:
     """``expected/claims.toml`` here, else the one of the source tree this package runs from."""
@@ -65,11 +65,11 @@ def write_verdicts(verdicts: dict, out: Path, strict: bool = False) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", type=Path, help="results folder written by `analyze` (or its metrics.json)")
-    p.add_argument("--expected", type=Path, default=None,
-                   help="claims file (default: expected/claims.toml here, else the source tree's)")
+    p.add_argument(
+        "--expected", type=Path, default=None, help="claims file (default: expected/claims.toml here, else the source tree's)"
+    )
     p.add_argument("--strict", action="store_true", help="exit 1 also when a claim is NOT RUN")
-    p.add_argument("--out", type=Path, default=None,
-                   help="where verdicts.json / verdicts.txt go (default: the results folder)")
+    p.add_argument("--out", type=Path, default=None, help="where verdicts.json / verdicts.txt go (default: the results folder)")
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 

@@ -1,6 +1,5 @@
 """Evaluating claims against metrics: one Part per check and world size, combined into verdicts."""
 
-
 from __future__ import annotations
 
 import math
@@ -10,7 +9,17 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import _fmt, _jsonable, FAIL, INVALID, NOT_RUN, PASS, PRECEDENCE, VERDICTS, VERDICTS_SCHEMA
 from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, _is_number
-from dnabert_scaling.checker.lookup import Missing, _entry, _runs_for, _sanity_failure, device_of, lookup, measured_world_sizes, sanity_rows
+from dnabert_scaling.checker.lookup import (
+    Missing,
+    _entry,
+    _runs_for,
+    _sanity_failure,
+    device_of,
+    lookup,
+    measured_world_sizes,
+    sanity_rows,
+)
+
 
 @dataclass
 class Part:
@@ -76,8 +85,9 @@ def _judge_top(check: Check, ranking: Any, ws: int) -> Part:
     }
     if mine is None:
         measured["ratio"] = None
-        return Part(FAIL, f"{label}: {check.activity} is not in the ranking (top: {_short(top.get('activity'))})",
-                    measured, within=False)
+        return Part(
+            FAIL, f"{label}: {check.activity} is not in the ranking (top: {_short(top.get('activity'))})", measured, within=False
+        )
     mine_s = float(mine["sum_s_per_step"])
     measured[f"{check.activity} sum_s_per_step"] = mine_s
     if not others:
@@ -94,10 +104,14 @@ def _judge_top(check: Check, ranking: Any, ws: int) -> Part:
     measured["ratio"] = ratio
     ok = _in_bounds(check, ratio)
     where = "the largest GPU activity" if mine is top else f"not the largest (top: {_short(top.get('activity'))})"
-    return Part(PASS if ok else FAIL,
-                f"{label}: {check.activity} is {where}; {_fmt(mine_s * 1e3)} ms/step vs next "
-                f"{_short(runner.get('activity'))} {_fmt(runner_s * 1e3)} ms/step, ratio {_fmt(ratio)} "
-                f"{'within' if ok else 'outside'} {check.bounds_text()}", measured, within=ok)
+    return Part(
+        PASS if ok else FAIL,
+        f"{label}: {check.activity} is {where}; {_fmt(mine_s * 1e3)} ms/step vs next "
+        f"{_short(runner.get('activity'))} {_fmt(runner_s * 1e3)} ms/step, ratio {_fmt(ratio)} "
+        f"{'within' if ok else 'outside'} {check.bounds_text()}",
+        measured,
+        within=ok,
+    )
 
 
 def _short(name: Any, n: int = 60) -> str:
@@ -116,21 +130,33 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
     """NOT RUN / INVALID before looking at the value (or None to go on), and the entry."""
     entry = _entry(ctx.metrics, ws)
     if entry is None:
-        return Part(NOT_RUN, f"world size {ws} was not measured (measured: {', '.join(map(str, ctx.measured)) or 'none'})",
-                    code="not_measured"), None
+        return Part(
+            NOT_RUN,
+            f"world size {ws} was not measured (measured: {', '.join(map(str, ctx.measured)) or 'none'})",
+            code="not_measured",
+        ), None
     device = device_of(entry)
     if claim.device and device and device != claim.device:
         words = {"cpu": "CPU (no GPU)", "cuda": "CUDA GPUs"}
         why = (entry.get("traced") or {}).get("gpu_not_run_reason")
-        return Part(NOT_RUN, f"world size {ws} ran on {words.get(device, device)}; the claim is about "
-                             f"{words.get(claim.device, claim.device)}" + (f" (GPU analysis: {why})" if why else ""),
-                    runs=_runs_for(entry, check.metric), code="wrong_device"), entry
+        return Part(
+            NOT_RUN,
+            f"world size {ws} ran on {words.get(device, device)}; the claim is about "
+            f"{words.get(claim.device, claim.device)}" + (f" (GPU analysis: {why})" if why else ""),
+            runs=_runs_for(entry, check.metric),
+            code="wrong_device",
+        ), entry
     bad = [s for s in {ws, *([1] if check.metric.startswith("efficiency") else [])} if _sanity_failure(ctx.sanity, s)]
     if bad:
         value = lookup(entry, check.metric, ws)
         measured = {} if isinstance(value, Missing) else {check.metric: value}
-        return Part(INVALID, "; ".join(_sanity_failure(ctx.sanity, s) for s in sorted(bad)), measured,
-                    _runs_for(entry, check.metric), code="sanity_failed"), entry
+        return Part(
+            INVALID,
+            "; ".join(_sanity_failure(ctx.sanity, s) for s in sorted(bad)),
+            measured,
+            _runs_for(entry, check.metric),
+            code="sanity_failed",
+        ), entry
     return None, entry
 
 
@@ -183,16 +209,23 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
             notes.append(value.reason)
             continue
         if not _is_number(value) or math.isnan(float(value)):
-            return Part(FAIL, f"{check.what} at world size {ws} is {_fmt(value)}: not a number, so the trend "
-                              "cannot be judged", {str(ws): value}, runs, within=False)
+            return Part(
+                FAIL,
+                f"{check.what} at world size {ws} is {_fmt(value)}: not a number, so the trend cannot be judged",
+                {str(ws): value},
+                runs,
+                within=False,
+            )
         series[ws] = float(value)
     measured = {str(k): v for k, v in series.items()}
     if invalid:
         return Part(INVALID, "; ".join(invalid), measured, runs, code="sanity_failed")
     if len(series) < check.min_points:
         have = ", ".join(map(str, series)) or "none"
-        why = (f"needs {check.min_points} world sizes ({check.world_sizes.describe()}) with data to judge a trend, "
-               f"has {len(series)} ({have})")
+        why = (
+            f"needs {check.min_points} world sizes ({check.world_sizes.describe()}) with data to judge a trend, "
+            f"has {len(series)} ({have})"
+        )
         if notes:
             why += "; " + "; ".join(notes)
         return Part(NOT_RUN, why, measured, runs, code="too_few_points")
@@ -230,8 +263,13 @@ def _indicative(ctx: Context, claim: Claim, check: Check, wanted: int) -> dict |
     if part.verdict not in (PASS, FAIL):
         return None  # nothing measured there either (CPU run, no GPU analysis, sanity failed)
     return {
-        "check": check.name, "world_size": ws, "instead_of": [wanted], "measured": _jsonable(part.measured),
-        "within_bounds": part.within, "why": part.reason, "reason": _indicative_reason(ws, [wanted], part.reason),
+        "check": check.name,
+        "world_size": ws,
+        "instead_of": [wanted],
+        "measured": _jsonable(part.measured),
+        "within_bounds": part.within,
+        "why": part.reason,
+        "reason": _indicative_reason(ws, [wanted], part.reason),
     }
 
 
@@ -249,33 +287,66 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
         if check.test == "monotone":
             sizes = check.world_sizes.resolve(ctx.measured)
             part = evaluate_monotone(ctx, claim, check)
-            checks_out.append({"name": check.name, "what": check.what, "metric": check.metric,
-                               "world_size": sizes, "verdict": part.verdict, "code": part.code, "reason": part.reason,
-                               "measured": _jsonable(part.measured), "bounds": _jsonable(check.bounds()),
-                               "runs": sorted(set(part.runs))})
+            checks_out.append(
+                {
+                    "name": check.name,
+                    "what": check.what,
+                    "metric": check.metric,
+                    "world_size": sizes,
+                    "verdict": part.verdict,
+                    "code": part.code,
+                    "reason": part.reason,
+                    "measured": _jsonable(part.measured),
+                    "bounds": _jsonable(check.bounds()),
+                    "runs": sorted(set(part.runs)),
+                }
+            )
             measured.setdefault("trend", {})[check.metric] = _jsonable(part.measured)
             runs += part.runs
             continue
         sizes = check.world_sizes.resolve(ctx.measured)
         if not sizes:
-            checks_out.append({"name": check.name, "what": check.what, "metric": check.metric, "world_size": None,
-                               "verdict": NOT_RUN, "code": "no_world_size", "at_least": check.world_sizes.at_least,
-                               "bounds": _jsonable(check.bounds()), "measured": {}, "runs": [],
-                               "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
-                                         f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})"})
+            checks_out.append(
+                {
+                    "name": check.name,
+                    "what": check.what,
+                    "metric": check.metric,
+                    "world_size": None,
+                    "verdict": NOT_RUN,
+                    "code": "no_world_size",
+                    "at_least": check.world_sizes.at_least,
+                    "bounds": _jsonable(check.bounds()),
+                    "measured": {},
+                    "runs": [],
+                    "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
+                    f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})",
+                }
+            )
             continue
         for ws in sizes:
             part = evaluate_at(ctx, claim, check, ws)
-            checks_out.append({"name": check.name, "what": check.what, "metric": check.metric, "world_size": ws,
-                               "verdict": part.verdict, "code": part.code, "reason": part.reason,
-                               "measured": _jsonable(part.measured),
-                               "bounds": _jsonable(check.bounds()), "runs": sorted(set(part.runs))})
+            checks_out.append(
+                {
+                    "name": check.name,
+                    "what": check.what,
+                    "metric": check.metric,
+                    "world_size": ws,
+                    "verdict": part.verdict,
+                    "code": part.code,
+                    "reason": part.reason,
+                    "measured": _jsonable(part.measured),
+                    "bounds": _jsonable(check.bounds()),
+                    "runs": sorted(set(part.runs)),
+                }
+            )
             if part.measured:
                 measured.setdefault(str(ws), {}).update(_jsonable(part.measured))
             runs += part.runs
             if claim.indicative and part.verdict == NOT_RUN and _entry(ctx.metrics, ws) is None:
                 ind = _indicative(ctx, claim, check, ws)
-                same = next((i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None)
+                same = next(
+                    (i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None
+                )
                 if same:  # one figure stands in for several missing world sizes (C6: 4 and 8)
                     same["instead_of"].append(ws)
                     same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
@@ -315,8 +386,12 @@ def evaluate(metrics: dict, claims: list[Claim], bounds: SanityBounds | None = N
         "schema": VERDICTS_SCHEMA,
         "claims": results,
         "sanity": sanity,
-        "summary": {"counts": counts, "measured_world_sizes": ctx.measured, "label": metrics.get("label"),
-                    "fallbacks": [_fallback_text(f) for f in metrics.get("fallbacks") or []]},
+        "summary": {
+            "counts": counts,
+            "measured_world_sizes": ctx.measured,
+            "label": metrics.get("label"),
+            "fallbacks": [_fallback_text(f) for f in metrics.get("fallbacks") or []],
+        },
     }
 
 
@@ -334,5 +409,3 @@ def exit_status(verdicts: dict, strict: bool = False) -> int:
     if strict and counts.get(NOT_RUN):
         return 1
     return 0
-
-

@@ -1,12 +1,12 @@
 """Reading metrics.json: world sizes, metric values by path, sanity rows."""
 
-
 from __future__ import annotations
 
 from typing import Any
 
 from dnabert_scaling.checker.names import FAIL, PASS, SANITY_ITEMS, SANITY_WORDS, UNKNOWN
 from dnabert_scaling.checker.claims import SanityBounds
+
 
 class Missing:
     """Why a value is not there (a sentence)."""
@@ -20,7 +20,7 @@ class Missing:
 
 def measured_world_sizes(metrics: dict) -> list[int]:
     out = []
-    for key in (metrics.get("world_sizes") or {}):
+    for key in metrics.get("world_sizes") or {}:
         try:
             out.append(int(key))
         except ValueError:
@@ -47,11 +47,16 @@ def lookup(entry: dict, path: str, ws: int) -> Any:
                 return Missing(f"no traced run at world size {ws}")
             if here == "traced.gpu":
                 why = (entry.get("traced") or {}).get("gpu_not_run_reason")
-                return Missing(f"GPU analysis not run at world size {ws}: {why}" if why
-                               else f"GPU analysis not run at world size {ws} (no reason recorded)")
+                return Missing(
+                    f"GPU analysis not run at world size {ws}: {why}"
+                    if why
+                    else f"GPU analysis not run at world size {ws} (no reason recorded)"
+                )
             if here.startswith("efficiency"):
-                return Missing(f"{here} is null at world size {ws}: it needs untraced throughput runs at world size "
-                               f"{ws} and at the 1-GPU baseline")
+                return Missing(
+                    f"{here} is null at world size {ws}: it needs untraced throughput runs at world size "
+                    f"{ws} and at the 1-GPU baseline"
+                )
             return Missing(f"{here} is null at world size {ws}")
     return node
 
@@ -72,8 +77,10 @@ def _trace_complete_value(traced: dict, sanity: dict, bounds: SanityBounds) -> t
     comp = traced.get("completeness")
     if not isinstance(comp, dict) or not isinstance(comp.get("per_rank"), dict):
         if traced.get("gpu"):  # GPU figures whose trace was never shown complete: no claim may rest on them
-            return False, ("trace completeness not measured: the GPU figures come without the launch / activity "
-                           "counts of analyze's completeness gate (an older metrics.json?); rerun analyze")
+            return False, (
+                "trace completeness not measured: the GPU figures come without the launch / activity "
+                "counts of analyze's completeness gate (an older metrics.json?); rerun analyze"
+            )
         return sanity.get("trace_complete", "missing"), None
     per_rank = {int(r): c for r, c in comp["per_rank"].items()}
     result = judge(per_rank, bounds.trace_complete_min_share)
@@ -146,5 +153,3 @@ def _runs_for(entry: dict, metric: str) -> list[str]:
     if metric.startswith("throughput_noddp"):
         return list((entry.get("throughput_noddp") or {}).get("runs") or [])
     return []
-
-

@@ -1,11 +1,9 @@
 """Verdict and sanity-item names, and how values are written, shared by every part of the checker."""
 
-
 from __future__ import annotations
 
 import math
 from typing import Any
-
 
 
 CLAIMS_SCHEMA = "dnabert-scaling/claims/1"
@@ -23,8 +21,13 @@ SANITY_WORDS = {
     "trace_complete": "GPU activity for every launch",
 }
 
-SANITY_SHORT = {"all_ranks_present": "ranks", "steps_complete": "steps", "finite_loss": "loss",
-                "gpu_streams": "GPU streams", "trace_complete": "complete"}
+SANITY_SHORT = {
+    "all_ranks_present": "ranks",
+    "steps_complete": "steps",
+    "finite_loss": "loss",
+    "gpu_streams": "GPU streams",
+    "trace_complete": "complete",
+}
 UNKNOWN = "UNKNOWN"  # a sanity item that the data cannot show (never a FAIL, shown as such)
 
 

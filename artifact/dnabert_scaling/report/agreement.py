@@ -79,22 +79,31 @@ def agreement_html(sets: list, esc) -> str:
     blocks = []
     for ws, a, b in pairs(sets):
         ta, tb = a.traced(ws)["tracer"], b.traced(ws)["tracer"]
-        head = (f"<tr><th>per-step median</th><th class='num'>{esc(ta)}</th><th class='num'>{esc(tb)}</th>"
-                f"<th class='num'>{esc(ta)} / {esc(tb)}</th></tr>")
+        head = (
+            f"<tr><th>per-step median</th><th class='num'>{esc(ta)}</th><th class='num'>{esc(tb)}</th>"
+            f"<th class='num'>{esc(ta)} / {esc(tb)}</th></tr>"
+        )
         rows = []
         for label, metric, unit in ROWS:
             x, y = _value(a, ws, metric), _value(b, ws, metric)
             ratio = f"{x / y:.3f}" if x is not None and y else "–"
-            rows.append(f"<tr><td>{esc(label)}{' (ms)' if unit == 'ms' else ''}</td><td class='num'>{_fmt(x, unit)}</td>"
-                        f"<td class='num'>{_fmt(y, unit)}</td><td class='num'>{ratio}</td></tr>")
+            rows.append(
+                f"<tr><td>{esc(label)}{' (ms)' if unit == 'ms' else ''}</td><td class='num'>{_fmt(x, unit)}</td>"
+                f"<td class='num'>{_fmt(y, unit)}</td><td class='num'>{ratio}</td></tr>"
+            )
         comp = []
         for rs, t in ((a, ta), (b, tb)):
             c = rs.traced(ws).get("completeness") or {}
-            comp.append(f"{esc(t)}: {esc(c.get('status', 'not measured'))}"
-                        + (f" ({esc(c['reason'])})" if c.get("reason") else ""))
+            comp.append(
+                f"{esc(t)}: {esc(c.get('status', 'not measured'))}" + (f" ({esc(c['reason'])})" if c.get("reason") else "")
+            )
         prov = a.metrics.get("provenance") or {}
-        title = (f"{esc(prov.get('gpu_name', 'GPU'))}, world size {ws}, {esc(prov.get('model'))} model, batch "
-                 f"{esc(prov.get('batch_size_per_rank'))} per rank: set {a.number} ({esc(ta)}) against set {b.number} ({esc(tb)})")
-        blocks.append(f"<p><b>{title}</b></p><table class='ds-table'>{head}{''.join(rows)}</table>"
-                      f"<p class='ds-small'>Completeness: {'; '.join(comp)}.</p>")
+        title = (
+            f"{esc(prov.get('gpu_name', 'GPU'))}, world size {ws}, {esc(prov.get('model'))} model, batch "
+            f"{esc(prov.get('batch_size_per_rank'))} per rank: set {a.number} ({esc(ta)}) against set {b.number} ({esc(tb)})"
+        )
+        blocks.append(
+            f"<p><b>{title}</b></p><table class='ds-table'>{head}{''.join(rows)}</table>"
+            f"<p class='ds-small'>Completeness: {'; '.join(comp)}.</p>"
+        )
     return "".join(blocks)

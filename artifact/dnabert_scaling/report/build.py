@@ -46,7 +46,9 @@ def _kernel_manager_class():
                 return KernelSpec(
                     argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                     display_name=f"Python {sys.version.split()[0]} ({sys.executable})",
-                    language="python", resource_dir="", metadata={"debugger": False},
+                    language="python",
+                    resource_dir="",
+                    metadata={"debugger": False},
                 )
             return super().get_kernel_spec(kernel_name)
 
@@ -75,8 +77,14 @@ def _kernel_env(scratch: Path) -> dict[str, str]:
     return env
 
 
-def build_report(results: list[Path], out: Path, labels: list[str] | None = None, claims: Path | None = None,
-                 timeout: int = 300, show_code: bool = False) -> dict[str, Any]:
+def build_report(
+    results: list[Path],
+    out: Path,
+    labels: list[str] | None = None,
+    claims: Path | None = None,
+    timeout: int = 300,
+    show_code: bool = False,
+) -> dict[str, Any]:
     """Execute the report notebook for ``results`` and write ``out/report.html`` + ``out/report.ipynb``."""
     import nbformat
     from nbclient import NotebookClient
@@ -105,9 +113,15 @@ def build_report(results: list[Path], out: Path, labels: list[str] | None = None
         sets.append({"path": str(folder), "label": label or auto})
         titles.append(label or auto)
     out = writable_dir(out, "--out", create=True)
-    params = {"created": now_iso(), "version": __version__, "prefix": sys.prefix, "python": sys.executable,
-              "cwd": str(Path.cwd().resolve()),
-              "strict_kernel": True, "claims": str(claims_path.resolve()) if claims_path.is_file() else None}
+    params = {
+        "created": now_iso(),
+        "version": __version__,
+        "prefix": sys.prefix,
+        "python": sys.executable,
+        "cwd": str(Path.cwd().resolve()),
+        "strict_kernel": True,
+        "claims": str(claims_path.resolve()) if claims_path.is_file() else None,
+    }
     nb = template.notebook(sets, params["claims"], params, titles)
 
     with tempfile.TemporaryDirectory(prefix="dnabert-report-") as scratch:
@@ -115,19 +129,29 @@ def build_report(results: list[Path], out: Path, labels: list[str] | None = None
         saved = os.environ.get("JUPYTER_RUNTIME_DIR")
         os.environ["JUPYTER_RUNTIME_DIR"] = str(scratch_path / "runtime")  # connection files: never in $HOME
         try:
-            client = NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=120,
-                                    kernel_manager_class=_kernel_manager_class(), allow_errors=False,
-                                    record_timing=False, resources={"metadata": {"path": str(out.resolve())}},
-                                    # the kernel's own start-up warnings (TCP on localhost) are noise here
-                                    extra_arguments=["--IPKernelApp.log_level=ERROR"])
+            client = NotebookClient(
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
+                startup_timeout=120,
+                kernel_manager_class=_kernel_manager_class(),
+                allow_errors=False,
+                record_timing=False,
+                resources={"metadata": {"path": str(out.resolve())}},
+                # the kernel's own start-up warnings (TCP on localhost) are noise here
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            )
             try:
                 client.execute(env=_kernel_env(scratch_path))
             except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
                 nbformat.write(nb, out / "report.ipynb")
-                raise ArtifactError(f"the report notebook failed (partly executed notebook: {out / 'report.ipynb'}): "
-                                    f"{_first_lines(str(exc))}") from None
+                raise ArtifactError(
+                    f"the report notebook failed (partly executed notebook: {out / 'report.ipynb'}): {_first_lines(str(exc))}"
+                ) from None
             except RuntimeError as exc:  # e.g. "Kernel didn't respond in 120 seconds"
-                raise ArtifactError(f"the notebook kernel ({sys.executable} -m ipykernel_launcher) did not start: {exc}") from None
+                raise ArtifactError(
+                    f"the notebook kernel ({sys.executable} -m ipykernel_launcher) did not start: {exc}"
+                ) from None
         finally:
             if saved is None:
                 os.environ.pop("JUPYTER_RUNTIME_DIR", None)
@@ -135,15 +159,19 @@ def build_report(results: list[Path], out: Path, labels: list[str] | None = None
                 os.environ["JUPYTER_RUNTIME_DIR"] = saved
     nbformat.write(nb, out / "report.ipynb")
 
-    exporter = HTMLExporter(template_name="lab", exclude_input=not show_code, exclude_input_prompt=True,
-                            exclude_output_prompt=True, exclude_anchor_links=True)
+    exporter = HTMLExporter(
+        template_name="lab",
+        exclude_input=not show_code,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        exclude_anchor_links=True,
+    )
     exporter.raw_template = OFFLINE_TEMPLATE
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": nb.metadata["title"]}})
     tmp = out / ".report.html.tmp"
     tmp.write_text(body, encoding="utf-8")
     tmp.replace(out / "report.html")
-    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles,
-            "seconds": time.monotonic() - t0}
+    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
 
 
 def _first_lines(text: str, n: int = 25) -> str:
@@ -154,18 +182,29 @@ def _first_lines(text: str, n: int = 25) -> str:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", nargs="+", type=Path, help="results folders written by `analyze` (each a section)")
     p.add_argument("--out", type=Path, required=True, help="folder for report.html and report.ipynb")
-    p.add_argument("--label", action="append", default=[], metavar="TEXT",
-                   help="section label of the i-th results folder (repeat in order; default: from metrics.json)")
-    p.add_argument("--expected", type=Path, default=None,
-                   help="claims file for folders without verdicts.json (default: expected/claims.toml)")
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="section label of the i-th results folder (repeat in order; default: from metrics.json)",
+    )
+    p.add_argument(
+        "--expected",
+        type=Path,
+        default=None,
+        help="claims file for folders without verdicts.json (default: expected/claims.toml)",
+    )
     p.add_argument("--timeout", type=positive_int, default=300, help="seconds per notebook cell (default 300)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
 
 
 def run(args: argparse.Namespace) -> int:
     res = build_report(args.results, args.out, args.label, args.expected, args.timeout, args.show_code)
-    print(f"report: wrote {res['html']} and {res['notebook']} ({len(res['sets'])} result set(s), "
-          f"{res['seconds']:.1f} s)", file=sys.stderr)
+    print(
+        f"report: wrote {res['html']} and {res['notebook']} ({len(res['sets'])} result set(s), {res['seconds']:.1f} s)",
+        file=sys.stderr,
+    )
     for i, t in enumerate(res["sets"], 1):
         print(f"  section {i + 1}: {t}", file=sys.stderr)
     return 0

@@ -77,11 +77,17 @@ def breakdown(rs) -> Figure | NotAvailable:
     sizes = _gpu_sizes(rs)
     if not sizes:
         return NotAvailable(f"no GPU time was measured ({gpu_missing_reason(rs)})")
-    parts = [("compute_s", "compute", COLORS["compute"]), ("exposed_comm_s", "exposed communication", COLORS["exposed_comm"]),
-             ("exposed_memcpy_s", "exposed memcpy", COLORS["exposed_memcpy"])]
+    parts = [
+        ("compute_s", "compute", COLORS["compute"]),
+        ("exposed_comm_s", "exposed communication", COLORS["exposed_comm"]),
+        ("exposed_memcpy_s", "exposed memcpy", COLORS["exposed_memcpy"]),
+    ]
     if all(rs.gpu(n).get("idle_host_wait_s") for n in sizes):  # idle split by cause (results since the idle breakdown)
-        parts += [("idle_host_wait_s", "idle: host wait", COLORS["idle"]), ("idle_kernel_wait_s", "idle: kernel wait", "#e2e2e2"),
-                  ("idle_other_s", "idle: other", "#f3f3f3")]
+        parts += [
+            ("idle_host_wait_s", "idle: host wait", COLORS["idle"]),
+            ("idle_kernel_wait_s", "idle: kernel wait", "#e2e2e2"),
+            ("idle_other_s", "idle: other", "#f3f3f3"),
+        ]
     else:
         parts.append(("idle_s", "idle", COLORS["idle"]))
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
@@ -93,7 +99,15 @@ def breakdown(rs) -> Figure | NotAvailable:
         ax.bar(x, vals, 0.55, bottom=bottom, label=label, color=color, edgecolor="white", linewidth=0.5)
         for xi, b, v in zip(x, bottom, vals):
             if v > 0.06 * max(1e-9, np.nanmax([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])):
-                ax.text(xi, b + v / 2, f"{v:.1f}", ha="center", va="center", fontsize=8, color="black" if label.startswith("idle") else "white")
+                ax.text(
+                    xi,
+                    b + v / 2,
+                    f"{v:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="black" if label.startswith("idle") else "white",
+                )
         bottom += vals
     step = np.array([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])
     ax.scatter(x, step, marker="_", s=900, color="black", zorder=5, label="median step time")
@@ -116,8 +130,10 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     x = np.arange(len(sizes))
     w = 0.36
-    for off, key, label, color in ((-w / 2, "allreduce_kernel_s", "AllReduce kernel time (sum)", COLORS["allreduce"]),
-                                   (w / 2, "backward_gpu_s", "backward GPU time (union)", COLORS["backward"])):
+    for off, key, label, color in (
+        (-w / 2, "allreduce_kernel_s", "AllReduce kernel time (sum)", COLORS["allreduce"]),
+        (w / 2, "backward_gpu_s", "backward GPU time (union)", COLORS["backward"]),
+    ):
         med, lo, hi = [], [], []
         for n in sizes:
             st = rs.gpu(n).get(key) or {}
@@ -127,13 +143,29 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
             hi.append(np.nan if st.get("p90") is None else st["p90"] * 1e3)
         med, lo, hi = map(np.array, (med, lo, hi))
         yerr = np.vstack([np.clip(med - lo, 0, None), np.clip(hi - med, 0, None)])
-        ax.bar(x + off, np.nan_to_num(med), w, label=label, color=color, yerr=np.nan_to_num(yerr), capsize=3,
-               error_kw={"elinewidth": 1})
+        ax.bar(
+            x + off,
+            np.nan_to_num(med),
+            w,
+            label=label,
+            color=color,
+            yerr=np.nan_to_num(yerr),
+            capsize=3,
+            error_kw={"elinewidth": 1},
+        )
     for xi, n in zip(x, sizes):
         r = rs.gpu(n).get("allreduce_to_backward") or {}
         if r.get("median") is not None and n > 1:
-            ax.text(xi, ax.get_ylim()[1] * 0.02, f"ratio {r['median']:.2f}", ha="center", va="bottom", fontsize=8,
-                    color="white", fontweight="bold")
+            ax.text(
+                xi,
+                ax.get_ylim()[1] * 0.02,
+                f"ratio {r['median']:.2f}",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                color="white",
+                fontweight="bold",
+            )
         elif not (rs.gpu(n).get("allreduce_kernel_s") or {}).get("median"):
             ax.text(xi - w / 2, ax.get_ylim()[1] * 0.02, "none", ha="center", va="bottom", fontsize=8, color="#6b7280")
     ax.set_xticks(x, [f"{n} GPU" + ("s" if n > 1 else "") for n in sizes])
@@ -153,8 +185,9 @@ def _host_threads(host, rank: int, limit: int = 4) -> list[str]:
     if host is None or host.empty:
         return []
     mine = host[host["rank"] == rank]
-    counts = mine.groupby("thread")["kind"].agg(phases=lambda k: int((k == "phase").sum()),
-                                                launches=lambda k: int((k == "launch").sum()))
+    counts = mine.groupby("thread")["kind"].agg(
+        phases=lambda k: int((k == "phase").sum()), launches=lambda k: int((k == "launch").sum())
+    )
     counts = counts[(counts["phases"] > 0) | (counts["launches"] > 0)]
     return list(counts.sort_values(["phases", "launches"], ascending=False).index[:limit])
 
@@ -219,12 +252,21 @@ def timeline(rs) -> Figure | NotAvailable:
                     ax.plot([edge * 1e3] * 2, [lo, b1], color="#555555", lw=0.8, ls=":", zorder=1)
             tmax = max(tmax, float(ph[ph["rank"] == rank]["end_s"].max()) * 1e3)
     if host is not None and not host.empty:
-        for (rank, key, _) in [r for r in rows if r[1][0] == "host"]:
+        for rank, key, _ in [r for r in rows if r[1][0] == "host"]:
             yy = ypos[(rank, key)]
             g = host[(host["rank"] == rank) & (host["thread"].astype(str) == key[1])]
             for _, p in g[(g["kind"] == "phase") & g["name"].isin(list(PHASE_COLORS))].iterrows():
-                ax.add_patch(plt.Rectangle((p["start_s"] * 1e3, yy - 0.45), (p["end_s"] - p["start_s"]) * 1e3, 0.9,
-                                           color=PHASE_COLORS[p["name"]], alpha=0.9, lw=0, zorder=1))
+                ax.add_patch(
+                    plt.Rectangle(
+                        (p["start_s"] * 1e3, yy - 0.45),
+                        (p["end_s"] - p["start_s"]) * 1e3,
+                        0.9,
+                        color=PHASE_COLORS[p["name"]],
+                        alpha=0.9,
+                        lw=0,
+                        zorder=1,
+                    )
+                )
             la = g[g["kind"] == "launch"]
             if len(la):
                 width = max(tmax - tmin, 1e-9) * 1.5e-4  # a launch is drawn at least a hair wide
@@ -240,15 +282,21 @@ def timeline(rs) -> Figure | NotAvailable:
     ax.set_ylim(y - 0.4, -0.9)
     ax.set_xlim(tmin, tmax * 1.01)
     ax.set_xlabel(f"ms since the step's first GPU activity (world size {ws}, one measured step, each rank on its own clock)")
-    handles = [Patch(color=COLORS["compute"], label="compute kernel"), Patch(color=COLORS["nccl"], label="NCCL kernel"),
-               Patch(color=COLORS["memory"], label="memcpy / memset")]
+    handles = [
+        Patch(color=COLORS["compute"], label="compute kernel"),
+        Patch(color=COLORS["nccl"], label="NCCL kernel"),
+        Patch(color=COLORS["memory"], label="memcpy / memset"),
+    ]
     if host_band:
         handles.append(Patch(color="#111827", label="launch call (host)"))
     handles += [Patch(color=c, alpha=0.7, label=f"{n}") for n, c in PHASE_COLORS.items()]
     ax.legend(handles=handles, fontsize=7, ncol=7, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
     ax.spines[["top", "right"]].set_visible(False)
-    return _png(fig, f"Timeline of one measured step at world size {ws}: per rank its host threads (phases, launch calls) "
-                     "above its GPU streams, each phase shaded where the GPU ran its kernels")
+    return _png(
+        fig,
+        f"Timeline of one measured step at world size {ws}: per rank its host threads (phases, launch calls) "
+        "above its GPU streams, each phase shaded where the GPU ran its kernels",
+    )
 
 
 # ---- Figure: overlap per step across ranks ---------------------------------------------------
@@ -262,8 +310,10 @@ def overlap(rs, bound: float | None = None) -> Figure | NotAvailable:
         return NotAvailable(f"no per-step partition table ({rs.table_reason('step_partition') or 'no overlap_ratio column'})")
     sp = sp[sp["world_size"] > 1].dropna(subset=["overlap_ratio"])
     if sp.empty:
-        return NotAvailable("no multi-GPU world size with NCCL activity: the overlap ratio is only defined where NCCL "
-                            f"kernels ran (measured world sizes: {', '.join(map(str, rs.world_sizes))})")
+        return NotAvailable(
+            "no multi-GPU world size with NCCL activity: the overlap ratio is only defined where NCCL "
+            f"kernels ran (measured world sizes: {', '.join(map(str, rs.world_sizes))})"
+        )
     sizes = sorted(int(n) for n in sp["world_size"].unique())
     fig, axes = plt.subplots(1, len(sizes), figsize=(min(11, 3.9 * len(sizes) + 0.8), 3.0), sharey=True, squeeze=False)
     cmap = plt.get_cmap("viridis")
@@ -272,8 +322,16 @@ def overlap(rs, bound: float | None = None) -> Figure | NotAvailable:
         ranks = sorted(g["rank"].unique())
         for i, r in enumerate(ranks):
             gr = g[g["rank"] == r].sort_values("step")
-            ax.plot(gr["step"], gr["overlap_ratio"], marker=".", ms=3, lw=0.8, alpha=0.85,
-                    color=cmap(i / max(1, len(ranks) - 1)), label=f"rank {r}")
+            ax.plot(
+                gr["step"],
+                gr["overlap_ratio"],
+                marker=".",
+                ms=3,
+                lw=0.8,
+                alpha=0.85,
+                color=cmap(i / max(1, len(ranks) - 1)),
+                label=f"rank {r}",
+            )
         if bound is not None:
             ax.axhline(bound, color="#b3261e", ls="--", lw=1)
             ax.text(ax.get_xlim()[0], bound, f" claim bound {bound:g}", color="#b3261e", fontsize=7, va="bottom")
@@ -323,8 +381,15 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
         spread = [rs.entry(n).get("efficiency_spread") or {} for n, _ in eff]
         lo = [max(0.0, e - s["min"]) if s.get("min") is not None else 0.0 for (_, e), s in zip(eff, spread)]
         hi = [max(0.0, s["max"] - e) if s.get("max") is not None else 0.0 for (_, e), s in zip(eff, spread)]
-        b.bar([str(n) for n, _ in eff], [e for _, e in eff], color=COLORS["compute"], width=0.5,
-              yerr=[lo, hi] if any(lo) or any(hi) else None, capsize=4, error_kw={"elinewidth": 1})
+        b.bar(
+            [str(n) for n, _ in eff],
+            [e for _, e in eff],
+            color=COLORS["compute"],
+            width=0.5,
+            yerr=[lo, hi] if any(lo) or any(hi) else None,
+            capsize=4,
+            error_kw={"elinewidth": 1},
+        )
         for i, (_, e) in enumerate(eff):
             b.text(i + 0.3, e + 0.02, f"{e:.2f}", ha="left", fontsize=8)
         b.axhline(1.0, color="black", ls="--", lw=1, label="ideal")
@@ -332,13 +397,23 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
             b.axhline(bound, color="#b3261e", ls="--", lw=1, label=f"claim bound {bound:g}")
         b.set_ylim(0, max(1.35, max(e for _, e in eff) + 0.15))
         b.legend(fontsize=8, frameon=False, loc="upper right", ncol=2)
-        b.set_title("Weak-scaling efficiency" + (" (CPU ranks: not evidence for the GPU claim)" if rs.device == "cpu" else ""),
-                    fontsize=10 if rs.device != "cpu" else 8)
+        b.set_title(
+            "Weak-scaling efficiency" + (" (CPU ranks: not evidence for the GPU claim)" if rs.device == "cpu" else ""),
+            fontsize=10 if rs.device != "cpu" else 8,
+        )
         b.set_xlabel("world size")
     else:
         b.axis("off")
-        b.text(0.5, 0.5, f"efficiency not available:\n{why}", ha="center", va="center",
-               fontsize=9, color="#6b7280", transform=b.transAxes)
+        b.text(
+            0.5,
+            0.5,
+            f"efficiency not available:\n{why}",
+            ha="center",
+            va="center",
+            fontsize=9,
+            color="#6b7280",
+            transform=b.transAxes,
+        )
     b.spines[["top", "right"]].set_visible(False)
     return _png(fig, "Throughput against ideal linear scaling, and weak-scaling efficiency per world size")
 
@@ -353,8 +428,11 @@ def distributions(rs) -> Figure | NotAvailable:
     if not sizes or steps is None or steps.empty:
         why = gpu_missing_reason(rs) if not sizes else rs.table_reason("step_partition")
         return NotAvailable(f"no per-step GPU figures ({why})")
-    panels = [("step_time_s", "step time (ms)", 1e3), ("exposed_comm_s", "exposed communication (ms)", 1e3),
-              ("overlap_ratio", "overlap ratio", 1.0)]
+    panels = [
+        ("step_time_s", "step time (ms)", 1e3),
+        ("exposed_comm_s", "exposed communication (ms)", 1e3),
+        ("overlap_ratio", "overlap ratio", 1.0),
+    ]
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
     for ax, (col, label, scale) in zip(axes, panels):
         data, ticks = [], []
@@ -365,19 +443,33 @@ def distributions(rs) -> Figure | NotAvailable:
                 data.append(v)
                 ticks.append(str(n))
         if data:
-            ax.boxplot(data, whis=(10, 90), showfliers=True, widths=0.5,
-                       flierprops={"markersize": 2, "markerfacecolor": "#6b7280", "markeredgecolor": "none"},
-                       medianprops={"color": COLORS["exposed_comm"]})
+            ax.boxplot(
+                data,
+                whis=(10, 90),
+                showfliers=True,
+                widths=0.5,
+                flierprops={"markersize": 2, "markerfacecolor": "#6b7280", "markeredgecolor": "none"},
+                medianprops={"color": COLORS["exposed_comm"]},
+            )
             ax.set_xticks(range(1, len(ticks) + 1), ticks)
         else:
-            ax.text(0.5, 0.5, "no samples\n(no NCCL kernels)" if col == "overlap_ratio" else "no samples",
-                    ha="center", va="center", fontsize=8, color="#6b7280", transform=ax.transAxes)
+            ax.text(
+                0.5,
+                0.5,
+                "no samples\n(no NCCL kernels)" if col == "overlap_ratio" else "no samples",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#6b7280",
+                transform=ax.transAxes,
+            )
             ax.set_xticks([])
         ax.set_title(label, fontsize=9)
         ax.set_xlabel("world size", fontsize=8)
         ax.spines[["top", "right"]].set_visible(False)
-    return _png(fig, "Box plots per world size over all (rank, measured step) samples: step time, exposed communication, "
-                     "overlap ratio")
+    return _png(
+        fig, "Box plots per world size over all (rank, measured step) samples: step time, exposed communication, overlap ratio"
+    )
 
 
 # ---- Figure: busy-wait ---------------------------------------------------------------------------
@@ -387,14 +479,26 @@ def busy_wait(rs) -> Figure | NotAvailable:
     items = [(n, rs.busy_wait(n)) for n in rs.world_sizes]
     items = [(n, b) for n, b in items if b and b.get("transfer_s_at_measured_busbw")]
     if not items:
-        return NotAvailable("no bus-bandwidth measurement (busbw) for these runs, so the busy-wait share of the "
-                            "AllReduce kernel time cannot be estimated")
+        return NotAvailable(
+            "no bus-bandwidth measurement (busbw) for these runs, so the busy-wait share of the "
+            "AllReduce kernel time cannot be estimated"
+        )
     fig, ax = plt.subplots(figsize=(6.5, 2.9))
     x = np.arange(len(items))
-    ax.bar(x - 0.18, [b["allreduce_kernel_s"] * 1e3 for _, b in items], 0.36, color=COLORS["allreduce"],
-           label="AllReduce kernel time per step (trace)")
-    ax.bar(x + 0.18, [b["transfer_s_at_measured_busbw"] * 1e3 for _, b in items], 0.36, color="#6b7280",
-           label="gradient bytes at measured bus bandwidth")
+    ax.bar(
+        x - 0.18,
+        [b["allreduce_kernel_s"] * 1e3 for _, b in items],
+        0.36,
+        color=COLORS["allreduce"],
+        label="AllReduce kernel time per step (trace)",
+    )
+    ax.bar(
+        x + 0.18,
+        [b["transfer_s_at_measured_busbw"] * 1e3 for _, b in items],
+        0.36,
+        color="#6b7280",
+        label="gradient bytes at measured bus bandwidth",
+    )
     for xi, (_, b) in zip(x, items):
         ax.text(xi - 0.18, b["allreduce_kernel_s"] * 1e3 * 1.02, f"x{b['ratio']:.1f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, [f"{n} GPUs" for n, _ in items])

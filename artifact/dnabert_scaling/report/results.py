@@ -36,7 +36,7 @@ def shown(path: Any) -> str:
     lies below it (the notebook itself runs elsewhere, so it gets absolute paths)."""
     text = str(path)
     if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
-        return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1:]
+        return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1 :]
     return text
 
 
@@ -46,6 +46,7 @@ _ABS_PATH = re.compile(r"(?<![\w.])/(?:[\w.+-]+/)*[\w.+-]+")
 def recorded_paths(text: str) -> str:
     """Absolute paths that do not exist here (the scratch folders of the machine that recorded the
     runs) shortened to their last two parts, marked as such, so no reader looks for them."""
+
     def short(m: re.Match) -> str:
         path = m.group(0)
         if Path(path).exists():
@@ -59,10 +60,12 @@ def results_folder_note(path: Path) -> str:
     """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
     kick-tires / reproduce output of the reference traces."""
     if path.name == "results" and path.parent.name.startswith("reference-"):
-        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-"):]
+        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-") :]
         if shipped.is_dir():
-            return (f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
-                    f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)")
+            return (
+                f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
+                f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)"
+            )
     return ""
 
 
@@ -230,10 +233,15 @@ def default_label(metrics: dict, path: Path) -> str:
 def distinct_labels(items: list[tuple[dict, Path]]) -> list[str]:
     """Default labels, made distinct where two sets would read the same (batch size, then source)."""
     labels = [default_label(m, p) for m, p in items]
-    for extra in (lambda m, p: (f"batch {(m.get('provenance') or {}).get('batch_size_per_rank')} per rank"
-                                if (m.get("provenance") or {}).get("batch_size_per_rank") else None),
-                  lambda m, p: Path(str((m.get("sources") or [p])[0])).name or p.name,
-                  lambda m, p: str(p)):
+    for extra in (
+        lambda m, p: (
+            f"batch {(m.get('provenance') or {}).get('batch_size_per_rank')} per rank"
+            if (m.get("provenance") or {}).get("batch_size_per_rank")
+            else None
+        ),
+        lambda m, p: Path(str((m.get("sources") or [p])[0])).name or p.name,
+        lambda m, p: str(p),
+    ):
         dup = {x for x in labels if labels.count(x) > 1}
         if not dup:
             break

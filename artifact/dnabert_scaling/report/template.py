@@ -19,11 +19,13 @@ PARAMETERS_TAG = "parameters"
 
 
 def parameters_cell(results: list[dict], claims: str | None, params: dict[str, Any]) -> Any:
-    src = ("# Parameters (injected by `dnabert-scaling report`; edit and rerun to point the notebook elsewhere).\n"
-           "# RESULTS: one entry per results folder, in report order; label None = derived from metrics.json.\n"
-           f"RESULTS = {results!r}\n"
-           f"CLAIMS = {claims!r}\n"
-           f"PARAMS = {params!r}\n")
+    src = (
+        "# Parameters (injected by `dnabert-scaling report`; edit and rerun to point the notebook elsewhere).\n"
+        "# RESULTS: one entry per results folder, in report order; label None = derived from metrics.json.\n"
+        f"RESULTS = {results!r}\n"
+        f"CLAIMS = {claims!r}\n"
+        f"PARAMS = {params!r}\n"
+    )
     return new_code_cell(src, metadata={"tags": [PARAMETERS_TAG, "injected-parameters"]})
 
 
@@ -119,39 +121,57 @@ def set_cells(k: int, section: int, label: str) -> list:
         _code("C.show(C.claims_html(S))", "claims"),
         _md(f"### {s}.2 Where the GPU time goes"),
         _code("C.show(C.metrics_table_html(S))", "metrics"),
-        _code(f"C.show_figure(F.breakdown(S), '{s}.1',\n"
-              "    'GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no '\n"
-              "    'compute under it), exposed memcpy and idle (split into host wait, kernel wait and other, Method). Medians '\n"
-              "    'over all (rank, step) samples, so the stacked parts '\n"
-              "    'need not add up exactly to the median step time (black bar).')", "figure"),
-        _code(f"C.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
-              "    'Summed AllReduce kernel time against the backward pass\\'s GPU time per step (medians; error bars p10 to p90 '\n"
-              "    'over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes '\n"
-              "    'busy-waiting (Caveat 1).')", "figure"),
+        _code(
+            f"C.show_figure(F.breakdown(S), '{s}.1',\n"
+            "    'GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no '\n"
+            "    'compute under it), exposed memcpy and idle (split into host wait, kernel wait and other, Method). Medians '\n"
+            "    'over all (rank, step) samples, so the stacked parts '\n"
+            "    'need not add up exactly to the median step time (black bar).')",
+            "figure",
+        ),
+        _code(
+            f"C.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
+            "    'Summed AllReduce kernel time against the backward pass\\'s GPU time per step (medians; error bars p10 to p90 '\n"
+            "    'over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes '\n"
+            "    'busy-waiting (Caveat 1).')",
+            "figure",
+        ),
         _code("C.show(C.idle_html(S))", "idle"),
         _code("C.show(C.ranking_html(S))", "ranking"),
         _code("C.show(C.kernel_classes_html(S))", "kernel-classes"),
         _md(f"### {s}.3 One step, every rank: compute and communication side by side"),
-        _code(f"C.show_figure(F.timeline(S), '{s}.3',\n"
-              "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
-              "    'Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams '\n"
-              "    '(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. Gaps on a '\n"
-              "    'stream under a busy host row are the GPU waiting for launches; AllReduce buckets running while the '\n"
-              "    'backward compute continues on the other stream are the overlap of claim C5.')", "figure"),
+        _code(
+            f"C.show_figure(F.timeline(S), '{s}.3',\n"
+            "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
+            "    'Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams '\n"
+            "    '(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. Gaps on a '\n"
+            "    'stream under a busy host row are the GPU waiting for launches; AllReduce buckets running while the '\n"
+            "    'backward compute continues on the other stream are the overlap of claim C5.')",
+            "figure",
+        ),
         _code("C.show(C.zoom_timeline_html(S))", "zoom-timeline"),
-        _code(f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
-              "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
-              "    'world size; dashed: the bound of claim C5.')", "figure"),
-        _code(f"C.show_figure(F.distributions(S), '{s}.5',\n"
-              "    'Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, '\n"
-              "    'dots beyond; red: median.')", "figure"),
+        _code(
+            f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
+            "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
+            "    'world size; dashed: the bound of claim C5.')",
+            "figure",
+        ),
+        _code(
+            f"C.show_figure(F.distributions(S), '{s}.5',\n"
+            "    'Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, '\n"
+            "    'dots beyond; red: median.')",
+            "figure",
+        ),
         _code("C.show(C.rank_skew_html(S))", "ranks"),
         _md(f"### {s}.4 Throughput"),
-        _code(f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
-              "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
-              "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
-              "    'claim C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and '\n"
-              "    'the reverse).')", "figure"),
+        _code(
+            f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
+            "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
+            "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
+            "    'claim C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and '\n"
+            "    'the reverse).')",
+            "figure",
+        ),
         *prediction_cells(s),
         _code("C.show(C.notes_html(S))", "notes"),
     ]
@@ -162,12 +182,15 @@ def prediction_cells(s: str) -> list:
     """The prediction subsection of a results folder's section (``report/predictions.py``)."""
     return [
         _md(f"### {s}.5 Prediction from the one-GPU trace (not a verdict)"),
-        _code(f"from dnabert_scaling.report import predictions as P\nC.show(P.section_html(S))\n"
-              f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
-              f"    C.show_figure(P.curves(S), '{s}.6',\n"
-              "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
-              "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
-              "    'measured traced runs where they exist. A prediction, never a verdict.')", "prediction"),
+        _code(
+            f"from dnabert_scaling.report import predictions as P\nC.show(P.section_html(S))\n"
+            f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
+            f"    C.show_figure(P.curves(S), '{s}.6',\n"
+            "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
+            "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
+            "    'measured traced runs where they exist. A prediction, never a verdict.')",
+            "prediction",
+        ),
     ]
 
 
@@ -179,10 +202,13 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     nb.metadata["title"] = "DNABERT-2 DDP scaling: where does GPU time go?"
     cells = [
         parameters_cell(results, claims, params),
-        _code("from dnabert_scaling.report import content as C, figures as F\n"
-              "C.check_kernel(PARAMS)\n"
-              "R = C.Report.load(RESULTS, CLAIMS, PARAMS)\n"
-              "C.show(C.style() + C.title_html(R))", "title"),
+        _code(
+            "from dnabert_scaling.report import content as C, figures as F\n"
+            "C.check_kernel(PARAMS)\n"
+            "R = C.Report.load(RESULTS, CLAIMS, PARAMS)\n"
+            "C.show(C.style() + C.title_html(R))",
+            "title",
+        ),
         _code("C.show(C.abstract_html(R))", "abstract"),
         _md(METHOD),
     ]
@@ -196,24 +222,41 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     cells.append(_md(REPRODUCE.format(n=section)))
     cells.append(_code("C.show(C.reproduce_html(R))", "reproduce"))
     cells.append(_md(APPENDIX))
-    cells.append(_code("S0 = next((S for S in R.sets if S.verdicts), None)\n"
-                       "C.show(C.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')", "appendix"))
-    cells.append(_md("## Appendix B: sanity checks per world size\n\nFrom the traced run of each world size: "
-                     "every rank present, every measured step complete, finite loss, GPU streams in every trace, and "
-                     "a GPU activity for (nearly) every kernel launch and copy the host made: a tracer can lose "
-                     "records without failing, and a trace without them shows work that never ran as absent. "
-                     "The completeness bound is `[sanity.trace_complete]` in `expected/claims.toml`. "
-                     "A claim whose data come from a world size that failed one of them is INVALID; UNKNOWN "
-                     "(a trace without launch records) is shown, not failed."))
-    cells.append(_code("for S in R.sets:\n"
-                       "    C.show(f'<p><b>{C.esc(S.label)}</b></p>' + C.sanity_html(S))", "appendix"))
-    cells.append(_md("## Appendix C: cross-tracer agreement\n\nWhere one configuration was traced by two tools "
-                     "(Score-P and torch.profiler), the same analysis of both traces, per-step medians side by "
-                     "side. Figures that agree do not depend on the tool; where they differ, the completeness "
-                     "line says what one tool did not record."))
-    cells.append(_code("from dnabert_scaling.report.agreement import agreement_html\n"
-                       "C.show(agreement_html(R.sets, C.esc) or '<p>No configuration was traced by two tools in "
-                       "these results.</p>')", "agreement"))
+    cells.append(
+        _code(
+            "S0 = next((S for S in R.sets if S.verdicts), None)\n"
+            "C.show(C.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')",
+            "appendix",
+        )
+    )
+    cells.append(
+        _md(
+            "## Appendix B: sanity checks per world size\n\nFrom the traced run of each world size: "
+            "every rank present, every measured step complete, finite loss, GPU streams in every trace, and "
+            "a GPU activity for (nearly) every kernel launch and copy the host made: a tracer can lose "
+            "records without failing, and a trace without them shows work that never ran as absent. "
+            "The completeness bound is `[sanity.trace_complete]` in `expected/claims.toml`. "
+            "A claim whose data come from a world size that failed one of them is INVALID; UNKNOWN "
+            "(a trace without launch records) is shown, not failed."
+        )
+    )
+    cells.append(_code("for S in R.sets:\n    C.show(f'<p><b>{C.esc(S.label)}</b></p>' + C.sanity_html(S))", "appendix"))
+    cells.append(
+        _md(
+            "## Appendix C: cross-tracer agreement\n\nWhere one configuration was traced by two tools "
+            "(Score-P and torch.profiler), the same analysis of both traces, per-step medians side by "
+            "side. Figures that agree do not depend on the tool; where they differ, the completeness "
+            "line says what one tool did not record."
+        )
+    )
+    cells.append(
+        _code(
+            "from dnabert_scaling.report.agreement import agreement_html\n"
+            "C.show(agreement_html(R.sets, C.esc) or '<p>No configuration was traced by two tools in "
+            "these results.</p>')",
+            "agreement",
+        )
+    )
     cells.append(_md("## Appendix D: this report's build"))
     cells.append(_code("C.show(C.build_info_html(R))", "appendix"))
     nb.cells = cells

@@ -32,10 +32,23 @@ from dnabert_scaling.phases import STEP_RANGES
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 HOST_CATS = {"cuda_runtime", "cuda_driver"}
 KEEP_ARGS = {
-    "device", "stream", "correlation", "context", "External id",
-    "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
-    "Process Group Name", "Process Group Description", "Process Group Ranks", "Rank", "Seq",
-    "bytes", "memory bandwidth (GB/s)",
+    "device",
+    "stream",
+    "correlation",
+    "context",
+    "External id",
+    "Collective name",
+    "In msg nelems",
+    "Out msg nelems",
+    "Group size",
+    "dtype",
+    "Process Group Name",
+    "Process Group Description",
+    "Process Group Ranks",
+    "Rank",
+    "Seq",
+    "bytes",
+    "memory bandwidth (GB/s)",
 }
 _LAUNCH_OR_COPY = re.compile(r"^(cu|cuda)(Launch|Memcpy|Memset)", re.IGNORECASE)
 
@@ -87,14 +100,17 @@ def compact_kineto(src: str | Path, dst: str | Path) -> tuple[int, int]:
     return len(events), len(kept)
 
 
-
-
 def profiler_steps(events: list[dict]) -> list[dict]:
     """``ProfilerStep#N`` copies of the step ranges, none when the trace has ProfilerStep events."""
     if any(str(e.get("name", "")).startswith("ProfilerStep#") for e in events):
         return []
-    steps = [e for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"
-             and str(e.get("name", "")).removeprefix("user:") in STEP_RANGES]
+    steps = [
+        e
+        for e in events
+        if e.get("cat") == "user_annotation"
+        and e.get("ph") == "X"
+        and str(e.get("name", "")).removeprefix("user:") in STEP_RANGES
+    ]
     steps.sort(key=lambda e: float(e.get("ts", 0)))
     return [{**e, "name": f"ProfilerStep#{i}"} for i, e in enumerate(steps)]
 

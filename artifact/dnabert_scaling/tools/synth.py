@@ -55,12 +55,36 @@ _COMPUTE_KERNELS = [
     "at::native::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>",
     "at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul> >",
 ]
-_PY_FUNCTIONS = [f"{m}:{f}" for m in ("torch.nn.modules.module", "torch.nn.functional", "torch.autograd.grad_mode",
-                                        "dnabert_scaling.model", "torch._tensor", "torch.optim.adamw",
-                                        "torch.utils.data.dataloader", "torch.nn.parallel.distributed")
-                 for f in ("_call_impl", "_wrapped_call_impl", "forward", "__enter__", "__exit__",
-                           "_get_item", "__getattr__", "linear", "gelu", "layer_norm", "dropout",
-                           "step", "_fetch", "_sync_params", "wrapper")]
+_PY_FUNCTIONS = [
+    f"{m}:{f}"
+    for m in (
+        "torch.nn.modules.module",
+        "torch.nn.functional",
+        "torch.autograd.grad_mode",
+        "dnabert_scaling.model",
+        "torch._tensor",
+        "torch.optim.adamw",
+        "torch.utils.data.dataloader",
+        "torch.nn.parallel.distributed",
+    )
+    for f in (
+        "_call_impl",
+        "_wrapped_call_impl",
+        "forward",
+        "__enter__",
+        "__exit__",
+        "_get_item",
+        "__getattr__",
+        "linear",
+        "gelu",
+        "layer_norm",
+        "dropout",
+        "step",
+        "_fetch",
+        "_sync_params",
+        "wrapper",
+    )
+]
 
 
 @dataclass
@@ -74,9 +98,15 @@ class SyntheticRank:
     params: dict = field(default_factory=dict)
 
     def write(self, target, overwrite: bool = False) -> dict:
-        return write_tables(self.gpu, self.host, target, creator=f"dnabert-scaling-synth {__version__}",
-                            description=f"synthetic rank {self.rank}: {json.dumps(self.params, sort_keys=True)}",
-                            overwrite=overwrite, extra_ranges=self.extra_ranges)
+        return write_tables(
+            self.gpu,
+            self.host,
+            target,
+            creator=f"dnabert-scaling-synth {__version__}",
+            description=f"synthetic rank {self.rank}: {json.dumps(self.params, sort_keys=True)}",
+            overwrite=overwrite,
+            extra_ranges=self.extra_ranges,
+        )
 
 
 def _schedule(ready: np.ndarray, dur: np.ndarray, gap: int, not_before: int) -> np.ndarray:
@@ -87,8 +117,16 @@ def _schedule(ready: np.ndarray, dur: np.ndarray, gap: int, not_before: int) -> 
     return c + np.maximum.accumulate(ready - c)
 
 
-def study_rank(rank: int = 0, steps: int = 50, warmup: int = 2, kernels_per_step: int = 1000,
-               buckets: int = 8, host_factor: float = 20.0, seed: int = 0, device: int | None = None) -> SyntheticRank:
+def study_rank(
+    rank: int = 0,
+    steps: int = 50,
+    warmup: int = 2,
+    kernels_per_step: int = 1000,
+    buckets: int = 8,
+    host_factor: float = 20.0,
+    seed: int = 0,
+    device: int | None = None,
+) -> SyntheticRank:
     """Generate one study-shaped rank (see the module docstring)."""
     rng = np.random.default_rng(seed * 1009 + rank)
     device = rank if device is None else device
@@ -160,7 +198,7 @@ def study_rank(rank: int = 0, steps: int = 50, warmup: int = 2, kernels_per_step
         add_gpu(COMPUTE_STREAM, "kernel", names[rng.integers(0, len(names), n_bwd)], ks, ke, "compute")
         gpu_free[COMPUTE_STREAM] = int(ke[-1])
         cut = np.linspace(n_bwd / B, n_bwd, B).astype(np.int64) - 1  # last kernel of each bucket
-        nl_s = ke[cut] - 2 * US                 # the comm hook fires once the bucket's grads are ready
+        nl_s = ke[cut] - 2 * US  # the comm hook fires once the bucket's grads are ready
         nl_s = np.maximum(nl_s, le[cut] + US)
         nl_e = nl_s + launch_len
         # The autograd thread's launches must not overlap: NCCL launches shift past kernel launches.
@@ -194,8 +232,12 @@ def study_rank(rank: int = 0, steps: int = 50, warmup: int = 2, kernels_per_step
         step_end = max(d2h_e, opt_end) + 5 * US
         add_host(MAIN, "phase", label, [step_start], [step_end])
         # Python-function noise on the main thread, in the gaps between its ranges.
-        bounds = np.unique(np.concatenate([[step_start, fwd_start, fwd_end, bwd_start, bwd_end, opt_start, opt_end,
-                                            step_end]] + [np.concatenate(r) for r in main_ranges]))
+        bounds = np.unique(
+            np.concatenate(
+                [[step_start, fwd_start, fwd_end, bwd_start, bwd_end, opt_start, opt_end, step_end]]
+                + [np.concatenate(r) for r in main_ranges]
+            )
+        )
         g0, g1 = bounds[:-1], bounds[1:]
         noise_s.append(g0)
         noise_e.append(g1)
@@ -207,8 +249,15 @@ def study_rank(rank: int = 0, steps: int = 50, warmup: int = 2, kernels_per_step
     main_events = 2 * int((host["thread"] == MAIN).sum())
     want = max(0, int(host_factor * gpu_events) - main_events) // 2
     extra = _fill_gaps(np.concatenate(noise_s), np.concatenate(noise_e), want)
-    params = {"rank": rank, "steps": steps, "warmup": warmup, "kernels_per_step": K, "buckets": B,
-              "host_factor": host_factor, "seed": seed}
+    params = {
+        "rank": rank,
+        "steps": steps,
+        "warmup": warmup,
+        "kernels_per_step": K,
+        "buckets": B,
+        "host_factor": host_factor,
+        "seed": seed,
+    }
     return SyntheticRank(rank, gpu, host, {MAIN: extra} if extra[0].size else {}, params)
 
 
@@ -226,11 +275,11 @@ def _non_overlapping_after(ls, le, ns, ne):
         t = ns[i]
         while True:
             k = np.searchsorted(bs, t, side="right") - 1
-            if k >= 0 and be[k] > t:          # inside a busy launch: move to its end
+            if k >= 0 and be[k] > t:  # inside a busy launch: move to its end
                 t = be[k]
                 continue
             nxt = k + 1
-            if nxt < bs.size and bs[nxt] < t + length[i]:   # would run into the next launch
+            if nxt < bs.size and bs[nxt] < t + length[i]:  # would run into the next launch
                 t = be[nxt]
                 continue
             break
@@ -249,7 +298,7 @@ def _fill_gaps(g0: np.ndarray, g1: np.ndarray, count: int):
     if count <= 0 or g0.size == 0:
         e = np.empty(0, np.int64)
         return e, e, np.empty(0, dtype=object)
-    cap = length // 4                         # each region needs >= 4 ns of room (2 ns long, 2 ns apart)
+    cap = length // 4  # each region needs >= 4 ns of room (2 ns long, 2 ns apart)
     share = np.minimum(cap, np.floor(count * length / length.sum()).astype(np.int64))
     share[np.argmax(cap - share)] += max(0, min(count - int(share.sum()), int((cap - share).max())))
     gap_of = np.repeat(np.arange(g0.size), share)
@@ -268,12 +317,22 @@ def _gpu_frame(rank, device, cols) -> pd.DataFrame:
     c = {k: v[order] for k, v in c.items()}
     msg = c["msg_bytes"]
     n = msg.size
-    return make_frame({
-        "rank": rank, "device": device, "stream": c["stream"], "kind": list(c["kind"]), "name": list(c["name"]),
-        "start_ns": c["start_ns"], "end_ns": c["end_ns"], "category": list(c["category"]),
-        "collective": list(c["collective"]), "msg_bytes": (np.maximum(msg, 0), msg < 0),
-        "correlation": (np.zeros(n, np.int64), np.ones(n, bool)),
-    }, GPU_SCHEMA)
+    return make_frame(
+        {
+            "rank": rank,
+            "device": device,
+            "stream": c["stream"],
+            "kind": list(c["kind"]),
+            "name": list(c["name"]),
+            "start_ns": c["start_ns"],
+            "end_ns": c["end_ns"],
+            "category": list(c["category"]),
+            "collective": list(c["collective"]),
+            "msg_bytes": (np.maximum(msg, 0), msg < 0),
+            "correlation": (np.zeros(n, np.int64), np.ones(n, bool)),
+        },
+        GPU_SCHEMA,
+    )
 
 
 def _host_frame(rank, cols) -> pd.DataFrame:
@@ -281,11 +340,19 @@ def _host_frame(rank, cols) -> pd.DataFrame:
     order = np.lexsort((-c["end_ns"], c["start_ns"]))
     c = {k: v[order] for k, v in c.items()}
     n = c["start_ns"].size
-    return make_frame({
-        "rank": rank, "thread": list(c["thread"]), "kind": list(c["kind"]), "name": list(c["name"]),
-        "start_ns": c["start_ns"], "end_ns": c["end_ns"], "stream": (np.maximum(c["stream"], 0), c["stream"] < 0),
-        "correlation": (np.zeros(n, np.int64), np.ones(n, bool)),
-    }, HOST_SCHEMA)
+    return make_frame(
+        {
+            "rank": rank,
+            "thread": list(c["thread"]),
+            "kind": list(c["kind"]),
+            "name": list(c["name"]),
+            "start_ns": c["start_ns"],
+            "end_ns": c["end_ns"],
+            "stream": (np.maximum(c["stream"], 0), c["stream"] < 0),
+            "correlation": (np.zeros(n, np.int64), np.ones(n, bool)),
+        },
+        HOST_SCHEMA,
+    )
 
 
 def write_study_trace(out_dir, ranks: int = 8, *, overwrite: bool = False, **params) -> list[Path]:
@@ -298,8 +365,12 @@ def write_study_trace(out_dir, ranks: int = 8, *, overwrite: bool = False, **par
     stamp = {"ranks": ranks, "params": params, "version": __version__}
     marker = out / "synth.json"
     dirs = [out / "traces" / f"scorep-rank{r}" for r in range(ranks)]
-    if not overwrite and marker.is_file() and json.loads(marker.read_text()).get("stamp") == stamp \
-            and all((d / "traces.otf2").is_file() for d in dirs):
+    if (
+        not overwrite
+        and marker.is_file()
+        and json.loads(marker.read_text()).get("stamp") == stamp
+        and all((d / "traces.otf2").is_file() for d in dirs)
+    ):
         return dirs
     if out.exists():
         shutil.rmtree(out)
@@ -334,9 +405,16 @@ class BucketModel:
         return int(round(t * self.comm_scale * 1e9))
 
 
-def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, warmup: int = 1,
-                bucket_bytes: tuple[int, ...] = (1 << 20, 25 << 20, 25 << 20, 24 << 20),
-                kernels: tuple[int, int, int] = (40, 60, 20), seed: int = 0) -> SyntheticRank:
+def bucket_rank(
+    rank: int,
+    world_size: int,
+    model: BucketModel,
+    steps: int = 6,
+    warmup: int = 1,
+    bucket_bytes: tuple[int, ...] = (1 << 20, 25 << 20, 25 << 20, 24 << 20),
+    kernels: tuple[int, int, int] = (40, 60, 20),
+    seed: int = 0,
+) -> SyntheticRank:
     """One rank of a DDP run with the bucket hook's ``ds:bucket`` ranges, at any world size.
 
     Host timing is the same at every world size (the host never waits for the GPU); kernel
@@ -349,15 +427,15 @@ def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, 
     """
     rng = np.random.default_rng(seed)
     n_f, n_b, n_o = kernels
-    dur_f = rng.integers(2, 12, n_f) * US    # launch-bound like the study's batch of 8: the GPU
-    dur_b = rng.integers(3, 16, n_b) * US    # keeps up with the host within each step
+    dur_f = rng.integers(2, 12, n_f) * US  # launch-bound like the study's batch of 8: the GPU
+    dur_b = rng.integers(3, 16, n_b) * US  # keeps up with the host within each step
     dur_o = rng.integers(2, 10, n_o) * US
     nb = len(bucket_bytes)
     last_of_bucket = {int(round((b + 1) * n_b / nb)) - 1: b for b in range(nb)}
     gpu_cols = {k: [] for k in ("stream", "kind", "name", "start_ns", "end_ns", "category", "collective", "msg_bytes")}
-    host_rows = []          # (thread, kind, name, start, end, stream)
+    host_rows = []  # (thread, kind, name, start, end, stream)
     T = 1_000_000
-    free = 0                # compute stream
+    free = 0  # compute stream
     comm_free = 0
     comm: list[tuple[int, int]] = []
     latency = 3 * US
@@ -430,12 +508,27 @@ def bucket_rank(rank: int, world_size: int, model: BucketModel, steps: int = 6, 
         row = (*row, -1) if len(row) == 5 else row
         for k, v in zip(host_cols, row):
             host_cols[k].append([v])
-    gc = {k: [np.asarray(v, dtype=object if k in ("kind", "name", "category", "collective") else np.int64)]
-          for k, v in gpu_cols.items()}
-    params = {"rank": rank, "world_size": world_size, "model": model.__dict__, "steps": steps, "warmup": warmup,
-              "bucket_bytes": list(bucket_bytes), "kernels": list(kernels), "seed": seed}
-    return SyntheticRank(rank, _gpu_frame(rank, rank, gc), _host_frame(rank, {k: [np.asarray(v).ravel() for v in vs]
-                                                                               for k, vs in host_cols.items()}), {}, params)
+    gc = {
+        k: [np.asarray(v, dtype=object if k in ("kind", "name", "category", "collective") else np.int64)]
+        for k, v in gpu_cols.items()
+    }
+    params = {
+        "rank": rank,
+        "world_size": world_size,
+        "model": model.__dict__,
+        "steps": steps,
+        "warmup": warmup,
+        "bucket_bytes": list(bucket_bytes),
+        "kernels": list(kernels),
+        "seed": seed,
+    }
+    return SyntheticRank(
+        rank,
+        _gpu_frame(rank, rank, gc),
+        _host_frame(rank, {k: [np.asarray(v).ravel() for v in vs] for k, vs in host_cols.items()}),
+        {},
+        params,
+    )
 
 
 def write_bucket_run(out_dir, world_size: int, model: BucketModel, **params) -> list[Path]:

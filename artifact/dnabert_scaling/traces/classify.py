@@ -27,6 +27,7 @@ from functools import lru_cache
 from dnabert_scaling.traces.demangle import demangle, is_mangled
 from dnabert_scaling.phases import BUCKET, PHASE_NAMES
 from dnabert_scaling.phases import PREFIX as PHASE_PREFIX
+
 USER_REGION_PREFIX = "user:"
 
 _LAUNCH_RE = re.compile(r"^(cu|cuda)Launch(Cooperative)?Kernel(Ex|ExC)?(_v\d+)?(_ptsz|_ptds)?$")
@@ -47,14 +48,43 @@ _COLLECTIVES = {
     "scatter": "Scatter",
 }
 # Order matters for substring matching of free-form names ("_reduce_scatter_base").
-_COLLECTIVE_SEARCH = ("allreduce", "reducescatter", "allgather", "alltoall", "broadcast",
-                      "sendrecv", "send", "recv", "reduce", "gather", "scatter", "barrier")
+_COLLECTIVE_SEARCH = (
+    "allreduce",
+    "reducescatter",
+    "allgather",
+    "alltoall",
+    "broadcast",
+    "sendrecv",
+    "send",
+    "recv",
+    "reduce",
+    "gather",
+    "scatter",
+    "barrier",
+)
 
 _DTYPE_BYTES = {
-    "float": 4, "float32": 4, "int": 4, "int32": 4, "uint32": 4,
-    "double": 8, "float64": 8, "long": 8, "int64": 8, "uint64": 8,
-    "half": 2, "float16": 2, "bfloat16": 2, "short": 2, "int16": 2, "uint16": 2,
-    "byte": 1, "char": 1, "int8": 1, "uint8": 1, "bool": 1,
+    "float": 4,
+    "float32": 4,
+    "int": 4,
+    "int32": 4,
+    "uint32": 4,
+    "double": 8,
+    "float64": 8,
+    "long": 8,
+    "int64": 8,
+    "uint64": 8,
+    "half": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "short": 2,
+    "int16": 2,
+    "uint16": 2,
+    "byte": 1,
+    "char": 1,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
 }
 
 
@@ -136,10 +166,10 @@ def phase_name(region: str) -> str | None:
     """``step``/``warmup``/``forward``/``backward``/``optimizer`` for a phase range,
     ``bucket:<index>:<bytes>`` for a bucket range, else None."""
     if region.startswith(USER_REGION_PREFIX):
-        region = region[len(USER_REGION_PREFIX):]
+        region = region[len(USER_REGION_PREFIX) :]
     if not region.startswith(PHASE_PREFIX):
         return None
-    p = region[len(PHASE_PREFIX):]
+    p = region[len(PHASE_PREFIX) :]
     if _BUCKET_RE.match(p):
         return p
     return p if p in PHASE_NAMES and p != BUCKET else None
@@ -216,7 +246,7 @@ def shorten_middle(name: str, n: int, mark: str = "…") -> str:
         return s
     keep = max(2, n - len(mark))
     head = keep * 2 // 3
-    return s[:head] + mark + s[len(s) - (keep - head):]
+    return s[:head] + mark + s[len(s) - (keep - head) :]
 
 
 def distinct_short(names: list[str], n: int, mark: str = "…") -> list[str]:

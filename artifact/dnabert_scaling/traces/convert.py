@@ -35,13 +35,14 @@ CREATOR = f"dnabert-scaling-convert {__version__}"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("traces", nargs="+", metavar="KINETO",
-                        help="Kineto traces (.json or .json.gz), one per rank")
-    parser.add_argument("--out", required=True, metavar="DIR",
-                        help="output directory; receives scorep-rank<R>/traces.otf2 per rank")
+    parser.add_argument("traces", nargs="+", metavar="KINETO", help="Kineto traces (.json or .json.gz), one per rank")
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory; receives scorep-rank<R>/traces.otf2 per rank"
+    )
     parser.add_argument("--force", action="store_true", help="replace existing scorep-rank<R> outputs")
-    parser.add_argument("--merged", action="store_true",
-                        help="also write all-ranks/traces.otf2: every rank in one archive, for Vampir")
+    parser.add_argument(
+        "--merged", action="store_true", help="also write all-ranks/traces.otf2: every rank in one archive, for Vampir"
+    )
     parser.add_argument("--workers", type=positive_int, default=None, help="processes for reading (default: one per core)")
 
 
@@ -74,8 +75,13 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
             target = targets[r]
             tmp = out / f".scorep-rank{r}.partial"
             shutil.rmtree(tmp, ignore_errors=True)
-            counts = write_tables(t.gpu[t.gpu["rank"] == r], t.host[t.host["rank"] == r], tmp,
-                                  creator=CREATOR, description=f"converted from {seen[r]} by {CREATOR}")
+            counts = write_tables(
+                t.gpu[t.gpu["rank"] == r],
+                t.host[t.host["rank"] == r],
+                tmp,
+                creator=CREATOR,
+                description=f"converted from {seen[r]} by {CREATOR}",
+            )
             counts["rank"] = r
             if target.exists():
                 shutil.rmtree(target)
@@ -87,13 +93,25 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
         everything = Trace.concat(traces)
         tmp, target = out / f".{MERGED}.partial", out / MERGED
         shutil.rmtree(tmp, ignore_errors=True)
-        counts = write_merged(everything.gpu, everything.host, tmp, creator=CREATOR,
-                              description=f"ranks {', '.join(map(str, everything.rank_ids))} converted by {CREATOR}")
+        counts = write_merged(
+            everything.gpu,
+            everything.host,
+            tmp,
+            creator=CREATOR,
+            description=f"ranks {', '.join(map(str, everything.rank_ids))} converted by {CREATOR}",
+        )
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)
-        results.append({"rank": "all", "source": f"{len(traces)} trace(s)", "archive": str(target / "traces.otf2"),
-                        "events": counts["events"], "ranks": counts["ranks"]})
+        results.append(
+            {
+                "rank": "all",
+                "source": f"{len(traces)} trace(s)",
+                "archive": str(target / "traces.otf2"),
+                "events": counts["events"],
+                "ranks": counts["ranks"],
+            }
+        )
     return results
 
 
@@ -103,7 +121,9 @@ def run(args) -> int:
         if c["rank"] == "all":
             print(f"ranks {', '.join(map(str, c['ranks']))} -> {c['archive']} ({c['events']} events; one archive for Vampir)")
             continue
-        print(f"rank {c['rank']}: {c['source']} -> {c['archive']} "
-              f"({c['kernels']} kernels, {c['memcpys']} copies, {c['memsets']} memsets, "
-              f"{c['phases']} phase ranges, {c['launches']} launches; {c['events']} events)")
+        print(
+            f"rank {c['rank']}: {c['source']} -> {c['archive']} "
+            f"({c['kernels']} kernels, {c['memcpys']} copies, {c['memsets']} memsets, "
+            f"{c['phases']} phase ranges, {c['launches']} launches; {c['events']} events)"
+        )
     return 0

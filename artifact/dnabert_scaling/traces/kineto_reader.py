@@ -59,7 +59,7 @@ def us_to_ns(value) -> int:
     if type(value) is str:
         i = value.find(".")
         if i >= 0 and "e" not in value and "E" not in value:
-            frac = value[i + 1:]
+            frac = value[i + 1 :]
             if len(frac) == 3:
                 return int(value[:i] + frac)
             if len(frac) < 3:
@@ -146,7 +146,18 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
         warnings.append(f"file name says rank {file_rank} but distributedInfo.rank is {rank}: using {rank}")
 
     g_dev, g_stream, g_kind, g_name, g_start, g_end, g_coll, g_msg, g_msg_na, g_corr, g_corr_na = (
-        [], [], [], [], [], [], [], [], [], [], [])
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+        [],
+    )
     phases, launches = [], []
     annotations: Counter = Counter()
     ns_digits = False
@@ -189,8 +200,11 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
             if kind == "kernel":
                 disp = classify.kernel_display_name(name)
                 if classify.is_nccl(disp):
-                    coll = classify.collective_from_name(disp) or classify.normalize_collective(
-                        args.get("Collective name")) or np.nan
+                    coll = (
+                        classify.collective_from_name(disp)
+                        or classify.normalize_collective(args.get("Collective name"))
+                        or np.nan
+                    )
                     nel = _int(args.get("In msg nelems"))
                     size = classify.dtype_bytes(args.get("dtype"))
                     if nel is not None and size is not None:
@@ -219,16 +233,29 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
     if not g_start:
         raise NoGpuActivityError(
             "no GPU activity in this trace (no kernel, gpu_memcpy or gpu_memset events): a CPU-only "
-            "profile, or torch.profiler ran without ProfilerActivity.CUDA", path)
+            "profile, or torch.profiler ran without ProfilerActivity.CUDA",
+            path,
+        )
 
     cats = []
     for k, nm in zip(g_kind, g_name):
         cats.append("memory" if k != "kernel" else classify.kernel_category(nm))
-    gpu = make_frame({
-        "rank": rank, "device": g_dev, "stream": g_stream, "kind": g_kind, "name": g_name,
-        "start_ns": g_start, "end_ns": g_end, "category": cats, "collective": g_coll,
-        "msg_bytes": (g_msg, g_msg_na), "correlation": (g_corr, g_corr_na),
-    }, GPU_SCHEMA)
+    gpu = make_frame(
+        {
+            "rank": rank,
+            "device": g_dev,
+            "stream": g_stream,
+            "kind": g_kind,
+            "name": g_name,
+            "start_ns": g_start,
+            "end_ns": g_end,
+            "category": cats,
+            "collective": g_coll,
+            "msg_bytes": (g_msg, g_msg_na),
+            "correlation": (g_corr, g_corr_na),
+        },
+        GPU_SCHEMA,
+    )
 
     stream_of_corr = {c: s for c, s, na in zip(g_corr, g_stream, g_corr_na) if not na}
     rows = [(t, "phase", n, s, en, None, None) for t, n, s, en in phases]
@@ -236,12 +263,19 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
         rows.append((t, "launch", n, s, en, stream_of_corr.get(c) if c is not None else None, c))
     if rows:
         threads, kinds, names, starts, ends, streams, corrs = zip(*rows)
-        host = make_frame({
-            "rank": rank, "thread": list(threads), "kind": list(kinds), "name": list(names),
-            "start_ns": list(starts), "end_ns": list(ends),
-            "stream": ([s if s is not None else 0 for s in streams], [s is None for s in streams]),
-            "correlation": ([c if c is not None else 0 for c in corrs], [c is None for c in corrs]),
-        }, HOST_SCHEMA)
+        host = make_frame(
+            {
+                "rank": rank,
+                "thread": list(threads),
+                "kind": list(kinds),
+                "name": list(names),
+                "start_ns": list(starts),
+                "end_ns": list(ends),
+                "stream": ([s if s is not None else 0 for s in streams], [s is None for s in streams]),
+                "correlation": ([c if c is not None else 0 for c in corrs], [c is None for c in corrs]),
+            },
+            HOST_SCHEMA,
+        )
     else:
         host = empty_host()
     if not phases:

@@ -34,8 +34,9 @@ def trace_format(path) -> str:
         return "otf2"
     if not p.exists():
         raise ArtifactError("trace not found", p)
-    raise ArtifactError("not a trace: expected an OTF2 anchor (.otf2), a Score-P experiment directory, "
-                        "or a Kineto .json/.json.gz file", p)
+    raise ArtifactError(
+        "not a trace: expected an OTF2 anchor (.otf2), a Score-P experiment directory, or a Kineto .json/.json.gz file", p
+    )
 
 
 def read_trace(path) -> Trace:
@@ -58,7 +59,9 @@ def check_activity_times(trace: Trace, path) -> None:
         raise ArtifactError(
             f"{len(bad)} GPU activit{'y' if len(bad) == 1 else 'ies'} end before they start, first {row['name']!r} "
             f"on rank {row['rank']} stream {row['stream']} (start {row['start_ns']} ns, end {row['end_ns']} ns): "
-            "the trace's timestamps are out of order", path)
+            "the trace's timestamps are out of order",
+            path,
+        )
     # One stream runs its activities in launch order; Kineto numbers the launches (correlation).
     with_corr = gpu[gpu["correlation"].notna()].sort_values(["rank", "stream", "start_ns"], kind="stable")
     if len(with_corr):
@@ -72,7 +75,9 @@ def check_activity_times(trace: Trace, path) -> None:
                 f"GPU activities out of order on rank {row['rank']} stream {row['stream']}: {first['name']!r} (launch "
                 f"{first['correlation']}) starts at {first['start_ns']} ns, before {row['name']!r} (launch "
                 f"{row['correlation']}, at {row['start_ns']} ns) that was launched earlier; a stream runs its work in "
-                f"launch order, so the timestamps are damaged ({int(back.sum())} such place(s))", path)
+                f"launch order, so the timestamps are damaged ({int(back.sum())} such place(s))",
+                path,
+            )
 
 
 def discover(path) -> list[Path]:
@@ -90,7 +95,9 @@ def discover(path) -> list[Path]:
     if kineto and otf2:
         raise ArtifactError(
             f"both Kineto files ({len(kineto)}) and Score-P experiments ({len(otf2)}) here: "
-            "a run has one tracer; point at one set", base)
+            "a run has one tracer; point at one set",
+            base,
+        )
     found = kineto or otf2
     if not found:
         failed = sorted(x.name for x in base.iterdir() if x.is_dir() and x.name.startswith("scorep-failed"))
@@ -186,20 +193,20 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
         world_size = sizes.pop()
     elif world_size is not None and sizes and sizes != {world_size}:
         sources = sorted({str(m.get("source")) for m in trace.ranks.values() if m.get("world_size") not in (None, world_size)})
-        raise ArtifactError(
-            f"expected world size {world_size}, but the traces record {sorted(sizes)} ({', '.join(sources)})")
+        raise ArtifactError(f"expected world size {world_size}, but the traces record {sorted(sizes)} ({', '.join(sources)})")
     if world_size is not None:
         expected = set(range(world_size))
         missing = sorted(expected - set(trace.ranks))
         extra = sorted(set(trace.ranks) - expected)
         where = str(paths_or_dir) if isinstance(paths_or_dir, (str, os.PathLike)) else "the given traces"
         if missing:
-            raise ArtifactError(f"rank(s) {', '.join(map(str, missing))} of world size {world_size} missing in {where}"
-                                f" (found ranks {sorted(trace.ranks)})")
+            raise ArtifactError(
+                f"rank(s) {', '.join(map(str, missing))} of world size {world_size} missing in {where}"
+                f" (found ranks {sorted(trace.ranks)})"
+            )
         if extra:
             raise ArtifactError(f"rank(s) {', '.join(map(str, extra))} outside world size {world_size} in {where}")
         for m in trace.ranks.values():
             if m.get("world_size") is None:
                 m["world_size"] = world_size
     return trace
-

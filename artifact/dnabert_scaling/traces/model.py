@@ -148,8 +148,7 @@ def make_frame(columns: dict[str, object], schema: dict[str, object]) -> pd.Data
         elif dtype is STR:
             if not _is_sequence(v):
                 v = np.full(n, v, dtype=object)
-            data[name] = v if (isinstance(v, pd.api.extensions.ExtensionArray) and v.dtype == STR) \
-                else pd.array(v, dtype=STR)
+            data[name] = v if (isinstance(v, pd.api.extensions.ExtensionArray) and v.dtype == STR) else pd.array(v, dtype=STR)
         else:
             data[name] = np.full(n, v, dtype=dtype) if not _is_sequence(v) else np.asarray(v, dtype=dtype)
     return pd.DataFrame(data)
@@ -230,9 +229,7 @@ class Trace:
         for t in traces:
             for r, m in t.ranks.items():
                 if r in ranks:
-                    raise ArtifactError(
-                        f"rank {r} appears twice: in {ranks[r].get('source')} and in {m.get('source')}"
-                    )
+                    raise ArtifactError(f"rank {r} appears twice: in {ranks[r].get('source')} and in {m.get('source')}")
                 ranks[r] = m
         gpu = [t.gpu for t in traces if len(t.gpu)]
         host = [t.host for t in traces if len(t.host)]
@@ -260,7 +257,6 @@ def validate(trace: Trace) -> None:
             )
             assert set(np.unique(key)) <= set(trace.ranks), f"{label} has rows of unknown ranks"
     for r, m in trace.ranks.items():
-        for k in ("source", "format", "tool", "tool_version", "clock_resolution_hz", "rank",
-                  "world_size", "streams", "warnings"):
+        for k in ("source", "format", "tool", "tool_version", "clock_resolution_hz", "rank", "world_size", "streams", "warnings"):
             assert k in m, f"rank {r} meta lacks {k!r}"
         assert m["rank"] == r, f"rank {r} meta says rank {m['rank']}"

@@ -159,10 +159,10 @@ def _check(code: int, what: str) -> None:
 class AttributeRefs:
     """Global attribute refs whose values the reader extracts (None = not defined in the trace)."""
 
-    stream_ref: int | None = None        # CUDA_STREAM_REF (LOCATION), on launch Enter
-    correlation: int | None = None       # CUPTI_CORRELATION_ID (UINT64), written by convert
-    collective: int | None = None        # NCCL_COLLECTIVE (STRING), written by convert
-    msg_bytes: int | None = None         # MSG_BYTES (UINT64), written by convert
+    stream_ref: int | None = None  # CUDA_STREAM_REF (LOCATION), on launch Enter
+    correlation: int | None = None  # CUPTI_CORRELATION_ID (UINT64), written by convert
+    collective: int | None = None  # NCCL_COLLECTIVE (STRING), written by convert
+    msg_bytes: int | None = None  # MSG_BYTES (UINT64), written by convert
 
 
 @dataclass
@@ -185,17 +185,17 @@ class LocationEvents:
 
     ref: int
     records_read: int = 0
-    backwards: tuple | None = None                              # first (position, tick, previous tick)
-    kept_times: list = field(default_factory=list)              # kept Enter/Leave
-    kept_codes: list = field(default_factory=list)              # region ref (Enter) or ~ref (Leave)
+    backwards: tuple | None = None  # first (position, tick, previous tick)
+    kept_times: list = field(default_factory=list)  # kept Enter/Leave
+    kept_codes: list = field(default_factory=list)  # region ref (Enter) or ~ref (Leave)
     # Attribute values of kept Enter records, one entry per inspected record (-1: absent):
-    attr_index: list = field(default_factory=list)              # index into kept_times/kept_codes
-    attr_stream: list = field(default_factory=list)             # CUDA_STREAM_REF location ref
-    attr_corr: list = field(default_factory=list)               # CUPTI_CORRELATION_ID
-    attr_coll: list = field(default_factory=list)               # NCCL_COLLECTIVE string ref
-    attr_bytes: list = field(default_factory=list)              # MSG_BYTES
-    rma_ops: list = field(default_factory=list)                 # (t, 0 get|1 put, win, remote, bytes, match)
-    rma_done: list = field(default_factory=list)                # (t, win, match)
+    attr_index: list = field(default_factory=list)  # index into kept_times/kept_codes
+    attr_stream: list = field(default_factory=list)  # CUDA_STREAM_REF location ref
+    attr_corr: list = field(default_factory=list)  # CUPTI_CORRELATION_ID
+    attr_coll: list = field(default_factory=list)  # NCCL_COLLECTIVE string ref
+    attr_bytes: list = field(default_factory=list)  # MSG_BYTES
+    rma_ops: list = field(default_factory=list)  # (t, 0 get|1 put, win, remote, bytes, match)
+    rma_done: list = field(default_factory=list)  # (t, win, match)
     flushes: int = 0
     flush_ticks: int = 0
     measurement_switches: int = 0
@@ -211,8 +211,13 @@ def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRef
     KT = sink.kept_times.append
     KC = sink.kept_codes.append
     kept = sink.kept_times
-    AI, AS, AC, AL, AB = (sink.attr_index.append, sink.attr_stream.append, sink.attr_corr.append,
-                          sink.attr_coll.append, sink.attr_bytes.append)
+    AI, AS, AC, AL, AB = (
+        sink.attr_index.append,
+        sink.attr_stream.append,
+        sink.attr_corr.append,
+        sink.attr_coll.append,
+        sink.attr_bytes.append,
+    )
     W = plan.regions
     AR = plan.attr_regions
     loc_out = c_u64()
@@ -255,6 +260,7 @@ def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRef
             sink.backwards = (int(pos), int(t), int(last))
 
     if W is None:
+
         def enter(loc, t, pos, ud, al, reg):
             nonlocal last
             if t < last:
@@ -275,6 +281,7 @@ def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRef
             KC(~reg)
             return 0
     else:
+
         def enter(loc, t, pos, ud, al, reg):
             nonlocal last
             if t < last:
@@ -377,7 +384,7 @@ def read_locations(reader_handle, plans: list[LocationPlan], attrs: AttributeRef
         return out
     for p in plans:
         _check(_select(h, p.ref), f"selecting location {p.ref}")
-    defs_open = _open_def_files(h) == SUCCESS   # archives without local definitions are fine
+    defs_open = _open_def_files(h) == SUCCESS  # archives without local definitions are fine
     _check(_open_evt_files(h), "opening the event files")
     readers = {}
     try:

@@ -78,6 +78,7 @@ ATTR_MSG_BYTES = "MSG_BYTES"
 
 # -- paths --------------------------------------------------------------------------------------
 
+
 def resolve_anchor(path) -> Path:
     """The anchor file of an OTF2 archive given the anchor itself or its experiment directory."""
     p = Path(path)
@@ -112,6 +113,7 @@ def _check_files(anchor: Path) -> Path:
 
 
 # -- numeric helpers ------------------------------------------------------------------------------
+
 
 def ticks_to_ns(ticks: np.ndarray, resolution: int) -> np.ndarray:
     """Exact floor(ticks * 1e9 / resolution) as int64, without overflowing 64 bits."""
@@ -177,6 +179,7 @@ def pair_enter_leave(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 # -- definitions --------------------------------------------------------------------------------
 
+
 class _Regions:
     """Per-region-ref classification, computed once per archive."""
 
@@ -191,7 +194,7 @@ class _Regions:
         self.launch: set[int] = set()
         self.host_flush: set[int] = set()
         self.cupti_flush: set[int] = set()
-        self.gpu_kind: dict[int, str] = {}      # kernel | memset | memcpy | excluded
+        self.gpu_kind: dict[int, str] = {}  # kernel | memset | memcpy | excluded
         self.gpu_name: dict[int, str] = {}
         for r in defs.regions:
             ref, name = r._ref, r.name or ""
@@ -221,7 +224,7 @@ class _Regions:
         self._build_lookup_arrays()
 
     # Lookup arrays indexed by region ref, so that per-event classification is one ``take``.
-    KIND_CODES = {"kernel": 0, "memcpy": 1, "memset": 2, "excluded": 3}   # GPU_KINDS order + excluded
+    KIND_CODES = {"kernel": 0, "memcpy": 1, "memset": 2, "excluded": 3}  # GPU_KINDS order + excluded
 
     def _build_lookup_arrays(self) -> None:
         n = (max(self.name) + 1) if self.name else 1
@@ -325,6 +328,7 @@ def _assign_ranks(defs, anchor: Path) -> tuple[dict, list[str]]:
 
 # -- main ---------------------------------------------------------------------------------------
 
+
 def read_otf2(path) -> Trace:
     """Read every rank of one OTF2 archive (anchor file or experiment directory)."""
     import otf2
@@ -356,8 +360,9 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
     rank_assumed = None in rank_of_group.values()
     if rank_assumed:
         rank_of_group = {g: 0 for g in rank_of_group}
-        rank_warnings.append(f"rank unknown (one process, directory {anchor.resolve().parent.name!r} is not "
-                             "scorep-rank<R>): assumed rank 0")
+        rank_warnings.append(
+            f"rank unknown (one process, directory {anchor.resolve().parent.name!r} is not scorep-rank<R>): assumed rank 0"
+        )
     world_size = _world_size(defs, len(rank_of_group))
     attr_ids = {a.name: a._ref for a in defs.attributes}
     attrs = ll.AttributeRefs(
@@ -379,8 +384,7 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
 
     # Which rank owns each location, and whether to read it.
     per_rank: dict[int, dict] = {
-        r: {"gpu": [], "cpu": [], "locations": [], "warnings": list(rank_warnings), "legacy": False,
-            "events_total": 0}
+        r: {"gpu": [], "cpu": [], "locations": [], "warnings": list(rank_warnings), "legacy": False, "events_total": 0}
         for r in rank_of_group.values()
     }
     stream_of_location: dict[int, tuple[int, int]] = {}
@@ -396,15 +400,28 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
         else:
             # Cannot tell which process this location belongs to: record it on every rank.
             for info in per_rank.values():
-                info["locations"].append({"name": loc.name, "type": str(loc.type).split(".")[-1],
-                                          "group": g.name, "events": int(loc.number_of_events),
-                                          "read": False, "why": f"group {g.name!r} belongs to no known process"})
+                info["locations"].append(
+                    {
+                        "name": loc.name,
+                        "type": str(loc.type).split(".")[-1],
+                        "group": g.name,
+                        "events": int(loc.number_of_events),
+                        "read": False,
+                        "why": f"group {g.name!r} belongs to no known process",
+                    }
+                )
                 info["warnings"].append(f"location {loc.name!r} skipped: its group {g.name!r} has no creating process")
             continue
         info = per_rank[rank]
         info["events_total"] += int(loc.number_of_events)
-        entry = {"name": loc.name, "type": str(loc.type).split(".")[-1], "group": g.name,
-                 "events": int(loc.number_of_events), "read": False, "why": ""}
+        entry = {
+            "name": loc.name,
+            "type": str(loc.type).split(".")[-1],
+            "group": g.name,
+            "events": int(loc.number_of_events),
+            "read": False,
+            "why": "",
+        }
         info["locations"].append(entry)
         if loc.type == GPU:
             if g.location_group_type == PROCESS:
@@ -449,7 +466,9 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
         f = evt_dir / f"{p.ref}.evt"
         if not f.is_file():
             loc = defs.locations[p.ref]
-            raise ArtifactError(f"event file {evt_dir.name}/{f.name} of location {loc.name!r} ({loc.group.name}) is missing", anchor)
+            raise ArtifactError(
+                f"event file {evt_dir.name}/{f.name} of location {loc.name!r} ({loc.group.name}) is missing", anchor
+            )
     try:
         sinks = ll.read_locations(tr.handle, plans, attrs)
     except ll.OTF2ReadError as exc:
@@ -492,8 +511,11 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
                 warnings.append(f"location {loc.name!r}: measurement switched off/on {sink.measurement_switches} time(s)")
             try:
                 if loc.type == GPU:
-                    g_parts.append(_gpu_rows(sink, loc, rank, stream_of_location[loc._ref], regions, strings,
-                                             defs, resolution, excluded, warnings))
+                    g_parts.append(
+                        _gpu_rows(
+                            sink, loc, rank, stream_of_location[loc._ref], regions, strings, defs, resolution, excluded, warnings
+                        )
+                    )
                 else:
                     h_parts.append(_host_rows(sink, loc, rank, regions, stream_of_location, resolution, warnings))
             except ValueError as exc:
@@ -504,8 +526,9 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
         hdf = pd.concat(h_parts, ignore_index=True) if h_parts else empty_host()
         if len(gdf) == 0:
             raise NoGpuActivityError(
-                f"rank {rank}: the CUDA stream locations hold no kernels or copies "
-                f"({', '.join(l.name for l in info['gpu'])})", anchor)
+                f"rank {rank}: the CUDA stream locations hold no kernels or copies ({', '.join(l.name for l in info['gpu'])})",
+                anchor,
+            )
         if not len(hdf[hdf["kind"] == "phase"]):
             warnings.append("no ds:* phase regions on the host threads (phase attribution impossible)")
         streams = sorted(int(s) for s in np.unique(gdf["stream"].to_numpy()))
@@ -547,11 +570,11 @@ def _check_location(sink: ll.LocationEvents, loc, anchor: Path, evt_dir: Path) -
     where = f"event file {evt_dir.name}/{loc._ref}.evt (location {loc.name!r} of {loc.group.name})"
     if sink.records_read != int(loc.number_of_events):
         raise ArtifactError(
-            f"{where}: {sink.records_read} of {loc.number_of_events} events could be read: the file is truncated", anchor)
+            f"{where}: {sink.records_read} of {loc.number_of_events} events could be read: the file is truncated", anchor
+        )
     if sink.backwards is not None:
         pos, tick, prev = sink.backwards
-        raise ArtifactError(
-            f"{where}: timestamps are not monotonic (event {pos} at tick {tick} follows tick {prev})", anchor)
+        raise ArtifactError(f"{where}: timestamps are not monotonic (event {pos} at tick {tick} follows tick {prev})", anchor)
 
 
 def _attr_rows(sink: ll.LocationEvents, row_of_kept: np.ndarray):
@@ -561,8 +584,7 @@ def _attr_rows(sink: ll.LocationEvents, row_of_kept: np.ndarray):
         return None
     rows = row_of_kept[np.asarray(sink.attr_index, dtype=np.int64)]
     ok = rows >= 0
-    cols = [np.asarray(c, dtype=np.int64)[ok] for c in
-            (sink.attr_stream, sink.attr_corr, sink.attr_coll, sink.attr_bytes)]
+    cols = [np.asarray(c, dtype=np.int64)[ok] for c in (sink.attr_stream, sink.attr_corr, sink.attr_coll, sink.attr_bytes)]
     return rows[ok], cols
 
 
@@ -611,13 +633,24 @@ def _gpu_rows(sink, loc, rank, dev_stream, regions: _Regions, strings, defs, res
                     if cat_codes[i] == nccl and not isinstance(coll[i], str):
                         coll[i] = classify.normalize_collective(strings.get(int(sref))) or np.nan
             names = pd.array(regions.names[regions.gpu_name_idx[reg_k]], dtype=STR)
-            parts.append(make_frame({
-                "rank": rank, "device": device, "stream": stream,
-                "kind": pd.Categorical.from_codes(kind[keep], dtype=GPU_KIND_DTYPE), "name": names,
-                "start_ns": times[ent_k], "end_ns": times[lea_k],
-                "category": pd.Categorical.from_codes(cat_codes, dtype=CATEGORY_DTYPE),
-                "collective": coll, "msg_bytes": msg, "correlation": corr,
-            }, GPU_SCHEMA))
+            parts.append(
+                make_frame(
+                    {
+                        "rank": rank,
+                        "device": device,
+                        "stream": stream,
+                        "kind": pd.Categorical.from_codes(kind[keep], dtype=GPU_KIND_DTYPE),
+                        "name": names,
+                        "start_ns": times[ent_k],
+                        "end_ns": times[lea_k],
+                        "category": pd.Categorical.from_codes(cat_codes, dtype=CATEGORY_DTYPE),
+                        "collective": coll,
+                        "msg_bytes": msg,
+                        "correlation": corr,
+                    },
+                    GPU_SCHEMA,
+                )
+            )
     if sink.rma_ops or sink.rma_done:
         parts.append(_memcpy_rows(sink, loc, rank, device, stream, defs, resolution, warnings))
     parts = [p for p in parts if p is not None and len(p)]
@@ -673,13 +706,22 @@ def _memcpy_rows(sink, loc, rank, device, stream, defs, resolution, warnings):
     corr_v = m["corr"].to_numpy(np.int64)
     corr_na = corr_v < 0
     corr_v = np.where(corr_na, 0, corr_v)
-    return make_frame({
-        "rank": rank, "device": device, "stream": stream, "kind": "memcpy", "name": names,
-        "start_ns": ticks_to_ns(t0, resolution), "end_ns": ticks_to_ns(t1, resolution),
-        "category": "memory", "collective": None,
-        "msg_bytes": (m["bytes"].to_numpy(np.int64), np.zeros(len(m), bool)),
-        "correlation": (corr_v, corr_na),
-    }, GPU_SCHEMA)
+    return make_frame(
+        {
+            "rank": rank,
+            "device": device,
+            "stream": stream,
+            "kind": "memcpy",
+            "name": names,
+            "start_ns": ticks_to_ns(t0, resolution),
+            "end_ns": ticks_to_ns(t1, resolution),
+            "category": "memory",
+            "collective": None,
+            "msg_bytes": (m["bytes"].to_numpy(np.int64), np.zeros(len(m), bool)),
+            "correlation": (corr_v, corr_na),
+        },
+        GPU_SCHEMA,
+    )
 
 
 def _same_device(a, b) -> bool:
@@ -692,14 +734,18 @@ def _flush_warnings(regions: _Regions, reg: np.ndarray, dur_ns: np.ndarray, wher
     cupti = regions.cupti_flush_mask[reg]
     trace = regions.flush_mask[reg] & ~cupti
     if trace.any():
-        warnings.append(f"location {where!r}: {int(trace.sum())} TRACE BUFFER FLUSH region(s) "
-                        f"({dur_ns[trace].sum() / 1e6:.3f} ms): Score-P's trace buffer ran full and was written "
-                        "out mid-run, timing perturbed; raise SCOREP_TOTAL_MEMORY")
+        warnings.append(
+            f"location {where!r}: {int(trace.sum())} TRACE BUFFER FLUSH region(s) "
+            f"({dur_ns[trace].sum() / 1e6:.3f} ms): Score-P's trace buffer ran full and was written "
+            "out mid-run, timing perturbed; raise SCOREP_TOTAL_MEMORY"
+        )
     if cupti.any():
-        warnings.append(f"location {where!r}: {int(cupti.sum())} CUDA BUFFER FLUSH region(s) "
-                        f"({dur_ns[cupti].sum() / 1e6:.3f} ms, longest {dur_ns[cupti].max() / 1e6:.3f} ms): Score-P "
-                        "converting CUPTI activity buffers into trace records (host time inside the measurement; "
-                        "not a trace-buffer overflow, SCOREP_TOTAL_MEMORY is not the cause)")
+        warnings.append(
+            f"location {where!r}: {int(cupti.sum())} CUDA BUFFER FLUSH region(s) "
+            f"({dur_ns[cupti].sum() / 1e6:.3f} ms, longest {dur_ns[cupti].max() / 1e6:.3f} ms): Score-P "
+            "converting CUPTI activity buffers into trace records (host time inside the measurement; "
+            "not a trace-buffer overflow, SCOREP_TOTAL_MEMORY is not the cause)"
+        )
 
 
 def _host_rows(sink, loc, rank, regions: _Regions, stream_of_location, resolution, warnings):
@@ -725,7 +771,7 @@ def _host_rows(sink, loc, rank, regions: _Regions, stream_of_location, resolutio
     got = _attr_rows(sink, row_of_kept)
     if got is not None:
         rows, (srefs, c, _cl, _nb) = got
-        refs = np.array(sorted(stream_of_location), dtype=np.int64)   # stream location refs
+        refs = np.array(sorted(stream_of_location), dtype=np.int64)  # stream location refs
         sid = np.full(srefs.size, -1, dtype=np.int64)
         if refs.size:
             ids = np.array([stream_of_location[r][1] for r in refs.tolist()], dtype=np.int64)
@@ -734,11 +780,22 @@ def _host_rows(sink, loc, rank, regions: _Regions, stream_of_location, resolutio
             sid[found] = ids[pos[found]]
         stream = _nullable_from(sid, n, rows)
         corr = _nullable_from(c, n, rows)
-    kind = pd.Categorical.from_codes(np.where(is_phase[sel], HOST_KIND_DTYPE.categories.get_loc("phase"),
-                                              HOST_KIND_DTYPE.categories.get_loc("launch")).astype(np.int8),
-                                     dtype=HOST_KIND_DTYPE)
-    return make_frame({
-        "rank": rank, "thread": loc.name, "kind": kind,
-        "name": pd.array(regions.names[regions.host_name_idx[reg_s]], dtype=STR),
-        "start_ns": times[ent_s], "end_ns": times[lea_s], "stream": stream, "correlation": corr,
-    }, HOST_SCHEMA)
+    kind = pd.Categorical.from_codes(
+        np.where(is_phase[sel], HOST_KIND_DTYPE.categories.get_loc("phase"), HOST_KIND_DTYPE.categories.get_loc("launch")).astype(
+            np.int8
+        ),
+        dtype=HOST_KIND_DTYPE,
+    )
+    return make_frame(
+        {
+            "rank": rank,
+            "thread": loc.name,
+            "kind": kind,
+            "name": pd.array(regions.names[regions.host_name_idx[reg_s]], dtype=STR),
+            "start_ns": times[ent_s],
+            "end_ns": times[lea_s],
+            "stream": stream,
+            "correlation": corr,
+        },
+        HOST_SCHEMA,
+    )

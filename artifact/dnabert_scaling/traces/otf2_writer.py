@@ -79,9 +79,19 @@ class ScoreP9Writer:
     (time-ordered arrays), and :meth:`close`.
     """
 
-    def __init__(self, archive_dir, *, creator: str, description: str = "", timer_resolution: int = 10**9,
-                 machine: str = "node", overwrite: bool = False, chunk_size_events: int = 1024 * 1024,
-                 process_name: str = "Process", processes: int = 1):
+    def __init__(
+        self,
+        archive_dir,
+        *,
+        creator: str,
+        description: str = "",
+        timer_resolution: int = 10**9,
+        machine: str = "node",
+        overwrite: bool = False,
+        chunk_size_events: int = 1024 * 1024,
+        process_name: str = "Process",
+        processes: int = 1,
+    ):
         import otf2
 
         self._otf2 = otf2
@@ -91,8 +101,9 @@ class ScoreP9Writer:
                 raise ArtifactError("output exists (use --force to replace it)", self.dir)
             shutil.rmtree(self.dir)
         self.dir.parent.mkdir(parents=True, exist_ok=True)
-        self.w = otf2.writer.Writer(str(self.dir), archive_name="traces", timer_resolution=timer_resolution,
-                                    chunk_size_events=chunk_size_events)
+        self.w = otf2.writer.Writer(
+            str(self.dir), archive_name="traces", timer_resolution=timer_resolution, chunk_size_events=chunk_size_events
+        )
         self.w.creator = creator
         if description:
             self.w.description = description
@@ -116,8 +127,9 @@ class ScoreP9Writer:
         """Start a process location group (one rank) with its own threads, streams, CUDA contexts
         and CUDA window; regions and attributes are shared. A multi-rank archive calls this once
         per rank and writes each rank's events before the next begins."""
-        self.process = self.defs.location_group(name, location_group_type=self._otf2.LocationGroupType.PROCESS,
-                                                system_tree_parent=self.node)
+        self.process = self.defs.location_group(
+            name, location_group_type=self._otf2.LocationGroupType.PROCESS, system_tree_parent=self.node
+        )
         self._process_name = name
         self._contexts: dict[int, object] = {}
         self._streams: dict[tuple[int, int], object] = {}
@@ -140,14 +152,14 @@ class ScoreP9Writer:
         members = []
         for st in states:
             members += [st["_threads"]["Master thread"]] + [st["_streams"][k] for k in sorted(st["_streams"])]
-        self.defs.group("CUDA", group_type=self._otf2.GroupType.COMM_LOCATIONS, paradigm=self._otf2.Paradigm.CUDA,
-                        members=members)
+        self.defs.group(
+            "CUDA", group_type=self._otf2.GroupType.COMM_LOCATIONS, paradigm=self._otf2.Paradigm.CUDA, members=members
+        )
 
     # -- definitions ----------------------------------------------------------------------------
     def thread(self, name: str):
         if name not in self._threads:
-            self._threads[name] = self.defs.location(name, type=self._otf2.LocationType.CPU_THREAD,
-                                                     group=self.process)
+            self._threads[name] = self.defs.location(name, type=self._otf2.LocationType.CPU_THREAD, group=self.process)
         return self._threads[name]
 
     def stream(self, device: int, stream: int):
@@ -160,10 +172,14 @@ class ScoreP9Writer:
                 stn = self.defs.system_tree_node(f"CUDA Device {key[0]}", class_name="CUDA Device", parent=self.node)
                 prefix = "" if self._process_name == "Process" else f"{self._process_name} "
                 self._contexts[key[0]] = self.defs.location_group(
-                    f"{prefix}CUDA Context {key[0]}", location_group_type=otf2.LocationGroupType.ACCELERATOR,
-                    system_tree_parent=stn, creating_location_group=self.process)
+                    f"{prefix}CUDA Context {key[0]}",
+                    location_group_type=otf2.LocationGroupType.ACCELERATOR,
+                    system_tree_parent=stn,
+                    creating_location_group=self.process,
+                )
             self._streams[key] = self.defs.location(
-                f"CUDA[{key[0]}:{key[1]}]", type=otf2.LocationType.ACCELERATOR_STREAM, group=self._contexts[key[0]])
+                f"CUDA[{key[0]}:{key[1]}]", type=otf2.LocationType.ACCELERATOR_STREAM, group=self._contexts[key[0]]
+            )
         return self._streams[key]
 
     def region(self, name: str, kind: str, canonical: str | None = None):
@@ -178,8 +194,7 @@ class ScoreP9Writer:
                 "user": (otf2.RegionRole.FUNCTION, otf2.Paradigm.USER),
                 "function": (otf2.RegionRole.FUNCTION, otf2.Paradigm.USER),
             }[kind]
-            self._regions[key] = self.defs.region(name, canonical_name=canonical or name, region_role=role,
-                                                  paradigm=paradigm)
+            self._regions[key] = self.defs.region(name, canonical_name=canonical or name, region_role=role, paradigm=paradigm)
         return self._regions[key]
 
     def attribute(self, name: str):
@@ -204,10 +219,10 @@ class ScoreP9Writer:
             host = self.thread(host_thread)
             members = [host] + [self._streams[k] for k in sorted(self._streams)]
             if not self._multi:
-                self.defs.group("CUDA", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.CUDA,
-                                members=members)
-            group = self.defs.group("CUDA_GROUP", group_type=otf2.GroupType.COMM_GROUP,
-                                    paradigm=otf2.Paradigm.CUDA, members=members)
+                self.defs.group("CUDA", group_type=otf2.GroupType.COMM_LOCATIONS, paradigm=otf2.Paradigm.CUDA, members=members)
+            group = self.defs.group(
+                "CUDA_GROUP", group_type=otf2.GroupType.COMM_GROUP, paradigm=otf2.Paradigm.CUDA, members=members
+            )
             comm = self.defs.comm("CUDA_COMM", group=group)
             self.window = self.defs.rma_win("CUDA_WINDOW", comm=comm)
             self._window_members = {m._ref: i for i, m in enumerate(members)}
@@ -273,8 +288,9 @@ class ScoreP9Writer:
                 else:
                     code = _rma_done(h, lst, tl[i], al_[i], dl[i])
                 if code != ll.SUCCESS:
-                    raise ArtifactError(f"writing event {i} of location {location.name!r} failed "
-                                        f"({ll.error_text(code)})", self.dir)
+                    raise ArtifactError(
+                        f"writing event {i} of location {location.name!r} failed ({ll.error_text(code)})", self.dir
+                    )
                 if lst is not None:
                     _al_clear(al)
         finally:
@@ -346,8 +362,7 @@ def nested_event_order(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray
     return t, is_enter, which
 
 
-def frame_events(s: np.ndarray, e: np.ndarray, region_refs: np.ndarray,
-                 attrs: dict[str, np.ndarray] | None = None):
+def frame_events(s: np.ndarray, e: np.ndarray, region_refs: np.ndarray, attrs: dict[str, np.ndarray] | None = None):
     """Enter/Leave event arrays (t, op, a, attrs) for ranges [s, e) on one location."""
     t, is_enter, which = nested_event_order(s, e)
     op = np.where(is_enter, OP_ENTER, OP_LEAVE)
@@ -360,12 +375,21 @@ def frame_events(s: np.ndarray, e: np.ndarray, region_refs: np.ndarray,
 
 # -- tables -> archive ----------------------------------------------------------------------------
 
+
 def _nullable(series: pd.Series) -> np.ndarray:
     return series.fillna(NO_VALUE).to_numpy(np.int64) if len(series) else np.empty(0, np.int64)
 
 
-def write_tables(gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str, description: str = "",
-                 overwrite: bool = False, extra_ranges: dict | None = None) -> dict:
+def write_tables(
+    gpu: pd.DataFrame,
+    host: pd.DataFrame,
+    target,
+    *,
+    creator: str,
+    description: str = "",
+    overwrite: bool = False,
+    extra_ranges: dict | None = None,
+) -> dict:
     """Write one rank's tables (``Trace.gpu`` / ``Trace.host`` rows of that rank) as an archive.
 
     ``extra_ranges``: {thread name: (starts, ends, region names)} of further host regions
@@ -374,17 +398,22 @@ def write_tables(gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str,
     """
     if len(gpu) == 0:
         raise ArtifactError("no GPU activity to write", target)
-    counts = {"kernels": int((gpu["kind"] == "kernel").sum()),
-              "memcpys": int((gpu["kind"] == "memcpy").sum()), "memsets": int((gpu["kind"] == "memset").sum()),
-              "phases": int((host["kind"] == "phase").sum()), "launches": int((host["kind"] == "launch").sum()),
-              "events": 0}
+    counts = {
+        "kernels": int((gpu["kind"] == "kernel").sum()),
+        "memcpys": int((gpu["kind"] == "memcpy").sum()),
+        "memsets": int((gpu["kind"] == "memset").sum()),
+        "phases": int((host["kind"] == "phase").sum()),
+        "launches": int((host["kind"] == "launch").sum()),
+        "events": 0,
+    }
     with ScoreP9Writer(target, creator=creator, description=description, overwrite=overwrite) as w:
         counts["events"] += _write_process(w, gpu, host, extra_ranges or {})
     return counts
 
 
-def write_merged(gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str, description: str = "",
-                 overwrite: bool = False) -> dict:
+def write_merged(
+    gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str, description: str = "", overwrite: bool = False
+) -> dict:
     """Every rank of ``Trace.gpu`` / ``Trace.host`` in one archive, one process ``Rank <R>`` each, so
     Vampir opens a whole run from one anchor file. Times are written as they are: the ranks must
     share one clock (Kineto traces of one node do). For viewing; the analysis reads per-rank archives."""
@@ -393,8 +422,14 @@ def write_merged(gpu: pd.DataFrame, host: pd.DataFrame, target, *, creator: str,
         raise ArtifactError("no GPU activity to write", target)
     counts = {"ranks": ranks, "events": 0}
     parts = [(gpu[gpu["rank"] == r], host[host["rank"] == r]) for r in ranks]
-    with ScoreP9Writer(target, creator=creator, description=description, overwrite=overwrite,
-                       process_name=f"Rank {ranks[0]}", processes=len(ranks)) as w:
+    with ScoreP9Writer(
+        target,
+        creator=creator,
+        description=description,
+        overwrite=overwrite,
+        process_name=f"Rank {ranks[0]}",
+        processes=len(ranks),
+    ) as w:
         states = []
         for i, (r, (g, h)) in enumerate(zip(ranks, parts)):
             if i:
@@ -425,8 +460,9 @@ def _write_process(w: ScoreP9Writer, gpu: pd.DataFrame, host: pd.DataFrame, extr
     return _write_process_events(w, gpu, host, extra_ranges, _define_locations(w, gpu, host, extra_ranges))
 
 
-def _write_process_events(w: ScoreP9Writer, gpu: pd.DataFrame, host: pd.DataFrame, extra_ranges: dict,
-                          device_of_stream: dict[int, int]) -> int:
+def _write_process_events(
+    w: ScoreP9Writer, gpu: pd.DataFrame, host: pd.DataFrame, extra_ranges: dict, device_of_stream: dict[int, int]
+) -> int:
     events = 0
     win = w.cuda_window("Master thread")
     for (dev, st), rows in gpu.groupby(["device", "stream"], sort=True, observed=True):
@@ -445,18 +481,19 @@ def _write_stream(w: ScoreP9Writer, loc, rows: pd.DataFrame, win) -> int:
     parts_t, parts_op, parts_a, parts_b, parts_c, parts_d = [], [], [], [], [], []
     parts_attr: list[dict] = []
     if len(el):
-        refs = np.array([w.region(n, "memset" if k == "memset" else "kernel")._ref
-                         for n, k in zip(el["name"], el["kind"])], dtype=np.int64)
-        coll = np.array([w.string_ref(c) if isinstance(c, str) and c else NO_VALUE for c in el["collective"]],
-                        dtype=np.int64)
-        attrs = {ATTR_CORRELATION: _nullable(el["correlation"]), ATTR_COLLECTIVE: coll,
-                 ATTR_MSG_BYTES: _nullable(el["msg_bytes"])}
+        refs = np.array(
+            [w.region(n, "memset" if k == "memset" else "kernel")._ref for n, k in zip(el["name"], el["kind"])], dtype=np.int64
+        )
+        coll = np.array([w.string_ref(c) if isinstance(c, str) and c else NO_VALUE for c in el["collective"]], dtype=np.int64)
+        attrs = {
+            ATTR_CORRELATION: _nullable(el["correlation"]),
+            ATTR_COLLECTIVE: coll,
+            ATTR_MSG_BYTES: _nullable(el["msg_bytes"]),
+        }
         try:
-            t, op, a, ev_attrs = frame_events(el["start_ns"].to_numpy(np.int64), el["end_ns"].to_numpy(np.int64),
-                                              refs, attrs)
+            t, op, a, ev_attrs = frame_events(el["start_ns"].to_numpy(np.int64), el["end_ns"].to_numpy(np.int64), refs, attrs)
         except ValueError:
-            raise ArtifactError(f"kernels overlap on stream {loc.name}: not representable as one OTF2 location",
-                                w.dir) from None
+            raise ArtifactError(f"kernels overlap on stream {loc.name}: not representable as one OTF2 location", w.dir) from None
         n = t.size
         parts_t.append(t), parts_op.append(op), parts_a.append(a)
         parts_b.append(np.zeros(n, np.int64)), parts_c.append(np.zeros(n, np.int64)), parts_d.append(np.zeros(n, np.int64))
@@ -469,7 +506,7 @@ def _write_stream(w: ScoreP9Writer, loc, rows: pd.DataFrame, win) -> int:
         is_put = np.array([d == "DtoH" for d in directions])
         remote = np.array([host_rank if d in ("HtoD", "DtoH") else self_rank for d in directions], dtype=np.int64)
         nbytes = cp["msg_bytes"].fillna(0).to_numpy(np.int64)
-        match = np.arange(m, dtype=np.int64)   # one matching id per copy: pairing is exact
+        match = np.arange(m, dtype=np.int64)  # one matching id per copy: pairing is exact
         s = cp["start_ns"].to_numpy(np.int64)
         e = cp["end_ns"].to_numpy(np.int64)
         t = np.concatenate([s, e])
@@ -479,21 +516,41 @@ def _write_stream(w: ScoreP9Writer, loc, rows: pd.DataFrame, win) -> int:
         parts_b.append(np.concatenate([remote, np.zeros(m, np.int64)]))
         parts_c.append(np.concatenate([nbytes, np.zeros(m, np.int64)]))
         parts_d.append(np.concatenate([match, match]))
-        parts_attr.append({ATTR_CORRELATION: np.concatenate([corr, np.full(m, NO_VALUE)]),
-                           ATTR_COLLECTIVE: np.full(2 * m, NO_VALUE), ATTR_MSG_BYTES: np.full(2 * m, NO_VALUE)})
+        parts_attr.append(
+            {
+                ATTR_CORRELATION: np.concatenate([corr, np.full(m, NO_VALUE)]),
+                ATTR_COLLECTIVE: np.full(2 * m, NO_VALUE),
+                ATTR_MSG_BYTES: np.full(2 * m, NO_VALUE),
+            }
+        )
     t = np.concatenate(parts_t)
     order = np.argsort(t, kind="stable")
-    attrs = {k: np.concatenate([p[k] if p is not None and k in p else np.full(len(pt), NO_VALUE)
-                                for p, pt in zip(parts_attr, parts_t)])[order]
-             for k in (ATTR_CORRELATION, ATTR_COLLECTIVE, ATTR_MSG_BYTES)}
-    return w.write_events(loc, t[order], np.concatenate(parts_op)[order], np.concatenate(parts_a)[order],
-                          np.concatenate(parts_b)[order], np.concatenate(parts_c)[order],
-                          np.concatenate(parts_d)[order], attrs)
+    attrs = {
+        k: np.concatenate(
+            [p[k] if p is not None and k in p else np.full(len(pt), NO_VALUE) for p, pt in zip(parts_attr, parts_t)]
+        )[order]
+        for k in (ATTR_CORRELATION, ATTR_COLLECTIVE, ATTR_MSG_BYTES)
+    }
+    return w.write_events(
+        loc,
+        t[order],
+        np.concatenate(parts_op)[order],
+        np.concatenate(parts_a)[order],
+        np.concatenate(parts_b)[order],
+        np.concatenate(parts_c)[order],
+        np.concatenate(parts_d)[order],
+        attrs,
+    )
 
 
 def _write_host(w: ScoreP9Writer, loc, rows: pd.DataFrame, device_of_stream: dict[int, int], extra=None) -> int:
-    refs = np.array([w.region(user_region_name(n), "user")._ref if k == "phase" else w.region(n, "launch")._ref
-                     for n, k in zip(rows["name"], rows["kind"])], dtype=np.int64)
+    refs = np.array(
+        [
+            w.region(user_region_name(n), "user")._ref if k == "phase" else w.region(n, "launch")._ref
+            for n, k in zip(rows["name"], rows["kind"])
+        ],
+        dtype=np.int64,
+    )
     stream_refs = []
     for s in rows["stream"]:
         if pd.isna(s) or int(s) not in device_of_stream:
@@ -521,5 +578,3 @@ def _write_host(w: ScoreP9Writer, loc, rows: pd.DataFrame, device_of_stream: dic
     except ValueError:
         raise ArtifactError(f"host ranges on thread {loc.name!r} overlap without nesting", w.dir) from None
     return w.write_events(loc, t, op, a, attrs=ev_attrs)
-
-

@@ -72,11 +72,16 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
         rows = gpu[sel]
         by_cat = {c: int(dur[sel & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
         busy = iv.total_length(iv.union(rows["start_ns"].to_numpy(np.int64), rows["end_ns"].to_numpy(np.int64)))
-        streams.append({
-            "device": int(dev), "stream": int(st), "activities": int(sel.sum()),
-            "kernels": int((sel & is_kernel).sum()),
-            "busy_s": _s(busy), "role": stream_role(by_cat),
-        })
+        streams.append(
+            {
+                "device": int(dev),
+                "stream": int(st),
+                "activities": int(sel.sum()),
+                "kernels": int((sel & is_kernel).sum()),
+                "busy_s": _s(busy),
+                "role": stream_role(by_cat),
+            }
+        )
     kdur = dur[is_kernel]
     kernel_sum = int(kdur.sum())
     codes, uniq = pd.factorize(gpu["name"][is_kernel], sort=False)
@@ -87,15 +92,21 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
     first_row[codes[::-1]] = np.arange(codes.size)[::-1]
     names = np.asarray(uniq, dtype=object)
     order = sorted(range(len(uniq)), key=lambda i: (-int(sums[i]), str(names[i])))[:top]
-    top_kernels = [{"name": str(names[i]), "category": str(kcat[first_row[i]]), "count": int(counts[i]),
-                    "sum_s": _s(int(sums[i])), "share": (int(sums[i]) / kernel_sum) if kernel_sum else None}
-                   for i in order]
+    top_kernels = [
+        {
+            "name": str(names[i]),
+            "category": str(kcat[first_row[i]]),
+            "count": int(counts[i]),
+            "sum_s": _s(int(sums[i])),
+            "share": (int(sums[i]) / kernel_sum) if kernel_sum else None,
+        }
+        for i in order
+    ]
     collectives = {}
     if len(nccl_rows):
         named = nccl_rows["collective"].astype(object).where(nccl_rows["collective"].notna(), "unknown")
         for c, rows in nccl_rows.groupby(named.to_numpy(), sort=True):
-            collectives[str(c)] = {"count": int(len(rows)),
-                                   "sum_s": _s(int((rows["end_ns"] - rows["start_ns"]).sum()))}
+            collectives[str(c)] = {"count": int(len(rows)), "sum_s": _s(int((rows["end_ns"] - rows["start_ns"]).sum()))}
     return {
         "kernel_count": int(is_kernel.sum()),
         "nccl_kernel_count": int((is_kernel & (cat == "nccl")).sum()),
@@ -110,9 +121,19 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
         "exposed_memcpy_s": _s(exposed_mem_ns),
         "idle_s": _s(idle_ns),
         "total_s": _s(total),
-        "ns": {"first_start": first, "last_end": last, "total": total, "busy": busy_ns,
-               "compute": compute_ns, "nccl": nccl_ns, "nccl_kernel_sum": nccl_sum_ns, "overlap": overlap_ns,
-               "exposed_comm": exposed_comm_ns, "exposed_memcpy": exposed_mem_ns, "idle": idle_ns},
+        "ns": {
+            "first_start": first,
+            "last_end": last,
+            "total": total,
+            "busy": busy_ns,
+            "compute": compute_ns,
+            "nccl": nccl_ns,
+            "nccl_kernel_sum": nccl_sum_ns,
+            "overlap": overlap_ns,
+            "exposed_comm": exposed_comm_ns,
+            "exposed_memcpy": exposed_mem_ns,
+            "idle": idle_ns,
+        },
         "collectives": collectives,
         "streams": streams,
         "top_kernels": top_kernels,
@@ -147,10 +168,19 @@ def format_table(summary: dict) -> str:
     out = []
     src = summary["source"]
     out.append(f"trace: {src if isinstance(src, str) else ', '.join(src)}  (format {summary['format']})")
-    cols = [("rank", "rank"), ("kernels", "kernel_count"), ("nccl", "nccl_kernel_count"),
-            ("compute_s", "compute_s"), ("nccl_s", "nccl_s"), ("nccl_sum_s", "nccl_kernel_sum_s"),
-            ("overlap", "overlap_ratio"), ("exp_comm_s", "exposed_comm_s"), ("exp_mem_s", "exposed_memcpy_s"),
-            ("idle_s", "idle_s"), ("total_s", "total_s")]
+    cols = [
+        ("rank", "rank"),
+        ("kernels", "kernel_count"),
+        ("nccl", "nccl_kernel_count"),
+        ("compute_s", "compute_s"),
+        ("nccl_s", "nccl_s"),
+        ("nccl_sum_s", "nccl_kernel_sum_s"),
+        ("overlap", "overlap_ratio"),
+        ("exp_comm_s", "exposed_comm_s"),
+        ("exp_mem_s", "exposed_memcpy_s"),
+        ("idle_s", "idle_s"),
+        ("total_s", "total_s"),
+    ]
     rows = []
     for r in summary["ranks"]:
         row = []
@@ -172,8 +202,10 @@ def format_table(summary: dict) -> str:
         out.append(_completeness_line(r))
         out.append(f"rank {r['rank']} streams:")
         for s in r["streams"]:
-            out.append(f"  CUDA[{s['device']}:{s['stream']}]  {s['role']:<8} busy {s['busy_s']:.6f} s, "
-                       f"{s['activities']} activities ({s['kernels']} kernels)")
+            out.append(
+                f"  CUDA[{s['device']}:{s['stream']}]  {s['role']:<8} busy {s['busy_s']:.6f} s, "
+                f"{s['activities']} activities ({s['kernels']} kernels)"
+            )
         if r["collectives"]:
             out.append("  NCCL: " + ", ".join(f"{c} x{v['count']} ({v['sum_s']:.6f} s)" for c, v in r["collectives"].items()))
         out.append(f"rank {r['rank']} top kernels by summed time:")
@@ -196,9 +228,13 @@ def _completeness_line(r: dict) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", metavar="TRACE", nargs="+",
-                        help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory; "
-                             "several: the ranks of one run")
+    parser.add_argument(
+        "trace",
+        metavar="TRACE",
+        nargs="+",
+        help="OTF2 anchor, Score-P experiment directory, Kineto .json(.gz), or a run/traces directory; "
+        "several: the ranks of one run",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
     parser.add_argument("--top", type=positive_int, default=TOP_KERNELS, help="number of top kernels to list")
     parser.add_argument("--world-size", type=positive_int, default=None, help="expected ranks 0..N-1 (directory input)")

@@ -35,8 +35,19 @@ ENV_RESULT = "DNABERT_SCALING_SCOREP_PREFLIGHT"
 SCHEMA = "dnabert-scaling/scorep-preflight/1"
 STEPS, WARMUP, BATCH = 3, 2, 8
 # the distributed launcher's variables: the preflight is one process of its own
-_DIST_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
-              "TORCHELASTIC_RUN_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
+_DIST_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+)
 
 
 def _installation_key() -> str:
@@ -54,14 +65,32 @@ def result_path() -> Path:
     if explicit:
         return Path(explicit)
     cache = os.environ.get("DNABERT_SCALING_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dnabert-scaling")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dnabert-scaling"
+    )
     return Path(cache) / f"scorep-preflight-{_installation_key()}.json"
 
 
 def _preflight_command(workdir: Path, model: str) -> tuple[list[str], dict[str, str]]:
-    argv = [sys.executable, "-m", "dnabert_scaling", "train", "--tracer", "scorep", "--model", model, "--synthetic",
-            "--batch-size", str(BATCH), "--steps", str(STEPS), "--warmup-steps", str(WARMUP), "--no-progress",
-            "--out", str(workdir / "run")]
+    argv = [
+        sys.executable,
+        "-m",
+        "dnabert_scaling",
+        "train",
+        "--tracer",
+        "scorep",
+        "--model",
+        model,
+        "--synthetic",
+        "--batch-size",
+        str(BATCH),
+        "--steps",
+        str(STEPS),
+        "--warmup-steps",
+        str(WARMUP),
+        "--no-progress",
+        "--out",
+        str(workdir / "run"),
+    ]
     env = {k: v for k, v in os.environ.items() if k not in _DIST_VARS and k != ENV_RESULT}
     return argv, env
 
@@ -74,8 +103,15 @@ def run_preflight(workdir: Path, model: str = "base", timeout: float = 900.0) ->
 
     argv, env = _preflight_command(workdir, model)
     started = time.time()
-    result: dict[str, Any] = {"schema": SCHEMA, "host": socket.gethostname(), "scorep": shutil.which("scorep-config"),
-                              "command": argv, "steps": STEPS, "model": model, "batch_size": BATCH}
+    result: dict[str, Any] = {
+        "schema": SCHEMA,
+        "host": socket.gethostname(),
+        "scorep": shutil.which("scorep-config"),
+        "command": argv,
+        "steps": STEPS,
+        "model": model,
+        "batch_size": BATCH,
+    }
     try:
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -85,8 +121,11 @@ def run_preflight(workdir: Path, model: str = "base", timeout: float = 900.0) ->
     log = (proc.stdout or "") + (proc.stderr or "")
     result["log_tail"] = log[-2000:]
     if proc.returncode != 0:
-        result.update(status="failed", reason=f"the Score-P preflight run failed (exit status {proc.returncode}): "
-                      f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}")
+        result.update(
+            status="failed",
+            reason=f"the Score-P preflight run failed (exit status {proc.returncode}): "
+            f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}",
+        )
         return result
     anchor = workdir / "run" / "traces" / "scorep-rank0" / "traces.otf2"
     try:
@@ -96,10 +135,17 @@ def run_preflight(workdir: Path, model: str = "base", timeout: float = 900.0) ->
     except ArtifactError as exc:
         result.update(status="failed", reason=f"the preflight trace cannot be measured: {exc}")
         return result
-    result.update(status=c["status"], launches=c["launches"], activities=c["activities"], ratio=c["ratio"],
-                  steps_below_bound=c["steps_below_bound"], bound=c["bound"], reason=c["reason"],
-                  steps_measured=sum(int(r.get("steps") or 0) for r in c["per_rank"].values()),
-                  all_kinds={k: every[k] for k in ("status", "launches", "activities", "ratio", "reason")})
+    result.update(
+        status=c["status"],
+        launches=c["launches"],
+        activities=c["activities"],
+        ratio=c["ratio"],
+        steps_below_bound=c["steps_below_bound"],
+        bound=c["bound"],
+        reason=c["reason"],
+        steps_measured=sum(int(r.get("steps") or 0) for r in c["per_rank"].values()),
+        all_kinds={k: every[k] for k in ("status", "launches", "activities", "ratio", "reason")},
+    )
     return result
 
 
@@ -136,8 +182,7 @@ def preflight(model: str = "base") -> dict[str, Any]:
                     return kept
             except (OSError, ValueError):
                 pass  # unreadable: run again and overwrite
-        print(f"Score-P preflight: {STEPS} steps under Score-P to check its traces are complete ...", file=sys.stderr,
-              flush=True)
+        print(f"Score-P preflight: {STEPS} steps under Score-P to check its traces are complete ...", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="scorep-preflight-") as tmp:
             result = run_preflight(Path(tmp), model)
         path.write_text(json.dumps(result, indent=2) + "\n")
@@ -148,10 +193,12 @@ def preflight(model: str = "base") -> dict[str, Any]:
 def describe(result: dict[str, Any]) -> str:
     """One sentence with the preflight's figures, for the fallback and the logs."""
     if result.get("ratio") is not None:
-        text = (f"Score-P recorded {100 * result['ratio']:.1f}% of the launched kernels in the preflight "
-                f"({result.get('activities', 0):,} GPU activities for {result.get('launches', 0):,} launches, "
-                f"{result.get('steps_below_bound', 0)} of {result.get('steps_measured', result.get('steps'))} steps below "
-                f"{100 * result.get('bound', 0.999):g}%)")
+        text = (
+            f"Score-P recorded {100 * result['ratio']:.1f}% of the launched kernels in the preflight "
+            f"({result.get('activities', 0):,} GPU activities for {result.get('launches', 0):,} launches, "
+            f"{result.get('steps_below_bound', 0)} of {result.get('steps_measured', result.get('steps'))} steps below "
+            f"{100 * result.get('bound', 0.999):g}%)"
+        )
     else:
         text = f"Score-P preflight {result.get('status')}: {result.get('reason')}"
     if result.get("kept_at"):

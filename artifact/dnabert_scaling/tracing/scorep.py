@@ -88,8 +88,7 @@ def scorep_available() -> tuple[bool, str]:
                 out = ""
             m = re.search(r"CUDA support:\s*(\w+)", out)
             if m and m.group(1).lower() != "yes":
-                problems.append("this Score-P was built without CUDA support (scorep-info: 'CUDA support: "
-                                f"{m.group(1)}')")
+                problems.append(f"this Score-P was built without CUDA support (scorep-info: 'CUDA support: {m.group(1)}')")
     if problems:
         return False, "; ".join(problems)
     return True, f"Score-P at {Path(config).parent.parent}"
@@ -115,9 +114,16 @@ def experiment_dir(run_dir, rank: int) -> Path:
     return RunLayout(run_dir).scorep_dir(rank)
 
 
-def scorep_environment(rank: int, run_dir, *, python_instrumentation: bool = False, cuda_enable: str | None = None,
-                       total_memory: str | None = None, cuda_buffer: str | None = None,
-                       base_env: dict | None = None) -> dict[str, str]:
+def scorep_environment(
+    rank: int,
+    run_dir,
+    *,
+    python_instrumentation: bool = False,
+    cuda_enable: str | None = None,
+    total_memory: str | None = None,
+    cuda_buffer: str | None = None,
+    base_env: dict | None = None,
+) -> dict[str, str]:
     """Only the Score-P variables for one rank (see :func:`scorep_command` for the precedence)."""
     env_in = os.environ if base_env is None else base_env
     exp = experiment_dir(run_dir, rank)
@@ -133,8 +139,9 @@ def scorep_environment(rank: int, run_dir, *, python_instrumentation: bool = Fal
         "SCOREP_ENABLE_TRACING": "true",
         "SCOREP_ENABLE_PROFILING": "false",
         "SCOREP_CUDA_ENABLE": pick(cuda_enable, "SCOREP_CUDA_ENABLE", DEFAULT_CUDA_ENABLE),
-        "SCOREP_TOTAL_MEMORY": pick(total_memory, "SCOREP_TOTAL_MEMORY",
-                                    DEFAULT_TOTAL_MEMORY_PYTHON if python_instrumentation else DEFAULT_TOTAL_MEMORY),
+        "SCOREP_TOTAL_MEMORY": pick(
+            total_memory, "SCOREP_TOTAL_MEMORY", DEFAULT_TOTAL_MEMORY_PYTHON if python_instrumentation else DEFAULT_TOTAL_MEMORY
+        ),
         "SCOREP_CUDA_BUFFER": pick(cuda_buffer, "SCOREP_CUDA_BUFFER", DEFAULT_CUDA_BUFFER),
         "SCOREP_TIMER": env_in.get("SCOREP_TIMER") or DEFAULT_TIMER,
     }
@@ -143,8 +150,18 @@ def scorep_environment(rank: int, run_dir, *, python_instrumentation: bool = Fal
     return out
 
 
-def scorep_command(python, module_args, rank, run_dir, *, python_instrumentation=False, cuda_enable=None,
-                   total_memory=None, cuda_buffer=None, extra_env=None) -> tuple[list[str], dict[str, str]]:
+def scorep_command(
+    python,
+    module_args,
+    rank,
+    run_dir,
+    *,
+    python_instrumentation=False,
+    cuda_enable=None,
+    total_memory=None,
+    cuda_buffer=None,
+    extra_env=None,
+) -> tuple[list[str], dict[str, str]]:
     """The argv and the complete environment to run one rank under Score-P.
 
     argv: ``[python, -m, scorep, --cuda, --mpp=none, --thread=pthread, --nocompiler,
@@ -168,7 +185,9 @@ def scorep_command(python, module_args, rank, run_dir, *, python_instrumentation
     if exp.exists():
         raise ArtifactError(
             "Score-P experiment directory exists already (a previous run?): Score-P would rename it; "
-            "remove it or use a new run directory", exp)
+            "remove it or use a new run directory",
+            exp,
+        )
     try:
         exp.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -181,8 +200,16 @@ def scorep_command(python, module_args, rank, run_dir, *, python_instrumentation
     argv.append(str(LAUNCHER))
     argv.extend(args)
     env = dict(os.environ)
-    env.update(scorep_environment(rank, run_dir, python_instrumentation=python_instrumentation,
-                                  cuda_enable=cuda_enable, total_memory=total_memory, cuda_buffer=cuda_buffer))
+    env.update(
+        scorep_environment(
+            rank,
+            run_dir,
+            python_instrumentation=python_instrumentation,
+            cuda_enable=cuda_enable,
+            total_memory=total_memory,
+            cuda_buffer=cuda_buffer,
+        )
+    )
     if extra_env:
         env.update({str(k): str(v) for k, v in extra_env.items()})
     return argv, env
@@ -195,8 +222,10 @@ def _log_findings(log_text: str) -> list[str]:
         if not text:
             continue
         if _TIMESTAMP_ORDER_RE.search(text):
-            key = ("Score-P lost CUDA activity records: it skips every record that starts before the last one it "
-                   f"wrote on the same stream (the trace is incomplete): {text}")
+            key = (
+                "Score-P lost CUDA activity records: it skips every record that starts before the last one it "
+                f"wrote on the same stream (the trace is incomplete): {text}"
+            )
         elif _SKIPPED_RE.search(text):
             key = f"Score-P lost CUDA activity records (the trace is incomplete): {text}"
         elif _DROPPED_RE.search(text) or (_ADVICE_RE.search(text) and "SCOREP_CUDA_BUFFER" in text):
@@ -243,7 +272,9 @@ def check_experiment(exp_dir, log_text: str | None = None) -> list[str]:
     if not anchor.is_file():
         raise ArtifactError(
             "no traces.otf2 in the experiment directory: the measurement did not finish (crash or kill "
-            "before Score-P's finalisation) or tracing was off (SCOREP_ENABLE_TRACING)", exp)
+            "before Score-P's finalisation) or tracing was off (SCOREP_ENABLE_TRACING)",
+            exp,
+        )
     with ll.captured_errors() as errors:
         try:
             with otf2.reader.open(str(anchor)) as tr:
@@ -257,7 +288,9 @@ def check_experiment(exp_dir, log_text: str | None = None) -> list[str]:
         raise ArtifactError(
             "CUPTI was not subscribed: the trace has no CUDA stream locations (locations: "
             f"{names}). Another CUPTI user (torch.profiler, nsys, ncu) may have been active, Score-P may "
-            "lack CUDA support, or SCOREP_CUDA_ENABLE did not include 'kernel'", exp)
+            "lack CUDA support, or SCOREP_CUDA_ENABLE did not include 'kernel'",
+            exp,
+        )
     warnings: list[str] = []
     if all(l.number_of_events == 0 for l in streams):
         warnings.append("the CUDA stream locations hold no events (no kernel ran while Score-P measured)")

@@ -127,10 +127,27 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
     doc = load_json(path)
     events = doc["traceEvents"]
     warnings: list[str] = []
+    rank, rank_assumed = _rank_of(doc, path, rank_hint, warnings)
+    found = _scan_events(events, path)
+    if found.bad_events:
+        warnings.append(f"{found.bad_events} trace event(s) are not JSON objects (ignored)")
+    if not found.start:
+        raise NoGpuActivityError(
+            "no GPU activity in this trace (no kernel, gpu_memcpy or gpu_memset events): a CPU-only "
+            "profile, or torch.profiler ran without ProfilerActivity.CUDA",
+            path,
+        )
+    if not found.phases:
+        warnings.append("no ds:* phase annotations (phase attribution impossible)")
+    meta = _meta(doc, path, found, rank, rank_assumed, warnings)
+    return Trace(_gpu_frame(found, rank), _host_frame(found, rank), {rank: meta})
 
-    dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+
+def _rank_of(doc: dict, path: Path, rank_hint: int | None, warnings: list[str]) -> tuple[int, bool]:
+    """The rank: ``distributedInfo.rank``, else the hint, else ``rank<R>`` in the file name, else 0
+    (then ``rank_assumed``). A file name that disagrees with distributedInfo is a warning."""
+    dist = _distributed_info(doc)
     rank = _int(dist.get("rank"))
-    world_size = _int(dist.get("world_size"))
     m = _RANK_FILE_RE.search(path.name)
     file_rank = int(m.group(1)) if m else None
     rank_assumed = rank is None and rank_hint is None and file_rank is None
@@ -144,28 +161,42 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
             warnings.append("no distributedInfo.rank and no rank<R> in the file name: assumed rank 0")
     elif file_rank is not None and file_rank != rank:
         warnings.append(f"file name says rank {file_rank} but distributedInfo.rank is {rank}: using {rank}")
+    return rank, rank_assumed
 
-    g_dev, g_stream, g_kind, g_name, g_start, g_end, g_coll, g_msg, g_msg_na, g_corr, g_corr_na = (
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-        [],
-    )
-    phases, launches = [], []
-    annotations: Counter = Counter()
-    ns_digits = False
-    bad_events = 0
 
+def _distributed_info(doc: dict) -> dict:
+    return doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+
+
+class _Found:
+    """What one pass over the events collects: the GPU table's columns (with NA masks), the phase
+    ranges, the launch calls, annotation counts and format hints."""
+
+    def __init__(self) -> None:
+        self.device: list = []
+        self.stream: list = []
+        self.kind: list = []
+        self.name: list = []
+        self.start: list = []
+        self.end: list = []
+        self.collective: list = []
+        self.msg: list = []
+        self.msg_na: list = []
+        self.corr: list = []
+        self.corr_na: list = []
+        self.phases: list = []
+        self.launches: list = []
+        self.annotations: Counter = Counter()
+        self.ns_digits = False
+        self.bad_events = 0
+
+
+def _scan_events(events: list, path: Path) -> _Found:
+    """One pass over ``traceEvents``: GPU activities, ``ds:*`` phase ranges and launch calls."""
+    f = _Found()
     for e in events:
         if type(e) is not dict:
-            bad_events += 1
+            f.bad_events += 1
             continue
         cat = e.get("cat")
         if e.get("ph") != "X":
@@ -181,130 +212,122 @@ def read_kineto(path, rank_hint: int | None = None) -> Trace:
             raise ArtifactError(f"event {e.get('name')!r} ({cat}) has no valid ts/dur ({exc})", path) from None
         if end < start:
             raise ArtifactError(f"event {e.get('name')!r} ({cat}) at ts {e.get('ts')} has a negative duration", path)
-        ns_digits = ns_digits or _has_ns_digits(ts)
+        f.ns_digits = f.ns_digits or _has_ns_digits(ts)
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         name = str(e.get("name", ""))
         if kind is not None:
-            dev = _int(args.get("device"), _int(e.get("pid"), -1))
-            stream = _int(args.get("stream"), _int(e.get("tid"), -1))
-            corr = _int(args.get("correlation"))
-            g_dev.append(dev)
-            g_stream.append(stream)
-            g_kind.append(kind)
-            g_start.append(start)
-            g_end.append(end)
-            g_corr.append(corr if corr is not None else 0)
-            g_corr_na.append(corr is None)
-            msg = None
-            coll = np.nan
-            if kind == "kernel":
-                disp = classify.kernel_display_name(name)
-                if classify.is_nccl(disp):
-                    coll = (
-                        classify.collective_from_name(disp)
-                        or classify.normalize_collective(args.get("Collective name"))
-                        or np.nan
-                    )
-                    nel = _int(args.get("In msg nelems"))
-                    size = classify.dtype_bytes(args.get("dtype"))
-                    if nel is not None and size is not None:
-                        msg = nel * size
-            elif kind == "memcpy":
-                disp = classify.memcpy_name(classify.memcpy_direction(name))
-                msg = _int(args.get("bytes"))
-            else:
-                disp = classify.MEMSET_NAME
-                msg = _int(args.get("bytes"))
-            g_name.append(disp)
-            g_coll.append(coll)
-            g_msg.append(msg if msg is not None else 0)
-            g_msg_na.append(msg is None)
+            _add_gpu_activity(f, e, kind, name, args, start, end)
         elif cat == "user_annotation":
-            annotations[name] += 1
+            f.annotations[name] += 1
             p = classify.phase_name(name)
             if p is not None:
-                phases.append((_thread_name(e), p, start, end))
+                f.phases.append((_thread_name(e), p, start, end))
         elif classify.is_launch_api(name) or classify.is_copy_api(name):
-            corr = _int(args.get("correlation"))
-            launches.append((_thread_name(e), name, start, end, corr))
+            f.launches.append((_thread_name(e), name, start, end, _int(args.get("correlation"))))
+    return f
 
-    if bad_events:
-        warnings.append(f"{bad_events} trace event(s) are not JSON objects (ignored)")
-    if not g_start:
-        raise NoGpuActivityError(
-            "no GPU activity in this trace (no kernel, gpu_memcpy or gpu_memset events): a CPU-only "
-            "profile, or torch.profiler ran without ProfilerActivity.CUDA",
-            path,
-        )
 
-    cats = []
-    for k, nm in zip(g_kind, g_name):
-        cats.append("memory" if k != "kernel" else classify.kernel_category(nm))
-    gpu = make_frame(
+def _add_gpu_activity(f: _Found, e: dict, kind: str, name: str, args: dict, start: int, end: int) -> None:
+    """One GPU activity into the columns: display name, collective and message size by kind."""
+    corr = _int(args.get("correlation"))
+    f.device.append(_int(args.get("device"), _int(e.get("pid"), -1)))
+    f.stream.append(_int(args.get("stream"), _int(e.get("tid"), -1)))
+    f.kind.append(kind)
+    f.start.append(start)
+    f.end.append(end)
+    f.corr.append(corr if corr is not None else 0)
+    f.corr_na.append(corr is None)
+    msg = None
+    coll = np.nan
+    if kind == "kernel":
+        disp = classify.kernel_display_name(name)
+        if classify.is_nccl(disp):
+            coll = classify.collective_from_name(disp) or classify.normalize_collective(args.get("Collective name")) or np.nan
+            nel = _int(args.get("In msg nelems"))
+            size = classify.dtype_bytes(args.get("dtype"))
+            if nel is not None and size is not None:
+                msg = nel * size
+    elif kind == "memcpy":
+        disp = classify.memcpy_name(classify.memcpy_direction(name))
+        msg = _int(args.get("bytes"))
+    else:
+        disp = classify.MEMSET_NAME
+        msg = _int(args.get("bytes"))
+    f.name.append(disp)
+    f.collective.append(coll)
+    f.msg.append(msg if msg is not None else 0)
+    f.msg_na.append(msg is None)
+
+
+def _gpu_frame(f: _Found, rank: int):
+    cats = ["memory" if k != "kernel" else classify.kernel_category(nm) for k, nm in zip(f.kind, f.name)]
+    return make_frame(
         {
             "rank": rank,
-            "device": g_dev,
-            "stream": g_stream,
-            "kind": g_kind,
-            "name": g_name,
-            "start_ns": g_start,
-            "end_ns": g_end,
+            "device": f.device,
+            "stream": f.stream,
+            "kind": f.kind,
+            "name": f.name,
+            "start_ns": f.start,
+            "end_ns": f.end,
             "category": cats,
-            "collective": g_coll,
-            "msg_bytes": (g_msg, g_msg_na),
-            "correlation": (g_corr, g_corr_na),
+            "collective": f.collective,
+            "msg_bytes": (f.msg, f.msg_na),
+            "correlation": (f.corr, f.corr_na),
         },
         GPU_SCHEMA,
     )
 
-    stream_of_corr = {c: s for c, s, na in zip(g_corr, g_stream, g_corr_na) if not na}
-    rows = [(t, "phase", n, s, en, None, None) for t, n, s, en in phases]
-    for t, n, s, en, c in launches:
-        rows.append((t, "launch", n, s, en, stream_of_corr.get(c) if c is not None else None, c))
-    if rows:
-        threads, kinds, names, starts, ends, streams, corrs = zip(*rows)
-        host = make_frame(
-            {
-                "rank": rank,
-                "thread": list(threads),
-                "kind": list(kinds),
-                "name": list(names),
-                "start_ns": list(starts),
-                "end_ns": list(ends),
-                "stream": ([s if s is not None else 0 for s in streams], [s is None for s in streams]),
-                "correlation": ([c if c is not None else 0 for c in corrs], [c is None for c in corrs]),
-            },
-            HOST_SCHEMA,
-        )
-    else:
-        host = empty_host()
-    if not phases:
-        warnings.append("no ds:* phase annotations (phase attribution impossible)")
 
-    base = _int(doc.get("baseTimeNanoseconds"))
-    meta = {
+def _host_frame(f: _Found, rank: int):
+    """Phase ranges and launch calls; a launch gets the stream of the activity it launched."""
+    stream_of_corr = {c: s for c, s, na in zip(f.corr, f.stream, f.corr_na) if not na}
+    rows = [(t, "phase", n, s, en, None, None) for t, n, s, en in f.phases]
+    for t, n, s, en, c in f.launches:
+        rows.append((t, "launch", n, s, en, stream_of_corr.get(c) if c is not None else None, c))
+    if not rows:
+        return empty_host()
+    threads, kinds, names, starts, ends, streams, corrs = zip(*rows)
+    return make_frame(
+        {
+            "rank": rank,
+            "thread": list(threads),
+            "kind": list(kinds),
+            "name": list(names),
+            "start_ns": list(starts),
+            "end_ns": list(ends),
+            "stream": ([s if s is not None else 0 for s in streams], [s is None for s in streams]),
+            "correlation": ([c if c is not None else 0 for c in corrs], [c is None for c in corrs]),
+        },
+        HOST_SCHEMA,
+    )
+
+
+def _meta(doc: dict, path: Path, f: _Found, rank: int, rank_assumed: bool, warnings: list[str]) -> dict:
+    dist = _distributed_info(doc)
+    events = doc["traceEvents"]
+    return {
         "source": str(path),
         "format": "kineto",
         "tool": "torch.profiler (Kineto)",
         "tool_version": f"trace schema {doc.get('schemaVersion', '?')}",
-        "clock_resolution_hz": 10**9 if ns_digits else 10**6,
+        "clock_resolution_hz": 10**9 if f.ns_digits else 10**6,
         "rank": rank,
         "rank_assumed": rank_assumed,
-        "world_size": world_size,
-        "streams": sorted({int(s) for s in g_stream}),
-        "devices": sorted({int(d) for d in g_dev}),
-        "base_time_ns": base,
+        "world_size": _int(dist.get("world_size")),
+        "streams": sorted({int(s) for s in f.stream}),
+        "devices": sorted({int(d) for d in f.device}),
+        "base_time_ns": _int(doc.get("baseTimeNanoseconds")),
         "distributed": {k: dist.get(k) for k in ("backend", "rank", "world_size", "nccl_version") if k in dist},
         "cuda_runtime_version": doc.get("cuda_runtime_version"),
         "cuda_driver_version": doc.get("cuda_driver_version"),
         "cupti_version": doc.get("cupti_version"),
         "device_names": [d.get("name") for d in doc.get("deviceProperties", []) if isinstance(d, dict)],
-        "annotations": dict(annotations.most_common(50)),
+        "annotations": dict(f.annotations.most_common(50)),
         "events_read": len(events),
         "events_total": len(events),
         "warnings": warnings,
     }
-    return Trace(gpu, host, {rank: meta})
 
 
 def _thread_name(e: dict) -> str:

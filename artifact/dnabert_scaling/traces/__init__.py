@@ -7,9 +7,9 @@ in ``model.py`` and ``docs/design.md``. A valid trace without GPU activity raise
 :class:`NoGpuActivityError` (an ``ArtifactError``), which the analysis turns into a CPU-only
 verdict instead of analysing an empty table.
 
-Modules: ``model`` (tables), ``otf2_reader`` / ``otf2_lowlevel`` (Score-P), ``kineto_reader``,
-``classify`` and ``demangle`` (naming rules), ``loader`` (discovery, ranks, parallel reading),
-``otf2_writer`` (Score-P 9 layout writer), ``convert`` and ``summary`` (subcommands),
+Modules: ``model`` (tables), ``otf2_reader`` with its parts ``otf2_defs`` and ``otf2_tables`` and
+``otf2_lowlevel`` (Score-P), ``kineto_reader``, ``classify`` and ``demangle`` (naming rules), ``loader``
+(discovery, ranks, parallel reading), ``otf2_writer`` (Score-P 9 layout writer), ``convert`` and ``summary`` (subcommands),
 ``synth`` (synthetic study-shaped traces with known ground truth, for tests and benchmarks).
 """
 

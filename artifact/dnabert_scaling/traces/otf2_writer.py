@@ -39,13 +39,13 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.phases import PREFIX as PHASE_PREFIX
 from dnabert_scaling.traces import classify
 from dnabert_scaling.traces import otf2_lowlevel as ll
-from dnabert_scaling.traces.otf2_reader import (
+from dnabert_scaling.traces.otf2_defs import (
     ATTR_COLLECTIVE,
     ATTR_CORRELATION,
     ATTR_MSG_BYTES,
     ATTR_STREAM_REF,
-    pair_enter_leave,
 )
+from dnabert_scaling.traces.otf2_tables import pair_enter_leave
 
 c_u64, c_u32, c_vp, c_int = ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_int
 

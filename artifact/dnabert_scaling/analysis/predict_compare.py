@@ -1,0 +1,98 @@
+"""Measured figures for ``dnabert-scaling predict`` to compare its predictions with, and the comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dnabert_scaling.analysis.predict_replay import FIGURES, Profile, _replayed_rows
+from dnabert_scaling.errors import ArtifactError
+
+GOAL = {"step_time_rel": 0.10, "overlap_ratio_abs": 0.10}
+
+
+# --- measured figures to compare with ---------------------------------------------------------
+
+
+def measured_from_metrics(metrics: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """Measured per world size (> 1) from a metrics.json: the medians the prediction is judged by."""
+    out: dict[int, dict[str, Any]] = {}
+    for key, entry in (metrics.get("world_sizes") or {}).items():
+        gpu = ((entry or {}).get("traced") or {}).get("gpu")
+        if not gpu or int(key) < 2:
+            continue
+        out[int(key)] = {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {"source": "metrics.json"}
+    return out
+
+
+def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, Any]]:
+    """Measured figures of a multi-rank trace (a run folder's traces or trace files), analysed now,
+    and the contention factor it shows against the one-GPU trace."""
+    from dnabert_scaling.analysis.metrics import analyze_trace
+    from dnabert_scaling.analysis.runs import is_run_dir, load_run, trace_paths
+    from dnabert_scaling.traces import read_run_traces
+
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError("--measured: does not exist", path)
+    trace = read_run_traces(trace_paths(load_run(path)) if is_run_dir(path) else path)
+    n = len(trace.rank_ids)
+    if n < 2:
+        raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)
+    res = analyze_trace(trace, n, None, str(path))
+    gpu = res.metrics
+    return n, {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {
+        "source": str(path),
+        "contention": contention_from_trace(trace, profile),
+    }
+
+
+def contention_from_trace(trace, profile: Profile) -> float | None:
+    """How much longer compute kernels run while an all-reduce runs: the kernels of rank 0 that
+    start inside an NCCL kernel, their summed duration over the same kernels' (same step, same
+    place in the step) in the one-GPU trace. None when the two traces do not hold the same
+    kernel sequence."""
+    from dnabert_scaling import intervals as iv
+    from dnabert_scaling.analysis.attribution import attribute
+
+    sub = trace.rank(trace.rank_ids[0])
+    gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
+    att = attribute(gpu, host)
+    rows = _replayed_rows(gpu, att)
+    if len(rows) != len(profile.start) or not np.array_equal(att.step[rows], profile.step):
+        return None
+    cat = gpu["category"].astype(str).to_numpy()
+    s, e = gpu["start_ns"].to_numpy(np.int64), gpu["end_ns"].to_numpy(np.int64)
+    ns, ne = iv.union(s[cat == "nccl"], e[cat == "nccl"])
+    if not len(ns):
+        return None
+    j = np.searchsorted(ns, s[rows], side="right") - 1
+    during = (j >= 0) & (s[rows] < ne[np.clip(j, 0, None)]) & profile.kernel
+    base = profile.dur[during].sum()
+    return float((e - s)[rows][during].sum() / base) if base > 0 else None
+
+
+def compare(pred: dict[str, Any], measured: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """Predicted beside measured for every measured world size, with the error (never hidden)."""
+    out = {}
+    for n, m in sorted(measured.items()):
+        p = pred["world_sizes"].get(str(n))
+        row: dict[str, Any] = {"world_size": n, "measured": m, "predicted": None, "error": None}
+        if p is None:
+            row["note"] = f"world size {n} was measured but not predicted (add it to --gpus)"
+            out[str(n)] = row
+            continue
+        row["predicted"] = {k: p[k]["mid"] for k in FIGURES}
+        err: dict[str, Any] = {}
+        mt, pt = m.get("step_time_s"), p["step_time_s"]["mid"]
+        if mt and pt is not None:
+            err["step_time_rel"] = (pt - mt) / mt
+        mo, po = m.get("overlap_ratio"), p["overlap_ratio"]["mid"]
+        if mo is not None and po is not None:
+            err["overlap_ratio_abs"] = po - mo
+        row["error"] = err
+        row["within_goal"] = all(abs(err[k]) <= GOAL[k] for k in GOAL) if set(GOAL) <= set(err) else None
+        out[str(n)] = row
+    return out

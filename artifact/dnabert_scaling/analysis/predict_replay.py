@@ -1,0 +1,371 @@
+"""The replay of a one-GPU trace's measured steps at world size N (``dnabert-scaling predict``).
+
+What the one-GPU trace holds (``Profile``), the all-reduce model (``CommModel``), the replay
+(``simulate``), its figures measured with the analysis' own step partition, and the bands over the
+node layout's parameter ranges (``predict``). The model is described in ``analysis.predict``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dnabert_scaling.analysis.predict_layouts import GB, US, Band, NodeLayout
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.provenance import below_cwd
+
+PREDICTED_KERNEL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL (predicted)"
+
+
+# --- what the one-GPU trace holds --------------------------------------------------------------
+
+
+@dataclass
+class Profile:
+    """The measured steps of one world-size-1 rank, as the model needs them (ns, trace clock)."""
+
+    start: np.ndarray  # per activity: one-GPU start (also its release time)
+    dur: np.ndarray  # per activity: duration
+    stream: np.ndarray
+    step: np.ndarray  # measured step index
+    phase: np.ndarray  # attribution phase code
+    kernel: np.ndarray  # bool: a compute kernel (contention applies)
+    after_buckets: np.ndarray  # bool: launched after the step's last bucket hook (waits for the all-reduce)
+    bucket_step: np.ndarray  # per bucket: step
+    bucket_index: np.ndarray  # per bucket: DDP bucket index
+    bucket_bytes: np.ndarray  # per bucket: bytes
+    bucket_ready: np.ndarray  # per bucket: activity (row of the arrays above) whose end makes it ready
+    steps: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def launch_times(gpu: pd.DataFrame, host: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """Host time of the call that launched each GPU activity (-1 where unknown), and the method."""
+    from dnabert_scaling.traces.classify import is_launch_api
+
+    out = np.full(len(gpu), -1, dtype=np.int64)
+    launches = host[host["kind"] == "launch"]
+    corr = gpu["correlation"]
+    if corr.notna().any():
+        lc = launches[launches["correlation"].notna()]
+        table = dict(zip(lc["correlation"].to_numpy(np.int64), lc["start_ns"].to_numpy(np.int64)))
+        gc = corr.to_numpy(dtype=np.int64, na_value=-1)
+        out = np.array([table.get(int(c), -1) for c in gc], dtype=np.int64)
+        return out, "correlation"
+    lk = launches[launches["stream"].notna()]
+    lk = lk[[is_launch_api(n) for n in lk["name"].astype(str)]]
+    kernels = (gpu["kind"] == "kernel").to_numpy()
+    gstream, gstart = gpu["stream"].to_numpy(np.int64), gpu["start_ns"].to_numpy(np.int64)
+    lstream, lstart = lk["stream"].to_numpy(dtype=np.int64, na_value=-1), lk["start_ns"].to_numpy(np.int64)
+    for s in np.unique(gstream[kernels]):
+        rows = np.flatnonzero(kernels & (gstream == s))
+        rows = rows[np.argsort(gstart[rows], kind="stable")]
+        lt = np.sort(lstart[lstream == s])
+        if len(lt) == len(rows):
+            out[rows] = lt
+    return out, "stream-order"
+
+
+def profile_from_trace(trace) -> Profile:
+    """The model's inputs from a world-size-1 trace (``Trace`` with one rank)."""
+    from dnabert_scaling.analysis.attribution import HostTimeline, attribute
+    from dnabert_scaling.traces.classify import bucket_args
+
+    if len(trace.rank_ids) != 1:
+        raise ArtifactError(
+            f"predict needs a world-size-1 trace (one rank); this one has ranks {list(trace.rank_ids)}",
+            trace.ranks[trace.rank_ids[0]].get("source"),
+        )
+    r = trace.rank_ids[0]
+    meta = trace.ranks[r]
+    world = meta.get("world_size")
+    if world not in (None, 1):
+        raise ArtifactError(f"predict needs a world-size-1 trace; this rank belongs to world size {world}", meta.get("source"))
+    sub = trace.rank(r)
+    gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
+    tl = HostTimeline.from_host(host)
+    if tl.steps == 0:
+        raise ArtifactError("the trace marks no measured step (no ds:step range)", meta.get("source"))
+    att = attribute(gpu, host, tl)
+    names = host["name"].astype(str).to_numpy()
+    is_bucket = (host["kind"] == "phase").to_numpy() & np.array([bucket_args(n) is not None for n in names], bool)
+    if not is_bucket.any():
+        raise ArtifactError(
+            "the trace has no ds:bucket ranges, so bucket readiness is unknown: record the "
+            "world-size-1 run with DDP and the bucket hook (train --bucket-hook on, the default)",
+            meta.get("source"),
+        )
+    launch, method = launch_times(gpu, host)
+    cat = gpu["category"].astype(str).to_numpy()
+    keep = (att.step >= 0) & (cat != "nccl")
+    notes: list[str] = []
+    if (cat == "nccl").any():
+        notes.append(f"{int((cat == 'nccl').sum())} NCCL activities in the one-GPU trace are left out (the model places its own)")
+    unknown = keep & (launch < 0)
+    if unknown.any():
+        notes.append(
+            f"{int(unknown.sum())} activities without a paired launch call: their GPU start stands in "
+            "for the launch time (bucket readiness and the end-of-backward wait are approximate there)"
+        )
+        launch = np.where(launch < 0, gpu["start_ns"].to_numpy(np.int64), launch)
+        method = f"{method} + GPU start where unpaired"
+    rows = _replayed_rows(gpu, att)
+    start = gpu["start_ns"].to_numpy(np.int64)[rows]
+    dur = gpu["end_ns"].to_numpy(np.int64)[rows] - start
+    step = att.step[rows].astype(np.int64)
+    lt = launch[rows]
+    bh = host[is_bucket]
+    b_start, b_end = bh["start_ns"].to_numpy(np.int64), bh["end_ns"].to_numpy(np.int64)
+    b_step = tl.step_of(b_start)
+    args = [bucket_args(n) for n in bh["name"].astype(str)]
+    b_index = np.array([a[0] for a in args], np.int64)
+    b_bytes = np.array([a[1] for a in args], np.int64)
+    inside = b_step >= 0
+    b_start, b_end, b_step, b_index, b_bytes = (x[inside] for x in (b_start, b_end, b_step, b_index, b_bytes))
+    order = np.lexsort((b_start, b_step))
+    b_start, b_end, b_step, b_index, b_bytes = (x[order] for x in (b_start, b_end, b_step, b_index, b_bytes))
+    ready = np.full(len(b_start), -1, np.int64)
+    after = np.zeros(len(rows), bool)
+    missing_steps = []
+    for k in range(tl.steps):
+        acts = np.flatnonzero(step == k)
+        bs = np.flatnonzero(b_step == k)
+        if len(bs) == 0:
+            missing_steps.append(k)
+            continue
+        if len(acts) == 0:
+            continue
+        for b in bs:
+            # NCCL's stream waits for everything launched before the all-reduce call, which
+            # ends the hook's range (the hook's own division kernel included)
+            before = acts[lt[acts] < b_end[b]]
+            ready[b] = before[np.argmax(lt[before])] if len(before) else acts[0]
+        after[acts] = lt[acts] >= b_end[bs].max()
+    if missing_steps:
+        notes.append(
+            f"{len(missing_steps)} measured steps without ds:bucket ranges (steps {missing_steps[:5]}...): they get no all-reduce"
+        )
+    ok = ready >= 0
+    info = {
+        "source": str(below_cwd(meta.get("source"))) if meta.get("source") else None,
+        "format": meta.get("format"),
+        "tool": meta.get("tool"),
+        "measured_steps": int(tl.steps),
+        "activities_per_step": float(len(rows) / max(1, tl.steps)),
+        "buckets_per_step": float(ok.sum() / max(1, tl.steps)),
+        "bucket_bytes": [int(x) for x in b_bytes[ok & (b_step == b_step[ok].min())]] if ok.any() else [],
+        "readiness_method": method,
+        "notes": notes,
+    }
+    info["gradient_bytes"] = int(sum(info["bucket_bytes"]))
+    return Profile(
+        start,
+        dur,
+        gpu["stream"].to_numpy(np.int64)[rows],
+        step,
+        att.phase[rows].astype(np.int8),
+        (cat[rows] == "compute") & (gpu["kind"].astype(str).to_numpy()[rows] == "kernel"),
+        after,
+        b_step[ok],
+        b_index[ok],
+        b_bytes[ok],
+        ready[ok],
+        tl.steps,
+        info,
+    )
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommModel:
+    """All-reduce time of one bucket at one world size: alpha + 2(N-1)/N * bytes / busbw(bytes)."""
+
+    world_size: int
+    alpha_s: float
+    busbw_Bps: float | None = None  # one figure for every size
+    table: tuple[tuple[int, float], ...] = ()  # measured (bytes, busbw) rows, interpolated in log bytes
+
+    def busbw(self, nbytes: int) -> float:
+        if not self.table:
+            return float(self.busbw_Bps)
+        xs = np.log([max(1, b) for b, _ in self.table])
+        ys = np.array([bw for _, bw in self.table])
+        return float(np.interp(math.log(max(1, nbytes)), xs, ys))
+
+    def seconds(self, nbytes: int) -> float:
+        n = self.world_size
+        if n <= 1:
+            return 0.0
+        return self.alpha_s + 2 * (n - 1) / n * nbytes / self.busbw(nbytes)
+
+
+def simulate(p: Profile, comm: CommModel, contention: float) -> tuple[pd.DataFrame, Any]:
+    """The predicted GPU table of the measured steps and its attribution (see the module docstring)."""
+    from dnabert_scaling.analysis.attribution import Attribution
+    from dnabert_scaling.traces.model import GPU_SCHEMA, make_frame
+
+    n = len(p.start)
+    s_out = np.empty(n, np.int64)
+    e_out = np.empty(n, np.int64)
+    stream_free: dict[int, int] = {}
+    comm_free = np.iinfo(np.int64).min
+    comm_s: list[int] = []
+    comm_e: list[int] = []
+    b_rows: list[int] = []
+    ready_of: dict[int, list[int]] = {}
+    for b, row in enumerate(p.bucket_ready):
+        ready_of.setdefault(int(row), []).append(b)
+    step_comm_end: dict[int, int] = {}
+    for i in range(n):
+        st = int(p.stream[i])
+        s = max(int(p.start[i]), stream_free.get(st, np.iinfo(np.int64).min))
+        if p.after_buckets[i]:
+            s = max(s, step_comm_end.get(int(p.step[i]), s))
+        d = int(p.dur[i])
+        if p.kernel[i] and comm_s and contention != 1.0:
+            j = bisect.bisect_right(comm_s, s) - 1
+            if j >= 0 and s < comm_e[j]:
+                d = int(round(d * contention))
+        s_out[i], e_out[i] = s, s + d
+        stream_free[st] = s + d
+        for b in ready_of.get(i, ()):
+            cs = max(s + d, comm_free)
+            ce = cs + int(round(comm.seconds(int(p.bucket_bytes[b])) * 1e9))
+            if ce > cs:
+                comm_s.append(cs)
+                comm_e.append(ce)
+                b_rows.append(b)
+            comm_free = max(comm_free, ce)
+            k = int(p.bucket_step[b])
+            step_comm_end[k] = max(step_comm_end.get(k, ce), ce)
+    nb = len(comm_s)
+    nccl_stream = int(p.stream.max()) + 1 if n else 1
+    kinds = ["kernel" if k else "memcpy" for k in p.kernel] + ["kernel"] * nb
+    cats = ["compute" if k else "memory" for k in p.kernel] + ["nccl"] * nb
+    names = ["activity"] * n + [PREDICTED_KERNEL] * nb
+    coll = [np.nan] * n + ["AllReduce"] * nb
+    msg = np.concatenate([np.zeros(n, np.int64), p.bucket_bytes[b_rows].astype(np.int64) if nb else np.zeros(0, np.int64)])
+    gpu = make_frame(
+        {
+            "rank": 0,
+            "device": 0,
+            "stream": np.concatenate([p.stream, np.full(nb, nccl_stream, np.int64)]),
+            "kind": kinds,
+            "name": names,
+            "start_ns": np.concatenate([s_out, np.array(comm_s, np.int64)]),
+            "end_ns": np.concatenate([e_out, np.array(comm_e, np.int64)]),
+            "category": cats,
+            "collective": coll,
+            "msg_bytes": (msg, np.r_[np.ones(n, bool), np.zeros(nb, bool)]),
+            "correlation": (np.zeros(n + nb, np.int64), np.ones(n + nb, bool)),
+        },
+        GPU_SCHEMA,
+    )
+    # Copies and memsets are "memcpy" here: the partition uses their category, not their kind.
+    step = np.concatenate([p.step, p.bucket_step[b_rows].astype(np.int64) if nb else np.zeros(0, np.int64)])
+    phase = np.concatenate([p.phase, np.full(nb, 1, np.int8)])  # all-reduce: launched during backward
+    return gpu, Attribution(step, phase.astype(np.int8), np.full(n + nb, "predicted", dtype=object))
+
+
+def step_figures(p: Profile, comm: CommModel, contention: float) -> pd.DataFrame:
+    """Per measured step: the analysis' partition of the predicted timeline."""
+    from dnabert_scaling.analysis import partition
+
+    gpu, att = simulate(p, comm, contention)
+    windows = partition.step_windows(gpu, att, p.steps)
+    return partition.rank_step_table(gpu, att, windows)
+
+
+FIGURES = (
+    "step_time_s",
+    "exposed_comm_s",
+    "exposed_comm_share",
+    "overlap_ratio",
+    "allreduce_kernel_s",
+    "allreduce_share",
+    "allreduce_to_backward",
+)
+
+
+def _median(values) -> float | None:
+    arr = np.asarray(values, dtype=float)
+    arr = arr[np.isfinite(arr)]
+    return float(np.median(arr)) if arr.size else None
+
+
+def _medians(table: pd.DataFrame) -> dict[str, float | None]:
+    return {k: _median(table[k]) for k in FIGURES}
+
+
+def comm_models(n: int, layout: NodeLayout, measured_busbw: dict[int, dict]) -> tuple[dict[str, CommModel], dict[str, Any]]:
+    """The all-reduce model at world size n: mid / favourable / unfavourable, and what it used."""
+    if n in measured_busbw:
+        bw = measured_busbw[n]
+        rows = tuple(sorted((int(r["bytes"]), float(r["busbw_Bps"])) for r in bw["sizes"]))
+        m = CommModel(n, 0.0, table=rows)
+        return {"mid": m, "low": m, "high": m}, {
+            "busbw": "measured",
+            "busbw_source": bw.get("_path"),
+            "alpha_us": 0.0,
+            "busbw_GBps_by_bytes": [[b, v / GB] for b, v in rows],
+        }
+    nodes = math.ceil(n / layout.gpus_per_node)
+    bw = (
+        layout.intra_busbw
+        if nodes == 1
+        else Band(
+            min(layout.intra_busbw.mid, layout.inter_busbw.mid),
+            min(layout.intra_busbw.low, layout.inter_busbw.low),
+            min(layout.intra_busbw.high, layout.inter_busbw.high),
+            layout.inter_busbw.source,
+        )
+    )
+    alpha = layout.alpha_intra if nodes == 1 else layout.alpha_inter
+    models = {
+        "mid": CommModel(n, alpha.mid, bw.mid),
+        "low": CommModel(n, alpha.low, bw.high),
+        "high": CommModel(n, alpha.high, bw.low),
+    }
+    return models, {"busbw": "table", "nodes": nodes, "busbw_GBps": bw.as_dict(1 / GB), "alpha_us": alpha.as_dict(1 / US)}
+
+
+def predict(
+    p: Profile, gpus: list[int], layout: NodeLayout, contention: Band, measured_busbw: dict[int, dict] | None = None
+) -> dict[str, Any]:
+    """Predictions per world size with bands; ``low``/``high`` are the favourable/unfavourable runs."""
+    base = step_figures(p, CommModel(1, 0.0, 1.0), 1.0)
+    t1 = _median(base["step_time_s"])
+    out: dict[str, Any] = {}
+    for n in gpus:
+        models, used = comm_models(n, layout, measured_busbw or {})
+        runs = {
+            "mid": _medians(step_figures(p, models["mid"], contention.mid)),
+            "low": _medians(step_figures(p, models["low"], contention.low)),
+            "high": _medians(step_figures(p, models["high"], contention.high)),
+        }
+        entry: dict[str, Any] = {"world_size": n, **used}
+        for k in FIGURES:
+            vals = [runs[c][k] for c in ("mid", "low", "high")]
+            known = [v for v in vals if v is not None]
+            entry[k] = {"mid": vals[0], "low": min(known) if known else None, "high": max(known) if known else None}
+        st = entry["step_time_s"]
+        entry["efficiency"] = {
+            key: (t1 / st[src] if t1 and st[src] else None) for key, src in (("mid", "mid"), ("low", "high"), ("high", "low"))
+        }
+        entry["bucket_allreduce_s"] = [models["mid"].seconds(int(b)) for b in p.info["bucket_bytes"]]
+        out[str(n)] = entry
+    return {"baseline": {"world_size": 1, "step_time_s": t1, "figures": _medians(base)}, "world_sizes": out}
+
+
+def _replayed_rows(gpu: pd.DataFrame, att) -> np.ndarray:
+    """Rows of the activities the model replays (measured steps, not NCCL), in replay order."""
+    cat = gpu["category"].astype(str).to_numpy()
+    rows = np.flatnonzero((att.step >= 0) & (cat != "nccl"))
+    return rows[np.lexsort((gpu["start_ns"].to_numpy(np.int64)[rows], att.step[rows]))]

@@ -67,7 +67,7 @@ bench-hook: $(STAMP) ## cost of the DDP bucket hook: step time with / without it
 	$(VPY) scripts/bench_bucket_hook.py
 
 lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and the shell scripts
-	$(VPY) -m dnabert_scaling.containerlint containers/dnabert-scaling.def
+	$(VPY) -m dnabert_scaling.tools lint-container containers/dnabert-scaling.def
 
 image: ## build dnabert-scaling.sif with Apptainer (needs apptainer)
 	containers/build.sh

@@ -17,7 +17,7 @@
 # The build runs from the repository root (so %files finds the project), needs network access
 # (base image, Score-P tarball, PyPI, Hugging Face) and about 40 GB of temporary space
 # (APPTAINER_TMPDIR / APPTAINER_CACHEDIR move it off /tmp). Without root it uses --fakeroot.
-# Before building, the definition is linted (python -m dnabert_scaling.containerlint).
+# Before building, the definition is linted (python -m dnabert_scaling.tools lint-container).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -56,7 +56,7 @@ done
 
 python=""
 for candidate in "$ROOT/.venv/bin/python" python3; do
-    if "$candidate" -c "import dnabert_scaling.containerlint" >/dev/null 2>&1; then
+    if "$candidate" -c "import dnabert_scaling.tools.containerlint" >/dev/null 2>&1; then
         python="$candidate"
         break
     fi
@@ -66,7 +66,7 @@ if [ -n "$python" ]; then
     for a in "${build_args[@]}"; do
         lint_args+=(--build-arg "$a")
     done
-    "$python" -m dnabert_scaling.containerlint "${lint_args[@]}" "$DEF"
+    "$python" -m dnabert_scaling.tools lint-container "${lint_args[@]}" "$DEF"
 elif [ "$lint_only" -eq 1 ]; then
     die "dnabert_scaling is not importable: run 'make venv' first"
 else

@@ -18,7 +18,7 @@ HAS_SHELLCHECK = shutil.which("shellcheck") is not None
 
 def lint(path: Path, *extra: str, context: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [PYTHON, "-m", "dnabert_scaling.containerlint", "--context", str(context), *extra, str(path)],
+        [PYTHON, "-m", "dnabert_scaling.tools", "lint-container", "--context", str(context), *extra, str(path)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -27,7 +27,18 @@ BUILD = ROOT / "containers" / "build.sh"
 def sections(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sections")
     proc = subprocess.run(
-        [PYTHON, "-m", "dnabert_scaling.containerlint", "--no-scripts", "--context", str(ROOT), "--extract", str(out), str(DEF)],
+        [
+            PYTHON,
+            "-m",
+            "dnabert_scaling.tools",
+            "lint-container",
+            "--no-scripts",
+            "--context",
+            str(ROOT),
+            "--extract",
+            str(out),
+            str(DEF),
+        ],
         capture_output=True,
         text=True,
     )

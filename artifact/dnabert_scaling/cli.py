@@ -50,47 +50,57 @@ class DefaultsOnce(argparse.HelpFormatter):
         return (text + " " if text else "") + "(default: %(default)s)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dnabert-scaling",
-        description="DNABERT-2 DDP scaling study: traced runs, trace analysis, claims checker, report.",
-    )
+DESCRIPTION = "DNABERT-2 DDP scaling study: traced runs, trace analysis, claims checker, report."
+
+
+def build_parser(
+    prog: str = "dnabert-scaling", description: str = DESCRIPTION, subcommands: dict[str, tuple[str, str]] | None = None
+) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in SUBCOMMANDS.items():
+    for name, (module, help_text) in (SUBCOMMANDS if subcommands is None else subcommands).items():
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    prog: str = "dnabert-scaling",
+    description: str = DESCRIPTION,
+    subcommands: dict[str, tuple[str, str]] | None = None,
+) -> int:
+    """Run one subcommand (``prog``, ``description`` and ``subcommands``: another command of the same
+    shape, e.g. ``python -m dnabert_scaling.tools``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    subcommands = SUBCOMMANDS if subcommands is None else subcommands
+    parser = build_parser(prog, description, subcommands)
     if not argv:  # a command is required: the usage, and a non-zero exit
         parser.print_help(sys.stderr)
-        print("dnabert-scaling: error: give a COMMAND", file=sys.stderr)
+        print(f"{prog}: error: give a COMMAND", file=sys.stderr)
         return 2
-    if argv[0] in ("-h", "--help", "--version") or argv[0] not in SUBCOMMANDS:
+    if argv[0] in ("-h", "--help", "--version") or argv[0] not in subcommands:
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
             return 2
     name, rest = argv[0], argv[1:]
-    module_name, help_text = SUBCOMMANDS[name]
+    module_name, help_text = subcommands[name]
     module = importlib.import_module(module_name)
-    sub = argparse.ArgumentParser(prog=f"dnabert-scaling {name}", description=help_text, formatter_class=DefaultsOnce)
+    sub = argparse.ArgumentParser(prog=f"{prog} {name}", description=help_text, formatter_class=DefaultsOnce)
     module.add_arguments(sub)
     args = sub.parse_args(rest)
     try:
         return int(module.run(args) or 0)
     except ArtifactError as exc:
-        print(f"dnabert-scaling {name}: error: {exc}", file=sys.stderr)
+        print(f"{prog} {name}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a write that failed after the up-front checks (disk full, a folder removed)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"dnabert-scaling {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{prog} {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"dnabert-scaling {name}: interrupted", file=sys.stderr)
+        print(f"{prog} {name}: interrupted", file=sys.stderr)
         return 130
 
 

@@ -27,8 +27,10 @@ the app scripts) is checked with ``bash -n`` (or ``sh -n`` where Apptainer runs 
 else ``-s sh``). Problems are printed as ``FILE:LINE: message``; the exit status is 1 when there
 are any, 2 for a usage error.
 
-  python -m dnabert_scaling.containerlint [--build-arg K=V]... [--context DIR] [--extract DIR]
-                                           [--no-shellcheck] [--shell FILE]... [--no-scripts] DEF
+  python -m dnabert_scaling.tools lint-container [--build-arg K=V]... [--context DIR] [--extract DIR]
+                                                 [--no-shellcheck] [--shell FILE]... [--no-scripts] DEF
+
+(``add_arguments`` and ``run`` are that subcommand, in the shape of ``dnabert_scaling.cli``'s.)
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from dnabert_scaling.errors import ArtifactError
 
 # Apptainer's lists (pkg/build/types/parser/deffile.go)
 VALID_SECTIONS = {
@@ -554,12 +558,8 @@ def project_scripts(def_path: Path) -> list[Path]:
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m dnabert_scaling.containerlint",
-        description="Static checks of an Apptainer definition file and the project's shell scripts.",
-    )
-    p.add_argument("definition", type=Path)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("definition", type=Path, metavar="DEF", help="the Apptainer definition file")
     p.add_argument("--build-arg", action="append", default=[], metavar="KEY=VALUE", help="as apptainer build --build-arg")
     p.add_argument(
         "--context",
@@ -578,18 +578,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-scripts", action="store_true", help="check the definition only, not the project's shell scripts")
     p.add_argument("--extract", type=Path, default=None, metavar="DIR", help="write every section (templated) to DIR")
-    args = p.parse_args(argv)
 
+
+def run(args: argparse.Namespace) -> int:
+    """Lint ``args.definition``: 0 when clean, 1 with problems (printed as FILE:LINE: message)."""
     build_args = {}
     for item in args.build_arg:
         if "=" not in item:
-            p.error(f"--build-arg {item!r}: expected KEY=VALUE")
+            raise ArtifactError(f"--build-arg {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
         build_args[k.strip()] = v
     path = args.definition
     if not path.is_file():
-        print(f"containerlint: {path}: no such file", file=sys.stderr)
-        return 2
+        raise ArtifactError("no such file", path)
     context = args.context
     if context is None:
         context = path.resolve().parent.parent if path.resolve().parent.name == "containers" else Path.cwd()
@@ -616,7 +617,3 @@ def main(argv: list[str] | None = None) -> int:
     n_sections = len(d.sections) if d else 0
     print(f"containerlint: {path}: ok ({n_sections} sections, {len(scripts)} shell script(s); {checker})")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

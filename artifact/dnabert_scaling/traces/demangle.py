@@ -42,6 +42,11 @@ def _load():
     return _demangler
 
 
+def available() -> bool:
+    """Whether a C++ demangler could be loaded on this machine."""
+    return _load() is not None
+
+
 def is_mangled(name: str) -> bool:
     """Itanium-ABI mangled names start with ``_Z`` (``__Z`` on some platforms)."""
     return name.startswith("_Z") or name.startswith("__Z")

@@ -13,7 +13,7 @@ Conventions (shared by every function):
   Empty intervals (``start == end``) cover nothing and disappear from results.
 * A *union* (the type ``Intervals`` below) is a tuple ``(s, e)`` of two int64 arrays of equal
   length that are sorted, disjoint and non-touching: ``s[i] < e[i] < s[i+1]``. ``union`` makes
-  one from any intervals; ``intersect``, ``subtract`` and ``clip`` take unions and
+  one from any intervals; ``intersect`` and ``subtract`` take unions and
   return unions (they accept arbitrary intervals too, at the cost of normalising them first).
 * Lengths are int64 nanoseconds, exact: no floating point anywhere, so partitions such as
   ``|A| = |A - B| + |A & B|`` hold to the nanosecond.
@@ -50,12 +50,12 @@ def _as_arrays(starts, ends) -> Intervals:
     return s, e
 
 
-def empty() -> Intervals:
+def _empty() -> Intervals:
     """The empty union."""
     return np.empty(0, dtype=_I64), np.empty(0, dtype=_I64)
 
 
-def is_union(s: np.ndarray, e: np.ndarray) -> bool:
+def _is_union(s: np.ndarray, e: np.ndarray) -> bool:
     """True when (s, e) is already sorted, disjoint, non-touching and without empty intervals."""
     s = np.asarray(s)
     e = np.asarray(e)
@@ -75,8 +75,8 @@ def union(starts, ends) -> Intervals:
     if not keep.all():
         s, e = s[keep], e[keep]
     if s.size == 0:
-        return empty()
-    if is_union(s, e):
+        return _empty()
+    if _is_union(s, e):
         return s.copy(), e.copy()
     order = np.argsort(s, kind="stable")
     s = s[order]
@@ -96,7 +96,7 @@ def _normalised(a) -> Intervals:
     s, e = a
     s = np.asarray(s, dtype=_I64)
     e = np.asarray(e, dtype=_I64)
-    if is_union(s, e):
+    if _is_union(s, e):
         return s, e
     return union(s, e)
 
@@ -125,10 +125,10 @@ def _combine(a: Intervals, b: Intervals, op: str) -> Intervals:
     b_s, b_e = _normalised(b)
     na, nb = a_s.size, b_s.size
     if op == "and" and (na == 0 or nb == 0):
-        return empty()
+        return _empty()
     if op == "sub":
         if na == 0:
-            return empty()
+            return _empty()
         if nb == 0:
             return a_s.copy(), a_e.copy()
     times = np.concatenate([a_s, a_e, b_s, b_e])
@@ -154,7 +154,7 @@ def _combine(a: Intervals, b: Intervals, op: str) -> Intervals:
         raise ValueError(op)
     seg = np.flatnonzero(state[:-1])
     if seg.size == 0:
-        return empty()
+        return _empty()
     return union(u[seg], u[seg + 1])
 
 
@@ -168,20 +168,7 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
     return _combine(a, b, "sub")
 
 
-def clip(a: Intervals, lo: int, hi: int) -> Intervals:
-    """The part of a inside [lo, hi), as a union."""
-    s, e = _normalised(a)
-    if hi <= lo or s.size == 0:
-        return empty()
-    i0 = int(np.searchsorted(e, lo, side="right"))
-    i1 = int(np.searchsorted(s, hi, side="left"))
-    s = np.clip(s[i0:i1], lo, hi)
-    e = np.clip(e[i0:i1], lo, hi)
-    keep = e > s
-    return s[keep], e[keep]
-
-
-def covered_before(a: Intervals, t) -> np.ndarray:
+def _covered_before(a: Intervals, t) -> np.ndarray:
     """For each time in t, the length of a inside (-inf, t): a non-decreasing step-ramp function.
 
     Vectorised with a cumulative sum of lengths and one ``searchsorted``.
@@ -210,18 +197,14 @@ def length_in_windows(a: Intervals, window_starts, window_ends) -> np.ndarray:
         raise ValueError("window_starts and window_ends differ in length")
     if ws.size and np.any(we < ws):
         raise ValueError("a window ends before it starts")
-    return covered_before(a, we) - covered_before(a, ws)
+    return _covered_before(a, we) - _covered_before(a, ws)
 
 
 __all__ = [
     "Intervals",
-    "empty",
-    "is_union",
     "union",
     "total_length",
     "intersect",
     "subtract",
-    "clip",
-    "covered_before",
     "length_in_windows",
 ]

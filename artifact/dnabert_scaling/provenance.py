@@ -50,9 +50,6 @@ class Fallback:
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
 
-    def sentence(self) -> str:
-        return f"{self.what}: {self.used} ({self.reason})"
-
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")

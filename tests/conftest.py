@@ -1,5 +1,7 @@
 """Shared test helpers: paths and the interpreter the tests run subprocesses with."""
 
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,3 +20,12 @@ def tiny_task(tmp_path_factory):
     from dnabert_scaling.data import write_synthetic_task
 
     return write_synthetic_task(tmp_path_factory.mktemp("task") / "prom_core_all", like="prom_core_all", rows=(1200, 300, 100))
+
+
+def can_mount_read_only() -> bool:
+    """Whether a command can be run in a private mount namespace (``unshare -m``) with a read-only
+    mount: root or user namespaces. The tests of read-only outputs need it."""
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o ro tmpfs /mnt"], capture_output=True)
+    return probe.returncode == 0

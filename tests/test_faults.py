@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, PYTHON, ROOT
+from conftest import DATA, PYTHON, ROOT, can_mount_read_only
 
 CLI = [PYTHON, "-m", "dnabert_scaling"]
 TINY = ["--model", "tiny", "--warmup-steps", "0", "--batch-size", "4", "--find-unused-parameters", "false"]
@@ -315,14 +315,7 @@ def test_output_folder_without_write_permission(tmp_path, tiny_task, command):
         shutil.rmtree(base)
 
 
-def _can_mount_read_only() -> bool:
-    if not shutil.which("unshare"):
-        return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o ro tmpfs /mnt"], capture_output=True)
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _can_mount_read_only(), reason="needs unshare -m and mount (root or user namespaces)")
+@pytest.mark.skipif(not can_mount_read_only(), reason="needs unshare -m and mount (root or user namespaces)")
 @pytest.mark.parametrize("command", ["train", "synth-data", "analyze", "convert"])
 def test_output_folder_on_a_read_only_file_system(tmp_path, tiny_task, command):
     ro = tmp_path / "ro"

@@ -29,7 +29,7 @@ def folders(tmp_path_factory):
     base = tmp_path_factory.mktemp("results")
     gpu = write_results(base / "gpu", *gpu_results((1, 4, 8), tracer="torch"))
     checker.write_verdicts(checker.check_results(gpu, CLAIMS_FILE), gpu)  # as `check` leaves it
-    cpu = write_results(base / "cpu", *cpu_results((1, 2)))  # no verdicts.json: the report checks it
+    cpu = write_results(base / "cpu", *cpu_results((1, 2)))  # no verdicts.json: the report runs check on it
     return gpu, cpu
 
 
@@ -65,10 +65,9 @@ def test_executed_notebook_with_injected_parameters(built, folders):
     assert any(o.get("data", {}).get("text/html", "").count("data:image/png;base64,") for c in code for o in c.outputs)
     # the kernel was this interpreter (Appendix D records the kernel's sys.executable, relative to
     # the folder the report was built from when it lies below it)
-    from dnabert_scaling.report.content import shown, _DISPLAY_ROOT
+    from dnabert_scaling.report.content import shown
 
-    _DISPLAY_ROOT[:] = [str(Path.cwd().resolve())]
-    assert f"{shown(sys.executable)} (" in built["text"]
+    assert f"{shown(sys.executable, str(Path.cwd().resolve()))} (" in built["text"]
 
 
 def test_html_is_self_contained_and_code_is_hidden(built):
@@ -82,7 +81,7 @@ def test_html_is_self_contained_and_code_is_hidden(built):
     assert "Report.load" not in re.sub(r"<[^>]+>", "", html)
 
 
-def test_sections_labels_and_verdicts(built):
+def test_sections_labels_and_verdicts(built, folders):
     html = built["text"]
     assert "<h1>Where does GPU time go when DNABERT-2 fine-tuning scales over GPUs?</h1>" in html
     assert f"2 Results: {GPU_LABEL}" in html
@@ -93,7 +92,10 @@ def test_sections_labels_and_verdicts(built):
     assert "of 6 claims, 6 confirmed" in html
     assert "of 6 claims, 6 not run" in html and "no GPU: this is a CPU smoke run" in html
     assert html.count("ds-badge ds-pass") >= 6 and html.count("ds-badge ds-notrun") >= 6
-    assert "computed by the report from" in html, "the CPU folder had no verdicts.json"
+    assert "verdicts.json (written by dnabert-scaling check)" in html
+    # the CPU folder had none: the report command ran check on it, which wrote both files
+    cpu = folders[1]
+    assert (cpu / "verdicts.json").is_file() and (cpu / "verdicts.txt").is_file()
     assert "make kick-tires" in html and "make reproduce" in html and "apptainer run" in html
     assert "|U compute ∩ U nccl| / |U nccl|" in html
 
@@ -157,7 +159,8 @@ def test_results_without_idle_causes_show_plain_idle(tmp_path):
 
 def _set(tmp_path, metrics_tables, name="s"):
     folder = write_results(tmp_path / name, *metrics_tables)
-    return content.load_set(0, folder, None, CLAIMS_FILE)
+    checker.write_verdicts(checker.check_results(folder, CLAIMS_FILE), folder)  # as `check` leaves it
+    return content.load_set(0, folder)
 
 
 def test_figures_are_pngs_or_reasons(tmp_path):
@@ -204,17 +207,6 @@ def test_labels(tmp_path):
     assert content.default_label(m, folder) == "Reference traces: H200, world sizes 1, 4, tracer scorep"
     m, _ = cpu_results((1, 2))
     assert content.default_label(m, tmp_path).startswith("CPU smoke run on this machine: world sizes 1, 2")
-
-
-def test_stale_verdicts_are_recomputed(tmp_path):
-    m, t = gpu_results((1, 4))
-    folder = write_results(tmp_path / "r", m, t)
-    checker.write_verdicts(checker.check_results(folder, CLAIMS_FILE), folder)
-    assert content.load_set(0, folder, None, CLAIMS_FILE).verdicts_source.startswith("verdicts.json")
-    m["created"] = "2030-01-01T00:00:00+00:00"  # analyze ran again after check
-    (folder / "metrics.json").write_text(json.dumps(m))
-    rs = content.load_set(0, folder, None, CLAIMS_FILE)
-    assert "older metrics" in rs.verdicts_source and rs.verdicts is not None
 
 
 def test_kernel_spec_is_this_interpreter_whatever_jupyter_path_says(tmp_path, monkeypatch):

@@ -77,6 +77,13 @@ def run(args: argparse.Namespace) -> int:
     write_results(args.out, metrics, tables)
     print(format_summary(metrics))
     print(f"analyze: wrote {args.out / 'metrics.json'} and {args.out / 'tables'}/", file=sys.stderr)
+    stale = [name for name in ("verdicts.json", "verdicts.txt") if (args.out / name).exists()]
+    if stale:  # kept as `check` wrote them; every reader knows them for another metrics.json
+        print(
+            f"analyze: {' and '.join(stale)} in {args.out} are for the previous metrics, stale until "
+            f"`dnabert-scaling check {args.out}` runs (the report command runs it)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -92,9 +99,6 @@ def write_results(out: Path, metrics: dict, tables: dict) -> None:
         out.mkdir(exist_ok=True)
         if (out / "tables").exists():
             shutil.rmtree(out / "tables")
-        for stale in ("verdicts.json", "verdicts.txt"):  # verdicts of older metrics would mislead
-            if (out / stale).exists():
-                (out / stale).unlink()
         (tmp / "tables").rename(out / "tables")
         (tmp / "metrics.json").replace(out / "metrics.json")
     finally:

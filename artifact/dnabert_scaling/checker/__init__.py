@@ -57,7 +57,16 @@ from dnabert_scaling.checker.evaluate import (
     exit_status,
 )
 from dnabert_scaling.checker.table import _bounds_text, format_table
-from dnabert_scaling.checker.cli import add_arguments, check_results, default_claims_path, load_metrics, run, write_verdicts
+from dnabert_scaling.checker.cli import (
+    add_arguments,
+    check_folder,
+    check_results,
+    default_claims_path,
+    load_metrics,
+    read_verdicts,
+    run,
+    write_verdicts,
+)
 
 __all__ = [
     "CLAIMS_SCHEMA",
@@ -96,9 +105,11 @@ __all__ = [
     "_bounds_text",
     "format_table",
     "add_arguments",
+    "check_folder",
     "check_results",
     "default_claims_path",
     "load_metrics",
     "run",
+    "read_verdicts",
     "write_verdicts",
 ]

@@ -49,6 +49,7 @@ def check_results(results: str | Path, claims_path: str | Path | None = None) ->
     verdicts["sources"] = {
         "metrics": str(metrics_path),
         "metrics_created": metrics.get("created"),
+        "metrics_sha256": hashlib.sha256(metrics_path.read_bytes()).hexdigest(),
         "claims": str(claims_path),
         "claims_sha256": hashlib.sha256(claims_path.read_bytes()).hexdigest(),
     }
@@ -61,6 +62,38 @@ def write_verdicts(verdicts: dict, out: Path, strict: bool = False) -> None:
     verdicts["summary"]["exit_status"] = exit_status(verdicts, strict)
     (out / "verdicts.json").write_text(json.dumps(_jsonable(verdicts), indent=2, allow_nan=False) + "\n")
     (out / "verdicts.txt").write_text(format_table(verdicts))
+
+
+def check_folder(results: str | Path, claims_path: str | Path | None, out: Path, strict: bool = False) -> dict[str, Any]:
+    """What ``check`` does to a results folder: its verdicts, written to ``out`` as verdicts.json and
+    verdicts.txt (the caller has made sure ``out`` is writable)."""
+    verdicts = check_results(results, claims_path)
+    write_verdicts(verdicts, out, strict)
+    return verdicts
+
+
+def read_verdicts(results: str | Path, metrics: dict) -> tuple[dict | None, str]:
+    """The verdicts.json of a results folder if ``check`` wrote it for these ``metrics`` (its
+    ``sources.metrics_created`` is their ``created`` and its ``sources.metrics_sha256``, where
+    recorded, the folder's metrics.json's); else None and why it is not current."""
+    path = Path(results) / "verdicts.json"
+    if not path.is_file():
+        return None, "no verdicts.json"
+    try:
+        verdicts = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None, f"{path.name} is not valid JSON"
+    if not isinstance(verdicts, dict) or not isinstance(verdicts.get("claims"), list):
+        return None, f"{path.name} holds no list of claims"
+    sources = verdicts.get("sources") or {}
+    made_for = sources.get("metrics_created")
+    if made_for and metrics.get("created") and made_for != metrics.get("created"):
+        return None, f"{path.name} was written for other metrics (created {made_for}; metrics.json: {metrics['created']})"
+    digest = sources.get("metrics_sha256")  # two analyses within one second share ``created``
+    metrics_file = Path(results) / "metrics.json"
+    if digest and metrics_file.is_file() and digest != hashlib.sha256(metrics_file.read_bytes()).hexdigest():
+        return None, f"{path.name} was written for other metrics (metrics.json changed since `check` ran)"
+    return verdicts, ""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -78,8 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = args.out or (args.results.parent if args.results.suffix == ".json" else args.results)
     writable_dir(out, "--out" if args.out else "results folder (verdicts.json goes there; or give --out)")
-    verdicts = check_results(args.results, args.expected)
-    write_verdicts(verdicts, out, args.strict)
+    verdicts = check_folder(args.results, args.expected, out, args.strict)
     if not args.quiet:
         sys.stdout.write(format_table(verdicts))
     rc = verdicts["summary"]["exit_status"]

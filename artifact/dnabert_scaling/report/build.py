@@ -7,7 +7,9 @@ very interpreter, then converted with nbconvert's HTML exporter with the code ce
 Figures are PNG data inside the page, and the page loads nothing from the network, so
 ``DIR/report.html`` alone is the report; the executed ``DIR/report.ipynb`` is written next to it.
 Each results folder becomes a labelled section (label: ``--label``, in order, else derived from
-``metrics.json``). A folder without ``verdicts.json`` is checked on the fly against the claims file.
+``metrics.json``). A folder without a current ``verdicts.json`` (none, or one written for other
+metrics) is checked first, by the function ``check`` runs, against the claims file (``--expected``),
+writing its verdicts.json and verdicts.txt and saying so; the notebook only reads them.
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ def build_report(
     from dnabert_scaling import __version__, checker
     from dnabert_scaling.outputs import writable_dir
     from dnabert_scaling.provenance import now_iso
-    from dnabert_scaling.report import content, template
+    from dnabert_scaling.report import template
+    from dnabert_scaling.report.results import distinct_labels
 
     t0 = time.monotonic()
     labels = list(labels or [])
@@ -108,7 +111,8 @@ def build_report(
         metrics, mpath = checker.load_metrics(r)  # a clear error for a folder without metrics.json
         folder = mpath.parent.resolve()
         loaded.append((metrics, folder, labels[i] if i < len(labels) else None))
-    derived = content.distinct_labels([(m, f) for m, f, _ in loaded])
+    check_where_needed([(m, f) for m, f, _ in loaded], claims_path)
+    derived = distinct_labels([(m, f) for m, f, _ in loaded])
     for (metrics, folder, label), auto in zip(loaded, derived):
         sets.append({"path": str(folder), "label": label or auto})
         titles.append(label or auto)
@@ -174,6 +178,42 @@ def build_report(
     return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
 
 
+def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> list[Path]:
+    """Run ``check`` (the same function as the command) on every results folder whose verdicts.json
+    is missing or was written for other metrics, saying so, one line per folder; the notebook then
+    only reads verdicts.json. Every folder to check is verified writable before any is written, so a
+    refusal leaves all of them as they were. Without a claims file nothing is checked: those folders'
+    claims show as not checked, with the reason. Returns the folders checked."""
+    from dnabert_scaling import checker
+    from dnabert_scaling.outputs import writable_dir
+
+    todo = []
+    for metrics, folder in folders:
+        verdicts, why = checker.read_verdicts(folder, metrics)
+        if verdicts is not None:
+            continue
+        if not claims_path.is_file():
+            print(f"report: {folder}: {why} and no claims file {claims_path}: its claims show as not checked", file=sys.stderr)
+            continue
+        try:
+            writable_dir(folder, "results folder")
+        except ArtifactError as exc:
+            raise ArtifactError(
+                f"{why}, and the report cannot write the verdicts there ({exc}); "
+                f"run `dnabert-scaling check {folder} --expected {claims_path}` where it can be written, "
+                "or make the folder writable, then build the report again",
+                folder,
+            ) from None
+        todo.append((folder, why))
+    for folder, why in todo:
+        checker.check_folder(folder, claims_path, folder)
+        print(
+            f"report: {folder}: {why}: ran `dnabert-scaling check` against {claims_path} (wrote verdicts.json and verdicts.txt)",
+            file=sys.stderr,
+        )
+    return [folder for folder, _ in todo]
+
+
 def _first_lines(text: str, n: int = 25) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return "\n".join(lines[-n:])
@@ -193,7 +233,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--expected",
         type=Path,
         default=None,
-        help="claims file for folders without verdicts.json (default: expected/claims.toml)",
+        help="claims file to check folders without a current verdicts.json against (default: expected/claims.toml)",
     )
     p.add_argument("--timeout", type=positive_int, default=300, help="seconds per notebook cell (default 300)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")

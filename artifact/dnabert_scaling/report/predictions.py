@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from dnabert_scaling.report.content import badge, esc, fmt
+from dnabert_scaling.report.results import badge, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt
 
 SCHEMA = "dnabert-scaling/predictions/1"

@@ -4,7 +4,6 @@ text helpers every section uses (paths as shown, escaping, number formats, verdi
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -15,28 +14,18 @@ import pandas as pd
 
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
+from dnabert_scaling.traces.classify import shorten_middle
 
-STUDY = {
-    "hardware": "NVIDIA A100 GPUs on SLURM nodes",
-    "world_sizes": [1, 4, 8],
-    "tracer": "Score-P (OTF2 traces, CUDA and NCCL recording)",
-    "measured_steps": 50,
-}
-# The official fine-tuning recipe the study ran (prom_300-shaped task), for the set-up differences.
-RECIPE = {"model": "base", "batch_size_per_rank": 8, "seq_len_tokens": 70, "find_unused_parameters": True}
 VERDICT_CLASS = {PASS: "pass", FAIL: "fail", NOT_RUN: "notrun", INVALID: "invalid"}
 VERDICT_WORD = {PASS: "confirmed", FAIL: "refuted", NOT_RUN: "not run", INVALID: "invalid"}
 
 
-_DISPLAY_ROOT: list[str] = []  # set from the build parameters: the working directory of `report`
-
-
-def shown(path: Any) -> str:
-    """A path as the reader should see it: relative to the folder the report was built from when it
-    lies below it (the notebook itself runs elsewhere, so it gets absolute paths)."""
+def shown(path: Any, root: str | None = None) -> str:
+    """A path as the reader should see it: relative to ``root`` (the folder the report was built
+    from) when it lies below it (the notebook itself runs elsewhere, so it gets absolute paths)."""
     text = str(path)
-    if _DISPLAY_ROOT and text.startswith(_DISPLAY_ROOT[0].rstrip("/") + "/"):
-        return text[len(_DISPLAY_ROOT[0].rstrip("/")) + 1 :]
+    if root and text.startswith(root.rstrip("/") + "/"):
+        return text[len(root.rstrip("/")) + 1 :]
     return text
 
 
@@ -71,6 +60,11 @@ def results_folder_note(path: Path) -> str:
 
 def esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
+
+
+def short(x: Any, n: int = 48) -> str:
+    """At most n characters, cut in the middle so both the family and the specialisation show."""
+    return shorten_middle(str(x), n)
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -120,6 +114,7 @@ class ResultSet:
     verdicts_source: str
     _tables: dict = field(default_factory=dict)
     _table_reasons: dict = field(default_factory=dict)
+    display_root: str | None = None  # paths below it are shown relative to it (see :func:`shown`)
 
     @property
     def number(self) -> int:
@@ -252,30 +247,18 @@ def distinct_labels(items: list[tuple[dict, Path]]) -> list[str]:
     return labels
 
 
-def load_set(index: int, path: str | Path, label: str | None = None, claims: str | Path | None = None) -> ResultSet:
+def load_set(index: int, path: str | Path, label: str | None = None) -> ResultSet:
+    """One results folder: its metrics and its current verdicts.json, read as they are (never evaluated
+    here: without current verdicts the claims are shown as not checked, with the reason)."""
     path = Path(path)
     metrics, metrics_path = checker.load_metrics(path)
     path = metrics_path.parent
-    verdicts, source = None, ""
-    vpath = path / "verdicts.json"
-    if vpath.is_file():
-        try:
-            verdicts = json.loads(vpath.read_text())
-            source = f"{vpath.name} (written by dnabert-scaling check)"
-        except ValueError:
-            verdicts = None
-            source = f"{vpath.name} is not valid JSON; "
-        if verdicts is not None:
-            made_for = (verdicts.get("sources") or {}).get("metrics_created")
-            if made_for and metrics.get("created") and made_for != metrics.get("created"):
-                verdicts, source = None, f"{vpath.name} was written for older metrics; "
-    if verdicts is None:
-        claims_path = Path(claims) if claims else checker.default_claims_path()
-        if claims_path.is_file():
-            verdicts = checker.evaluate(metrics, checker.load_claims(claims_path))
-            source += f"computed by the report from {claims_path} (`dnabert-scaling check` was not run on this folder)"
-        else:
-            source += "no verdicts: no verdicts.json and no claims file"
+    verdicts, why = checker.read_verdicts(path, metrics)
+    source = (
+        "verdicts.json (written by dnabert-scaling check)"
+        if verdicts is not None
+        else f"{why}: run `dnabert-scaling check` on this folder (the report command does so before the notebook runs)"
+    )
     return ResultSet(index, path, label or default_label(metrics, path), _kind(metrics, path), metrics, verdicts, source)
 
 
@@ -285,8 +268,14 @@ class Report:
     params: dict
 
     @classmethod
-    def load(cls, results: list[dict], claims: str | None = None, params: dict | None = None) -> "Report":
-        sets = [load_set(i, r["path"], r.get("label"), claims) for i, r in enumerate(results)]
+    def load(cls, results: list[dict], params: dict | None = None) -> "Report":
+        sets = [load_set(i, r["path"], r.get("label")) for i, r in enumerate(results)]
         params = dict(params or {})
-        _DISPLAY_ROOT[:] = [params["cwd"]] if params.get("cwd") else []
+        for rs in sets:
+            rs.display_root = params.get("cwd")
         return cls(sets, params)
+
+    @property
+    def display_root(self) -> str | None:
+        """The working directory of ``report``: paths below it are shown relative to it."""
+        return self.params.get("cwd")

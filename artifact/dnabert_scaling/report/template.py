@@ -3,8 +3,9 @@
 The first cell holds the parameters (the results folders with their labels, the claims file, the
 build's facts); ``dnabert-scaling report`` injects it, and anyone can edit it and rerun the
 notebook in Jupyter. The cells of section "Results" are repeated once per results folder, so each
-folder becomes a labelled section of its own. Code cells only call ``report.content`` and
-``report.figures``; their text is generated from the files, the static prose is in the markdown
+folder becomes a labelled section of its own. Code cells only call the section modules
+(``report.front``, ``verdict_sections``, ``metric_tables``, ``timeline``, ``appendices``), ``report.results``
+and ``report.figures``; their text is generated from the files, the static prose is in the markdown
 cells below.
 """
 
@@ -23,6 +24,7 @@ def parameters_cell(results: list[dict], claims: str | None, params: dict[str, A
         "# Parameters (injected by `dnabert-scaling report`; edit and rerun to point the notebook elsewhere).\n"
         "# RESULTS: one entry per results folder, in report order; label None = derived from metrics.json.\n"
         f"RESULTS = {results!r}\n"
+        "# CLAIMS: the claims file of the `check` runs the report command made (the notebook only reads verdicts.json).\n"
         f"CLAIMS = {claims!r}\n"
         f"PARAMS = {params!r}\n"
     )
@@ -116,13 +118,13 @@ def set_cells(k: int, section: int, label: str) -> list:
     n = f"R.sets[{k}]"
     cells = [
         _md(f"## {s} Results: {label}"),
-        _code(f"S = {n}\nC.show(C.setup_html(S))", "setup"),
+        _code(f"S = {n}\nH.show(H.setup_html(S))", "setup"),
         _md(f"### {s}.1 Claims and verdicts"),
-        _code("C.show(C.claims_html(S))", "claims"),
+        _code("H.show(V.claims_html(S))", "claims"),
         _md(f"### {s}.2 Where the GPU time goes"),
-        _code("C.show(C.metrics_table_html(S))", "metrics"),
+        _code("H.show(T.metrics_table_html(S))", "metrics"),
         _code(
-            f"C.show_figure(F.breakdown(S), '{s}.1',\n"
+            f"H.show_figure(F.breakdown(S), '{s}.1',\n"
             "    'GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no '\n"
             "    'compute under it), exposed memcpy and idle (split into host wait, kernel wait and other, Method). Medians '\n"
             "    'over all (rank, step) samples, so the stacked parts '\n"
@@ -130,18 +132,18 @@ def set_cells(k: int, section: int, label: str) -> list:
             "figure",
         ),
         _code(
-            f"C.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
+            f"H.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
             "    'Summed AllReduce kernel time against the backward pass\\'s GPU time per step (medians; error bars p10 to p90 '\n"
             "    'over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes '\n"
             "    'busy-waiting (Caveat 1).')",
             "figure",
         ),
-        _code("C.show(C.idle_html(S))", "idle"),
-        _code("C.show(C.ranking_html(S))", "ranking"),
-        _code("C.show(C.kernel_classes_html(S))", "kernel-classes"),
+        _code("H.show(T.idle_html(S))", "idle"),
+        _code("H.show(T.ranking_html(S))", "ranking"),
+        _code("H.show(T.kernel_classes_html(S))", "kernel-classes"),
         _md(f"### {s}.3 One step, every rank: compute and communication side by side"),
         _code(
-            f"C.show_figure(F.timeline(S), '{s}.3',\n"
+            f"H.show_figure(F.timeline(S), '{s}.3',\n"
             "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
             "    'Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams '\n"
             "    '(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. Gaps on a '\n"
@@ -149,23 +151,23 @@ def set_cells(k: int, section: int, label: str) -> list:
             "    'backward compute continues on the other stream are the overlap of claim C5.')",
             "figure",
         ),
-        _code("C.show(C.zoom_timeline_html(S))", "zoom-timeline"),
+        _code("H.show(Z.zoom_timeline_html(S))", "zoom-timeline"),
         _code(
-            f"C.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
+            f"H.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
             "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
             "    'world size; dashed: the bound of claim C5.')",
             "figure",
         ),
         _code(
-            f"C.show_figure(F.distributions(S), '{s}.5',\n"
+            f"H.show_figure(F.distributions(S), '{s}.5',\n"
             "    'Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, '\n"
             "    'dots beyond; red: median.')",
             "figure",
         ),
-        _code("C.show(C.rank_skew_html(S))", "ranks"),
+        _code("H.show(T.rank_skew_html(S))", "ranks"),
         _md(f"### {s}.4 Throughput"),
         _code(
-            f"C.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
+            f"H.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
             "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
             "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
             "    'claim C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and '\n"
@@ -173,7 +175,7 @@ def set_cells(k: int, section: int, label: str) -> list:
             "figure",
         ),
         *prediction_cells(s),
-        _code("C.show(C.notes_html(S))", "notes"),
+        _code("H.show(A.notes_html(S))", "notes"),
     ]
     return cells
 
@@ -183,9 +185,9 @@ def prediction_cells(s: str) -> list:
     return [
         _md(f"### {s}.5 Prediction from the one-GPU trace (not a verdict)"),
         _code(
-            f"from dnabert_scaling.report import predictions as P\nC.show(P.section_html(S))\n"
+            f"from dnabert_scaling.report import predictions as P\nH.show(P.section_html(S))\n"
             f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
-            f"    C.show_figure(P.curves(S), '{s}.6',\n"
+            f"    H.show_figure(P.curves(S), '{s}.6',\n"
             "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
             "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
             "    'measured traced runs where they exist. A prediction, never a verdict.')",
@@ -203,13 +205,14 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     cells = [
         parameters_cell(results, claims, params),
         _code(
-            "from dnabert_scaling.report import content as C, figures as F\n"
-            "C.check_kernel(PARAMS)\n"
-            "R = C.Report.load(RESULTS, CLAIMS, PARAMS)\n"
-            "C.show(C.style() + C.title_html(R))",
+            "from dnabert_scaling.report import appendices as A, figures as F, front as H, metric_tables as T\n"
+            "from dnabert_scaling.report import results as RS, timeline as Z, verdict_sections as V\n"
+            "A.check_kernel(PARAMS)\n"
+            "R = RS.Report.load(RESULTS, PARAMS)\n"
+            "H.show(H.style() + H.title_html(R))",
             "title",
         ),
-        _code("C.show(C.abstract_html(R))", "abstract"),
+        _code("H.show(H.abstract_html(R))", "abstract"),
         _md(METHOD),
     ]
     section = 2
@@ -217,15 +220,15 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
         cells += set_cells(k, section, label)
         section += 1
     cells.append(_md(CAVEATS.format(n=section)))
-    cells.append(_code("C.show(C.busy_wait_html(R, F, '%d'))" % section, "caveats"))
+    cells.append(_code("H.show(A.busy_wait_html(R, F, '%d'))" % section, "caveats"))
     section += 1
     cells.append(_md(REPRODUCE.format(n=section)))
-    cells.append(_code("C.show(C.reproduce_html(R))", "reproduce"))
+    cells.append(_code("H.show(A.reproduce_html(R))", "reproduce"))
     cells.append(_md(APPENDIX))
     cells.append(
         _code(
             "S0 = next((S for S in R.sets if S.verdicts), None)\n"
-            "C.show(C.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')",
+            "H.show(V.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')",
             "appendix",
         )
     )
@@ -240,7 +243,7 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
             "(a trace without launch records) is shown, not failed."
         )
     )
-    cells.append(_code("for S in R.sets:\n    C.show(f'<p><b>{C.esc(S.label)}</b></p>' + C.sanity_html(S))", "appendix"))
+    cells.append(_code("for S in R.sets:\n    H.show(f'<p><b>{RS.esc(S.label)}</b></p>' + V.sanity_html(S))", "appendix"))
     cells.append(
         _md(
             "## Appendix C: cross-tracer agreement\n\nWhere one configuration was traced by two tools "
@@ -252,13 +255,13 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     cells.append(
         _code(
             "from dnabert_scaling.report.agreement import agreement_html\n"
-            "C.show(agreement_html(R.sets, C.esc) or '<p>No configuration was traced by two tools in "
+            "H.show(agreement_html(R.sets, RS.esc) or '<p>No configuration was traced by two tools in "
             "these results.</p>')",
             "agreement",
         )
     )
     cells.append(_md("## Appendix D: this report's build"))
-    cells.append(_code("C.show(C.build_info_html(R))", "appendix"))
+    cells.append(_code("H.show(A.build_info_html(R))", "appendix"))
     nb.cells = cells
     nbformat.validate(nb)
     return nb

@@ -1,0 +1,136 @@
+"""The closing parts of the report: each set's analysis notes, the busy-wait caveat in numbers, how
+to reproduce, the report's build (Appendix D) and the check that the kernel is the builder's
+interpreter."""
+
+from __future__ import annotations
+
+from dnabert_scaling.report.front import figure_html
+from dnabert_scaling.report.results import Report, ResultSet, esc, fmt, results_folder_note, shown
+
+
+def notes_html(rs: ResultSet) -> str:
+    notes = list(rs.metrics.get("notes") or [])
+    for n in rs.world_sizes:
+        notes += [f"world size {n}: {x}" for x in ((rs.gpu(n) or {}).get("notes") or [])]
+        pm = (rs.gpu(n) or {}).get("phase_method")
+        if pm:
+            text = f"world size {n}: phases attributed by {pm}"
+            val = (rs.gpu(n) or {}).get("phase_validation") or {}
+            agree = [
+                f"{k} {v['time']:.1%} of GPU time" for k, v in val.items() if isinstance(v, dict) and v.get("time") is not None
+            ]
+            if agree:
+                text += " (the Score-P methods agree with it on " + ", ".join(agree) + ")"
+            notes.append(text)
+    if not notes:
+        return ""
+    return (
+        "<p class='ds-small'><b>Analysis notes:</b></p><ul class='ds-small'>"
+        + "".join(f"<li>{esc(x)}</li>" for x in notes)
+        + "</ul>"
+    )
+
+
+def busy_wait_html(report: Report, figures, section: str) -> str:
+    """Caveat 1 in numbers: a figure per result set with a bus-bandwidth measurement, one note for the rest."""
+    out, without = [], []
+    k = 0
+    for rs in report.sets:
+        items = [(n, rs.busy_wait(n)) for n in rs.world_sizes if rs.busy_wait(n) and rs.busy_wait(n).get("ratio")]
+        if not items:
+            without.append(rs.label)
+            continue
+        k += 1
+        words = "; ".join(
+            f"at {n} GPUs the AllReduce kernels run {b['ratio']:.1f}x as long as moving the gradient "
+            f"bytes at the bus bandwidth measured on the same machine ({fmt(b.get('busbw_GBps'))} GB/s)"
+            for n, b in items
+        )
+        caption = (
+            f"Busy-wait, {esc(rs.label)}: {words}. The excess over the pure transfer time is time the LL kernels "
+            "spend waiting for peers, not moving data (bus bandwidth from <code class='ds'>dnabert-scaling busbw</code>)."
+        )
+        out.append(figure_html(figures.busy_wait(rs), f"{section}.{k}", caption))
+    if without:
+        reasons = []
+        for rs in report.sets:
+            if rs.label not in without:
+                continue
+            if rs.device == "cpu":
+                why = "a CPU run: the bus bandwidth may have been measured (gloo), but there are no GPU AllReduce kernels to compare it with"
+            elif rs.metrics.get("busbw"):
+                why = "the bus bandwidth was measured, but no AllReduce kernel time to compare it with"
+            else:
+                why = "no bus-bandwidth measurement (busbw) came with these runs (it runs at world sizes of 2 and more)"
+            reasons.append(f"{esc(rs.label)}: {why}")
+        out.append(
+            "<div class='ds-na'><b>Busy-wait figure not available</b> for "
+            + "; ".join(reasons)
+            + ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost.</div>"
+        )
+    return "".join(out)
+
+
+def reproduce_html(report: Report) -> str:
+    paths = " ".join(shown(s.path, report.display_root) for s in report.sets)
+    return f"""<p>Everything in this report is rebuilt from files, by commands that can be rerun one at a time:</p>
+<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, under a minute)
+make reproduce      # the GPU sweep where GPUs exist (1, 2, 4, 8 that fit), else the CPU smoke run; then analysis, check, report
+make sweep-slurm    # submit the 1 -> 4 -> 8 GPU sweep to SLURM (scripts/slurm/)
+
+# the same steps inside the container image (its runscript is the dnabert-scaling command)
+apptainer run --nv --cleanenv -B "$PWD" dnabert-scaling.sif sweep --gpus 1,4,8 --out runs
+apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif analyze runs --out results
+apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif check results
+apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif report results --out report
+
+# stage by stage
+dnabert-scaling analyze RUNS/ --out results/                               # traces -> metrics.json + tables/
+dnabert-scaling check results/ --expected expected/claims.toml [--strict]  # -> verdicts.json, verdicts.txt
+dnabert-scaling report {esc(paths)} --out report/   # the folders of this report{esc(_made_by(report))}</pre>
+<p class="ds-small">The executed notebook <code class="ds">report.ipynb</code> next to this page holds the code of
+every table and figure; <code class="ds">dnabert-scaling report --show-code</code> keeps it in the page.</p>"""
+
+
+def _made_by(report: Report) -> str:
+    """Which command writes this report's results folders when a fresh clone lacks them."""
+    if any(results_folder_note(s.path) for s in report.sets):
+        return " (written by make kick-tires / make reproduce)"
+    return ""
+
+
+def build_info_html(report: Report) -> str:
+    import platform
+    import sys
+
+    p = report.params
+    rows = [
+        ("Python of the report kernel", f"{shown(sys.executable, report.display_root)} ({platform.python_version()})"),
+        ("Report built", p.get("created", "?")),
+        ("Artifact version", p.get("version", "?")),
+        ("Claims file", shown(p.get("claims"), report.display_root) if p.get("claims") else "–"),
+    ]
+    for s in report.sets:
+        src = (s.verdicts or {}).get("sources") or {}
+        rows.append(
+            (
+                f"Set {s.number}",
+                f"{shown(s.path, report.display_root)} — metrics {s.metrics.get('created', '?')}"
+                + (f", claims sha256 {src['claims_sha256'][:12]}…" if src.get("claims_sha256") else ""),
+            )
+        )
+    return (
+        "<table class='ds-table ds-kv'>" + "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for a, b in rows) + "</table>"
+    )
+
+
+def check_kernel(params: dict) -> None:
+    """Stop when the kernel is not the interpreter that built the report (different packages)."""
+    import sys
+
+    want = params.get("prefix")
+    if params.get("strict_kernel") and want and want != sys.prefix:
+        raise RuntimeError(
+            f"the notebook kernel runs {sys.executable} (prefix {sys.prefix}), "
+            f"not the report builder's interpreter (prefix {want})"
+        )

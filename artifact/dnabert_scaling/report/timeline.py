@@ -1,0 +1,89 @@
+"""The zoomable timeline of one step: an inline SVG of every rank's host and GPU rows with the
+script that zooms it (no library, nothing fetched)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dnabert_scaling.report.results import ResultSet, esc
+
+ZOOM_COLORS = {
+    "compute": "#3b6fb6",
+    "nccl": "#d1495b",
+    "memory": "#2e9e6a",
+    "launch": "#111827",
+    "forward": "#fde68a",
+    "backward": "#bfdbfe",
+    "optimizer": "#ddd6fe",
+}
+ZOOM_JS = """<script>(function(){var svg=document.getElementById('%(id)s'),out=document.getElementById('%(id)s-range');
+var T0=%(t0)s,T1=%(t1)s,H=%(h)s,a=T0,b=T1,drag=null;
+function show(){svg.setAttribute('viewBox',a+' 0 '+(b-a)+' '+H);out.textContent=(a/1000).toFixed(3)+' to '+(b/1000).toFixed(3)+' ms';}
+function fit(){var w=b-a;if(w>T1-T0){a=T0;b=T1;}if(a<T0){b+=T0-a;a=T0;}if(b>T1){a-=b-T1;b=T1;}}
+svg.addEventListener('wheel',function(e){e.preventDefault();var r=svg.getBoundingClientRect(),x=a+(e.clientX-r.left)/r.width*(b-a),
+k=e.deltaY<0?0.8:1.25;a=x-(x-a)*k;b=x+(b-x)*k;if(b-a<0.05){b=a+0.05;}fit();show();},{passive:false});
+svg.addEventListener('mousedown',function(e){drag={x:e.clientX,a:a,b:b};});
+window.addEventListener('mouseup',function(){drag=null;});
+svg.addEventListener('mousemove',function(e){if(!drag)return;var r=svg.getBoundingClientRect(),d=(e.clientX-drag.x)/r.width*(drag.b-drag.a);
+a=drag.a-d;b=drag.b-d;fit();show();});
+svg.addEventListener('dblclick',function(){a=T0;b=T1;show();});show();})();</script>"""
+
+
+def zoom_timeline_html(rs: ResultSet) -> str:
+    """The timeline figure's step as inline SVG that zooms (wheel), pans (drag) and resets (double
+    click); every bar names itself on hover. Self-contained: no file or network at view time."""
+    tl = rs.table("timeline")
+    if tl is None or tl.empty:
+        return ""
+    ws = int(tl["world_size"].max())
+    tl = tl[tl["world_size"] == ws]
+    host = rs.table("timeline_host")
+    host = host[host["world_size"] == ws] if host is not None and not host.empty else None
+    rows: list[tuple[str, Any]] = []  # (label, frame of bars with start_s, end_s, color, title)
+    for rank in sorted(int(r) for r in tl["rank"].unique()):
+        if host is not None:
+            mine = host[host["rank"] == rank]
+            for thread, g in mine.groupby("thread", sort=False):
+                color = [
+                    ZOOM_COLORS.get(n, "#d1d5db") if k == "phase" else ZOOM_COLORS["launch"] for k, n in zip(g["kind"], g["name"])
+                ]
+                bars = g.assign(color=color, title=g["name"].astype(str))
+                bars = bars[(bars["kind"] == "launch") | bars["name"].isin(["forward", "backward", "optimizer"])]
+                rows.append((f"rank {rank} · host {thread}", bars))
+        for stream, g in tl[tl["rank"] == rank].groupby("stream", sort=True):
+            bars = g.assign(
+                color=[ZOOM_COLORS.get(c, "#888888") for c in g["category"]],
+                title=[f"{n} [{p}]" for n, p in zip(g["name"].astype(str), g["phase"].astype(str))],
+            )
+            rows.append((f"rank {rank} · stream {stream}", bars))
+    row_h = 18
+    t0 = min(float(min(b["start_s"].min() for _, b in rows if len(b))), 0.0) * 1e6
+    t1 = float(max(b["end_s"].max() for _, b in rows if len(b))) * 1e6
+    shapes, labels = [], []
+    for i, (label, bars) in enumerate(rows):
+        y = i * row_h
+        labels.append(f"<div style='height:{row_h}px;line-height:{row_h}px'>{esc(label)}</div>")
+        for a, b, c, t in zip(bars["start_s"] * 1e6, bars["end_s"] * 1e6, bars["color"], bars["title"]):
+            shapes.append(
+                f"<rect x='{a:.3f}' y='{y + 2}' width='{max(b - a, 0.3):.3f}' height='{row_h - 4}' fill='{c}'>"
+                f"<title>{esc(t)} ({(b - a):.1f} µs)</title></rect>"
+            )
+    height = len(rows) * row_h
+    uid = f"ds-zoom-{rs.index}"
+    svg = (
+        f"<svg id='{uid}' viewBox='{t0} 0 {t1 - t0} {height}' preserveAspectRatio='none' "
+        f"style='width:100%;height:{height}px;cursor:grab;background:#fafafa' xmlns='http://www.w3.org/2000/svg'>"
+        + "".join(shapes)
+        + "</svg>"
+    )
+    return (
+        f"<p><b>Zoomable timeline</b> of the same step (world size {ws}): wheel to zoom, drag to pan, double click "
+        f"to reset; hover a bar for its name. Showing <span id='{uid}-range'></span>. For a deeper look at every "
+        "step: the Kineto traces open in Perfetto as they are, and <code class='ds'>dnabert-scaling convert TRACE... "
+        "--out DIR --merged</code> writes <code class='ds'>DIR/all-ranks/traces.otf2</code>, all ranks in one "
+        "archive for Vampir.</p>"
+        f"<div style='display:flex;gap:6px;font-size:11px'><div style='flex:0 0 190px;white-space:nowrap;"
+        f"overflow:hidden'>{''.join(labels)}</div><div style='flex:1 1 auto;min-width:0'>{svg}</div></div>"
+        + ZOOM_JS
+        % {"id": uid, "t0": f"{t0:.3f}", "t1": f"{t1:.3f}", "h": height}
+    )

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -26,6 +25,24 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from dnabert_scaling.analysis.stats import stat
+from dnabert_scaling.metrics_schema import (
+    BusyWait,
+    Completeness,
+    EfficiencySpread,
+    GpuMetrics,
+    KernelClassShare,
+    MetricsFile,
+    RankCompleteness,
+    RankedActivity,
+    RankFigures,
+    RankSkew,
+    Sanity,
+    Throughput,
+    Traced,
+    WorldSizeEntry,
+)
 
 STEPS = 12
 COMPUTE_STREAM, NCCL_STREAM = 7, 20
@@ -40,20 +57,6 @@ BATCH = 32
 GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_nn"
 ELEMENTWISE = "at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float>>"
 SOFTMAX = "at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>"
-
-
-def stat(values) -> dict[str, Any] | None:
-    arr = np.asarray([v for v in np.asarray(values, dtype=float).ravel() if math.isfinite(v)])
-    if arr.size == 0:
-        return None
-    return {
-        "median": float(np.median(arr)),
-        "p10": float(np.percentile(arr, 10)),
-        "p90": float(np.percentile(arr, 90)),
-        "min": float(arr.min()),
-        "max": float(arr.max()),
-        "n": int(arr.size),
-    }
 
 
 def _steps(ws: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -189,7 +192,7 @@ def _timeline(ws: int, rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataF
     return pd.DataFrame(rows), pd.DataFrame(phases)
 
 
-def _classes(ranking: pd.DataFrame) -> list[dict[str, Any]]:
+def _classes(ranking: pd.DataFrame) -> list[KernelClassShare]:
     """The ranking's rows by kernel class (the fixture's names are one per class)."""
     from dnabert_scaling.analysis.kernel_classes import name_class
 
@@ -197,115 +200,87 @@ def _classes(ranking: pd.DataFrame) -> list[dict[str, Any]]:
     for row in ranking.to_dict("records"):
         cls = {"nccl": "nccl:AllReduce", "memcpy": "copy/memset"}.get(row["kind"]) or name_class(row["activity"])
         out.append(
-            {
-                "class": cls,
-                "sum_s_per_step": row["sum_s_per_step"],
-                "count_per_step": row["count_per_step"],
-                "share": row["share"],
-                "example": row["activity"],
-            }
+            KernelClassShare(
+                kernel_class=cls,
+                sum_s_per_step=row["sum_s_per_step"],
+                count_per_step=row["count_per_step"],
+                share=row["share"],
+                example=row["activity"],
+            )
         )
     return out
 
 
-def _gpu_metrics(ws: int, steps: pd.DataFrame, ranking: pd.DataFrame) -> dict[str, Any]:
-    s = lambda col: stat(steps[col])  # noqa: E731
-    return {
-        "step_time_s": s("step_time_s"),
-        "compute_s": s("compute_s"),
-        "exposed_comm_s": s("exposed_comm_s"),
-        "exposed_memcpy_s": s("exposed_memcpy_s"),
-        "idle_s": s("idle_s"),
-        "nccl_kernels_per_step": s("nccl_kernels"),
-        "nccl_kernel_sum_s": s("nccl_kernel_sum_s"),
-        "nccl_union_s": s("nccl_union_s"),
-        "overlap_ratio": s("overlap_ratio"),
-        "exposed_comm_share": s("exposed_comm_share"),
-        "allreduce_kernel_s": s("allreduce_kernel_s"),
-        "allreduce_kernels_per_step": s("allreduce_kernels"),
-        "allreduce_share": s("allreduce_share"),
-        "allreduce_streams": [NCCL_STREAM] if ws > 1 else [],
-        "compute_streams": [COMPUTE_STREAM],
-        "allreduce_own_stream": True if ws > 1 else None,
-        "forward_gpu_s": s("forward_gpu_s"),
-        "backward_gpu_s": s("backward_gpu_s"),
-        "optimizer_gpu_s": s("optimizer_gpu_s"),
-        "allreduce_to_backward": s("allreduce_to_backward"),
-        "kernels_per_step": s("kernels"),
-        "idle_host_wait_s": s("idle_host_wait_s"),
-        "idle_kernel_wait_s": s("idle_kernel_wait_s"),
-        "idle_other_s": s("idle_other_s"),
-        "launches_per_step": s("launches"),
-        "launch_call_s": s("launch_call_s"),
-        "host_s_per_launch": s("host_s_per_launch"),
-        "kernel_classes": _classes(ranking),
-        "per_rank": [
-            {
-                "rank": int(r),
-                "step_time_s": float(g["step_time_s"].median()),
-                "exposed_comm_s": float(g["exposed_comm_s"].median()),
-                "idle_s": float(g["idle_s"].median()),
-            }
+def _gpu_metrics(ws: int, steps: pd.DataFrame, ranking: pd.DataFrame) -> GpuMetrics:
+    from dnabert_scaling.analysis.trace_metrics import STEP_STATS
+
+    return GpuMetrics(
+        **{name: stat(steps[col]) for name, col in STEP_STATS.items()},
+        allreduce_streams=[NCCL_STREAM] if ws > 1 else [],
+        compute_streams=[COMPUTE_STREAM],
+        allreduce_own_stream=True if ws > 1 else None,
+        kernel_classes=_classes(ranking),
+        per_rank=[
+            RankFigures(
+                rank=int(r),
+                step_time_s=float(g["step_time_s"].median()),
+                exposed_comm_s=float(g["exposed_comm_s"].median()),
+                idle_s=float(g["idle_s"].median()),
+            )
             for r, g in steps.groupby("rank")
         ],
-        "rank_skew": None
+        rank_skew=None
         if ws < 2
-        else {
-            "allreduce_start_skew_s": stat(np.full(BUCKETS * STEPS, 12e-6)),
-            "clock": "common",
-            "late_rank_share": {str(r): (0.75 if r == 1 else 0.25 / (ws - 1)) for r in range(ws)},
-            "buckets": BUCKETS * STEPS,
-            "steps_skipped": 0,
-        },
-        "ranking": [
-            {k: row[k] for k in ("activity", "kind", "sum_s_per_step", "count_per_step", "share")}
+        else RankSkew(
+            allreduce_start_skew_s=stat(np.full(BUCKETS * STEPS, 12e-6)),
+            clock="common",
+            late_rank_share={str(r): (0.75 if r == 1 else 0.25 / (ws - 1)) for r in range(ws)},
+            buckets=BUCKETS * STEPS,
+            steps_skipped=0,
+        ),
+        ranking=[
+            RankedActivity(**{k: row[k] for k in ("activity", "kind", "sum_s_per_step", "count_per_step", "share")})
             for row in ranking.to_dict("records")
         ],
-        "phase_method": "correlation",
-        "notes": [],
-        "busy_wait": None,
-    }
+        phase_method="correlation",
+    )
 
 
-def _sanity(ok: bool = True, gpu_streams: bool | None = True) -> dict[str, Any]:
-    return {
-        "all_ranks_present": ok,
-        "steps_complete": ok,
-        "finite_loss": ok,
-        "gpu_streams": gpu_streams,
-        "trace_complete": True if gpu_streams else None,
-        "problems": [],
-    }
+def _sanity(ok: bool = True, gpu_streams: bool | None = True) -> Sanity:
+    return Sanity(
+        all_ranks_present=ok,
+        steps_complete=ok,
+        finite_loss=ok,
+        gpu_streams=gpu_streams,
+        trace_complete=True if gpu_streams else None,
+    )
 
 
-def _completeness(ranks: int, launches: int = 1200) -> dict[str, Any]:
+def _completeness(ranks: int, launches: int = 1200) -> Completeness:
     """What analyze records for a complete trace: every launch of every measured step found."""
     per_rank = {
-        str(r): {
-            "status": "complete",
-            "method": "correlation",
-            "launches": launches * STEPS,
-            "found": launches * STEPS,
-            "share": 1.0,
-            "steps": STEPS,
-            "steps_below_bound": 0,
-            "min_step_share": 1.0,
-            "bound": 0.999,
-            "activities_without_launch": 0,
-            "kinds_not_recorded": [],
-            "launches_per_step": [launches] * STEPS,
-            "found_per_step": [launches] * STEPS,
-        }
+        str(r): RankCompleteness(
+            status="complete",
+            method="correlation",
+            launches=launches * STEPS,
+            found=launches * STEPS,
+            share=1.0,
+            steps=STEPS,
+            steps_below_bound=0,
+            min_step_share=1.0,
+            bound=0.999,
+            launches_per_step=[launches] * STEPS,
+            found_per_step=[launches] * STEPS,
+        )
         for r in range(ranks)
     }
-    return {
-        "status": "complete",
-        "bound": 0.999,
-        "ranks": list(range(ranks)),
-        "log_warnings": [],
-        "reason": "; ".join(f"rank {r}: every launch found" for r in range(ranks)),
-        "per_rank": per_rank,
-    }
+    return Completeness(
+        status="complete",
+        bound=0.999,
+        ranks=list(range(ranks)),
+        reason="; ".join(f"rank {r}: every launch found" for r in range(ranks)),
+        per_rank=per_rank,
+    )
 
 
 def _provenance(device: str, gpu: str | None) -> dict[str, Any]:
@@ -356,7 +331,7 @@ def gpu_results(
 ) -> tuple[dict, dict[str, pd.DataFrame]]:
     """metrics.json content and tables of a GPU sweep at ``sizes``."""
     rng = np.random.default_rng(seed)
-    per_ws: dict[str, Any] = {}
+    per_ws: dict[str, WorldSizeEntry] = {}
     tables: dict[str, list] = {
         k: [] for k in ("step_partition", "ranking", "streams", "throughput", "timeline", "timeline_phases")
     }
@@ -365,45 +340,44 @@ def gpu_results(
         ranking = _ranking(ws, steps)
         gpu_m = _gpu_metrics(ws, steps, ranking)
         if busy_wait and ws > 1:
-            ar = gpu_m["allreduce_kernel_s"]["median"]
-            gpu_m["busy_wait"] = {
-                "allreduce_kernel_s": ar,
-                "transfer_s_at_measured_busbw": ar / 2.5,
-                "ratio": 2.5,
-                "busbw_GBps": 182.0,
-                "gradient_bytes": 468280328,
-                "buckets": BUCKETS,
-                "note": "AllReduce kernel time per step against the bytes at the measured bus bandwidth",
-            }
+            assert gpu_m.allreduce_kernel_s is not None
+            ar = gpu_m.allreduce_kernel_s.median
+            gpu_m.busy_wait = BusyWait(
+                allreduce_kernel_s=ar,
+                transfer_s_at_measured_busbw=ar / 2.5,
+                ratio=2.5,
+                busbw_GBps=182.0,
+                gradient_bytes=468280328,
+                buckets=BUCKETS,
+                note="AllReduce kernel time per step against the bytes at the measured bus bandwidth",
+            )
         reps = [BASE_SAMPLES_PER_S * ws * EFFICIENCY.get(ws, 0.9) * rng.normal(1, 0.01) for _ in range(3)]
-        thr = {
-            "source": "untraced",
-            "runs": [f"ws{ws}-none-r{i}" for i in range(3)],
-            "samples_per_s": stat(reps),
-            "step_time_s": stat([BATCH * ws / x for x in reps]),
-            "global_batch": BATCH * ws,
-            "device_type": "cuda",
-        }
-        per_ws[str(ws)] = {
-            "world_size": ws,
-            "traced": {
-                "run": f"ws{ws}-{tracer}-r0",
-                "tracer": tracer,
-                "format": "otf2" if tracer == "scorep" else "kineto",
-                "device_type": "cuda",
-                "ranks": list(range(ws)),
-                "measured_steps": STEPS,
-                "gpu": gpu_m,
-                "gpu_not_run_reason": None,
-                "sanity": _sanity(),
-                "completeness": _completeness(ws),
-            },
-            "throughput": thr,
-            "efficiency": None,
-            "dilation": 1.04,
-            "busy_wait": gpu_m["busy_wait"],
-            "efficiency_baseline": "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)",
-        }
+        thr = Throughput(
+            source="untraced",
+            runs=[f"ws{ws}-none-r{i}" for i in range(3)],
+            samples_per_s=stat(reps),
+            step_time_s=stat([BATCH * ws / x for x in reps]),
+            global_batch=BATCH * ws,
+            device_type="cuda",
+        )
+        per_ws[str(ws)] = WorldSizeEntry(
+            world_size=ws,
+            traced=Traced(
+                run=f"ws{ws}-{tracer}-r0",
+                tracer=tracer,
+                format="otf2" if tracer == "scorep" else "kineto",
+                device_type="cuda",
+                ranks=list(range(ws)),
+                measured_steps=STEPS,
+                gpu=gpu_m,
+                sanity=_sanity(),
+                completeness=_completeness(ws),
+            ),
+            throughput=thr,
+            dilation=1.04,
+            busy_wait=gpu_m.busy_wait,
+            efficiency_baseline="1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)",
+        )
         tables["step_partition"].append(steps)
         tables["ranking"].append(ranking)
         tables["streams"].append(
@@ -433,33 +407,30 @@ def gpu_results(
                 ]
             )
         )
-    base = per_ws.get("1", {}).get("throughput")
+    one = per_ws.get("1")
+    base = one.throughput.samples_per_s if one and one.throughput else None
     for key, e in per_ws.items():
-        if base:
-            e["efficiency"] = e["throughput"]["samples_per_s"]["median"] / (int(key) * base["samples_per_s"]["median"])
-            sps, b = e["throughput"]["samples_per_s"], base["samples_per_s"]
-            e["efficiency_spread"] = {
-                "min": sps["min"] / (int(key) * b["max"]),
-                "max": sps["max"] / (int(key) * b["min"]),
-                "runs_n": 3,
-                "baseline_runs_n": 3,
-            }
+        sps = e.throughput.samples_per_s if e.throughput else None
+        if base and sps:
+            n = int(key)
+            e.efficiency = sps.median / (n * base.median)
+            assert sps.min and sps.max and base.min and base.max
+            e.efficiency_spread = EfficiencySpread(
+                min=sps.min / (n * base.max), max=sps.max / (n * base.min), runs_n=3, baseline_runs_n=3
+            )
     tl, tp = _timeline(max(sizes), rng)
     tables["timeline"].append(tl)
     tables["timeline_phases"].append(tp)
-    metrics = {
-        "schema": "dnabert-scaling/metrics/1",
-        "created": "2026-01-01T00:00:00+00:00",
-        "label": f"{gpu}, world sizes {', '.join(map(str, sizes))}, tracer {tracer}",
-        "sources": ["runs/"],
-        "world_sizes": per_ws,
-        "measured_world_sizes": list(sizes),
-        "fallbacks": list(fallbacks or []),
-        "deviations": [],
-        "notes": [],
-        "provenance": _provenance("cuda", gpu),
-    }
-    return metrics, {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
+    metrics = MetricsFile(
+        created="2026-01-01T00:00:00+00:00",
+        label=f"{gpu}, world sizes {', '.join(map(str, sizes))}, tracer {tracer}",
+        sources=["runs/"],
+        world_sizes=per_ws,
+        measured_world_sizes=list(sizes),
+        fallbacks=list(fallbacks or []),
+        provenance=_provenance("cuda", gpu),
+    )
+    return metrics.to_json(), {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
 
 
 CPU_REASON = (
@@ -470,36 +441,31 @@ CPU_REASON = (
 
 def cpu_results(sizes=(1, 2)) -> tuple[dict, dict[str, pd.DataFrame]]:
     """A CPU smoke run: traced runs without GPU activity, untraced throughput on CPU."""
-    per_ws: dict[str, Any] = {}
+    per_ws: dict[str, WorldSizeEntry] = {}
     thr_rows = []
     for ws in sizes:
         reps = [40.0 * ws * (1.0 if ws == 1 else 0.55) + i for i in range(2)]
-        per_ws[str(ws)] = {
-            "world_size": ws,
-            "traced": {
-                "run": f"ws{ws}-torch-r0",
-                "tracer": "torch",
-                "format": None,
-                "device_type": "cpu",
-                "ranks": [],
-                "measured_steps": 8,
-                "gpu": None,
-                "gpu_not_run_reason": CPU_REASON,
-                "sanity": _sanity(gpu_streams=None),
-            },
-            "throughput": {
-                "source": "untraced",
-                "runs": [f"ws{ws}-none-r{i}" for i in range(2)],
-                "samples_per_s": stat(reps),
-                "step_time_s": stat([8 * ws / x for x in reps]),
-                "global_batch": 8 * ws,
-                "device_type": "cpu",
-            },
-            "efficiency": None,
-            "dilation": 1.3,
-            "busy_wait": None,
-            "efficiency_baseline": "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)",
-        }
+        per_ws[str(ws)] = WorldSizeEntry(
+            world_size=ws,
+            traced=Traced(
+                run=f"ws{ws}-torch-r0",
+                tracer="torch",
+                device_type="cpu",
+                measured_steps=8,
+                gpu_not_run_reason=CPU_REASON,
+                sanity=_sanity(gpu_streams=None),
+            ),
+            throughput=Throughput(
+                source="untraced",
+                runs=[f"ws{ws}-none-r{i}" for i in range(2)],
+                samples_per_s=stat(reps),
+                step_time_s=stat([8 * ws / x for x in reps]),
+                global_batch=8 * ws,
+                device_type="cpu",
+            ),
+            dilation=1.3,
+            efficiency_baseline="1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)",
+        )
         thr_rows += [
             {
                 "world_size": ws,
@@ -514,10 +480,12 @@ def cpu_results(sizes=(1, 2)) -> tuple[dict, dict[str, pd.DataFrame]]:
             }
             for i, x in enumerate(reps)
         ]
-    base = per_ws["1"]["throughput"]["samples_per_s"]["median"] if "1" in per_ws else None
+    one = per_ws.get("1")
+    base = one.throughput.samples_per_s if one and one.throughput else None
     for key, e in per_ws.items():
-        if base:
-            e["efficiency"] = e["throughput"]["samples_per_s"]["median"] / (int(key) * base)
+        sps = e.throughput.samples_per_s if e.throughput else None
+        if base and sps:
+            e.efficiency = sps.median / (int(key) * base.median)
     fallbacks = [
         {
             "what": "device",
@@ -538,20 +506,18 @@ def cpu_results(sizes=(1, 2)) -> tuple[dict, dict[str, pd.DataFrame]]:
             "runs": [f"ws{n}-torch-r0" for n in sizes],
         },
     ]
-    metrics = {
-        "schema": "dnabert-scaling/metrics/1",
-        "created": "2026-01-01T00:00:00+00:00",
-        "label": f"CPU (gloo), world sizes {', '.join(map(str, sizes))}, tracer torch",
-        "sources": ["smoke/runs"],
-        "world_sizes": per_ws,
-        "measured_world_sizes": list(sizes),
-        "fallbacks": fallbacks,
-        "deviations": [],
-        "notes": [],
-        "provenance": _provenance("cpu", None),
-    }
+    metrics = MetricsFile(
+        created="2026-01-01T00:00:00+00:00",
+        label=f"CPU (gloo), world sizes {', '.join(map(str, sizes))}, tracer torch",
+        sources=["smoke/runs"],
+        world_sizes=per_ws,
+        measured_world_sizes=list(sizes),
+        fallbacks=fallbacks,
+        provenance=_provenance("cpu", None),
+    )
+    metrics_json = metrics.to_json()
     empty = {k: pd.DataFrame() for k in ("step_partition", "ranking", "streams", "timeline", "timeline_phases")}
-    return metrics, {**empty, "throughput": pd.DataFrame(thr_rows)}
+    return metrics_json, {**empty, "throughput": pd.DataFrame(thr_rows)}
 
 
 def write_results(folder: Path, metrics: dict, tables: dict[str, pd.DataFrame]) -> Path:

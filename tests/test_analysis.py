@@ -168,19 +168,19 @@ def test_time_window_agreement_is_measured():
 def test_analyze_trace_metrics_and_ranking():
     res = analyze_trace(make_trace(), 1, 2, "hand")
     m = res.metrics
-    assert m["allreduce_own_stream"] is True
-    assert m["allreduce_streams"] == [20] and m["compute_streams"] == [7]
-    assert m["ranking"][0]["activity"] == "nccl:AllReduce"
-    assert m["ranking"][0]["sum_s_per_step"] == pytest.approx((50 + 45) / 2 * 1e-9)
-    assert m["step_time_s"]["median"] == pytest.approx(117.5e-9)
-    assert m["phase_method"] == "correlation"
-    assert m["phase_validation"]["stream-order"]["activities"] == 1.0
-    assert m["phase_validation"]["time-window"]["activities"] == pytest.approx(7 / 9)
-    assert m["trace_problems"] == []
+    assert m.allreduce_own_stream is True
+    assert m.allreduce_streams == [20] and m.compute_streams == [7]
+    assert m.ranking[0].activity == "nccl:AllReduce"
+    assert m.ranking[0].sum_s_per_step == pytest.approx((50 + 45) / 2 * 1e-9)
+    assert m.step_time_s.median == pytest.approx(117.5e-9)
+    assert m.phase_method == "correlation"
+    assert m.phase_validation["stream-order"].activities == 1.0
+    assert m.phase_validation["time-window"].activities == pytest.approx(7 / 9)
+    assert res.problems == []
     assert len(res.timeline) > 0 and set(res.timeline_phases["name"]) == {"step", "forward", "backward", "optimizer"}
 
 
 def test_stat():
     s = stat([1.0, 2.0, 3.0, float("nan")])
-    assert s["median"] == 2.0 and s["n"] == 3 and s["min"] == 1.0
+    assert s.median == 2.0 and s.n == 3 and s.min == 1.0 and s.to_json()["p90"] == pytest.approx(2.8)
     assert stat([]) is None and stat([float("nan")]) is None

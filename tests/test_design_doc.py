@@ -205,3 +205,15 @@ def test_shipped_run_folders_hold_only_documented_files():
                 if (scorep if rel.startswith(scorep) else rel) not in doc:
                     unknown.add(rel)
     assert sorted(unknown) == []
+
+
+def test_metrics_section_is_the_schema():
+    """The records of metrics_schema are the one definition of metrics.json: design.md shows them as
+    generated, so a field added to a record and not to the document (or the reverse) fails here."""
+    from dnabert_scaling.metrics_schema import markdown
+
+    text = DESIGN.read_text()
+    begin, end = "<!-- metrics-schema:begin -->\n", "<!-- metrics-schema:end -->"
+    assert begin in text and end in text, "docs/design.md lacks the metrics-schema markers"
+    shown = text[text.index(begin) + len(begin) : text.index(end)]
+    assert shown == markdown(), "docs/design.md's metrics tables differ from metrics_schema.markdown(): paste its output"

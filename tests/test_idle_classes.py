@@ -72,13 +72,13 @@ def test_launch_rate_by_hand():
 def test_metrics_carry_idle_stats_and_notes():
     res = analyze_trace(_trace(), 1, 2, "hand")
     g = res.metrics
-    assert g["idle_host_wait_s"]["max"] == pytest.approx(37 * NS)
-    assert g["idle_kernel_wait_s"]["max"] == pytest.approx(18 * NS)
-    assert g["idle_other_s"]["max"] == pytest.approx(10 * NS)
-    assert g["launches_per_step"]["median"] == 2
-    assert g["host_s_per_launch"]["max"] == pytest.approx(100 / 1 * NS)
-    assert g["host_s_per_launch"]["min"] == pytest.approx(100 / 3 * NS)
-    assert any("'other'" in n and "15.4%" in n for n in g["notes"])  # 10 of 65 ns
+    assert g.idle_host_wait_s.max == pytest.approx(37 * NS)
+    assert g.idle_kernel_wait_s.max == pytest.approx(18 * NS)
+    assert g.idle_other_s.max == pytest.approx(10 * NS)
+    assert g.launches_per_step.median == 2
+    assert g.host_s_per_launch.max == pytest.approx(100 / 1 * NS)
+    assert g.host_s_per_launch.min == pytest.approx(100 / 3 * NS)
+    assert any("'other'" in n and "15.4%" in n for n in g.notes)  # 10 of 65 ns
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_class_table_sums_to_kernel_time():
     from test_analysis import make_trace as full_trace
 
     res = analyze_trace(full_trace(), 1, 2, "hand")
-    classes = {c["class"]: c for c in res.metrics["kernel_classes"]}
+    classes = {c["class"]: c for c in res.metrics.to_json()["kernel_classes"]}
     assert sum(c["share"] for c in classes.values()) == pytest.approx(1.0)
     # measured steps: AllReduce 50 + 45 ns over 2 samples; optimizer kernels k3 + k6 = 16 ns
     assert classes["nccl:AllReduce"]["sum_s_per_step"] == pytest.approx(95 / 2 * NS)
@@ -171,18 +171,18 @@ def _two_ranks(shift_ar_ns: int, fmt: str = "kineto"):
 
 def test_allreduce_start_skew_and_late_rank():
     res = analyze_trace(_two_ranks(7), 2, 2, "hand")
-    sk = res.metrics["rank_skew"]
+    sk = res.metrics.to_json()["rank_skew"]
     # one AllReduce per measured step on each rank; rank 1 starts both 7 ns later
     assert sk["clock"] == "common" and sk["buckets"] == 2 and sk["steps_skipped"] == 0
     assert sk["allreduce_start_skew_s"]["median"] == pytest.approx(7 * NS)
     assert sk["late_rank_share"] == {"0": 0.0, "1": 1.0}
-    per_rank = {p["rank"]: p for p in res.metrics["per_rank"]}
-    assert set(per_rank) == {0, 1} and per_rank[1]["exposed_comm_s"] > per_rank[0]["exposed_comm_s"]
+    per_rank = {p.rank: p for p in res.metrics.per_rank}
+    assert set(per_rank) == {0, 1} and per_rank[1].exposed_comm_s > per_rank[0].exposed_comm_s
 
 
 def test_skew_without_a_common_clock_is_per_rank_and_says_so():
     res = analyze_trace(_two_ranks(7, fmt="otf2"), 2, 2, "hand")
-    sk = res.metrics["rank_skew"]
+    sk = res.metrics.to_json()["rank_skew"]
     # both ranks' step windows start at the same offset, so the relative skew is the same 7 ns here
     assert sk["clock"] == "per-rank step start"
     assert sk["allreduce_start_skew_s"]["median"] == pytest.approx(7 * NS)
@@ -191,4 +191,4 @@ def test_skew_without_a_common_clock_is_per_rank_and_says_so():
 def test_one_rank_has_no_skew():
     from test_analysis import make_trace as full_trace
 
-    assert analyze_trace(full_trace(), 1, 2, "hand").metrics["rank_skew"] is None
+    assert analyze_trace(full_trace(), 1, 2, "hand").metrics.rank_skew is None

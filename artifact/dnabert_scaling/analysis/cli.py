@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.metrics_schema import GpuMetrics, MetricsFile, Stat
 from dnabert_scaling.options import positive_int
 
 
@@ -87,13 +88,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_results(out: Path, metrics: dict, tables: dict) -> None:
+def write_results(out: Path, metrics: MetricsFile, tables: dict) -> None:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".analyze-", dir=out.parent))
     try:
         (tmp / "tables").mkdir()
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2, default=_json_default) + "\n")
+        (tmp / "metrics.json").write_text(json.dumps(metrics.to_json(), indent=2, default=_json_default) + "\n")
         for name, df in tables.items():
             df.to_csv(tmp / "tables" / f"{name}.csv", index=False)
         out.mkdir(exist_ok=True)
@@ -117,37 +118,36 @@ def _json_default(obj):
     raise TypeError(f"not JSON serialisable: {type(obj)}")
 
 
-def _fmt(stat, scale=1e3, unit="ms"):
+def _fmt(stat: Stat | None, scale: float = 1e3, unit: str = "ms") -> str:
     if not stat:
         return "-"
-    return f"{stat['median'] * scale:.2f} {unit}"
+    return f"{stat.median * scale:.2f} {unit}"
 
 
-def format_summary(metrics: dict) -> str:
+def _median(stat: Stat | None) -> float:
+    return stat.median if stat else float("nan")
+
+
+def format_summary(metrics: MetricsFile) -> str:
     lines = [
-        f"# {metrics['label']}",
+        f"# {metrics.label}",
         f"{'ws':>3} {'samples/s':>10} {'eff':>6} {'step':>10} {'compute':>10} {'exp.comm':>10} {'idle':>10} "
         f"{'AllReduce':>10} {'backward':>10} {'AR/bwd':>7} {'overlap':>8}",
     ]
-    for key, e in metrics["world_sizes"].items():
-        tp = e.get("throughput") or {}
-        sps = tp.get("samples_per_s") or {}
-        gpu = (e.get("traced") or {}).get("gpu") or {}
-        ratio = gpu.get("allreduce_to_backward") or {}
-        ov = gpu.get("overlap_ratio") or {}
-        eff = e.get("efficiency")
+    for key, e in metrics.world_sizes.items():
+        gpu = (e.traced.gpu if e.traced else None) or GpuMetrics()
+        eff = e.efficiency
         lines.append(
-            f"{key:>3} {sps.get('median', float('nan')):>10.1f} {eff if eff is not None else float('nan'):>6.2f} "
-            f"{_fmt(gpu.get('step_time_s')):>10} {_fmt(gpu.get('compute_s')):>10} {_fmt(gpu.get('exposed_comm_s')):>10} "
-            f"{_fmt(gpu.get('idle_s')):>10} {_fmt(gpu.get('allreduce_kernel_s')):>10} {_fmt(gpu.get('backward_gpu_s')):>10} "
-            f"{ratio.get('median', float('nan')):>7.2f} {ov.get('median', float('nan')):>8.2f}"
+            f"{key:>3} {_median(e.throughput.samples_per_s if e.throughput else None):>10.1f} "
+            f"{eff if eff is not None else float('nan'):>6.2f} "
+            f"{_fmt(gpu.step_time_s):>10} {_fmt(gpu.compute_s):>10} {_fmt(gpu.exposed_comm_s):>10} "
+            f"{_fmt(gpu.idle_s):>10} {_fmt(gpu.allreduce_kernel_s):>10} {_fmt(gpu.backward_gpu_s):>10} "
+            f"{_median(gpu.allreduce_to_backward):>7.2f} {_median(gpu.overlap_ratio):>8.2f}"
         )
-        reason = (e.get("traced") or {}).get("gpu_not_run_reason")
-        if reason:
-            lines.append(f"    GPU metrics not run: {reason}")
-        comp = (e.get("traced") or {}).get("completeness")
-        if comp:
-            lines.append(f"    trace {comp['status']}: {comp['reason']}")
-    for f in metrics.get("fallbacks", []):
+        if e.traced and e.traced.gpu_not_run_reason:
+            lines.append(f"    GPU metrics not run: {e.traced.gpu_not_run_reason}")
+        if e.traced and e.traced.completeness:
+            lines.append(f"    trace {e.traced.completeness.status}: {e.traced.completeness.reason}")
+    for f in metrics.fallbacks:
         lines.append(f"fallback: {f['what']}: {f['used']} ({f['reason']})")
     return "\n".join(lines)

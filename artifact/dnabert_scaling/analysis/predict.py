@@ -73,6 +73,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
     step_figures,
 )
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.metrics_schema import MetricsFile
 from dnabert_scaling.provenance import below_cwd
 
 DEFAULT_GPUS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -92,14 +93,14 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _run_from_results(results: Path, metrics: dict[str, Any], ws: int) -> Path | None:
+def _run_from_results(results: Path, metrics: MetricsFile, ws: int) -> Path | None:
     """The traced run of world size ``ws`` that metrics.json was built from (under one of its
     sources, relative to the working folder or to the results folder), or None."""
-    traced = ((metrics.get("world_sizes") or {}).get(str(ws)) or {}).get("traced") or {}
-    name = traced.get("run")
+    entry = metrics.entry(ws)
+    name = entry.traced.run if entry and entry.traced else None
     if not name:
         return None
-    for src in metrics.get("sources") or []:
+    for src in metrics.sources:
         for base in (Path.cwd(), results.parent, results):
             for d in (base / src / name, base / src):
                 if d.name == name and (d / "traces").is_dir():
@@ -119,7 +120,7 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
     measured: dict[int, dict[str, Any]] = {}
     desc: dict[str, Any] = {"given": str(path)}
     if path.is_dir() and (path / "metrics.json").is_file():
-        metrics = _read_json(path / "metrics.json")
+        metrics = MetricsFile.from_json(_read_json(path / "metrics.json"), "", path / "metrics.json")
         measured = measured_from_metrics(metrics)
         for n, m in measured.items():
             m["run"] = _run_from_results(path, metrics, n)
@@ -127,7 +128,7 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
         if run1 is None:
             raise ArtifactError(
                 "cannot find the traced world-size-1 run that metrics.json names under its sources "
-                f"{metrics.get('sources')}; give that run folder or its traces instead",
+                f"{metrics.sources}; give that run folder or its traces instead",
                 path / "metrics.json",
             )
         path = run1

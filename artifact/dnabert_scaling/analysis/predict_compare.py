@@ -9,6 +9,7 @@ import numpy as np
 
 from dnabert_scaling.analysis.predict_replay import FIGURES, Profile, _replayed_rows
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.metrics_schema import GpuMetrics, MetricsFile
 
 GOAL = {"step_time_rel": 0.10, "overlap_ratio_abs": 0.10}
 
@@ -16,14 +17,18 @@ GOAL = {"step_time_rel": 0.10, "overlap_ratio_abs": 0.10}
 # --- measured figures to compare with ---------------------------------------------------------
 
 
-def measured_from_metrics(metrics: dict[str, Any]) -> dict[int, dict[str, Any]]:
+def _medians(gpu: GpuMetrics) -> dict[str, float | None]:
+    return {k: (s.median if (s := getattr(gpu, k)) else None) for k in FIGURES}
+
+
+def measured_from_metrics(metrics: MetricsFile) -> dict[int, dict[str, Any]]:
     """Measured per world size (> 1) from a metrics.json: the medians the prediction is judged by."""
     out: dict[int, dict[str, Any]] = {}
-    for key, entry in (metrics.get("world_sizes") or {}).items():
-        gpu = ((entry or {}).get("traced") or {}).get("gpu")
+    for key, entry in metrics.world_sizes.items():
+        gpu = entry.traced.gpu if entry.traced else None
         if not gpu or int(key) < 2:
             continue
-        out[int(key)] = {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {"source": "metrics.json"}
+        out[int(key)] = _medians(gpu) | {"source": "metrics.json"}
     return out
 
 
@@ -41,9 +46,7 @@ def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, An
     n = len(trace.rank_ids)
     if n < 2:
         raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)
-    res = analyze_trace(trace, n, None, str(path))
-    gpu = res.metrics
-    return n, {k: (gpu.get(k) or {}).get("median") for k in FIGURES} | {
+    return n, _medians(analyze_trace(trace, n, None, str(path)).metrics) | {
         "source": str(path),
         "contention": contention_from_trace(trace, profile),
     }

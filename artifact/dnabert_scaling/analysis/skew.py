@@ -16,9 +16,10 @@ left out (counted in ``steps_skipped``).
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
+
+from dnabert_scaling.metrics_schema import RankSkew
 
 COMMON = "common"
 PER_RANK = "per-rank step start"
@@ -38,11 +39,11 @@ def allreduce_starts(gpu, att, windows) -> dict[int, np.ndarray]:
     return out
 
 
-def rank_skew(per_rank: dict[int, tuple], common_clock: bool) -> dict[str, Any] | None:
+def rank_skew(per_rank: dict[int, tuple], common_clock: bool) -> RankSkew | None:
     """Skew figures over (step, bucket) samples; None for one rank or no AllReduce.
 
     ``per_rank``: rank -> (gpu, host, timeline, attribution, windows), as ``metrics`` collects them."""
-    from dnabert_scaling.analysis.metrics import stat
+    from dnabert_scaling.analysis.stats import stat
 
     ranks = sorted(per_rank)
     if len(ranks) < 2:
@@ -69,10 +70,10 @@ def rank_skew(per_rank: dict[int, tuple], common_clock: bool) -> dict[str, Any] 
     if not skews:
         return None
     total = sum(late.values()) or 1
-    return {
-        "allreduce_start_skew_s": stat(skews),
-        "clock": COMMON if common_clock else PER_RANK,
-        "late_rank_share": {str(r): late[r] / total for r in ranks},
-        "buckets": len(skews),
-        "steps_skipped": int(skipped),
-    }
+    return RankSkew(
+        allreduce_start_skew_s=stat(skews),
+        clock=COMMON if common_clock else PER_RANK,
+        late_rank_share={str(r): late[r] / total for r in ranks},
+        buckets=len(skews),
+        steps_skipped=int(skipped),
+    )

@@ -11,7 +11,7 @@ OUT         ?= reproduce
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: lint help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
+.PHONY: lint typecheck help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
         lint-container image sweep-slurm clean
 
 help: ## list the targets
@@ -36,9 +36,12 @@ venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
 test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP) ## ruff: pyflakes, likely bugs and the format check of the package, the scripts and the tests (settings in pyproject.toml)
+lint: $(STAMP) typecheck ## typecheck, then ruff: pyflakes, likely bugs and the format check of the package, the scripts and the tests (settings in pyproject.toml)
 	$(VPY) -m ruff check artifact scripts tests
 	$(VPY) -m ruff format --check artifact scripts tests
+
+typecheck: $(STAMP) ## type check of the ground-floor modules and the metrics schema (mypy, settings in pyproject.toml)
+	$(VPY) -m mypy
 
 reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
 	$(VPY) scripts/reproduce.py --out $(OUT)
@@ -77,4 +80,4 @@ sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (settings: SL
 	$(CLI) sweep --executor slurm --slurm-config $(SLURM_CONFIG) --gpus 1,4,8 --tracer auto --out runs
 
 clean: ## remove outputs (not the venv)
-	rm -rf runs results report reproduce kick-tires .pytest_cache
+	rm -rf runs results report reproduce kick-tires .pytest_cache .mypy_cache

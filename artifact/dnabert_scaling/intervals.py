@@ -29,9 +29,10 @@ Typical use (the per-rank partition of GPU time)::
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Tuple, cast
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 Intervals = Tuple[np.ndarray, np.ndarray]
 """A union: (sorted disjoint int64 starts, int64 ends)."""
@@ -39,7 +40,7 @@ Intervals = Tuple[np.ndarray, np.ndarray]
 _I64 = np.int64
 
 
-def _as_arrays(starts, ends) -> Intervals:
+def _as_arrays(starts: ArrayLike, ends: ArrayLike) -> Intervals:
     s = np.asarray(starts, dtype=_I64).ravel()
     e = np.asarray(ends, dtype=_I64).ravel()
     if s.shape != e.shape:
@@ -55,7 +56,7 @@ def _empty() -> Intervals:
     return np.empty(0, dtype=_I64), np.empty(0, dtype=_I64)
 
 
-def _is_union(s: np.ndarray, e: np.ndarray) -> bool:
+def _is_union(s: ArrayLike, e: ArrayLike) -> bool:
     """True when (s, e) is already sorted, disjoint, non-touching and without empty intervals."""
     s = np.asarray(s)
     e = np.asarray(e)
@@ -64,7 +65,7 @@ def _is_union(s: np.ndarray, e: np.ndarray) -> bool:
     return bool(np.all(e > s) and np.all(s[1:] > e[:-1]))
 
 
-def union(starts, ends) -> Intervals:
+def union(starts: ArrayLike, ends: ArrayLike) -> Intervals:
     """Union of arbitrary intervals: sorted, disjoint; overlapping or touching ones are merged.
 
     O(n log n): sort by start, then a running maximum of the ends tells where a new merged
@@ -92,7 +93,7 @@ def union(starts, ends) -> Intervals:
     return s[first], reach[last]
 
 
-def _normalised(a) -> Intervals:
+def _normalised(a: tuple[ArrayLike, ArrayLike]) -> Intervals:
     s, e = a
     s = np.asarray(s, dtype=_I64)
     e = np.asarray(e, dtype=_I64)
@@ -101,14 +102,14 @@ def _normalised(a) -> Intervals:
     return union(s, e)
 
 
-def total_length(s, e=None) -> int:
+def total_length(s: ArrayLike | Intervals, e: ArrayLike | None = None) -> int:
     """Length (ns) covered by the intervals, counting overlaps once.
 
     Accepts ``total_length(s, e)`` or ``total_length((s, e))``. Inputs that are not a union are
     merged first, so the answer is always the measure of the covered set.
     """
     if e is None:
-        s, e = s
+        s, e = cast(Intervals, s)
     s, e = _normalised((s, e))
     return int(np.sum(e - s, dtype=_I64)) if s.size else 0
 
@@ -168,7 +169,7 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
     return _combine(a, b, "sub")
 
 
-def _covered_before(a: Intervals, t) -> np.ndarray:
+def _covered_before(a: Intervals, t: ArrayLike) -> np.ndarray:
     """For each time in t, the length of a inside (-inf, t): a non-decreasing step-ramp function.
 
     Vectorised with a cumulative sum of lengths and one ``searchsorted``.
@@ -185,7 +186,7 @@ def _covered_before(a: Intervals, t) -> np.ndarray:
     return cum[prev] * (k > 0) + inside
 
 
-def length_in_windows(a: Intervals, window_starts, window_ends) -> np.ndarray:
+def length_in_windows(a: Intervals, window_starts: ArrayLike, window_ends: ArrayLike) -> np.ndarray:
     """Length of a inside each window [window_starts[i], window_ends[i]), as int64 ns.
 
     Windows may overlap one another and come in any order. O((n + m) log n) for n intervals

@@ -70,7 +70,7 @@ class RunLayout:
 
     root: Path
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
 
     @property
@@ -147,7 +147,7 @@ class SweepLayout:
 
     root: Path
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
 
     @property
@@ -169,7 +169,7 @@ class SweepLayout:
 
     def busbw_files(self) -> dict[int, Path]:
         """``busbw-ws<N>.json`` present, by N."""
-        out = {}
+        out: dict[int, Path] = {}
         for p in sorted(self.root.glob("busbw-ws*.json")):
             m = BUSBW_RE.match(p.name)
             if m and p.is_file():

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import TypeVar
+
+_N = TypeVar("_N", int, float)
 
 
-def _number(kind: type, text: str) -> int | float:
+def _number(kind: type[_N], text: str) -> _N:
     try:
         value = kind(text)
     except ValueError:
@@ -20,7 +23,7 @@ def _number(kind: type, text: str) -> int | float:
     return value
 
 
-def _bounded(kind: type, text: str, strict: bool) -> int | float:
+def _bounded(kind: type[_N], text: str, strict: bool) -> _N:
     value = _number(kind, text)
     if value < 0 or (strict and value == 0):
         bound = ("at least 1" if kind is int else "greater than 0") if strict else "0 or more"

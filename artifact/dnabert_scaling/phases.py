@@ -10,8 +10,8 @@ traced and untraced runs execute the same host code and the tracing dilation is 
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Iterator
 
 # The one list of phase names: the training loop marks them, every reader and analysis uses them.
 PREFIX = "ds:"
@@ -25,11 +25,11 @@ STEP_RANGES = (PREFIX + "warmup", PREFIX + "step")  # the ranges that delimit on
 class PhaseMarker:
     """``with marker.phase("forward"): ...`` emits a range named ``ds:forward``."""
 
-    def __init__(self, backend: str, cuda: bool = False):
+    def __init__(self, backend: str, cuda: bool = False) -> None:
         if backend not in ("scorep", "torch"):
             raise ValueError(f"unknown phase backend {backend!r}")
         self.backend = backend
-        self._nvtx = None
+        self._nvtx: Any = None  # torch.cuda.nvtx when marking NVTX ranges too
         if backend == "scorep":
             import scorep.user  # available under `python -m scorep`
 
@@ -41,12 +41,12 @@ class PhaseMarker:
             if cuda:
                 self._nvtx = torch.cuda.nvtx
 
-    def phase(self, name: str):
+    def phase(self, name: str) -> AbstractContextManager[None]:
         if name not in PHASES:
             raise ValueError(f"unknown phase {name!r}")
         return self._range(PREFIX + name)
 
-    def bucket(self, index: int, nbytes: int):
+    def bucket(self, index: int, nbytes: int) -> AbstractContextManager[None]:
         """``ds:bucket:<index>:<bytes>``: one DDP bucket handed to its all-reduce (the arguments
         are in the name, the one field both Kineto's ``user_annotation`` and a Score-P region keep)."""
         return self._range(f"{PREFIX}{BUCKET}:{int(index)}:{int(nbytes)}")

@@ -32,7 +32,6 @@ from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.attribution import Attribution, HostTimeline
 
 NS = 1e-9
-COLUMNS = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s", "launches", "launch_call_s", "host_s_per_launch")
 
 
 def idle_gaps(gpu: pd.DataFrame, ws: np.ndarray, we: np.ndarray) -> iv.Intervals:

@@ -73,6 +73,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
     step_figures,
 )
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.metrics_schema import MetricsFile
 from dnabert_scaling.provenance import below_cwd
 
@@ -103,7 +104,7 @@ def _run_from_results(results: Path, metrics: MetricsFile, ws: int) -> Path | No
     for src in metrics.sources:
         for base in (Path.cwd(), results.parent, results):
             for d in (base / src / name, base / src):
-                if d.name == name and (d / "traces").is_dir():
+                if d.name == name and RunLayout(d).traces.is_dir():
                     return d
     return None
 
@@ -133,7 +134,7 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
             )
         path = run1
         desc["results"] = desc["given"]
-    if path.is_dir() and is_run_dir(path) and (path / "traces").is_dir():
+    if path.is_dir() and is_run_dir(path) and RunLayout(path).traces.is_dir():
         run = load_run(path)
         if run.world_size != 1:
             raise ArtifactError(f"this run has world size {run.world_size}; predict starts from a world-size-1 run", path)

@@ -37,10 +37,6 @@ class Band:
     high: float
     source: str = "assumed"
 
-    @classmethod
-    def fixed(cls, value: float, source: str) -> "Band":
-        return cls(value, value, value, source)
-
     def as_dict(self, scale: float = 1.0) -> dict[str, Any]:
         return {"mid": self.mid * scale, "low": self.low * scale, "high": self.high * scale, "source": self.source}
 

@@ -475,9 +475,7 @@ class Linter:
                 self.error(s.line, f"%{s.name}: '-c' is only honoured for %post/%setup; this section runs with /bin/sh")
             self.check_script(s.body, s.line, f"%{s.name}", shell, sourced=s.kind in ("environment", "appenv"))
 
-    def check_script(
-        self, body: list[str], first_line: int, what: str, shell: str, sourced: bool = False, path_label: str | None = None
-    ) -> None:
+    def check_script(self, body: list[str], first_line: int, what: str, shell: str, sourced: bool = False) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "section.sh"
             script.write_text("\n".join(body) + "\n")

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling import __version__
+from dnabert_scaling.layout import ANCHOR, RunLayout
 from dnabert_scaling.traces.model import GPU_SCHEMA, HOST_SCHEMA, make_frame
 from dnabert_scaling.traces.otf2_writer import write_tables
 
@@ -364,12 +365,12 @@ def write_study_trace(out_dir, ranks: int = 8, *, overwrite: bool = False, **par
     out = Path(out_dir)
     stamp = {"ranks": ranks, "params": params, "version": __version__}
     marker = out / "synth.json"
-    dirs = [out / "traces" / f"scorep-rank{r}" for r in range(ranks)]
+    dirs = [RunLayout(out).scorep_dir(r) for r in range(ranks)]
     if (
         not overwrite
         and marker.is_file()
         and json.loads(marker.read_text()).get("stamp") == stamp
-        and all((d / "traces.otf2").is_file() for d in dirs)
+        and all((d / ANCHOR).is_file() for d in dirs)
     ):
         return dirs
     if out.exists():
@@ -534,7 +535,7 @@ def bucket_rank(
 def write_bucket_run(out_dir, world_size: int, model: BucketModel, **params) -> list[Path]:
     """Write ``world_size`` ranks of ``bucket_rank`` as ``out_dir/traces/scorep-rank<R>/``."""
     out = Path(out_dir)
-    dirs = [out / "traces" / f"scorep-rank{r}" for r in range(world_size)]
+    dirs = [RunLayout(out).scorep_dir(r) for r in range(world_size)]
     for r, d in enumerate(dirs):
         bucket_rank(r, world_size, model, **params).write(d, overwrite=True)
     return dirs

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from dnabert_scaling import __version__
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import ANCHOR, scorep_rank_dir_name
 from dnabert_scaling.options import positive_int
 from dnabert_scaling.outputs import writable_dir
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
@@ -65,7 +66,7 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
                 raise ArtifactError(f"rank {r} appears twice: in {seen[r]} and in {m['source']}")
             seen[r] = m["source"]
     out = writable_dir(out_dir, "--out", create=True)
-    targets = {r: out / f"scorep-rank{r}" for r in seen}
+    targets = {r: out / scorep_rank_dir_name(r) for r in seen}
     clashes = [str(p) for p in [*targets.values(), *([out / MERGED] if merged else [])] if p.exists()]
     if clashes and not force:
         raise ArtifactError(f"output exists, not overwritten (use --force): {', '.join(clashes)}")
@@ -73,7 +74,7 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
     for t in traces:
         for r in t.rank_ids:
             target = targets[r]
-            tmp = out / f".scorep-rank{r}.partial"
+            tmp = out / f".{scorep_rank_dir_name(r)}.partial"
             shutil.rmtree(tmp, ignore_errors=True)
             counts = write_tables(
                 t.gpu[t.gpu["rank"] == r],
@@ -87,7 +88,7 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
                 shutil.rmtree(target)
             tmp.rename(target)
             counts["source"] = seen[r]
-            counts["archive"] = str(target / "traces.otf2")
+            counts["archive"] = str(target / ANCHOR)
             results.append(counts)
     if merged:
         everything = Trace.concat(traces)
@@ -107,7 +108,7 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
             {
                 "rank": "all",
                 "source": f"{len(traces)} trace(s)",
-                "archive": str(target / "traces.otf2"),
+                "archive": str(target / ANCHOR),
                 "events": counts["events"],
                 "ranks": counts["ranks"],
             }

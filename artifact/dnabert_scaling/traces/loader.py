@@ -20,6 +20,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import TRACES
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
 from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, read_otf2
@@ -89,7 +90,7 @@ def discover(path) -> list[Path]:
         return [p]
     if (p / ANCHOR_NAME).is_file():
         return [p]
-    base = p / "traces" if (p / "traces").is_dir() else p
+    base = p / TRACES if (p / TRACES).is_dir() else p
     kineto = sorted(x for x in base.iterdir() if x.is_file() and is_kineto_path(x))
     otf2 = sorted(x for x in base.iterdir() if x.is_dir() and (x / ANCHOR_NAME).is_file())
     if kineto and otf2:

@@ -36,6 +36,7 @@ import pandas as pd
 from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.partition import partition_ns, stream_role
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import ANCHOR
 from dnabert_scaling.options import positive_int
 from dnabert_scaling.traces.classify import distinct_short
 from dnabert_scaling.traces.model import Trace
@@ -261,7 +262,7 @@ def run(args) -> int:
     p = paths[0]
     if len(paths) > 1:
         trace = read_run_traces(paths, world_size=args.world_size)
-    elif p.is_dir() and not (p / "traces.otf2").is_file():
+    elif p.is_dir() and not (p / ANCHOR).is_file():
         trace = read_run_traces(p, world_size=args.world_size)
     else:
         # one file or experiment directory (which may hold several MPI ranks): --world-size still checks it

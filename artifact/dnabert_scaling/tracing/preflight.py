@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import ANCHOR, RunLayout
 
 ENV_RESULT = "DNABERT_SCALING_SCOREP_PREFLIGHT"
 SCHEMA = "dnabert-scaling/scorep-preflight/1"
@@ -127,7 +128,7 @@ def run_preflight(workdir: Path, model: str = "base", timeout: float = 900.0) ->
             f"{log.strip().splitlines()[-1] if log.strip() else 'no output'}",
         )
         return result
-    anchor = workdir / "run" / "traces" / "scorep-rank0" / "traces.otf2"
+    anchor = RunLayout(workdir / "run").scorep_dir(0) / ANCHOR
     try:
         trace = read_otf2(anchor)
         c = trace_completeness(kernels_only(trace))

@@ -31,6 +31,7 @@ import subprocess
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import ANCHOR, RunLayout
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "scorep"
 LAUNCHER = RESOURCES / "run_module.py"
@@ -109,8 +110,6 @@ def under_scorep() -> bool:
 
 def experiment_dir(run_dir, rank: int) -> Path:
     """``<run_dir>/traces/scorep-rank<R>``, the run layout of docs/design.md."""
-    from dnabert_scaling.layout import RunLayout
-
     return RunLayout(run_dir).scorep_dir(rank)
 
 
@@ -268,7 +267,7 @@ def check_experiment(exp_dir, log_text: str | None = None) -> list[str]:
         siblings = sorted(p.name for p in exp.parent.glob("scorep-failed*")) if exp.parent.is_dir() else []
         hint = f" (found {', '.join(siblings)}: clashing measurements were renamed)" if siblings else ""
         raise ArtifactError(f"Score-P experiment directory missing{hint}", exp)
-    anchor = exp / "traces.otf2"
+    anchor = exp / ANCHOR
     if not anchor.is_file():
         raise ArtifactError(
             "no traces.otf2 in the experiment directory: the measurement did not finish (crash or kill "

@@ -34,6 +34,7 @@ from pathlib import Path
 import otf2
 from importlib.metadata import version as _version
 
+from dnabert_scaling.layout import ANCHOR
 from dnabert_scaling.traces import read_run_traces
 from dnabert_scaling.traces.summary import summarize
 from dnabert_scaling.tools.synth import write_study_trace
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     dirs = write_study_trace(out, ranks=args.ranks, **params)
     gen_s = time.perf_counter() - t0
-    anchors = [d / "traces.otf2" for d in dirs]
+    anchors = [d / ANCHOR for d in dirs]
     total = count_events(anchors)
     size = sum(f.stat().st_size for d in dirs for f in d.rglob("*") if f.is_file())
     cores = os.cpu_count() or 1

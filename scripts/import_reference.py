@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "artifact"))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from dnabert_scaling.layout import ANCHOR, SCOREP_RANK_PREFIX  # noqa: E402
 from dnabert_scaling.provenance import now_iso, sha256_file  # noqa: E402
 from dnabert_scaling.tools.compact import compact_kineto  # noqa: E402
 
@@ -35,7 +36,7 @@ BENCH_FILES = ("bench_train.json", "bench_trace.json", "nvidia-smi.csv", "nvidia
 
 def import_sweep(src: Path, dst: Path) -> dict:
     record = {"source": src.name, "imported": now_iso(), "files": {}}
-    experiments = sorted(p for p in src.rglob("scorep-rank*") if p.is_dir() and (p / "traces.otf2").is_file())
+    experiments = sorted(p for p in src.rglob(f"{SCOREP_RANK_PREFIX}*") if p.is_dir() and (p / ANCHOR).is_file())
     for exp in experiments:  # Score-P experiments: compacted as a whole (scripts/compact_scorep.py)
         from compact_scorep import compact
 

@@ -20,6 +20,7 @@ import pandas as pd
 from dnabert_scaling.analysis import completeness, idle, kernel_classes, partition, skew
 from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
 from dnabert_scaling.analysis.stats import mean_of_known, stat
+from dnabert_scaling.phases import STEP_PHASES
 from dnabert_scaling.metrics_schema import Completeness, GpuMetrics, KernelClassShare, PhaseAgreement, RankedActivity, RankFigures
 
 RANKING_ROWS = 25  # activities kept in metrics.json (the table keeps all)
@@ -291,7 +292,7 @@ def _timeline(gpu: pd.DataFrame, host: pd.DataFrame, tl: HostTimeline, att, wind
     if step < tl.steps:
         h0, h1 = tl.step_start[step], tl.step_end[step]
         ps, pe = phases["start_ns"].to_numpy(np.int64), phases["end_ns"].to_numpy(np.int64)
-        sel = (ps >= h0) & (pe <= h1) & np.isin(names, ("step", "forward", "backward", "optimizer"))
+        sel = (ps >= h0) & (pe <= h1) & np.isin(names, ("step", *STEP_PHASES))
         for n, a, b in zip(names[sel], ps[sel], pe[sel]):
             prow.append({"world_size": ws, "rank": rank, "name": n, "start_s": (a - w0) * 1e-9, "end_s": (b - w0) * 1e-9})
     return [rows], prow, [_timeline_host(host, tl, step, w0, w1, rank, ws)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dnabert_scaling.phases import STEP_PHASES
 from dnabert_scaling.report.results import ResultSet, esc
 
 ZOOM_COLORS = {
@@ -48,7 +49,7 @@ def zoom_timeline_html(rs: ResultSet) -> str:
                     ZOOM_COLORS.get(n, "#d1d5db") if k == "phase" else ZOOM_COLORS["launch"] for k, n in zip(g["kind"], g["name"])
                 ]
                 bars = g.assign(color=color, title=g["name"].astype(str))
-                bars = bars[(bars["kind"] == "launch") | bars["name"].isin(["forward", "backward", "optimizer"])]
+                bars = bars[(bars["kind"] == "launch") | bars["name"].isin(STEP_PHASES)]
                 rows.append((f"rank {rank} · host {thread}", bars))
         for stream, g in tl[tl["rank"] == rank].groupby("stream", sort=True):
             bars = g.assign(

@@ -15,11 +15,10 @@ names other modules, scripts and tests use are importable from here.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,18 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.provenance import Fallback
 from dnabert_scaling.tokenizer import PAD_ID
-from dnabert_scaling.train_data import prepare_data
-from dnabert_scaling.train_log import StepTimer, median, param_fingerprint
+from dnabert_scaling.train_data import RankBatches, prepare_data
+from dnabert_scaling.train_log import (
+    StepTimer,
+    gather_rank_summaries,
+    param_fingerprint,
+    rank_summary,
+    result_line,
+    run_summary,
+    write_summary,
+)
 from dnabert_scaling.train_options import DIST_TIMEOUT_S, ENV_GUE, ENV_WEIGHTS, add_arguments, parse_fault
-from dnabert_scaling.train_rundir import claim_run_dir, record_failure, write_config
+from dnabert_scaling.train_rundir import claim_run_dir, raise_on_sigterm, record_failure, write_config
 from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
 
 __all__ = [
@@ -185,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     rank_dir = RunLayout(args.out).rank_dir(info.rank)
     rank_dir.mkdir(parents=True, exist_ok=True)
     _maybe_reexec_under_scorep(args, info)
+    raise_on_sigterm()
     try:
         return _run(args, info, rank_dir, fault)
     except BaseException as exc:
@@ -197,126 +205,181 @@ def run(args: argparse.Namespace) -> int:
         os._exit(1)
 
 
-def _run(args, info, rank_dir: Path, fault) -> int:
-    import torch
-    import torch.distributed as dist
+@dataclass
+class _Rank:
+    """This rank's state: the arguments, then what each set-up step of ``_run`` adds, in order."""
 
-    from dnabert_scaling import provenance
-    from dnabert_scaling.distributed import init_process_group
-    from dnabert_scaling.model import count_parameters
-    from dnabert_scaling.phases import PhaseMarker
-    from dnabert_scaling.tracing import NullTracer, resolve_tracer
-
-    fallbacks: list[Fallback] = []
-    deviations: list[str] = []
-    device_type = _device(args, fallbacks)
-    tracer_name, tracer_fallback = resolve_tracer(args.tracer, model=args.model)
-    if tracer_fallback:
-        fallbacks.append(tracer_fallback)
-    cpu_threads = None
-    if device_type == "cuda":
-        local = info.local_rank % torch.cuda.device_count()
-        torch.cuda.set_device(local)
-        device = torch.device("cuda", local)
-    else:
-        device = torch.device("cpu")
-        cpu_threads = pin_cpu_threads(deviations)
-    torch.manual_seed(args.seed)
-    use_ddp = not args.no_ddp
-    if args.no_ddp and info.world_size > 1:
-        raise ArtifactError("--no-ddp is only for world size 1")
-    backend = None
+    args: argparse.Namespace
+    info: Any  # distributed.RankInfo
+    rank_dir: Path
+    fault: tuple[int, int] | None  # (rank, step) of --inject-fault
+    fallbacks: list[Fallback] = field(default_factory=list)
+    deviations: list[str] = field(default_factory=list)
+    # _setup_device
+    device_type: str = "cpu"
+    device: Any = None
+    tracer_name: str = "none"
+    cpu_threads: int | None = None
+    # _setup_process_group
+    use_ddp: bool = False
+    backend: str | None = None
+    # the data and _setup_model
+    task: Any = None
+    batches: RankBatches | None = None
+    model: Any = None  # the bare model (parameters, evaluation, fingerprint)
+    weights_info: dict[str, Any] | None = None
+    train_model: Any = None  # the DDP wrapper, or the model itself without DDP
     ddp_kwargs: dict[str, Any] | None = None
-    if use_ddp:
-        backend = init_process_group(info, device_type, args.dist_timeout)
-    task = prepare_data(args, info.rank, fallbacks)
-    model, weights_info = _build_model(args, task.num_labels, fallbacks)
-    model.to(device)
-    if use_ddp:
-        from torch.nn.parallel import DistributedDataParallel as DDP
+    optimizer: Any = None
+    scheduler: Any = None
+    precision: str = "fp32"
+    amp_dtype: Any = None
+    scaler: Any = None
+    # _setup_tracing, then the run
+    marker: Any = None
+    bucket_hook: Any = None
+    tracer: Any = None
+    provenance: dict[str, Any] | None = None
+    autocast: Any = None
 
-        ddp_kwargs = dict(
-            bucket_cap_mb=args.bucket_cap_mb,
-            find_unused_parameters=args.find_unused_parameters == "true",
-            broadcast_buffers=args.broadcast_buffers == "true",
-            gradient_as_bucket_view=args.gradient_as_bucket_view,
-            static_graph=args.static_graph,
-        )
-        if device_type == "cuda":
-            ddp_kwargs["device_ids"] = [device.index]
-        train_model = DDP(model, **ddp_kwargs)
+    @property
+    def total_steps(self) -> int:
+        return self.args.warmup_steps + self.args.steps
+
+
+def _run(args, info, rank_dir: Path, fault) -> int:
+    from dnabert_scaling import provenance
+
+    r = _Rank(args, info, rank_dir, fault)
+    _setup_device(r)
+    _setup_process_group(r)
+    r.task = prepare_data(args, info.rank, r.fallbacks)
+    _setup_model(r)
+    r.batches = RankBatches(r.task, info, args.batch_size, args.seed, r.device)
+    _setup_tracing(r)
+    r.provenance = provenance.collect(r.device_type)
+    if info.rank == 0:
+        write_config(args, info)
+    records, wall_measured = _train_loop(r)
+    accuracy = _evaluate(r.model, r.task, r.device, info, r.autocast, args) if args.eval else None
+    _write_summaries(r, records, wall_measured, accuracy)
+    _teardown()
+    return 0
+
+
+def _setup_device(r: _Rank) -> None:
+    """The device (a CUDA device by local rank, else the CPU with pinned threads), the tracer, the seed."""
+    import torch
+
+    from dnabert_scaling.tracing import resolve_tracer
+
+    args = r.args
+    r.device_type = _device(args, r.fallbacks)
+    r.tracer_name, tracer_fallback = resolve_tracer(args.tracer, model=args.model)
+    if tracer_fallback:
+        r.fallbacks.append(tracer_fallback)
+    if r.device_type == "cuda":
+        local = r.info.local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(local)
+        r.device = torch.device("cuda", local)
     else:
-        train_model = model
-    optimizer = build_optimizer(model, args, device_type)
-    total_steps = args.warmup_steps + args.steps
-    scheduler = linear_schedule(optimizer, args.lr_warmup_steps, total_steps)
-    precision, amp_dtype = _precision(args, device_type, deviations)
-    scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+        r.device = torch.device("cpu")
+        r.cpu_threads = pin_cpu_threads(r.deviations)
+    torch.manual_seed(args.seed)
 
-    # Rank shard of a per-epoch permutation (DistributedSampler semantics, drop_last).
-    train = task.splits["train"].with_format("numpy")[:]
-    ids_all = torch.from_numpy(train["input_ids"]).long()
-    labels_all = torch.from_numpy(train["labels"]).long()
-    if device_type == "cuda":
-        ids_all, labels_all = ids_all.pin_memory(), labels_all.pin_memory()
-    per_rank = len(labels_all) // info.world_size
-    if per_rank < args.batch_size:
-        raise ArtifactError(
-            f"task {task.name}: {len(labels_all)} training rows give each of {info.world_size} ranks "
-            f"{per_rank} rows, fewer than one batch of {args.batch_size}",
-            task.folder / "train.csv",
-        )
-    batches_per_epoch = per_rank // args.batch_size
-    epoch_rows: dict[int, Any] = {}
 
-    def batch(step: int):
-        epoch, index = divmod(step, batches_per_epoch)
-        if epoch not in epoch_rows:
-            gen = torch.Generator().manual_seed(args.seed + epoch)
-            epoch_rows.clear()
-            epoch_rows[epoch] = torch.randperm(len(labels_all), generator=gen)[info.rank :: info.world_size][:per_rank]
-        rows = epoch_rows[epoch][index * args.batch_size : (index + 1) * args.batch_size]
-        ids = ids_all[rows].to(device, non_blocking=True)
-        return ids, (ids != PAD_ID), labels_all[rows].to(device, non_blocking=True)
+def _setup_process_group(r: _Rank) -> None:
+    """The process group (NCCL on CUDA, gloo on the CPU), unless ``--no-ddp``."""
+    from dnabert_scaling.distributed import init_process_group
 
-    marker = PhaseMarker("scorep" if tracer_name == "scorep" else "torch", cuda=device_type == "cuda")
-    bucket_hook = None
-    if use_ddp and (args.bucket_hook == "on" or (args.bucket_hook == "auto" and tracer_name in ("torch", "scorep"))):
+    r.use_ddp = not r.args.no_ddp
+    if r.args.no_ddp and r.info.world_size > 1:
+        raise ArtifactError("--no-ddp is only for world size 1")
+    if r.use_ddp:
+        r.backend = init_process_group(r.info, r.device_type, r.args.dist_timeout)
+
+
+def _setup_model(r: _Rank) -> None:
+    """The model on its device (wrapped in DDP unless ``--no-ddp``), AdamW, the LR schedule, the precision."""
+    import torch
+
+    args = r.args
+    r.model, r.weights_info = _build_model(args, r.task.num_labels, r.fallbacks)
+    r.model.to(r.device)
+    r.train_model = _wrap_ddp(r) if r.use_ddp else r.model
+    r.optimizer = build_optimizer(r.model, args, r.device_type)
+    r.scheduler = linear_schedule(r.optimizer, args.lr_warmup_steps, r.total_steps)
+    r.precision, r.amp_dtype = _precision(args, r.device_type, r.deviations)
+    r.scaler = torch.amp.GradScaler("cuda") if r.precision == "fp16" else None
+
+
+def _wrap_ddp(r: _Rank):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    args = r.args
+    r.ddp_kwargs = dict(
+        bucket_cap_mb=args.bucket_cap_mb,
+        find_unused_parameters=args.find_unused_parameters == "true",
+        broadcast_buffers=args.broadcast_buffers == "true",
+        gradient_as_bucket_view=args.gradient_as_bucket_view,
+        static_graph=args.static_graph,
+    )
+    if r.device_type == "cuda":
+        r.ddp_kwargs["device_ids"] = [r.device.index]
+    return DDP(r.model, **r.ddp_kwargs)
+
+
+def _setup_tracing(r: _Rank) -> None:
+    """The phase marker, the DDP bucket hook (``--bucket-hook``) and the torch profiler (``--tracer torch``)."""
+    from dnabert_scaling.phases import PhaseMarker
+    from dnabert_scaling.tracing import NullTracer
+
+    args, info = r.args, r.info
+    r.marker = PhaseMarker("scorep" if r.tracer_name == "scorep" else "torch", cuda=r.device_type == "cuda")
+    if r.use_ddp and (args.bucket_hook == "on" or (args.bucket_hook == "auto" and r.tracer_name in ("torch", "scorep"))):
         from dnabert_scaling.buckets import BucketHook
 
-        bucket_hook = BucketHook(marker).register(train_model)
-        deviations.append(
+        r.bucket_hook = BucketHook(r.marker).register(r.train_model)
+        r.deviations.append(
             "DDP bucket hook on (ds:bucket ranges for predict): a Python comm hook instead of DDP's "
             "built-in all-reduce, same arithmetic, slower host side (make bench-hook)"
         )
-    if tracer_name == "torch":
+    if r.tracer_name == "torch":
         from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
 
-        tracer = TorchProfilerTracer(
+        r.tracer = TorchProfilerTracer(
             RunLayout(args.out).kineto_trace(info.rank),
             args.warmup_steps,
             args.steps,
-            device_type,
+            r.device_type,
             cpu_ops=args.trace_cpu_ops,
             rank=info.rank,
             world_size=info.world_size,
-            backend=backend,
+            backend=r.backend,
         )
     else:
-        tracer = NullTracer()
+        r.tracer = NullTracer()
 
-    prov = provenance.collect(device_type)
-    if info.rank == 0:
-        write_config(args, info)
-    timer = StepTimer(device_type, rank_dir / layout.STEPS)
-    train_model.train()
+
+def _train_loop(r: _Rank) -> tuple[list[dict[str, Any]], float]:
+    """The warm-up and measured steps; returns the step records and the measured steps' wall time.
+
+    Nothing here waits for the GPU: ``StepTimer`` records events and reads them back without
+    blocking (its ``finish`` synchronises once, after the last step)."""
+    import torch
+
+    args, info = r.args, r.info
+    total_steps = r.total_steps
+    timer = StepTimer(r.device_type, r.rank_dir / layout.STEPS)
+    r.train_model.train()
     progress = None
     if info.rank == 0 and not args.no_progress:
         from tqdm import tqdm
 
         progress = tqdm(total=total_steps, desc=f"train ws={info.world_size}", unit="step", file=sys.stderr, mininterval=1.0)
-    autocast = torch.autocast(device_type=device_type, dtype=amp_dtype, enabled=amp_dtype is not None)
-    train_step = TrainStep(train_model, model, optimizer, scheduler, autocast, scaler, args.max_grad_norm, marker)
+    r.autocast = torch.autocast(device_type=r.device_type, dtype=r.amp_dtype, enabled=r.amp_dtype is not None)
+    train_step = TrainStep(r.train_model, r.model, r.optimizer, r.scheduler, r.autocast, r.scaler, args.max_grad_norm, r.marker)
+    tracer, batch, scheduler, fault = r.tracer, r.batches, r.scheduler, r.fault
     t_measure = None
     with tracer:
         for step in range(total_steps):
@@ -338,86 +401,73 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     wall_measured = time.perf_counter() - (t_measure or time.perf_counter())
     if progress is not None:
         progress.close()
+    return records, wall_measured
 
-    accuracy = _evaluate(model, task, device, info, autocast, args) if args.eval else None
 
-    measured_recs = [r for r in records if r["measured"]]
-    losses = [r["loss"] for r in records]
-    global_batch = args.batch_size * info.world_size
-    med = median([r["step_time_s"] for r in measured_recs])
-    rank_summary = {
-        "status": "ok",
-        "rank": info.rank,
-        "local_rank": info.local_rank,
-        "device": str(device),
-        "measured_steps": len(measured_recs),
-        "median_step_time_s": med,
-        "median_step_busy_s": median([r["step_busy_s"] for r in measured_recs]),
-        "wall_measured_s": wall_measured,
-        "loss_first": losses[0] if losses else None,
-        "loss_last": losses[-1] if losses else None,
-        "finite_loss": all(math.isfinite(x) for x in losses),
-        "dev_accuracy": accuracy,
-        "param_sha256": param_fingerprint(model) if args.param_fingerprint else None,
-        "trace": str(tracer.path) if tracer.path else None,
-        "provenance": prov,
-    }
-    (rank_dir / layout.SUMMARY).write_text(json.dumps(rank_summary, indent=2) + "\n")
-
-    gathered = [rank_summary]
-    if dist.is_initialized() and info.world_size > 1:
-        gathered = [None] * info.world_size
-        light = {k: v for k, v in rank_summary.items() if k != "provenance"}
-        dist.all_gather_object(gathered, light)
+def _write_summaries(r: _Rank, records: list[dict[str, Any]], wall_measured: float, accuracy: float | None) -> None:
+    """Each rank's ``rank<R>/summary.json``; rank 0 gathers them into the run's ``summary.json``."""
+    args, info = r.args, r.info
+    mine = rank_summary(
+        records,
+        info=info,
+        device=r.device,
+        wall_measured_s=wall_measured,
+        accuracy=accuracy,
+        param_sha256=param_fingerprint(r.model) if args.param_fingerprint else None,
+        trace=str(r.tracer.path) if r.tracer.path else None,
+        provenance=r.provenance,
+    )
+    write_summary(r.rank_dir / layout.SUMMARY, mine)
+    gathered = gather_rank_summaries(mine, info)
     if info.rank == 0:
-        slowest = max((g["median_step_time_s"] or 0.0) for g in gathered)
-        summary = {
-            "status": "ok",
-            "world_size": info.world_size,
-            "launcher": info.source,
-            "backend": backend,
-            "ddp": use_ddp,
-            "ddp_options": ddp_kwargs,
-            "ddp_buckets": bucket_hook.summary(args.bucket_cap_mb) if bucket_hook else None,
-            "device_type": device_type,
-            "tracer": tracer_name,
-            "tracer_requested": args.tracer,
-            "trace_mode": getattr(tracer, "mode", None),
-            "precision": precision,
-            "attention": args.attention,
-            "optimizer_impl": args.optimizer_impl,
-            "training_loop": TRAINING_LOOP,
-            "cpu_threads_per_rank": cpu_threads,
-            "model": args.model,
-            "parameters": count_parameters(model),
-            "weights": weights_info,
-            "task": task.describe(),
-            "batch_size_per_rank": args.batch_size,
-            "global_batch": global_batch,
-            "seq_len_tokens": task.seq_len,
-            "warmup_steps": args.warmup_steps,
-            "measured_steps": args.steps,
-            "median_step_time_s": slowest,
-            "samples_per_s": global_batch / slowest if slowest else None,
-            "tokens_per_s": global_batch * task.seq_len / slowest if slowest else None,
-            "finite_loss": all(g["finite_loss"] for g in gathered),
-            "dev_accuracy": accuracy,
-            "ranks": gathered,
-            "fallbacks": [f.as_dict() for f in fallbacks],
-            "deviations": deviations,
-            "provenance": prov,
-        }
-        RunLayout(args.out).summary.write_text(json.dumps(summary, indent=2) + "\n")
-        print(
-            f"ws={info.world_size} {device_type} tracer={tracer_name}: median step {slowest * 1e3:.2f} ms, "
-            f"{summary['samples_per_s']:.1f} samples/s, loss {losses[0]:.4f} -> {losses[-1]:.4f}"
-            + (f", dev accuracy {accuracy:.3f}" if accuracy is not None else ""),
-            file=sys.stderr,
+        fallbacks = [f.as_dict() for f in r.fallbacks]
+        summary = run_summary(
+            _run_config(r), gathered, accuracy=accuracy, fallbacks=fallbacks, deviations=r.deviations, provenance=r.provenance
         )
+        write_summary(RunLayout(args.out).summary, summary)
+        print(result_line(summary, mine), file=sys.stderr)
+
+
+def _run_config(r: _Rank) -> dict[str, Any]:
+    """The set-up part of the run's ``summary.json``: launcher, DDP, device, tracer, model, task, schedule."""
+    from dnabert_scaling.model import count_parameters
+
+    args, info = r.args, r.info
+    return {
+        "world_size": info.world_size,
+        "launcher": info.source,
+        "backend": r.backend,
+        "ddp": r.use_ddp,
+        "ddp_options": r.ddp_kwargs,
+        "ddp_buckets": r.bucket_hook.summary(args.bucket_cap_mb) if r.bucket_hook else None,
+        "device_type": r.device_type,
+        "tracer": r.tracer_name,
+        "tracer_requested": args.tracer,
+        "trace_mode": getattr(r.tracer, "mode", None),
+        "precision": r.precision,
+        "attention": args.attention,
+        "optimizer_impl": args.optimizer_impl,
+        "training_loop": TRAINING_LOOP,
+        "cpu_threads_per_rank": r.cpu_threads,
+        "model": args.model,
+        "parameters": count_parameters(r.model),
+        "weights": r.weights_info,
+        "task": r.task.describe(),
+        "batch_size_per_rank": args.batch_size,
+        "global_batch": args.batch_size * info.world_size,
+        "seq_len_tokens": r.task.seq_len,
+        "warmup_steps": args.warmup_steps,
+        "measured_steps": args.steps,
+    }
+
+
+def _teardown() -> None:
+    """Wait for every rank, then end the process group (a rank that failed never gets here)."""
+    import torch.distributed as dist
+
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
-    return 0
 
 
 def _evaluate(model, task, device, info, autocast, args) -> float | None:

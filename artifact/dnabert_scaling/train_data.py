@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from dnabert_scaling import layout
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.provenance import Fallback
+from dnabert_scaling.tokenizer import PAD_ID
 from dnabert_scaling.train_options import ENV_GUE
 
 
@@ -54,3 +56,41 @@ def prepare_data(args, rank: int, fallbacks: list[Fallback]):
             Fallback("data", f"synthetic planted-motif task shaped like {task.name}", f"{folder} holds synthetic.json")
         )
     return task
+
+
+class RankBatches:
+    """This rank's batches: its shard of a per-epoch permutation (DistributedSampler semantics,
+    drop_last). ``batches(step)`` -> (ids, attention mask, labels) on ``device``, copied without
+    blocking (from pinned memory on CUDA)."""
+
+    def __init__(self, task, info, batch_size: int, seed: int, device):
+        import torch
+
+        self.torch = torch
+        self.rank, self.world_size = info.rank, info.world_size
+        self.batch_size, self.seed, self.device = batch_size, seed, device
+        train = task.splits["train"].with_format("numpy")[:]
+        self.ids_all = torch.from_numpy(train["input_ids"]).long()
+        self.labels_all = torch.from_numpy(train["labels"]).long()
+        if device.type == "cuda":
+            self.ids_all, self.labels_all = self.ids_all.pin_memory(), self.labels_all.pin_memory()
+        self.per_rank = len(self.labels_all) // info.world_size
+        if self.per_rank < batch_size:
+            raise ArtifactError(
+                f"task {task.name}: {len(self.labels_all)} training rows give each of {info.world_size} ranks "
+                f"{self.per_rank} rows, fewer than one batch of {batch_size}",
+                task.folder / "train.csv",
+            )
+        self.batches_per_epoch = self.per_rank // batch_size
+        self.epoch_rows: dict[int, Any] = {}
+
+    def __call__(self, step: int):
+        epoch, index = divmod(step, self.batches_per_epoch)
+        if epoch not in self.epoch_rows:
+            gen = self.torch.Generator().manual_seed(self.seed + epoch)
+            self.epoch_rows.clear()
+            perm = self.torch.randperm(len(self.labels_all), generator=gen)
+            self.epoch_rows[epoch] = perm[self.rank :: self.world_size][: self.per_rank]
+        rows = self.epoch_rows[epoch][index * self.batch_size : (index + 1) * self.batch_size]
+        ids = self.ids_all[rows].to(self.device, non_blocking=True)
+        return ids, (ids != PAD_ID), self.labels_all[rows].to(self.device, non_blocking=True)

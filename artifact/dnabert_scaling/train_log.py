@@ -109,3 +109,77 @@ def param_fingerprint(model) -> str:
         h.update(name.encode())
         h.update(param.detach().float().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
+
+
+# --- summaries -----------------------------------------------------------------------------------
+
+
+def rank_summary(
+    records: list[dict[str, Any]], *, info, device, wall_measured_s: float, accuracy, param_sha256, trace, provenance
+) -> dict[str, Any]:
+    """This rank's ``rank<R>/summary.json`` from its step records (``StepTimer.finish``)."""
+    measured = [r for r in records if r["measured"]]
+    losses = [r["loss"] for r in records]
+    return {
+        "status": "ok",
+        "rank": info.rank,
+        "local_rank": info.local_rank,
+        "device": str(device),
+        "measured_steps": len(measured),
+        "median_step_time_s": median([r["step_time_s"] for r in measured]),
+        "median_step_busy_s": median([r["step_busy_s"] for r in measured]),
+        "wall_measured_s": wall_measured_s,
+        "loss_first": losses[0] if losses else None,
+        "loss_last": losses[-1] if losses else None,
+        "finite_loss": all(math.isfinite(x) for x in losses),
+        "dev_accuracy": accuracy,
+        "param_sha256": param_sha256,
+        "trace": trace,
+        "provenance": provenance,
+    }
+
+
+def gather_rank_summaries(mine: dict[str, Any], info) -> list[dict[str, Any]]:
+    """Every rank's summary (without its provenance, which rank 0's stands for), in rank order."""
+    import torch.distributed as dist
+
+    gathered: list[Any] = [mine]
+    if dist.is_initialized() and info.world_size > 1:
+        gathered = [None] * info.world_size
+        light = {k: v for k, v in mine.items() if k != "provenance"}
+        dist.all_gather_object(gathered, light)
+    return gathered
+
+
+def run_summary(config: dict[str, Any], gathered: list[dict[str, Any]], *, accuracy, fallbacks, deviations, provenance):
+    """The run's ``summary.json`` (rank 0): ``config`` (the run's set-up, with ``global_batch`` and
+    ``seq_len_tokens``), then the throughput of the slowest rank's median step and every rank's summary."""
+    slowest = max((g["median_step_time_s"] or 0.0) for g in gathered)
+    global_batch, seq_len = config["global_batch"], config["seq_len_tokens"]
+    return {
+        "status": "ok",
+        **config,
+        "median_step_time_s": slowest,
+        "samples_per_s": global_batch / slowest if slowest else None,
+        "tokens_per_s": global_batch * seq_len / slowest if slowest else None,
+        "finite_loss": all(g["finite_loss"] for g in gathered),
+        "dev_accuracy": accuracy,
+        "ranks": gathered,
+        "fallbacks": fallbacks,
+        "deviations": deviations,
+        "provenance": provenance,
+    }
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def result_line(summary: dict[str, Any], mine: dict[str, Any]) -> str:
+    """The one line rank 0 prints at the end: median step, throughput, its loss, dev accuracy."""
+    slowest, accuracy = summary["median_step_time_s"], summary["dev_accuracy"]
+    return (
+        f"ws={summary['world_size']} {summary['device_type']} tracer={summary['tracer']}: median step {slowest * 1e3:.2f} ms, "
+        f"{summary['samples_per_s']:.1f} samples/s, loss {mine['loss_first']:.4f} -> {mine['loss_last']:.4f}"
+        + (f", dev accuracy {accuracy:.3f}" if accuracy is not None else "")
+    )

@@ -1,5 +1,5 @@
 """The run folder of ``train``: claimed before any work, ``config.json`` at the start, a failed
-rank's ``error.txt`` and failed summaries.
+rank's ``error.txt`` and failed summaries (SIGTERM included).
 
 A folder holding another run's files is refused (or, with ``--overwrite``, that run is deleted
 first), so two runs never mix in one folder.
@@ -66,14 +66,31 @@ def claim_run_dir(out: Path, info, overwrite: bool) -> None:
             path.unlink()
 
 
+class Terminated(Exception):
+    """SIGTERM reached this rank: its launcher is ending the run (torchrun does when another rank
+    failed, the sweep on a timeout or an interrupt). Such a rank is a survivor, not a cause."""
+
+
+def raise_on_sigterm() -> None:
+    """Turn SIGTERM into ``Terminated``, so that a rank being ended still records it (rank 0: the
+    run's ``summary.json``) instead of vanishing with the default action."""
+    import signal
+
+    def stop(signum, _frame):
+        raise Terminated(f"stopped by {signal.Signals(signum).name}: the launcher ended the run")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def record_failure(rank_dir: Path, info, exc: BaseException) -> None:
     """This rank's ``error.txt`` (the traceback) and failed ``summary.json``; rank 0 also the run's.
+    ``stopped`` tells a rank the launcher ended (``Terminated``) from one that failed by itself.
     A write that fails is left out: the error being recorded is the one to report."""
+    stopped = isinstance(exc, Terminated)
     try:
         (rank_dir / layout.ERROR).write_text("".join(traceback.format_exception(exc)))
-        (rank_dir / layout.SUMMARY).write_text(
-            json.dumps({"status": "failed", "rank": info.rank, "error": repr(exc), "failed_at": time.time()}, indent=2) + "\n"
-        )
+        record = {"status": "failed", "rank": info.rank, "error": repr(exc), "stopped": stopped, "failed_at": time.time()}
+        (rank_dir / layout.SUMMARY).write_text(json.dumps(record, indent=2) + "\n")
         if info.rank == 0:
             RunLayout(rank_dir.parent).summary.write_text(
                 json.dumps({"status": "failed", "reported_by_rank": 0, "error": repr(exc)}, indent=2) + "\n"

@@ -77,13 +77,13 @@ def test_real_incomplete_scorep_run_is_invalid_with_its_figures(tmp_path):
 
 def test_scorep_loss_lines_become_run_warnings_and_reach_the_sanity_reason(tmp_path):
     from dnabert_scaling.runspec import RunSpec
-    from dnabert_scaling.sweep import _post_run_checks
+    from dnabert_scaling.sweep_local import post_run_checks
 
     run = tmp_path / "ws1-scorep-r0"
     shutil.copytree(INCOMPLETE_RUN, run)
     for p in run.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
-    warnings, problem = _post_run_checks(RunSpec(1, "scorep", 0, run, []))
+    warnings, problem = post_run_checks(RunSpec(1, "scorep", 0, run, []))
     assert problem is None
     lost = [w for w in warnings if "lost CUDA activity records" in w]
     assert lost and any("Skipping" in w for w in lost) and any("last written timestamp" in w for w in lost)

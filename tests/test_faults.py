@@ -124,6 +124,9 @@ def test_run_timeout_ends_every_rank(tmp_path, tiny_task):
     run_dir = out / "ws2-none-r0"
     assert len((run_dir / "rank1" / "steps.jsonl").read_text().splitlines()) > 0  # it had started training
     _assert_run_ended(run_dir, "killed with all its ranks after 25 s")
+    # the ranks recorded the SIGTERM that ended them (the first to act is marked stopped)
+    records = [json.loads((run_dir / f"rank{r}" / "summary.json").read_text()) for r in (0, 1)]
+    assert any(r["status"] == "failed" and r["stopped"] is True for r in records), records
 
 
 def test_sigint_to_the_sweep_alone_ends_its_run(tmp_path, tiny_task):
@@ -166,6 +169,22 @@ def test_failure_message_names_the_first_failing_rank(tmp_path, tiny_task):
         assert "rank1 failed first: RuntimeError: injected fault on rank 1 at step 2" in text, text
         assert str(run_dir / "rank1" / "error.txt") in text and str(run_dir / "logs" / "launcher.log") in text
         assert "Connection reset" not in text.split("failed first")[1]
+
+
+def test_failure_message_leaves_out_ranks_the_launcher_stopped(tmp_path):
+    from dnabert_scaling.runspec import RunSpec
+    from dnabert_scaling.sweep_record import failure_message
+
+    run_dir = tmp_path / "ws2-none-r0"
+    ranks = ((0, True, 100.0, "Terminated: stopped by SIGTERM"), (1, False, 200.0, "RuntimeError: CUDA out of memory"))
+    for rank, stopped, at, error in ranks:
+        folder = run_dir / f"rank{rank}"
+        folder.mkdir(parents=True)
+        (folder / "error.txt").write_text(f"Traceback (most recent call last):\n{error}\n")
+        record = {"status": "failed", "rank": rank, "error": error, "stopped": stopped, "failed_at": at}
+        (folder / "summary.json").write_text(json.dumps(record))
+    message = failure_message(RunSpec(2, "none", 0, run_dir), 1, "")
+    assert "rank1 failed first: RuntimeError: CUDA out of memory" in message and "other rank" not in message, message
 
 
 def test_resume_refuses_changed_train_options(tmp_path, tiny_task):

@@ -174,11 +174,33 @@ def test_failing_rank_ends_the_run_and_keeps_outputs(tmp_path, tiny_task):
     assert elapsed < 90
     assert "injected fault on rank 1 at step 4" in proc.stderr
     failed = json.loads((out / "rank1/summary.json").read_text())
-    assert failed["status"] == "failed" and "injected fault" in failed["error"]
+    assert failed["status"] == "failed" and "injected fault" in failed["error"] and failed["stopped"] is False
     assert json.loads((out / "summary.json").read_text())["status"] == "failed"
     # the other rank's per-step log survives, with whole lines
     steps = _steps(out / "rank0/steps.jsonl")
     assert 1 <= len(steps) <= 5
+
+
+def test_sigterm_is_recorded_as_a_stopped_rank(tmp_path, tiny_task):
+    """A launcher ending a rank with SIGTERM (torchrun does, once another rank failed) still gets
+    the failure recorded: the rank's summary marked ``stopped``, and rank 0 the run's summary."""
+    import signal
+
+    out = tmp_path / "run"
+    cmd = [*TRAIN, *TINY, "--no-ddp", "--data", str(tiny_task), "--steps", "100000", "--warmup-steps", "0", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    steps = out / "rank0" / "steps.jsonl"
+    deadline = time.monotonic() + 120
+    while not (steps.is_file() and steps.read_text().count("\n") >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-3000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "stopped by SIGTERM" in err, err[-2000:]
+    rank = json.loads((out / "rank0" / "summary.json").read_text())
+    assert rank["status"] == "failed" and rank["stopped"] is True and "Terminated" in rank["error"], rank
+    assert json.loads((out / "summary.json").read_text())["status"] == "failed"
+    assert "Terminated: stopped by SIGTERM" in (out / "rank0" / "error.txt").read_text()
 
 
 def test_tiny_model_learns_planted_motifs(tmp_path, tiny_task):

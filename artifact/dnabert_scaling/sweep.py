@@ -10,6 +10,9 @@ kept under a ``.failed-<time>`` name, and the sweep goes on with the other runs.
 
 Executors: ``local`` starts each run with torchrun on this node; ``slurm`` submits the runs as one
 batch job per world size through ``scripts/slurm/`` (``dnabert_scaling.slurm``).
+
+This module plans the sweep, refuses to mix runs trained with other options, and drives the
+executors; ``sweep_local`` is the local executor, ``sweep_record`` a run's record (manifest, failure).
 """
 
 from __future__ import annotations
@@ -17,22 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
-import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout
 from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import writable_dir, write_text_atomic
-from dnabert_scaling.proctree import end_run, new_marker
-from dnabert_scaling.provenance import now_iso, sha256_tree
-from dnabert_scaling.layout import MANIFEST, SUMMARY, SYNTHETIC_DATA, RunLayout, SweepLayout
+from dnabert_scaling.provenance import now_iso
 from dnabert_scaling.runspec import RunSpec, run_status
+from dnabert_scaling.sweep_local import busbw_sizes_source, check_local_resources, parse_train_options, run_busbw_local, run_local
+from dnabert_scaling.sweep_record import RunResult, failure_message, set_aside, set_aside_failed, write_manifest
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -141,84 +139,8 @@ def _shared_data(out: Path, train_args: list[str], data: str | None) -> list[str
     return ["--data", str(folder.resolve())]
 
 
-@dataclass
-class RunResult:
-    spec: RunSpec
-    status: str  # ok, failed, skipped
-    returncode: int | None
-    seconds: float
-    message: str = ""
-
-
-def write_manifest(
-    spec: RunSpec,
-    status: str,
-    returncode: int | None,
-    started: str,
-    seconds: float,
-    command: list[str],
-    executor: str,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    summary = _summary(spec.run_dir)
-    manifest = {
-        "schema": "dnabert-scaling/manifest/1",
-        "name": spec.name,
-        "world_size": spec.world_size,
-        "tracer": spec.tracer,
-        "repeat": spec.repeat,
-        "variant": spec.variant or "ddp",
-        "train_args": list(spec.train_args),
-        "command": command,
-        "executor": executor,
-        "status": status,
-        "returncode": returncode,
-        "started": started,
-        "seconds": round(seconds, 3),
-        "provenance": summary.get("provenance"),
-        "fallbacks": summary.get("fallbacks", []),
-        **(extra or {}),
-        "files": sha256_tree(spec.run_dir, skip=[MANIFEST]),
-    }
-    write_text_atomic(spec.run_dir / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-    return manifest
-
-
-def _set_aside(folder: Path, why: str) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    target = folder.with_name(f"{folder.name}.{why}-{stamp}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = folder.with_name(f"{folder.name}.{why}-{stamp}-{n}")
-    folder.rename(target)
-    return target
-
-
-def _set_aside_failed(run_dir: Path) -> Path | None:
-    return _set_aside(run_dir, "failed") if run_dir.exists() else None
-
-
-def _options(args: list[str]) -> dict[str, str]:
-    """``--name value`` / ``--flag`` pairs of a train command line (a flag's value is "")."""
-    out: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        name = args[i]
-        if name.startswith("--") and "=" in name:
-            name, value = name.split("=", 1)
-        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
-            value = args[i + 1]
-            i += 1
-        else:
-            value = ""
-        out[name] = value
-        i += 1
-    return out
-
-
 def _differences(recorded: list[str], requested: list[str]) -> list[str]:
-    old, new = _options(recorded), _options(requested)
+    old, new = parse_train_options(recorded), parse_train_options(requested)
     shown = []
     for name in sorted(set(old) | set(new)):
         if old.get(name) != new.get(name):
@@ -228,7 +150,7 @@ def _differences(recorded: list[str], requested: list[str]) -> list[str]:
     return shown
 
 
-def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
+def refuse_changedparse_train_options(out: Path, plan: list[RunSpec]) -> None:
     """A completed run is reused only when it was trained with the options requested now; so is
     every other completed run in the folder (``analyze`` reads them all)."""
     requested = {s.name: s for s in plan}
@@ -265,212 +187,6 @@ def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
             "aside and start a new sweep",
             out,
         )
-
-
-def torchrun_command(nproc: int, module_args: list[str]) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        "-m",
-        "dnabert_scaling",
-        *module_args,
-    ]
-
-
-def _post_run_checks(spec: RunSpec) -> tuple[list[str], str | None]:
-    """Score-P runs: every rank's experiment directory is checked (anchor, CUDA streams, log)."""
-    if spec.tracer != "scorep":
-        return [], None
-    from dnabert_scaling.tracing.scorep import check_experiment
-
-    warnings: list[str] = []
-    log = RunLayout(spec.run_dir).launcher_log
-    log_text = log.read_text(errors="replace") if log.is_file() else None
-    for rank in range(spec.world_size):
-        exp = RunLayout(spec.run_dir).scorep_dir(rank)
-        try:
-            warnings += [f"rank {rank}: {w}" for w in check_experiment(exp, log_text)]
-        except ArtifactError as exc:
-            return warnings, str(exc)
-    return warnings, None
-
-
-def _launch(cmd: list[str], log, timeout: float) -> tuple[int | None, str]:
-    """Run ``cmd`` with its own session and a marker in its environment; on timeout or interrupt
-    end every process it started before returning (or re-raising the interrupt)."""
-    marker = new_marker()
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **marker})
-    try:
-        rc = proc.wait(timeout=timeout)
-        left = end_run(proc, marker)  # a rank the launcher left behind must not outlive the run's status
-        return rc, (f"the launcher left {len(left)} process(es) of the run behind; killed" if left else "")
-    except subprocess.TimeoutExpired:
-        end_run(proc, marker)
-        return None, f"killed with all its ranks after {timeout:g} s (--run-timeout)"
-    except BaseException:
-        end_run(proc, marker)
-        raise
-
-
-def _last_lines(path: Path, n: int = 3) -> str:
-    lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
-    return " | ".join(lines[-n:])
-
-
-_EXIT_RE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank[^\n]*\n\s*exitcode\s*:\s*(-?\d+)")
-
-
-def _signal_deaths(log: Path) -> dict[int, int]:
-    """rank -> signal number, for the ranks torchrun reports as ended by a signal."""
-    text = log.read_text(errors="replace") if log.is_file() else ""
-    return {int(r): -int(code) for r, code in _EXIT_RE.findall(text) if int(code) < 0}
-
-
-def failure_message(spec: RunSpec, rc: int | None, why: str) -> str:
-    """The first rank that failed, its cause, and where to read more.
-
-    A rank killed by a signal (other than the SIGTERM torchrun sends the survivors) records no
-    error of its own and is the cause; otherwise the rank whose ``error.txt`` was written first
-    (``failed_at`` in its summary). torchrun's "Root Cause" is not used: it names the rank whose
-    exit it noticed first, often a survivor that failed on the broken connection.
-    """
-    import signal
-
-    log = RunLayout(spec.run_dir).launcher_log
-    head = why or (f"exit status {rc}" if rc is not None else "failed")
-    errors = {}
-    for err in RunLayout(spec.run_dir).rank_errors():
-        try:
-            at = float(json.loads((err.parent / SUMMARY).read_text()).get("failed_at"))
-        except (OSError, ValueError, TypeError):
-            at = err.stat().st_mtime
-        errors[err.parent.name] = (at, err)
-    killed = {r: s for r, s in _signal_deaths(log).items() if s != signal.SIGTERM and f"rank{r}" not in errors}
-    if killed:
-        rank, sig = min(killed.items())
-        also = ""
-        if errors:
-            _, err = min(errors.values())
-            also = f"; {err.parent.name} recorded: {_last_lines(err, 1)} (traceback: {err})"
-        return f"{head}; rank{rank} was killed by {signal.Signals(sig).name} and recorded no error{also} (log: {log})"
-    if errors:
-        _, err = min(errors.values())
-        others = len(errors) - 1
-        return (
-            f"{head}; {err.parent.name} failed first: {_last_lines(err, 1)} (traceback: {err}"
-            + (f"; {others} other rank(s) failed after it" if others else "")
-            + f"; log: {log})"
-        )
-    if why:  # the sweep ended the run itself (timeout, interrupt): the log's tail is its own doing
-        return f"{head} (log: {log})"
-    tail = _last_lines(log, 3) if log.is_file() else ""
-    return f"{head}; no rank recorded an error" + (f"; last log lines: {tail}" if tail else "") + f" (log: {log})"
-
-
-def run_local(spec: RunSpec, timeout: float) -> RunResult:
-    """One run with torchrun on this node; its output goes to ``logs/launcher.log``.
-
-    The sweep alone decides the run's status: it is written once, after every process of the run
-    has ended, into ``manifest.json`` (and ``summary.json``), each replaced atomically.
-    """
-    if spec.is_complete():
-        return RunResult(spec, "skipped", 0, 0.0, "already complete")
-    moved = _set_aside_failed(spec.run_dir)
-    RunLayout(spec.run_dir).logs.mkdir(parents=True, exist_ok=True)
-    cmd = torchrun_command(spec.world_size, ["train", *spec.command_args(), "--no-progress"])
-    started, t0 = now_iso(), time.monotonic()
-    interrupted = None
-    with open(RunLayout(spec.run_dir).launcher_log, "w") as log:
-        log.write("$ " + shlex.join(cmd) + "\n")
-        log.flush()
-        try:
-            rc, message = _launch(cmd, log, timeout)
-        except KeyboardInterrupt as exc:
-            rc, message, interrupted = None, "interrupted: the sweep was stopped (SIGINT/SIGTERM)", exc
-    seconds = time.monotonic() - t0
-    status = "ok" if rc == 0 and run_status(spec.run_dir) == "ok" else "failed"
-    if rc == 0 and status == "failed":
-        message = "the launcher exited 0 but summary.json does not say ok"
-    warnings, problem = _post_run_checks(spec) if status == "ok" else ([], None)
-    if problem:
-        status, message = "failed", problem
-    if status == "ok" and _summary(spec.run_dir).get("finite_loss") is False:
-        warnings.append("a loss was not finite: this run's throughput is not used for scaling")
-    if status != "ok" and not problem:
-        message = failure_message(spec, rc, message)
-    extra = {"warnings": warnings, "message": message}
-    if moved:
-        extra["previous_attempt"] = moved.name
-    if status != "ok":
-        summary = _summary(spec.run_dir)
-        summary.update({"status": "failed", "message": message})
-        write_text_atomic(RunLayout(spec.run_dir).summary, json.dumps(summary, indent=2) + "\n")
-    write_manifest(spec, status, rc, started, seconds, cmd, "local", extra)
-    if interrupted is not None:
-        raise interrupted
-    return RunResult(spec, status, rc, seconds, message)
-
-
-def _summary(run_dir: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(RunLayout(run_dir).summary.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _busbw_model(train_args: list[str]) -> tuple[str, float]:
-    """(model, bucket cap in MiB) whose DDP buckets the bus-bandwidth runs measure."""
-    opts = _options(train_args)
-    return opts.get("--model", "base"), float(opts.get("--bucket-cap-mb", 25.0))
-
-
-def busbw_sizes_source(train_args: list[str]) -> str:
-    """The ``sizes_source`` that ``busbw`` records for the buckets of these train options."""
-    from dnabert_scaling.busbw import sizes_source
-
-    return sizes_source(*_busbw_model(train_args))
-
-
-def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeout: float) -> RunResult | None:
-    sweep = SweepLayout(out)
-    target = sweep.busbw(n)
-    spec = RunSpec(n, "busbw", 0, sweep.busbw_dir(n))
-    if target.is_file():
-        return RunResult(spec, "skipped", 0, 0.0, "already measured")
-    model, cap = _busbw_model(train_args)
-    args = ["busbw", "--out", str(target), "--model", model, "--device", device, "--bucket-cap-mb", str(cap)]
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    with open(sweep.busbw_log(n), "w") as log:
-        rc, _ = _launch(torchrun_command(n, args), log, timeout)
-    status = "ok" if rc == 0 and target.is_file() else "failed"
-    return RunResult(spec, status, rc, time.monotonic() - t0, "" if status == "ok" else f"see {sweep.busbw_log(n)}")
-
-
-def _check_local_resources(sizes: list[int], device: str) -> str:
-    import torch
-
-    if device == "cpu":
-        return "cpu"
-    if not torch.cuda.is_available():
-        raise ArtifactError(
-            "no CUDA device is visible here: the study's sweep needs GPUs; run it with --executor slurm "
-            "on a GPU cluster, or pass --device cpu for the CPU smoke sweep (gloo; no GPU metrics)"
-        )
-    count = torch.cuda.device_count()
-    if device == "cuda" and count == 0:
-        raise ArtifactError("--device cuda: no CUDA device is visible")
-    too_big = [n for n in sizes if n > count]
-    if too_big:
-        raise ArtifactError(
-            f"world size(s) {', '.join(map(str, too_big))} need more GPUs than the {count} visible here; "
-            "use --executor slurm for several nodes, or fewer --gpus"
-        )
-    return "cuda"
 
 
 def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[str], device: str) -> dict | None:
@@ -512,19 +228,19 @@ def run(args: argparse.Namespace) -> int:
             raise ArtifactError(f"{forbidden} is set by the sweep for each run; leave it out of the train options")
     out = args.out.resolve()
     if args.executor == "local":
-        device = _check_local_resources(sizes, args.device)
+        device = check_local_resources(sizes, args.device)
     else:
         device = args.device
     if device == "cpu" and "--device" not in train_args:
         train_args += ["--device", "cpu"]
     if args.fresh and out.is_dir() and any(out.iterdir()):
-        kept = _set_aside(out, "previous")
+        kept = set_aside(out, "previous")
         print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)
     writable_dir(out, "--out", create=True)
     train_args = [*train_args, *_shared_data(out, train_args, args.data)]
     tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
-    refuse_changed_options(out, plan)
+    refuse_changedparse_train_options(out, plan)
     write_text_atomic(
         SweepLayout(out).sweep,
         json.dumps(
@@ -576,7 +292,7 @@ def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list
 
     config = config_from_args(args)
     complete_before = {s.name for s in plan if s.is_complete()}
-    previous = {s.name: _set_aside_failed(s.run_dir) for s in plan if s.name not in complete_before}
+    previous = {s.name: set_aside_failed(s.run_dir) for s in plan if s.name not in complete_before}
     started = now_iso()
     error = None
     try:

@@ -210,11 +210,11 @@ def _set_aside_incomplete(todo: dict[int, list[RunSpec]], say: Say) -> None:
     """Keep an incomplete run's folder (a failed or lost attempt) under another name before the run
     is submitted again: train refuses a folder holding another run's files, and two attempts never
     mix in one folder. The sweep sets them aside itself first; other callers get the same."""
-    from dnabert_scaling.sweep import _set_aside_failed
+    from dnabert_scaling.sweep_record import set_aside_failed
 
     for runs in todo.values():
         for s in runs:
-            moved = _set_aside_failed(s.run_dir)
+            moved = set_aside_failed(s.run_dir)
             if moved:
                 say(f"{s.name}: the incomplete earlier attempt is kept as {moved.name}")
 

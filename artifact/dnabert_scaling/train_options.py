@@ -1,0 +1,144 @@
+"""The options of ``dnabert-scaling train`` and their checks.
+
+``add_arguments`` defines every option (with the argparse types that refuse bad numbers before
+any work starts); ``parse_fault`` checks ``--inject-fault``. The environment variables that stand
+in for ``--weights`` and ``--data`` are named here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import nonneg_float, nonneg_int, positive_float, positive_int
+
+ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
+ENV_GUE = "DNABERT_SCALING_GUE"
+# 50 measured steps take minutes; a collective that waits this long has a dead or hung peer.
+DIST_TIMEOUT_S = 300.0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and data")
+    g.add_argument("--model", default="base", help="'base' (released 117M config), 'tiny', or a config.json")
+    g.add_argument(
+        "--weights",
+        default=None,
+        help=f"folder with the released checkpoint (config.json + pytorch_model.bin); default ${ENV_WEIGHTS}; "
+        "without it the model is randomly initialised (recorded as a fallback)",
+    )
+    g.add_argument(
+        "--attention",
+        choices=("sdpa", "eager", "unpad"),
+        default="sdpa",
+        help="sdpa (default), eager (same math spelled out), unpad (the released code's PyTorch path)",
+    )
+    g.add_argument("--task", default="prom_300_all", help="GUE task name (default prom_300_all, the study's)")
+    g.add_argument(
+        "--data",
+        default=None,
+        help=f"GUE task folder (train.csv, dev.csv); default ${ENV_GUE}/<group>/<task> if it exists, "
+        "else a synthetic task of the same shape (recorded as a fallback)",
+    )
+    g.add_argument("--synthetic", action="store_true", help="use a synthetic task even when GUE is present")
+    g.add_argument("--seq-len", type=positive_int, default=None, help="override the task's model_max_length (tokens)")
+
+    g = p.add_argument_group("schedule (official recipe defaults)")
+    g.add_argument("--batch-size", type=positive_int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
+    g.add_argument("--warmup-steps", type=nonneg_int, default=5, help="untimed, untraced steps before the measured ones")
+    g.add_argument("--steps", type=positive_int, default=50, help="measured steps")
+    g.add_argument("--lr", type=positive_float, default=3e-5, help="peak AdamW learning rate (recipe: 3e-5)")
+    g.add_argument("--weight-decay", type=nonneg_float, default=0.01, help="AdamW weight decay, not on biases and LayerNorm")
+    g.add_argument("--lr-warmup-steps", type=nonneg_int, default=50, help="linear LR warm-up (recipe: 50)")
+    g.add_argument("--max-grad-norm", type=positive_float, default=1.0, help="gradient-norm clip before each step")
+    g.add_argument("--seed", type=int, default=42, help="seed of weights, data order and dropout")
+    g.add_argument(
+        "--precision",
+        choices=("auto", "bf16", "fp16", "fp32"),
+        default="auto",
+        help="autocast dtype; auto = bf16 on CUDA (fp16 adds a loss-scaler host sync each step), fp32 on CPU",
+    )
+    g.add_argument(
+        "--optimizer-impl",
+        choices=("default", "foreach", "fused"),
+        default="default",
+        help="torch AdamW implementation (default: torch chooses, foreach on CUDA)",
+    )
+
+    g = p.add_argument_group("DDP")
+    g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
+    g.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP gradient bucket size (MiB)")
+    g.add_argument(
+        "--find-unused-parameters",
+        choices=("true", "false"),
+        default="true",
+        help="recipe runs end up with True under the HF Trainer (default true)",
+    )
+    g.add_argument(
+        "--broadcast-buffers",
+        choices=("true", "false"),
+        default="true",
+        help="broadcast the model's buffers (token_type_ids) each forward, as DDP does unless told otherwise "
+        "and as the recipe runs it",
+    )
+    g.add_argument("--gradient-as-bucket-view", action="store_true", help="DDP: gradients as views into the buckets")
+    g.add_argument("--static-graph", action="store_true", help="DDP: the autograd graph is the same every step")
+    g.add_argument(
+        "--bucket-hook",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="comm hook that marks each bucket's all-reduce as a ds:bucket range (same arithmetic as DDP's own; "
+        "what `predict` needs); auto: on in traced runs, off in untraced ones, whose throughput it would lower "
+        "(a Python comm hook cost 14%% of a batch-8 step on an H200, make bench-hook)",
+    )
+    g.add_argument(
+        "--dist-timeout",
+        type=positive_float,
+        default=DIST_TIMEOUT_S,
+        help="seconds a collective may wait for a hung or dead peer before the run fails; a hung rank ends "
+        "the run after about this long (plus torchrun's few seconds of shutdown)",
+    )
+    g.add_argument(
+        "--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)"
+    )
+
+    g = p.add_argument_group("tracing and output")
+    g.add_argument(
+        "--tracer",
+        choices=("auto", "scorep", "torch", "none"),
+        default="none",
+        help="tracer of this run; auto: Score-P when it works, else torch.profiler",
+    )
+    g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
+    g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
+    g.add_argument("--out", required=True, type=Path, help="run directory; must not hold another run's files (see --overwrite)")
+    g.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete the files of an earlier run in --out first (never mixes two runs in one folder)",
+    )
+    g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
+    g.add_argument("--no-progress", action="store_true", help="no per-step progress lines on stderr")
+    g.add_argument(
+        "--param-fingerprint",
+        action="store_true",
+        help="write a sha256 of all parameters into each rank's summary (DDP consistency check)",
+    )
+    g.add_argument(
+        "--inject-fault",
+        default=None,
+        metavar="RANK:STEP",
+        help="testing: raise an error on RANK at STEP (checks that a failing rank ends the run)",
+    )
+
+
+def parse_fault(spec: str | None) -> tuple[int, int] | None:
+    """(rank, step) of ``--inject-fault RANK:STEP``; None without the option."""
+    if not spec:
+        return None
+    try:
+        r, s = spec.split(":")
+        return int(r), int(s)
+    except ValueError:
+        raise ArtifactError(f"--inject-fault must be RANK:STEP, not {spec!r}") from None

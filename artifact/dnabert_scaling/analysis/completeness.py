@@ -35,6 +35,7 @@ cannot be shown. The bound is a sanity bound of ``expected/claims.toml`` (``[san
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,13 +67,57 @@ def rank_completeness(
 ) -> dict[str, Any]:
     """Completeness of one rank (see the module docstring); JSON-ready."""
     steps = timeline.steps
+    counted = _counted_launches(gpu, host)
+    out: dict[str, Any] = {
+        "method": None,
+        "launches": 0,
+        "found": 0,
+        "share": None,
+        "steps": steps,
+        "steps_below_bound": None,
+        "min_step_share": None,
+        "bound": bound,
+        "activities_without_launch": 0,
+        "kinds_not_recorded": counted.not_recorded,
+        "streams": [],
+        "launches_per_step": [],
+        "found_per_step": [],
+        "calls_by_kind": counted.calls_by_kind,
+    }
+    if steps == 0:
+        return {**out, "status": UNKNOWN, "reason": "no measured step marked in the trace"}
+    if len(counted.launches) == 0:
+        reason = (
+            "the trace holds no kernel-launch records (Score-P without 'driver' in SCOREP_CUDA_ENABLE, "
+            "or a Kineto trace without runtime events): its completeness cannot be shown"
+        )
+        return {**out, "status": UNKNOWN, "reason": reason}
+    launches = counted.launches
+    if launches["correlation"].notna().all() and gpu["correlation"].notna().any():
+        found = _found_by_correlation(gpu, launches, timeline)
+    else:
+        found = _found_by_stream_order(gpu, launches, counted.kinds, timeline)
+    out.update(_per_step_verdict(found, bound))
+    return out
+
+
+@dataclass
+class _CountedLaunches:
+    """The launch records that count, with their launched kind; the call kinds left out and why."""
+
+    launches: pd.DataFrame
+    kinds: np.ndarray
+    not_recorded: list[str]
+    calls_by_kind: dict[str, int]
+
+
+def _counted_launches(gpu: pd.DataFrame, host: pd.DataFrame) -> _CountedLaunches:
+    """The launches that count. A call kind (or a copy direction the call's name states) with calls
+    but no activity at all in the trace is something the tracer does not record (Score-P 8.4:
+    memsets, device-to-device copies): named, left out. Kernels always count."""
     launches = host[host["kind"] == "launch"]
     names = launches["name"].astype(str).to_numpy()
     kinds = np.array([launched_kind(n) for n in names], dtype=object)
-    # What the trace records: activity kinds, and the directions of its copies. A call kind (or a
-    # copy direction the call's name states) with calls but no activity at all in the trace is
-    # something the tracer does not record (Score-P 8.4: memsets, device-to-device copies): named,
-    # left out. Kernels always count.
     gkinds = gpu["kind"].astype(str).to_numpy()
     recorded = set(np.unique(gkinds).tolist())
     gnames = gpu["name"].astype(str).to_numpy()
@@ -86,100 +131,100 @@ def rank_completeness(
         not_recorded.append(f"memcpy {d}")
     counted = (kinds == "kernel") | np.isin(kinds, sorted(recorded - {"kernel"}))
     counted &= ~np.isin(call_dir, lost_dirs) if lost_dirs else True
-    launches, kinds = launches[counted], kinds[counted]
+    return _CountedLaunches(launches[counted], kinds[counted], not_recorded, calls_by_kind)
+
+
+@dataclass
+class _Found:
+    """Launches and found activities per measured step, by one matching method."""
+
+    method: str
+    launches_per_step: np.ndarray
+    found_per_step: np.ndarray
+    activities_without_launch: int
+    streams: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _found_by_correlation(gpu: pd.DataFrame, launches: pd.DataFrame, timeline: HostTimeline) -> _Found:
+    """Kineto: a launch is found when an activity carries its correlation id (exact)."""
+    steps = timeline.steps
+    lstep = timeline.step_of(launches["start_ns"].to_numpy(np.int64))
+    have = set(gpu["correlation"].dropna().astype(np.int64).tolist())
+    lc = launches["correlation"].to_numpy(np.int64)
+    hit = np.fromiter((c in have for c in lc.tolist()), dtype=bool, count=lc.size)
+    sel = lstep >= 0
+    per_step_l = np.bincount(lstep[sel], minlength=steps)[:steps]
+    per_step_f = np.bincount(lstep[sel & hit], minlength=steps)[:steps]
+    gc = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)
+    launched = set(lc.tolist())
+    extra = int(sum(1 for c in gc.tolist() if c >= 0 and c not in launched))
+    return _Found("correlation", per_step_l, per_step_f, extra)
+
+
+def _found_by_stream_order(gpu: pd.DataFrame, launches: pd.DataFrame, kinds: np.ndarray, timeline: HostTimeline) -> _Found:
+    """Score-P: per stream (``stream-order``) or, without a stream reference on every launch of a
+    class, per class (``count``), the launches against the activities."""
+    steps = timeline.steps
     lt = launches["start_ns"].to_numpy(np.int64)
     lstep = timeline.step_of(lt)
-    out: dict[str, Any] = {
-        "method": None,
-        "launches": 0,
-        "found": 0,
-        "share": None,
-        "steps": steps,
-        "steps_below_bound": None,
-        "min_step_share": None,
-        "bound": bound,
-        "activities_without_launch": 0,
-        "kinds_not_recorded": not_recorded,
-        "streams": [],
-        "launches_per_step": [],
-        "found_per_step": [],
-        "calls_by_kind": calls_by_kind,
-    }
-    if steps == 0:
-        out["status"] = UNKNOWN
-        out["reason"] = "no measured step marked in the trace"
-        return out
-    if len(launches) == 0:
-        out["status"] = UNKNOWN
-        out["reason"] = (
-            "the trace holds no kernel-launch records (Score-P without 'driver' in SCOREP_CUDA_ENABLE, "
-            "or a Kineto trace without runtime events): its completeness cannot be shown"
-        )
-        return out
     gkind = gpu["kind"].astype(str).to_numpy()
     gstart = gpu["start_ns"].to_numpy(np.int64)
+    gstream = gpu["stream"].to_numpy(np.int64)
+    lstream = launches["stream"].to_numpy(dtype=np.int64, na_value=-1)
     per_step_l = np.zeros(steps, np.int64)
     per_step_f = np.zeros(steps, np.int64)
     extra = 0
-    lcorr = launches["correlation"]
-    if lcorr.notna().all() and gpu["correlation"].notna().any():
-        out["method"] = "correlation"
-        have = set(gpu["correlation"].dropna().astype(np.int64).tolist())
-        lc = lcorr.to_numpy(np.int64)
-        hit = np.fromiter((c in have for c in lc.tolist()), dtype=bool, count=lc.size)
-        sel = lstep >= 0
-        per_step_l = np.bincount(lstep[sel], minlength=steps)[:steps]
-        per_step_f = np.bincount(lstep[sel & hit], minlength=steps)[:steps]
-        gc = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)
-        launched = set(lc.tolist())
-        extra = int(sum(1 for c in gc.tolist() if c >= 0 and c not in launched))
-    else:
-        gstream = gpu["stream"].to_numpy(np.int64)
-        lstream = launches["stream"].to_numpy(dtype=np.int64, na_value=-1)
-        methods = set()
-        for cls in ("kernel", "copy"):
-            in_cls = np.array([KIND_CLASS[k] == cls for k in kinds], dtype=bool)
-            if not in_cls.any():
-                continue
-            acts = np.array([KIND_CLASS.get(k) == cls for k in gkind], dtype=bool)
-            by_stream = bool((lstream[in_cls] >= 0).all())
-            groups = sorted(set(lstream[in_cls].tolist()) | set(gstream[acts].tolist())) if by_stream else [None]
-            methods.add("stream-order" if by_stream else "count")
-            for s in groups:
-                lm = in_cls if s is None else in_cls & (lstream == s)
-                am = acts if s is None else acts & (gstream == s)
-                order = np.argsort(lt[lm], kind="stable")
-                gl, gf, gx = _group_found(lt[lm][order], lstep[lm][order], np.sort(gstart[am]), timeline, steps)
-                per_step_l += gl
-                per_step_f += gf
-                extra += gx
-                if s is not None:
-                    out["streams"].append({"stream": int(s), "kind": cls, "launches": int(lm.sum()), "activities": int(am.sum())})
-        out["method"] = "stream-order" if methods == {"stream-order"} else "count"
+    streams: list[dict[str, Any]] = []
+    methods = set()
+    for cls in ("kernel", "copy"):
+        in_cls = np.array([KIND_CLASS[k] == cls for k in kinds], dtype=bool)
+        if not in_cls.any():
+            continue
+        acts = np.array([KIND_CLASS.get(k) == cls for k in gkind], dtype=bool)
+        by_stream = bool((lstream[in_cls] >= 0).all())
+        groups = sorted(set(lstream[in_cls].tolist()) | set(gstream[acts].tolist())) if by_stream else [None]
+        methods.add("stream-order" if by_stream else "count")
+        for s in groups:
+            lm = in_cls if s is None else in_cls & (lstream == s)
+            am = acts if s is None else acts & (gstream == s)
+            order = np.argsort(lt[lm], kind="stable")
+            gl, gf, gx = _group_found(lt[lm][order], lstep[lm][order], np.sort(gstart[am]), timeline, steps)
+            per_step_l += gl
+            per_step_f += gf
+            extra += gx
+            if s is not None:
+                streams.append({"stream": int(s), "kind": cls, "launches": int(lm.sum()), "activities": int(am.sum())})
+    method = "stream-order" if methods == {"stream-order"} else "count"
+    return _Found(method, per_step_l, per_step_f, extra, streams)
+
+
+def _per_step_verdict(found: _Found, bound: float) -> dict[str, Any]:
+    """The rank's figures and status from its per-step counts: complete when every measured step
+    found at least ``bound`` of its launches."""
+    per_step_l, per_step_f = found.launches_per_step, found.found_per_step
     with np.errstate(invalid="ignore", divide="ignore"):
         shares = np.where(per_step_l > 0, per_step_f / np.maximum(per_step_l, 1), np.nan)
     measured = np.isfinite(shares)
     below = int((shares[measured] < bound).sum())
     total_l, total_f = int(per_step_l.sum()), int(per_step_f.sum())
-    out.update(
-        {
-            "launches": total_l,
-            "found": total_f,
-            "share": (total_f / total_l) if total_l else None,
-            "steps_below_bound": below,
-            "min_step_share": float(np.nanmin(shares)) if measured.any() else None,
-            "activities_without_launch": extra,
-            "launches_per_step": per_step_l.astype(int).tolist(),
-            "found_per_step": per_step_f.astype(int).tolist(),
-        }
-    )
     if not measured.any():
-        out["status"] = UNKNOWN
-        out["reason"] = "no launch record falls inside a measured step"
+        status, reason = UNKNOWN, "no launch record falls inside a measured step"
     else:
-        out["status"] = COMPLETE if below == 0 else INCOMPLETE
-        out["reason"] = None
-    return out
+        status, reason = (COMPLETE if below == 0 else INCOMPLETE), None
+    return {
+        "method": found.method,
+        "launches": total_l,
+        "found": total_f,
+        "share": (total_f / total_l) if total_l else None,
+        "steps_below_bound": below,
+        "min_step_share": float(np.nanmin(shares)) if measured.any() else None,
+        "activities_without_launch": found.activities_without_launch,
+        "streams": found.streams,
+        "launches_per_step": per_step_l.astype(int).tolist(),
+        "found_per_step": per_step_f.astype(int).tolist(),
+        "status": status,
+        "reason": reason,
+    }
 
 
 def judge(per_rank: dict[int, dict[str, Any]], bound: float = DEFAULT_BOUND) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from dnabert_scaling.train_log import (
     write_summary,
 )
 from dnabert_scaling.train_options import DIST_TIMEOUT_S, ENV_GUE, ENV_WEIGHTS, add_arguments, parse_fault
-from dnabert_scaling.train_rundir import claim_run_dir, raise_on_sigterm, record_failure, write_config
+from dnabert_scaling.train_rundir import Terminated, claim_run_dir, raise_on_sigterm, record_failure, write_config
 from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
 
 __all__ = [
@@ -199,7 +199,8 @@ def run(args: argparse.Namespace) -> int:
         record_failure(rank_dir, info, exc)
         if isinstance(exc, ArtifactError):
             raise
-        print(f"dnabert-scaling train: rank {info.rank}: failed: {exc!r} (details in {rank_dir / layout.ERROR})", file=sys.stderr)
+        what = str(exc) if isinstance(exc, Terminated) else f"failed: {exc!r}"
+        print(f"dnabert-scaling train: rank {info.rank}: {what} (details in {rank_dir / layout.ERROR})", file=sys.stderr)
         sys.stderr.flush()
         # Peers may be blocked in a collective; do not wait for a clean process-group shutdown.
         os._exit(1)

@@ -86,6 +86,12 @@ def record_failure(rank_dir: Path, info, exc: BaseException) -> None:
     """This rank's ``error.txt`` (the traceback) and failed ``summary.json``; rank 0 also the run's.
     ``stopped`` tells a rank the launcher ended (``Terminated``) from one that failed by itself.
     A write that fails is left out: the error being recorded is the one to report."""
+    import signal
+
+    try:  # the rank is ending: a second SIGTERM (torchrun repeats it) must not cut the record short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
     stopped = isinstance(exc, Terminated)
     try:
         (rank_dir / layout.ERROR).write_text("".join(traceback.format_exception(exc)))

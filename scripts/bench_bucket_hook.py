@@ -31,7 +31,7 @@ def replica(torch, DDP, args, device, hook: str):
     from dnabert_scaling.buckets import BucketHook
     from dnabert_scaling.model import build_model
     from dnabert_scaling.phases import PhaseMarker
-    from dnabert_scaling.train import TrainStep, build_optimizer, linear_schedule
+    from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
 
     torch.manual_seed(0)
     model = build_model(args.model, num_labels=2).to(device)

@@ -49,3 +49,21 @@ def _status_of(path: Path) -> str | None:
         return json.loads(path.read_text()).get("status")
     except (OSError, ValueError):
         return None
+
+
+def parse_train_options(args: list[str]) -> dict[str, str]:
+    """``--name value`` / ``--flag`` pairs of a train command line (a flag's value is "")."""
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        name = args[i]
+        if name.startswith("--") and "=" in name:
+            name, value = name.split("=", 1)
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            value = args[i + 1]
+            i += 1
+        else:
+            value = ""
+        out[name] = value
+        i += 1
+    return out

@@ -28,8 +28,8 @@ from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLay
 from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import writable_dir, write_text_atomic
 from dnabert_scaling.provenance import now_iso
-from dnabert_scaling.runspec import RunSpec, run_status
-from dnabert_scaling.sweep_local import busbw_sizes_source, check_local_resources, parse_train_options, run_busbw_local, run_local
+from dnabert_scaling.runspec import RunSpec, parse_train_options, run_status
+from dnabert_scaling.sweep_local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
 from dnabert_scaling.sweep_record import RunResult, failure_message, set_aside, set_aside_failed, write_manifest
 
 
@@ -125,7 +125,7 @@ def _shared_data(out: Path, train_args: list[str], data: str | None) -> list[str
     if "--data" in train_args or "--synthetic" in train_args:
         return []
     from dnabert_scaling.data import DEFAULT_TASK, GUE_TASKS, write_synthetic_task
-    from dnabert_scaling.train import ENV_GUE
+    from dnabert_scaling.train_options import ENV_GUE
 
     task = DEFAULT_TASK
     if "--task" in train_args:
@@ -150,7 +150,7 @@ def _differences(recorded: list[str], requested: list[str]) -> list[str]:
     return shown
 
 
-def refuse_changedparse_train_options(out: Path, plan: list[RunSpec]) -> None:
+def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
     """A completed run is reused only when it was trained with the options requested now; so is
     every other completed run in the folder (``analyze`` reads them all)."""
     requested = {s.name: s for s in plan}
@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     train_args = [*train_args, *_shared_data(out, train_args, args.data)]
     tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
-    refuse_changedparse_train_options(out, plan)
+    refuse_changed_options(out, plan)
     write_text_atomic(
         SweepLayout(out).sweep,
         json.dumps(

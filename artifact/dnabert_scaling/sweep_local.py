@@ -18,26 +18,8 @@ from dnabert_scaling.layout import RunLayout, SweepLayout
 from dnabert_scaling.outputs import write_text_atomic
 from dnabert_scaling.proctree import end_run, new_marker
 from dnabert_scaling.provenance import now_iso
-from dnabert_scaling.runspec import RunSpec, run_status
+from dnabert_scaling.runspec import RunSpec, parse_train_options, run_status
 from dnabert_scaling.sweep_record import RunResult, failure_message, read_summary, set_aside_failed, write_manifest
-
-
-def parse_train_options(args: list[str]) -> dict[str, str]:
-    """``--name value`` / ``--flag`` pairs of a train command line (a flag's value is "")."""
-    out: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        name = args[i]
-        if name.startswith("--") and "=" in name:
-            name, value = name.split("=", 1)
-        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
-            value = args[i + 1]
-            i += 1
-        else:
-            value = ""
-        out[name] = value
-        i += 1
-    return out
 
 
 def torchrun_command(nproc: int, module_args: list[str]) -> list[str]:

@@ -8,8 +8,7 @@ This module is the orchestrator: device, process group, model and DDP, the warm-
 steps, teardown. Its parts, one job each: ``train_options`` (the options and their checks),
 ``train_data`` (the task and the rank's batches), ``train_step`` (one optimisation step, shared with
 the benchmarks), ``train_log`` (the step timing without added syncs, ``steps.jsonl``, the
-summaries), ``train_rundir`` (claiming the run folder, ``config.json``, a failed rank's files). The
-names other modules, scripts and tests use are importable from here.
+summaries), ``train_rundir`` (claiming the run folder, ``config.json``, a failed rank's files, SIGTERM).
 """
 
 from __future__ import annotations
@@ -37,23 +36,11 @@ from dnabert_scaling.train_log import (
     run_summary,
     write_summary,
 )
-from dnabert_scaling.train_options import DIST_TIMEOUT_S, ENV_GUE, ENV_WEIGHTS, add_arguments, parse_fault
+from dnabert_scaling.train_options import ENV_WEIGHTS, add_arguments, parse_fault
 from dnabert_scaling.train_rundir import Terminated, claim_run_dir, raise_on_sigterm, record_failure, write_config
 from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
 
-__all__ = [
-    "DIST_TIMEOUT_S",
-    "ENV_GUE",
-    "ENV_WEIGHTS",
-    "TRAINING_LOOP",
-    "StepTimer",
-    "TrainStep",
-    "add_arguments",
-    "build_optimizer",
-    "linear_schedule",
-    "pin_cpu_threads",
-    "run",
-]
+__all__ = ["add_arguments", "run"]  # the subcommand (cli.py); the parts are imported from their own modules
 
 
 # --- set-up ------------------------------------------------------------------------------------
@@ -236,12 +223,12 @@ class _Rank:
     precision: str = "fp32"
     amp_dtype: Any = None
     scaler: Any = None
+    autocast: Any = None
     # _setup_tracing, then the run
     marker: Any = None
     bucket_hook: Any = None
     tracer: Any = None
     provenance: dict[str, Any] | None = None
-    autocast: Any = None
 
     @property
     def total_steps(self) -> int:
@@ -312,6 +299,7 @@ def _setup_model(r: _Rank) -> None:
     r.scheduler = linear_schedule(r.optimizer, args.lr_warmup_steps, r.total_steps)
     r.precision, r.amp_dtype = _precision(args, r.device_type, r.deviations)
     r.scaler = torch.amp.GradScaler("cuda") if r.precision == "fp16" else None
+    r.autocast = torch.autocast(device_type=r.device_type, dtype=r.amp_dtype, enabled=r.amp_dtype is not None)
 
 
 def _wrap_ddp(r: _Rank):
@@ -367,7 +355,6 @@ def _train_loop(r: _Rank) -> tuple[list[dict[str, Any]], float]:
 
     Nothing here waits for the GPU: ``StepTimer`` records events and reads them back without
     blocking (its ``finish`` synchronises once, after the last step)."""
-    import torch
 
     args, info = r.args, r.info
     total_steps = r.total_steps
@@ -378,7 +365,6 @@ def _train_loop(r: _Rank) -> tuple[list[dict[str, Any]], float]:
         from tqdm import tqdm
 
         progress = tqdm(total=total_steps, desc=f"train ws={info.world_size}", unit="step", file=sys.stderr, mininterval=1.0)
-    r.autocast = torch.autocast(device_type=r.device_type, dtype=r.amp_dtype, enabled=r.amp_dtype is not None)
     train_step = TrainStep(r.train_model, r.model, r.optimizer, r.scheduler, r.autocast, r.scaler, args.max_grad_norm, r.marker)
     tracer, batch, scheduler, fault = r.tracer, r.batches, r.scheduler, r.fault
     t_measure = None

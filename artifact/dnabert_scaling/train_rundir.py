@@ -66,9 +66,11 @@ def claim_run_dir(out: Path, info, overwrite: bool) -> None:
             path.unlink()
 
 
-class Terminated(Exception):
+class Terminated(BaseException):
     """SIGTERM reached this rank: its launcher is ending the run (torchrun does when another rank
-    failed, the sweep on a timeout or an interrupt). Such a rank is a survivor, not a cause."""
+    failed, the sweep on a timeout or an interrupt). Such a rank is a survivor, not a cause.
+    A ``BaseException``, as ``KeyboardInterrupt``: an ``except Exception`` on the way (weights
+    loading, provenance) must not swallow it and let the rank train on."""
 
 
 def raise_on_sigterm() -> None:
@@ -77,7 +79,7 @@ def raise_on_sigterm() -> None:
     import signal
 
     def stop(signum, _frame):
-        raise Terminated(f"stopped by {signal.Signals(signum).name}: the launcher ended the run")
+        raise Terminated(f"stopped by {signal.Signals(signum).name}: the run was ended from outside (its launcher, or a kill)")
 
     signal.signal(signal.SIGTERM, stop)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cost of the bucket hook: DDP step time with and without ``dnabert_scaling.buckets.BucketHook``.
+"""Cost of the bucket hook: DDP step time with and without ``dnabert_scaling.run.train.buckets.BucketHook``.
 
 Three DDP replicas of one model (same initial weights, same batch) train side by side in one
 process group: ``marked`` with the comm hook that marks each bucket (``ds:bucket:<i>:<bytes>``),
@@ -28,10 +28,10 @@ from types import SimpleNamespace
 
 def replica(torch, DDP, args, device, hook: str):
     """hook: "marked" (BucketHook), "plain" (PyTorch's allreduce_hook alone) or "builtin" (none)."""
-    from dnabert_scaling.buckets import BucketHook
-    from dnabert_scaling.model import build_model
+    from dnabert_scaling.run.train.buckets import BucketHook
+    from dnabert_scaling.run.workload.model import build_model
     from dnabert_scaling.phases import PhaseMarker
-    from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
+    from dnabert_scaling.run.train.step import TrainStep, build_optimizer, linear_schedule
 
     torch.manual_seed(0)
     model = build_model(args.model, num_labels=2).to(device)
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    from dnabert_scaling.distributed import init_process_group, rank_info
+    from dnabert_scaling.run.train.distributed import init_process_group, rank_info
 
     cuda = torch.cuda.is_available()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -46,7 +46,7 @@ SCOREP_MODES = {
 def window(bench, torch, cpu_ops, warmup, steps, trace_dir, recording=None) -> float:
     """Median step (s) of one window. ``cpu_ops`` None: no torch tracer; ``recording``: under
     Score-P, record (True) or not (False) during the window."""
-    from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
+    from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
 
     if recording is not None:
         import scorep.user
@@ -159,7 +159,7 @@ def report(rows, args, torch) -> int:
 
 def scorep_mode(mode: str, args) -> list[dict]:
     """Run this script under ``python -m scorep`` for one Score-P mode; its rows plus trace figures."""
-    from dnabert_scaling.tracing.scorep import RESOURCES, scorep_available, scorep_environment
+    from dnabert_scaling.run.tracing.scorep import RESOURCES, scorep_available, scorep_environment
 
     if mode not in SCOREP_MODES:
         raise SystemExit(f"bench-trace: --scorep-modes: unknown mode {mode!r} (known: {', '.join(SCOREP_MODES)})")
@@ -227,7 +227,7 @@ def scorep_mode(mode: str, args) -> list[dict]:
 
 def scorep_child(args, torch) -> int:
     """Inside ``python -m scorep``: windows with Score-P recording off and on, alternating."""
-    from dnabert_scaling.tracing.scorep import under_scorep
+    from dnabert_scaling.run.tracing.scorep import under_scorep
 
     if not under_scorep():
         raise SystemExit("bench-trace: --scorep-child runs only under python -m scorep")

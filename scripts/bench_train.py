@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Training throughput of the DNABERT-2 port, sdpa against eager attention, side by side.
 
-Runs the training loop's own step (``dnabert_scaling.train_step.TrainStep``: forward, backward,
+Runs the training loop's own step (``dnabert_scaling.run.train.step.TrainStep``: forward, backward,
 grad clipping, AdamW, LR schedule) on random tokens of a fixed shape, one GPU (or the CPU), no
 DDP. Repeats alternate between the attention implementations so that drifts of the machine hit
 both alike; each figure is the median over repeats of the median step time of a repeat.
@@ -51,9 +51,9 @@ class Bench:
     """A model, its optimizer and a fixed random batch; ``run()`` times ``steps`` train steps."""
 
     def __init__(self, torch, model_name, attention, batch, seq, device, precision, optimizer_impl):
-        from dnabert_scaling.model import build_model, count_parameters
+        from dnabert_scaling.run.workload.model import build_model, count_parameters
         from dnabert_scaling.phases import PhaseMarker
-        from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
+        from dnabert_scaling.run.train.step import TrainStep, build_optimizer, linear_schedule
 
         self.torch, self.device = torch, device
         torch.manual_seed(0)

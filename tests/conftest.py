@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 @pytest.fixture(scope="session")
 def tiny_task(tmp_path_factory):
     """A small synthetic GUE-format task (shaped like prom_core_all: 70 bp, 20 tokens)."""
-    from dnabert_scaling.data import write_synthetic_task
+    from dnabert_scaling.run.workload.data import write_synthetic_task
 
     return write_synthetic_task(tmp_path_factory.mktemp("task") / "prom_core_all", like="prom_core_all", rows=(1200, 300, 100))
 

@@ -76,8 +76,8 @@ def test_real_incomplete_scorep_run_is_invalid_with_its_figures(tmp_path):
 
 
 def test_scorep_loss_lines_become_run_warnings_and_reach_the_sanity_reason(tmp_path):
-    from dnabert_scaling.runspec import RunSpec
-    from dnabert_scaling.sweep_local import post_run_checks
+    from dnabert_scaling.run.sweep.spec import RunSpec
+    from dnabert_scaling.run.sweep.local import post_run_checks
 
     run = tmp_path / "ws1-scorep-r0"
     shutil.copytree(INCOMPLETE_RUN, run)

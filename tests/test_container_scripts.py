@@ -181,7 +181,7 @@ def test_weights_are_verified_and_recorded(tmp_path, checkpoint):
     assert sums["pytorch_model.bin"] == digest and set(sums) >= {"config.json", "tokenizer.json"}
     assert f"pytorch_model.bin sha256: {digest}" in (dest / "SOURCE.txt").read_text()
     # the result loads as the training code loads it
-    from dnabert_scaling.model import load_pretrained
+    from dnabert_scaling.run.workload.model import load_pretrained
 
     _, report = load_pretrained(dest, num_labels=2)
     assert {k.split(".")[0] + "." + k.split(".")[1] for k in report.missing} == {

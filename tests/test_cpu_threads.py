@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.train import pin_cpu_threads
+from dnabert_scaling.run.train.rank import pin_cpu_threads
 
 
 @pytest.fixture(autouse=True)

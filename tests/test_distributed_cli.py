@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from dnabert_scaling.distributed import expand_first_host, rank_info
+from dnabert_scaling.run.train.distributed import expand_first_host, rank_info
 from dnabert_scaling.errors import ArtifactError
 
 from conftest import DATA, PYTHON, ROOT

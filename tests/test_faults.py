@@ -172,8 +172,8 @@ def test_failure_message_names_the_first_failing_rank(tmp_path, tiny_task):
 
 
 def test_failure_message_leaves_out_ranks_the_launcher_stopped(tmp_path):
-    from dnabert_scaling.runspec import RunSpec
-    from dnabert_scaling.sweep_record import failure_message
+    from dnabert_scaling.run.sweep.spec import RunSpec
+    from dnabert_scaling.run.sweep.record import failure_message
 
     run_dir = tmp_path / "ws2-none-r0"
     ranks = ((0, True, 100.0, "Terminated: stopped by SIGTERM"), (1, False, 200.0, "RuntimeError: CUDA out of memory"))

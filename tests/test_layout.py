@@ -7,8 +7,8 @@ import pytest
 from dnabert_scaling.analysis.runs import discover, trace_paths
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name, run_name, scorep_rank_of
-from dnabert_scaling.runspec import RunSpec
-from dnabert_scaling.sweep import plan_runs
+from dnabert_scaling.run.sweep.spec import RunSpec
+from dnabert_scaling.run.sweep.driver import plan_runs
 
 
 @pytest.mark.parametrize(

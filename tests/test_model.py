@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.model import alibi_slopes, build_model, count_parameters, load_pretrained
+from dnabert_scaling.run.workload.model import alibi_slopes, build_model, count_parameters, load_pretrained
 
 from conftest import DATA
 

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import DATA
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.tracing import scorep as sp
+from dnabert_scaling.run.tracing import scorep as sp
 from tracegen import write_ground_truth
 
 CASITA = DATA / "traces" / "scorep-cuda-2rank"
@@ -216,7 +216,7 @@ def test_filter_file_syntax():
         "user:ds:step",
         "user:ds:backward",
         "_Z13jacobi_kernelPKfPfiiS1_",
-        "dnabert_scaling.model:forward",
+        "dnabert_scaling.run.workload.model:forward",
         "torch.nn.modules.module:_call_impl",
     ):
         excluded = any(fnmatch.fnmatchcase(kept, p) for p in patterns[:-1])
@@ -226,7 +226,7 @@ def test_filter_file_syntax():
 
 def test_tracer_resolution_uses_this_module(monkeypatch):
     """tracing.resolve_tracer (the lead's) relies on scorep_available / under_scorep from here."""
-    from dnabert_scaling import tracing
+    from dnabert_scaling.run import tracing
 
     if shutil.which("scorep-config") is None and not sp.under_scorep():
         with pytest.raises(ArtifactError, match="Score-P cannot be used here: .*scorep-config is not on PATH"):

@@ -101,7 +101,7 @@ def test_preflight_judges_kernels_on_real_traces():
     pytest.importorskip("otf2")
     from dnabert_scaling.analysis.completeness import trace_completeness
     from dnabert_scaling.traces.otf2_reader import read_otf2
-    from dnabert_scaling.tracing.preflight import kernels_only
+    from dnabert_scaling.run.tracing.preflight import kernels_only
 
     lost = trace_completeness(kernels_only(read_otf2(LOST / "traces.otf2")))
     assert lost["status"] == "incomplete" and lost["ratio"] < 0.05
@@ -128,7 +128,7 @@ def _kept(tmp_path, monkeypatch, status, **figures):
         )
     )
     monkeypatch.setenv("DNABERT_SCALING_SCOREP_PREFLIGHT", str(path))
-    import dnabert_scaling.tracing.scorep as sp
+    import dnabert_scaling.run.tracing.scorep as sp
 
     monkeypatch.setattr(sp, "scorep_available", lambda: (True, "Score-P at /opt/scorep"))
     monkeypatch.setattr(sp, "under_scorep", lambda: False)
@@ -136,14 +136,14 @@ def _kept(tmp_path, monkeypatch, status, **figures):
 
 
 def test_auto_uses_scorep_after_a_complete_preflight(tmp_path, monkeypatch):
-    from dnabert_scaling.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing import resolve_tracer
 
     _kept(tmp_path, monkeypatch, "complete", launches=22539, activities=22539, ratio=1.0, steps_below_bound=0)
     assert resolve_tracer("auto") == ("scorep", None)
 
 
 def test_auto_falls_back_with_the_preflight_figures(tmp_path, monkeypatch):
-    from dnabert_scaling.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing import resolve_tracer
 
     path = _kept(tmp_path, monkeypatch, "incomplete", launches=3881, activities=184, ratio=184 / 3881, steps_below_bound=3)
     tracer, fallback = resolve_tracer("auto")
@@ -155,7 +155,7 @@ def test_auto_falls_back_with_the_preflight_figures(tmp_path, monkeypatch):
 
 
 def test_failed_preflight_falls_back_with_its_reason(tmp_path, monkeypatch):
-    from dnabert_scaling.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing import resolve_tracer
 
     _kept(tmp_path, monkeypatch, "failed", reason="the Score-P preflight run failed (exit status 1): boom")
     tracer, fallback = resolve_tracer("auto")

@@ -28,8 +28,8 @@ import pytest
 
 from conftest import ROOT
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.runspec import RunSpec
-from dnabert_scaling.slurm import SlurmConfig, SlurmJobError, run_slurm
+from dnabert_scaling.run.sweep.spec import RunSpec
+from dnabert_scaling.run.slurm import SlurmConfig, SlurmJobError, run_slurm
 
 pytestmark = pytest.mark.slurm
 

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import ROOT
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.runspec import RunSpec
-from dnabert_scaling.slurm import (
+from dnabert_scaling.run.sweep.spec import RunSpec
+from dnabert_scaling.run.slurm import (
     SlurmConfig,
     add_slurm_arguments,
     config_from_args,

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from dnabert_scaling.data import load_task, model_max_length_for, read_split, write_synthetic_task
+from dnabert_scaling.run.workload.data import load_task, model_max_length_for, read_split, write_synthetic_task
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.tokenizer import load_tokenizer
+from dnabert_scaling.run.workload.tokenizer import load_tokenizer
 
 MODEL_CARD_SEQ = "ACGTAGCATCGGATCTATCTATCGACACTTGGTTATCGATCTACGAGCATCTCGTTAGC"
 MODEL_CARD_IDS = [1, 5, 194, 32, 757, 1239, 2092, 294, 24, 359, 88, 93, 32, 75, 77, 19, 2]

@@ -16,10 +16,10 @@ from dnabert_scaling.errors import ArtifactError
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "train": ("dnabert_scaling.train", "one rank of DNABERT-2 fine-tuning under DDP (start under torchrun or srun)"),
-    "synth-data": ("dnabert_scaling.data", "write a synthetic GUE-format task (planted motifs decide the label)"),
-    "sweep": ("dnabert_scaling.sweep", "run the traced/untraced world-size sweep (local torchrun or SLURM)"),
-    "busbw": ("dnabert_scaling.busbw", "all_reduce bus-bandwidth benchmark at the DDP bucket sizes"),
+    "train": ("dnabert_scaling.run.train.rank", "one rank of DNABERT-2 fine-tuning under DDP (start under torchrun or srun)"),
+    "synth-data": ("dnabert_scaling.run.workload.data", "write a synthetic GUE-format task (planted motifs decide the label)"),
+    "sweep": ("dnabert_scaling.run.sweep.driver", "run the traced/untraced world-size sweep (local torchrun or SLURM)"),
+    "busbw": ("dnabert_scaling.run.busbw", "all_reduce bus-bandwidth benchmark at the DDP bucket sizes"),
     "analyze": ("dnabert_scaling.analysis.cli", "metrics per world size from run directories or bare traces"),
     "check": ("dnabert_scaling.checker", "compare metrics with the claims in expected/claims.toml"),
     "report": ("dnabert_scaling.report.build", "write the paper-style HTML report"),

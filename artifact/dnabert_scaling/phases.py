@@ -1,7 +1,7 @@
 """Phase annotations that every tracer sees.
 
 The training loop marks ``step`` (or ``warmup``), ``forward``, ``backward`` and ``optimizer``
-through one interface, and the DDP comm hook (``dnabert_scaling.buckets``) marks each gradient
+through one interface, and the DDP comm hook (``dnabert_scaling.run.train.buckets``) marks each gradient
 bucket's all-reduce call as ``ds:bucket:<index>:<bytes>``. Under Score-P the marks are Score-P user regions (``ds:<name>``); otherwise
 they are ``torch.profiler.record_function`` ranges (what Kineto records as ``user_annotation``)
 plus NVTX ranges on CUDA (what Nsight Systems shows). The untraced runs keep the same marks, so

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _tokenizer() -> str:
-    from dnabert_scaling.tokenizer import load_tokenizer
+    from dnabert_scaling.run.workload.tokenizer import load_tokenizer
 
     ids = load_tokenizer()(MODEL_CARD_SEQ)["input_ids"]
     assert ids == MODEL_CARD_IDS, f"model card example tokenizes to {ids}"
@@ -38,7 +38,7 @@ def _golden() -> str:
     import torch
     from safetensors.torch import load_file
 
-    from dnabert_scaling.model import build_model
+    from dnabert_scaling.run.workload.model import build_model
 
     folder = Path(str(resources.files("dnabert_scaling").joinpath("resources/golden")))
     io = load_file(str(folder / "io.safetensors"))
@@ -87,7 +87,7 @@ def _train() -> str:
 def _environment() -> str:
     import torch
 
-    from dnabert_scaling.tracing.scorep import scorep_available
+    from dnabert_scaling.run.tracing.scorep import scorep_available
 
     ok, reason = scorep_available()
     gpu = f"{torch.cuda.device_count()} CUDA device(s)" if torch.cuda.is_available() else "no CUDA device"

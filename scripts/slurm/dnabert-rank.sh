@@ -5,7 +5,7 @@
 #
 # ARGS_FILE holds the arguments of `dnabert-scaling train`, NUL-separated (written by the sweep).
 # The rank comes from SLURM: `train` reads SLURM_PROCID, SLURM_LOCALID and SLURM_NTASKS itself
-# (dnabert_scaling.distributed); a --command payload gets RANK, LOCAL_RANK and WORLD_SIZE derived
+# (dnabert_scaling.run.train.distributed); a --command payload gets RANK, LOCAL_RANK and WORLD_SIZE derived
 # from them. MASTER_ADDR (first host of the job) and MASTER_PORT come from the batch script. What runs is chosen by variables that
 # the batch script sets:
 #   DNABERT_SLURM_IMAGE      the .sif image: `apptainer exec --nv --cleanenv IMAGE dnabert-scaling train ...`

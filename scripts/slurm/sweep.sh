@@ -91,7 +91,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# --- the config file: KEY=value lines (the same rules as dnabert_scaling.slurm.load_config) ----
+# --- the config file: KEY=value lines (the same rules as dnabert_scaling.run.slurm.load_config) ----
 declare -A C=()
 if [ -n "$config" ]; then
     [ -r "$config" ] || die "config file '$config' not found or not readable"

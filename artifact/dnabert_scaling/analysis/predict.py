@@ -2,7 +2,7 @@
 
 Under weak scaling every GPU runs the one-GPU step's compute; what changes with the world size N
 is the gradient all-reduce. A world-size-1 DDP trace recorded with the bucket hook
-(``dnabert_scaling.buckets``) says when each gradient bucket was handed to its all-reduce and how
+(``dnabert_scaling.run.train.buckets``) says when each gradient bucket was handed to its all-reduce and how
 many bytes it holds. The model replays the measured steps of that trace on the GPU:
 
 * every compute/copy activity keeps its measured duration and cannot start before it started in

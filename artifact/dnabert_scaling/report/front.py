@@ -32,7 +32,9 @@ def study_setup() -> dict[str, Any]:
     """The study's set-up as the run commands default to it (the fallbacks compare a result set's
     provenance with it): ``sweep``'s world sizes; ``train``'s model, per-rank batch, measured steps and
     DDP ``find_unused_parameters``; the sequence length of ``train``'s default task (prom_300)."""
-    from dnabert_scaling import data, sweep, train
+    from dnabert_scaling.run.sweep import driver as sweep
+    from dnabert_scaling.run.train import rank as train
+    from dnabert_scaling.run.workload import data
 
     run, grid = argparse.ArgumentParser(), argparse.ArgumentParser()
     train.add_arguments(run)
@@ -254,7 +256,7 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
             "both, ARTIFACT.md quotes the figures)."
         )
     if rs.device in ("cuda", "cpu"):
-        loop = prov.get("training_loop") or "dnabert_scaling.train: own loop, not the HF Trainer"
+        loop = prov.get("training_loop") or "dnabert_scaling.run.train.rank: own loop, not the HF Trainer"
         out.append(f"<b>Training loop</b>: {esc(loop)}; the recipe runs the HF Trainer.")
         impl = prov.get("optimizer_impl")
         out.append(

@@ -62,7 +62,7 @@ _PY_FUNCTIONS = [
         "torch.nn.modules.module",
         "torch.nn.functional",
         "torch.autograd.grad_mode",
-        "dnabert_scaling.model",
+        "dnabert_scaling.run.workload.model",
         "torch._tensor",
         "torch.optim.adamw",
         "torch.utils.data.dataloader",

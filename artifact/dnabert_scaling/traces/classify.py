@@ -11,7 +11,7 @@
   (``ncclDevKernel_Generic*`` kernels name no collective), else missing.
 * Phases: host ranges named ``ds:<phase>``; Score-P's Python bindings prefix user regions with
   ``user:`` (``user:ds:step``), which is stripped. A DDP bucket's all-reduce call is the range
-  ``ds:bucket:<index>:<bytes>`` (``dnabert_scaling.buckets``); its table name keeps the arguments
+  ``ds:bucket:<index>:<bytes>`` (``dnabert_scaling.run.train.buckets``); its table name keeps the arguments
   (``bucket:3:26214400``), read back with ``bucket_args``.
 * Kernel launches: the CUDA runtime / driver launch entry points (``cuLaunchKernel``,
   ``cuLaunchKernelEx``, ``cudaLaunchKernel``, ``cudaLaunchKernelExC_v11060``, cooperative ...).

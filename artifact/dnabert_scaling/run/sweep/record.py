@@ -15,7 +15,7 @@ from typing import Any
 from dnabert_scaling.layout import MANIFEST, SUMMARY, RunLayout
 from dnabert_scaling.outputs import write_text_atomic
 from dnabert_scaling.provenance import sha256_tree
-from dnabert_scaling.runspec import RunSpec
+from dnabert_scaling.run.sweep.spec import RunSpec
 
 
 @dataclass

@@ -16,10 +16,10 @@ from pathlib import Path
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout, SweepLayout
 from dnabert_scaling.outputs import write_text_atomic
-from dnabert_scaling.proctree import end_run, new_marker
+from dnabert_scaling.run.proctree import end_run, new_marker
 from dnabert_scaling.provenance import now_iso
-from dnabert_scaling.runspec import RunSpec, parse_train_options, run_status
-from dnabert_scaling.sweep_record import RunResult, failure_message, read_summary, set_aside_failed, write_manifest
+from dnabert_scaling.run.sweep.spec import RunSpec, parse_train_options, run_status
+from dnabert_scaling.run.sweep.record import RunResult, failure_message, read_summary, set_aside_failed, write_manifest
 
 
 def torchrun_command(nproc: int, module_args: list[str]) -> list[str]:
@@ -39,7 +39,7 @@ def post_run_checks(spec: RunSpec) -> tuple[list[str], str | None]:
     """Score-P runs: every rank's experiment directory is checked (anchor, CUDA streams, log)."""
     if spec.tracer != "scorep":
         return [], None
-    from dnabert_scaling.tracing.scorep import check_experiment
+    from dnabert_scaling.run.tracing.scorep import check_experiment
 
     warnings: list[str] = []
     log = RunLayout(spec.run_dir).launcher_log
@@ -122,7 +122,7 @@ def busbw_model(train_args: list[str]) -> tuple[str, float]:
 
 def busbw_sizes_source(train_args: list[str]) -> str:
     """The ``sizes_source`` that ``busbw`` records for the buckets of these train options."""
-    from dnabert_scaling.busbw import sizes_source
+    from dnabert_scaling.run.busbw import sizes_source
 
     return sizes_source(*busbw_model(train_args))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.slurm.config import SlurmConfig
+from dnabert_scaling.run.slurm.config import SlurmConfig
 
 TERMINAL_STATES = {
     "COMPLETED",

@@ -5,10 +5,10 @@ Start one process per GPU (torchrun, srun, or the sweep). Each rank writes
 ``<out>/rank<R>/summary.json``; rank 0 writes the run's ``<out>/summary.json`` at the end.
 
 This module is the orchestrator: device, process group, model and DDP, the warm-up and measured
-steps, teardown. Its parts, one job each: ``train_options`` (the options and their checks),
-``train_data`` (the task and the rank's batches), ``train_step`` (one optimisation step, shared with
-the benchmarks), ``train_log`` (the step timing without added syncs, ``steps.jsonl``, the
-summaries), ``train_rundir`` (claiming the run folder, ``config.json``, a failed rank's files, SIGTERM).
+steps, teardown. Its parts, one job each: ``options`` (the options and their checks),
+``task`` (the task and the rank's batches), ``step`` (one optimisation step, shared with
+the benchmarks), ``log`` (the step timing without added syncs, ``steps.jsonl``, the
+summaries), ``rundir`` (claiming the run folder, ``config.json``, a failed rank's files, SIGTERM).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from dnabert_scaling import layout
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.provenance import Fallback
-from dnabert_scaling.tokenizer import PAD_ID
-from dnabert_scaling.train_data import RankBatches, prepare_data
-from dnabert_scaling.train_log import (
+from dnabert_scaling.run.workload.tokenizer import PAD_ID
+from dnabert_scaling.run.train.task import RankBatches, prepare_data
+from dnabert_scaling.run.train.log import (
     StepTimer,
     gather_rank_summaries,
     param_fingerprint,
@@ -36,9 +36,9 @@ from dnabert_scaling.train_log import (
     run_summary,
     write_summary,
 )
-from dnabert_scaling.train_options import ENV_WEIGHTS, add_arguments, parse_fault
-from dnabert_scaling.train_rundir import Terminated, claim_run_dir, raise_on_sigterm, record_failure, write_config
-from dnabert_scaling.train_step import TrainStep, build_optimizer, linear_schedule
+from dnabert_scaling.run.train.options import ENV_WEIGHTS, add_arguments, parse_fault
+from dnabert_scaling.run.train.rundir import Terminated, claim_run_dir, raise_on_sigterm, record_failure, write_config
+from dnabert_scaling.run.train.step import TrainStep, build_optimizer, linear_schedule
 
 __all__ = ["add_arguments", "run"]  # the subcommand (cli.py); the parts are imported from their own modules
 
@@ -75,7 +75,7 @@ def _precision(args, device_type: str, deviations: list[str]):
 
 
 def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
-    from dnabert_scaling.model import build_model, load_pretrained
+    from dnabert_scaling.run.workload.model import build_model, load_pretrained
 
     weights = args.weights or os.environ.get(ENV_WEIGHTS)
     if weights:
@@ -91,7 +91,7 @@ def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
     return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}
 
 
-TRAINING_LOOP = "dnabert_scaling.train: own loop (forward, backward, AdamW step per batch), not the HF Trainer"
+TRAINING_LOOP = "dnabert_scaling.run.train.rank: own loop (forward, backward, AdamW step per batch), not the HF Trainer"
 
 
 def pin_cpu_threads(deviations: list[str]) -> int:
@@ -120,8 +120,8 @@ def _maybe_reexec_under_scorep(args, info) -> None:
     """``--tracer scorep|auto`` outside Score-P: restart this rank under ``python -m scorep``."""
     if args.tracer not in ("scorep", "auto"):
         return
-    from dnabert_scaling.tracing import resolve_tracer
-    from dnabert_scaling.tracing.scorep import scorep_command, under_scorep
+    from dnabert_scaling.run.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing.scorep import scorep_command, under_scorep
 
     if under_scorep():
         return
@@ -140,7 +140,7 @@ def _maybe_reexec_under_scorep(args, info) -> None:
         python_instrumentation=args.scorep_python,
     )
     if args.tracer == "auto":  # the preflight that let auto use Score-P, into the provenance
-        from dnabert_scaling.tracing.preflight import ENV_RESULT, result_path
+        from dnabert_scaling.run.tracing.preflight import ENV_RESULT, result_path
 
         env[ENV_RESULT] = str(result_path())
     sys.stdout.flush()
@@ -165,10 +165,10 @@ def _replace_option(argv: list[str], name: str, value: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dnabert_scaling.distributed import rank_info
+    from dnabert_scaling.run.train.distributed import rank_info
 
     from dnabert_scaling.outputs import writable_dir
-    from dnabert_scaling.tracing.scorep import under_scorep
+    from dnabert_scaling.run.tracing.scorep import under_scorep
 
     info = rank_info()
     fault = parse_fault(args.inject_fault)
@@ -259,7 +259,7 @@ def _setup_device(r: _Rank) -> None:
     """The device (a CUDA device by local rank, else the CPU with pinned threads), the tracer, the seed."""
     import torch
 
-    from dnabert_scaling.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing import resolve_tracer
 
     args = r.args
     r.device_type = _device(args, r.fallbacks)
@@ -278,7 +278,7 @@ def _setup_device(r: _Rank) -> None:
 
 def _setup_process_group(r: _Rank) -> None:
     """The process group (NCCL on CUDA, gloo on the CPU), unless ``--no-ddp``."""
-    from dnabert_scaling.distributed import init_process_group
+    from dnabert_scaling.run.train.distributed import init_process_group
 
     r.use_ddp = not r.args.no_ddp
     if r.args.no_ddp and r.info.world_size > 1:
@@ -321,12 +321,12 @@ def _wrap_ddp(r: _Rank):
 def _setup_tracing(r: _Rank) -> None:
     """The phase marker, the DDP bucket hook (``--bucket-hook``) and the torch profiler (``--tracer torch``)."""
     from dnabert_scaling.phases import PhaseMarker
-    from dnabert_scaling.tracing import NullTracer
+    from dnabert_scaling.run.tracing import NullTracer
 
     args, info = r.args, r.info
     r.marker = PhaseMarker("scorep" if r.tracer_name == "scorep" else "torch", cuda=r.device_type == "cuda")
     if r.use_ddp and (args.bucket_hook == "on" or (args.bucket_hook == "auto" and r.tracer_name in ("torch", "scorep"))):
-        from dnabert_scaling.buckets import BucketHook
+        from dnabert_scaling.run.train.buckets import BucketHook
 
         r.bucket_hook = BucketHook(r.marker).register(r.train_model)
         r.deviations.append(
@@ -334,7 +334,7 @@ def _setup_tracing(r: _Rank) -> None:
             "built-in all-reduce, same arithmetic, slower host side (make bench-hook)"
         )
     if r.tracer_name == "torch":
-        from dnabert_scaling.tracing.torch_profiler import TorchProfilerTracer
+        from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
 
         r.tracer = TorchProfilerTracer(
             RunLayout(args.out).kineto_trace(info.rank),
@@ -417,7 +417,7 @@ def _write_summaries(r: _Rank, records: list[dict[str, Any]], wall_measured: flo
 
 def _run_config(r: _Rank) -> dict[str, Any]:
     """The set-up part of the run's ``summary.json``: launcher, DDP, device, tracer, model, task, schedule."""
-    from dnabert_scaling.model import count_parameters
+    from dnabert_scaling.run.workload.model import count_parameters
 
     args, info = r.args, r.info
     return {

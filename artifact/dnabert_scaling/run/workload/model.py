@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.tokenizer import PAD_ID
+from dnabert_scaling.run.workload.tokenizer import PAD_ID
 
 # sdpa: padded layout, scaled_dot_product_attention (the port's default).
 # eager: padded layout, the released attention math spelled out (matmul, + bias, softmax, matmul).

@@ -13,8 +13,8 @@ from typing import Any
 from dnabert_scaling import layout
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.provenance import Fallback
-from dnabert_scaling.tokenizer import PAD_ID
-from dnabert_scaling.train_options import ENV_GUE
+from dnabert_scaling.run.workload.tokenizer import PAD_ID
+from dnabert_scaling.run.train.options import ENV_GUE
 
 
 def find_task_folder(args) -> tuple[Path | None, str]:
@@ -39,7 +39,7 @@ def prepare_data(args, rank: int, fallbacks: list[Fallback]):
     """The tokenized task; a synthetic one (written by rank 0 into the run dir) when GUE is absent."""
     import torch.distributed as dist
 
-    from dnabert_scaling import data
+    from dnabert_scaling.run.workload import data
 
     folder, why = find_task_folder(args)
     if folder is None:

@@ -26,7 +26,7 @@ def resolve_tracer(requested: str, model: str = "base") -> tuple[str, Fallback |
         raise ArtifactError(f"--tracer must be one of {', '.join(TRACER_CHOICES)}, not {requested!r}")
     if requested in ("torch", "none"):
         return requested, None
-    from dnabert_scaling.tracing.scorep import scorep_available, under_scorep
+    from dnabert_scaling.run.tracing.scorep import scorep_available, under_scorep
 
     if under_scorep():
         return "scorep", None
@@ -37,7 +37,7 @@ def resolve_tracer(requested: str, model: str = "base") -> tuple[str, Fallback |
         if requested == "scorep":
             raise ArtifactError(f"--tracer scorep: Score-P cannot be used here: {reason}")
         return "torch", Fallback("tracer", "torch.profiler (Kineto) instead of Score-P", reason)
-    from dnabert_scaling.tracing.preflight import describe, preflight
+    from dnabert_scaling.run.tracing.preflight import describe, preflight
 
     result = preflight(model)
     if result.get("status") == "complete":

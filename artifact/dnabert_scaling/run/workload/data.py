@@ -186,7 +186,7 @@ def load_task(
     """Load a GUE-format task folder into fixed-length tokenized ``datasets.Dataset`` splits."""
     import datasets
 
-    from dnabert_scaling.tokenizer import load_tokenizer
+    from dnabert_scaling.run.workload.tokenizer import load_tokenizer
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -281,7 +281,7 @@ def write_synthetic_task(
         "motifs": motifs,
         "rows": dict(zip(SPLITS, rows)),
         "seed": seed,
-        "generator": "dnabert_scaling.data.write_synthetic_task",
+        "generator": "dnabert_scaling.run.workload.data.write_synthetic_task",
     }
     (folder / "synthetic.json").write_text(json.dumps(meta, indent=2) + "\n")
     return folder

@@ -31,9 +31,9 @@ from typing import Callable, Sequence
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout, SweepLayout, slurm_job_dir
-from dnabert_scaling.runspec import RunSpec
-from dnabert_scaling.slurm.cluster import ACTIVE_STATES, TERMINAL_STATES, _run, job_state, validate
-from dnabert_scaling.slurm.config import ENV_CONFIG, ENV_SCRIPTS, SlurmConfig
+from dnabert_scaling.run.sweep.spec import RunSpec
+from dnabert_scaling.run.slurm.cluster import ACTIVE_STATES, TERMINAL_STATES, _run, job_state, validate
+from dnabert_scaling.run.slurm.config import ENV_CONFIG, ENV_SCRIPTS, SlurmConfig
 
 
 @dataclass
@@ -81,7 +81,7 @@ class SlurmJobError(ArtifactError):
 
 
 def scripts_dir(config: SlurmConfig) -> Path:
-    candidates = [config.scripts_dir, os.environ.get(ENV_SCRIPTS), Path(__file__).resolve().parents[3] / "scripts" / "slurm"]
+    candidates = [config.scripts_dir, os.environ.get(ENV_SCRIPTS), Path(__file__).resolve().parents[4] / "scripts" / "slurm"]
     for c in candidates:
         if c and (Path(c) / "sweep.sh").is_file():
             return Path(c).resolve()
@@ -210,7 +210,7 @@ def _set_aside_incomplete(todo: dict[int, list[RunSpec]], say: Say) -> None:
     """Keep an incomplete run's folder (a failed or lost attempt) under another name before the run
     is submitted again: train refuses a folder holding another run's files, and two attempts never
     mix in one folder. The sweep sets them aside itself first; other callers get the same."""
-    from dnabert_scaling.sweep_record import set_aside_failed
+    from dnabert_scaling.run.sweep.record import set_aside_failed
 
     for runs in todo.values():
         for s in runs:

@@ -46,7 +46,7 @@ def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
     """Byte sizes of the gradient buckets DDP builds for ``model_name`` (fp32 gradients)."""
     import torch.distributed as dist
 
-    from dnabert_scaling.model import build_model
+    from dnabert_scaling.run.workload.model import build_model
 
     model = build_model(model_name, num_labels=2)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     import torch.distributed as dist
 
     from dnabert_scaling import provenance
-    from dnabert_scaling.distributed import init_process_group, rank_info
+    from dnabert_scaling.run.train.distributed import init_process_group, rank_info
 
     from dnabert_scaling.outputs import writable_file
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import ANCHOR, RunLayout
 
-RESOURCES = Path(__file__).resolve().parent.parent / "resources" / "scorep"
+RESOURCES = Path(__file__).resolve().parents[2] / "resources" / "scorep"
 LAUNCHER = RESOURCES / "run_module.py"
 PYTHON_FILTER = RESOURCES / "python-instrumentation.filter"
 

@@ -9,10 +9,10 @@ completed is skipped when the sweep is started again; a failed one is reported, 
 kept under a ``.failed-<time>`` name, and the sweep goes on with the other runs.
 
 Executors: ``local`` starts each run with torchrun on this node; ``slurm`` submits the runs as one
-batch job per world size through ``scripts/slurm/`` (``dnabert_scaling.slurm``).
+batch job per world size through ``scripts/slurm/`` (``dnabert_scaling.run.slurm``).
 
 This module plans the sweep, refuses to mix runs trained with other options, and drives the
-executors; ``sweep_local`` is the local executor, ``sweep_record`` a run's record (manifest, failure).
+executors; ``local`` is the local executor, ``record`` a run's record (manifest, failure).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLay
 from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import writable_dir, write_text_atomic
 from dnabert_scaling.provenance import now_iso
-from dnabert_scaling.runspec import RunSpec, parse_train_options, run_status
-from dnabert_scaling.sweep_local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
-from dnabert_scaling.sweep_record import RunResult, failure_message, set_aside, set_aside_failed, write_manifest
+from dnabert_scaling.run.sweep.spec import RunSpec, parse_train_options, run_status
+from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
+from dnabert_scaling.run.sweep.record import RunResult, failure_message, set_aside, set_aside_failed, write_manifest
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--data", default=None, help="GUE task folder for every run (else $DNABERT_SCALING_GUE or synthetic)")
     try:
-        from dnabert_scaling.slurm import add_slurm_arguments
+        from dnabert_scaling.run.slurm import add_slurm_arguments
     except ImportError:  # the SLURM executor lives in its own module
         pass
     else:
@@ -124,8 +124,8 @@ def _shared_data(out: Path, train_args: list[str], data: str | None) -> list[str
         return ["--data", str(Path(data).resolve())]
     if "--data" in train_args or "--synthetic" in train_args:
         return []
-    from dnabert_scaling.data import DEFAULT_TASK, GUE_TASKS, write_synthetic_task
-    from dnabert_scaling.train_options import ENV_GUE
+    from dnabert_scaling.run.workload.data import DEFAULT_TASK, GUE_TASKS, write_synthetic_task
+    from dnabert_scaling.run.train.options import ENV_GUE
 
     task = DEFAULT_TASK
     if "--task" in train_args:
@@ -195,8 +195,8 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[
     Returns the fallback taken (recorded in sweep.json and in every run's provenance), or None."""
     if args.tracer != "auto" or args.executor != "local" or device == "cpu":
         return None
-    from dnabert_scaling.tracing import resolve_tracer
-    from dnabert_scaling.tracing.preflight import ENV_RESULT
+    from dnabert_scaling.run.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing.preflight import ENV_RESULT
 
     os.environ.setdefault(ENV_RESULT, str(out / "scorep-preflight.json"))
     model = train_args[train_args.index("--model") + 1] if "--model" in train_args[:-1] else "base"
@@ -286,9 +286,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list[RunResult], str | None]:
-    """Submit through ``dnabert_scaling.slurm``, then write each run's manifest as the local
+    """Submit through ``dnabert_scaling.run.slurm``, then write each run's manifest as the local
     executor does (the job id and its log stand in for the launcher command)."""
-    from dnabert_scaling.slurm import SlurmJobError, config_from_args, run_slurm
+    from dnabert_scaling.run.slurm import SlurmJobError, config_from_args, run_slurm
 
     config = config_from_args(args)
     complete_before = {s.name for s in plan if s.is_complete()}

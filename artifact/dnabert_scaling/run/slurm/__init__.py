@@ -9,7 +9,7 @@ tests use are importable from here.
 
 from __future__ import annotations
 
-from dnabert_scaling.slurm.cluster import (
+from dnabert_scaling.run.slurm.cluster import (
     ACTIVE_STATES,
     TERMINAL_STATES,
     PartitionInfo,
@@ -19,7 +19,7 @@ from dnabert_scaling.slurm.cluster import (
     partition_info,
     validate,
 )
-from dnabert_scaling.slurm.config import (
+from dnabert_scaling.run.slurm.config import (
     CONFIG_KEYS,
     ENV_CONFIG,
     ENV_SCRIPTS,
@@ -28,7 +28,7 @@ from dnabert_scaling.slurm.config import (
     config_from_args,
     load_config,
 )
-from dnabert_scaling.slurm.submit import JobResult, SlurmJobError, group_plan, run_slurm, scripts_dir
+from dnabert_scaling.run.slurm.submit import JobResult, SlurmJobError, group_plan, run_slurm, scripts_dir
 
 __all__ = [
     "ACTIVE_STATES",

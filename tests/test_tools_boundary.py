@@ -52,7 +52,7 @@ def runtime_modules() -> list[Path]:
 
 def test_no_runtime_module_imports_the_tools():
     paths = runtime_modules()
-    assert len(paths) > 50 and PACKAGE / "cli.py" in paths and PACKAGE / "slurm" / "submit.py" in paths
+    assert len(paths) > 50 and PACKAGE / "cli.py" in paths and PACKAGE / "run" / "slurm" / "submit.py" in paths
     seen_package_imports = 0
     offenders = []
     for path in paths:

@@ -309,6 +309,58 @@ def bucket_prediction(facts: Facts, _: str | None) -> str:
     return "\n".join(lines) or "- (no shipped set holds `ds:bucket` ranges)"
 
 
+# -- the GPU benchmarks (expected/reference/h200-bench/) ------------------------------------------
+
+
+def _range_ms(values: Any) -> str:
+    nums = [v for v in values or [] if isinstance(v, (int, float))]
+    return f"{min(nums):.1f}-{max(nums):.1f}" if nums else "-"
+
+
+def bench_train(facts: Facts, _: str | None) -> str:
+    """The sdpa / eager / released-unpadded step times of ``bench_train.json``, one row per shape."""
+    data = facts.bench("h200-bench/bench_train.json") or {}
+    by_shape: dict[tuple, dict[str, dict]] = {}
+    for r in data.get("results") or []:
+        by_shape.setdefault((r.get("batch"), r.get("seq")), {})[r.get("attention")] = r
+    head = "| per-GPU batch x tokens | sdpa step (ms) | eager | unpad (released path) | sdpa repeats | eager repeats | sdpa / eager | sdpa / unpad | sdpa samples/s | MFU (sdpa) |"
+    rows = [head, "|" + "---|" * 10]
+    for (batch, seq), r in by_shape.items():
+        sdpa, eager, unpad = (get(r, k, "step_ms_median") for k in ("sdpa", "eager", "unpad"))
+
+        def ratio(other: Any, sdpa: Any = sdpa) -> str:
+            return f"{other / sdpa:.2f}x" if isinstance(other, (int, float)) and sdpa else "-"
+
+        cells = [f"{batch} x {seq}"] + [f"{x:.1f}" if isinstance(x, (int, float)) else "-" for x in (sdpa, eager, unpad)]
+        cells += [
+            _range_ms(get(r, "sdpa", "step_ms_repeats")),
+            _range_ms(get(r, "eager", "step_ms_repeats")),
+            ratio(eager),
+            ratio(unpad),
+        ]
+        cells += [_n(get(r, "sdpa", "samples_per_s")), _pct(get(r, "sdpa", "mfu"), 1)]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) if len(rows) > 2 else "(no `h200-bench/bench_train.json` shipped)"
+
+
+def bench_trace(facts: Facts, _: str | None) -> str:
+    """Traced / untraced step time per torch.profiler mode of ``bench_trace.json`` (median and range of the rounds)."""
+    data = facts.bench("h200-bench/bench_trace.json") or {}
+    modes = {"torch:cuda": "torch: CUDA + user ranges (default)", "torch:cuda+cpu-ops": "torch: + host operators"}
+    by_shape: dict[tuple, dict[str, dict]] = {}
+    for r in data.get("rows") or []:
+        by_shape.setdefault((r.get("batch"), r.get("seq")), {})[r.get("mode")] = r
+    rows = ["| per-GPU batch x tokens | " + " | ".join(modes.values()) + " |", "|" + "---|" * (len(modes) + 1)]
+    for (batch, seq), r in by_shape.items():
+        cells = [f"{batch} x {seq}"]
+        for mode in modes:
+            med, rounds = get(r, mode, "dilation_median"), get(r, mode, "dilation_rounds") or []
+            spread = f" (rounds {min(rounds):.2f}-{max(rounds):.2f})" if rounds else ""
+            cells.append(f"{med:.3f}{spread}" if isinstance(med, (int, float)) else "-")
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) if len(rows) > 2 else "(no `h200-bench/bench_trace.json` shipped)"
+
+
 # -- timings --------------------------------------------------------------------------------------
 
 
@@ -365,4 +417,6 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "timing": timing,
     "timing-note": timing_note,
     "make-help": make_help,
+    "bench-train": bench_train,
+    "bench-trace": bench_trace,
 }

@@ -158,3 +158,21 @@ def test_bench_timing_refuses_a_bad_repeat_count():
         [PYTHON, str(ROOT / "scripts" / "bench_timing.py"), "kick-tires", "--repeats", "0"], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "--repeats must be at least 1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_set_predict_refuses_is_reported_not_fatal(tmp_path):
+    """A set recorded with the bucket hook whose trace predict cannot read: the document says why."""
+    root = tmp_path / "repo"
+    results = root / "expected" / "reference-results" / "h200-x"
+    results.mkdir(parents=True)
+    shutil.copy(ROOT / "expected" / "claims.toml", root / "expected" / "claims.toml")
+    metrics = json.loads((ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "metrics.json").read_text())
+    metrics["sources"] = ["expected/reference/h200-x"]
+    (results / "metrics.json").write_text(json.dumps(metrics))
+    run = root / "expected" / "reference" / "h200-x" / "ws1-torch-r0"
+    run.mkdir(parents=True)
+    summary = json.loads((ROOT / "expected" / "reference" / "h200-buckets-b8" / "ws1-torch-r0" / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps(summary))  # the summary, but no trace
+    doc = "<!-- generated:bucket-prediction:begin -->\n<!-- generated:bucket-prediction:end -->\n"
+    out = render(doc, Facts(root), root / "doc.md")
+    assert "- `h200-x`: `predict` refused it: " in out, out

@@ -290,6 +290,9 @@ def bucket_prediction(facts: Facts, _: str | None) -> str:
     lines = []
     for name, p in facts.predictions.items():
         s = facts.set(name)
+        if "refused" in p:
+            lines.append(f"- `{name}`: `predict` refused it: {p['refused']}")
+            continue
         src = p.get("source", {})
         sizes = [ws for ws in ("2", "4", "8") if ws in p.get("world_sizes", {})]
         ws = p.get("world_sizes", {})

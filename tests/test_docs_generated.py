@@ -176,3 +176,18 @@ def test_a_set_predict_refuses_is_reported_not_fatal(tmp_path):
     doc = "<!-- generated:bucket-prediction:begin -->\n<!-- generated:bucket-prediction:end -->\n"
     out = render(doc, Facts(root), root / "doc.md")
     assert "- `h200-x`: `predict` refused it: " in out, out
+
+
+def test_the_shipped_benchmark_printouts_are_parsed():
+    """The bench-hook and bench-read printouts are text: every shipped one gives a full row (a format change fails here)."""
+    from dnabert_scaling.tools.docblocks import bench_hook, bench_read
+
+    facts = Facts(ROOT)
+    hooks = sorted(p for f in facts.bench_folders for p in f.glob("bench-hook*.txt"))
+    table = bench_hook(facts, None)
+    assert hooks and len([row for row in table.splitlines() if row.startswith("| `")]) == len(hooks)
+    assert " - |" not in table and "| - " not in table, table
+    reads = sorted(p for f in facts.bench_folders for p in f.glob("bench-read*.txt"))
+    table = bench_read(facts, None)
+    methods = [line for p in reads for line in p.read_text().splitlines() if " summarize " in line or "plain otf2" in line]
+    assert reads and len([row for row in table.splitlines() if row.startswith("| ") and "x |" in row]) == len(methods)

@@ -364,6 +364,74 @@ def bench_trace(facts: Facts, _: str | None) -> str:
     return "\n".join(rows) if len(rows) > 2 else "(no `h200-bench/bench_trace.json` shipped)"
 
 
+_HOOK_HEADER = re.compile(
+    r"^# bench-hook: (?P<what>.+?), (?P<buckets>\d+) buckets \((?P<mib>[\d.]+) MiB\), (?P<rot>\d+) rotations"
+)
+_HOOK_ROW = re.compile(
+    r"^\s*(?P<kind>builtin|plain|marked)\s+(?P<median>[\d.]+)\s+[\d.]+\s+[\d.]+\s+(?P<ratio>[\d.]+)(?: \(p10 (?P<p10>[\d.]+), p90 (?P<p90>[\d.]+)\))?"
+)
+_HOOK_MARK = re.compile(r"^one ds:bucket mark costs (?P<us>[\d.]+) us .*= (?P<pct>[\d.]+)% of the median step")
+_HOOK_EQUAL = re.compile(r"^parameters of all three bitwise identical after (?P<steps>\d+) steps: (?P<ok>\w+)")
+
+
+def _parse_bench_hook(text: str) -> dict[str, Any]:
+    """The figures of a ``scripts/bench_bucket_hook.py`` printout (the shipped ``bench-hook*.txt``)."""
+    out: dict[str, Any] = {"rows": {}}
+    for line in text.splitlines():
+        if m := _HOOK_HEADER.match(line):
+            out.update(what=m["what"], buckets=int(m["buckets"]), mib=float(m["mib"]), rotations=int(m["rot"]))
+        elif m := _HOOK_ROW.match(line):
+            out["rows"][m["kind"]] = m.groupdict()
+        elif m := _HOOK_MARK.match(line):
+            out.update(mark_us=float(m["us"]), mark_pct=float(m["pct"]))
+        elif m := _HOOK_EQUAL.match(line):
+            out.update(equal_after=int(m["steps"]), equal=m["ok"] == "True")
+    return out
+
+
+def bench_hook(facts: Facts, _: str | None) -> str:
+    """One row per shipped ``bench-hook*.txt``: step time with DDP's built-in all-reduce, the plain hook, the bucket hook."""
+    head = "| output | run | buckets | rotations | built-in (ms) | plain hook (ms, ratio, p10-p90) | bucket hook (ms, ratio, p10-p90) | one mark (µs, share of step) | parameters bitwise equal |"
+    rows = [head, "|" + "---|" * 9]
+    for folder in facts.bench_folders:
+        for path in sorted(folder.glob("bench-hook*.txt")):
+            h = _parse_bench_hook(path.read_text())
+            r = h["rows"]
+
+            def cell(kind: str, r: dict = r) -> str:
+                x = r.get(kind) or {}
+                spread = f", {x['p10']}-{x['p90']}" if x.get("p10") else ""
+                return f"{x.get('median', '-')} ({x.get('ratio', '-')}{spread})" if x else "-"
+
+            equal = f"{'yes' if h.get('equal') else 'no'}, after {h.get('equal_after', '?')} steps" if "equal" in h else "-"
+            mark = f"{h.get('mark_us', '-')} ({h.get('mark_pct', '-')}%)"
+            cells = [f"`{folder.name}/{path.name}`", h.get("what", "-"), str(h.get("buckets", "-")), str(h.get("rotations", "-"))]
+            cells += [get(r, "builtin", "median", default="-"), cell("plain"), cell("marked"), mark, equal]
+            rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) if len(rows) > 2 else "(no `bench-hook*.txt` shipped)"
+
+
+_READ_ROW = re.compile(
+    r"^(?P<method>\S.*?\S)\s{2,}(?P<events>[\d,]+)\s+(?P<median>[\d.]+)\s+(?P<rate>[\d,]+)\s+(?P<speedup>[\d.]+x)\s"
+)
+
+
+def bench_read(facts: Facts, _: str | None) -> str:
+    """The methods of the shipped ``bench-read.txt`` (``scripts/bench_read.py``): events, median seconds, rate, speed-up."""
+    rows = ["| method | events | median (s) | events/s | speed-up |", "|---|---|---|---|---|"]
+    machine = ""
+    for folder in facts.bench_folders:
+        for path in sorted(folder.glob("bench-read*.txt")):
+            for line in path.read_text().splitlines():
+                if line.startswith("machine: "):
+                    machine = line.removeprefix("machine: ")
+                elif m := _READ_ROW.match(line):
+                    rows.append(f"| {m['method']} | {m['events']} | {m['median']} | {m['rate']} | {m['speedup']} |")
+    if len(rows) == 2:
+        return "(no `bench-read*.txt` shipped)"
+    return "\n".join(rows) + (f"\n\nMachine, as the printout gives it: {machine}." if machine else "")
+
+
 # -- timings --------------------------------------------------------------------------------------
 
 
@@ -422,4 +490,6 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "make-help": make_help,
     "bench-train": bench_train,
     "bench-trace": bench_trace,
+    "bench-hook": bench_hook,
+    "bench-read": bench_read,
 }

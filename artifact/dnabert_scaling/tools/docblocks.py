@@ -85,6 +85,36 @@ def _complete(s: ShippedSet) -> str:
     return "/".join(statuses) + share
 
 
+def _machine(s: ShippedSet) -> str:
+    p = get(s.metrics, "provenance", default={}) or {}
+    if not p:
+        return "no provenance recorded"
+    gpus = p.get("gpus") or []
+    pk = p.get("packages") or {}
+    if gpus and isinstance(gpus[0], dict):
+        gpu = f"{len(gpus)}x {gpus[0].get('name', '?')} ({gpus[0].get('memory', '?')}, driver {gpus[0].get('driver', '?')})"
+    else:
+        gpu = "no GPU"
+    return (
+        f"{gpu}, {p.get('cpu_count', '?')} CPU cores, Python {p.get('python', '?')}, torch {pk.get('torch', '?')} + "
+        f"CUDA {p.get('torch_cuda', '?')}, NCCL {p.get('nccl', '?')}, transformers {pk.get('transformers', '?')}"
+    )
+
+
+def machines(facts: Facts, _: str | None) -> str:
+    """The machines and software the shipped sets were recorded with (their provenance), each with its sets and dates."""
+    seen: dict[str, list[ShippedSet]] = {}
+    for s in facts.sets:
+        if s.has_results:
+            seen.setdefault(_machine(s), []).append(s)
+    parts = []
+    for machine, sets in seen.items():
+        dates = sorted({str(get(s.metrics, "provenance", "time", default=""))[:10] for s in sets} - {""})
+        which = "every shipped set" if len(seen) == 1 else ", ".join(f"`{s.name}`" for s in sets)
+        parts.append(f"{machine} ({which}; recorded {', '.join(dates) or 'on an unrecorded date'})")
+    return "; ".join(parts) or "no shipped set"
+
+
 def sets_table(facts: Facts, _: str | None) -> str:
     claims = facts.claim_ids
     head = ["set", "hardware", "tracer", "world sizes", "measured steps", "per-GPU batch x tokens", "untraced runs", *claims]
@@ -471,6 +501,7 @@ def make_help(facts: Facts, _: str | None) -> str:
 
 BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "sets-table": sets_table,
+    "machines": machines,
     "bench-folders": bench_folders,
     "verdicts-by-set": verdicts_by_set,
     "completeness-shares": completeness_shares,

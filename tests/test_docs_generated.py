@@ -191,3 +191,12 @@ def test_the_shipped_benchmark_printouts_are_parsed():
     table = bench_read(facts, None)
     methods = [line for p in reads for line in p.read_text().splitlines() if " summarize " in line or "plain otf2" in line]
     assert reads and len([row for row in table.splitlines() if row.startswith("| ") and "x |" in row]) == len(methods)
+
+
+def test_design_md_documents_every_key_of_the_timing_files():
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text[text.index("`docs/timings/<name>.json` (written by") :].split("\n\n", 2)[1]
+    documented = {k.strip().strip("`") for row in section.splitlines()[2:] for k in row.split("|")[1].split(",")}
+    for path in sorted((ROOT / "docs" / "timings").glob("*.json")):
+        keys = set(json.loads(path.read_text()))
+        assert keys <= documented, f"{path.name}: keys not in docs/design.md: {sorted(keys - documented)}"

@@ -74,6 +74,8 @@ def test_check_sees_a_stale_figure_and_docs_rewrites_it(tmp_path):
         ("<!-- generated:no-such-part:begin --><!-- generated:no-such-part:end -->", "no generated part named 'no-such-part'"),
         ("<!-- generated:sets-table:begin -->\nnever closed\n", "has no <!-- generated:sets-table:end -->"),
         ("<!-- generated:gpu-compute:begin --><!-- generated:gpu-compute:end -->", "needs a set"),
+        ("<!-- generated:Sets-Table:begin --><!-- generated:Sets-Table:end -->", "is not part of a"),
+        ("<!-- generated:sets-table:end -->", "is not part of a"),
     ],
 )
 def test_a_bad_marker_is_refused_naming_file_and_line(tmp_path, marker, problem):

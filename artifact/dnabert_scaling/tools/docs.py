@@ -29,6 +29,7 @@ from dnabert_scaling.tools.docfacts import Facts
 
 DOCUMENTS = ("README.md", "ARTIFACT.md", "expected/README.md")
 MARKER = re.compile(r"<!-- generated:(?P<key>[a-z0-9-]+(?::[a-z0-9._-]+)?):begin -->")
+ANY_MARKER = re.compile(r"<!-- generated:\S*?:(?:begin|end) -->")  # what a marker looks like, well spelt or not
 
 # name -> function(facts, argument or None) -> text
 BLOCKS: dict[str, Callable[[Facts, str | None], str]] = docblocks.BLOCKS
@@ -40,7 +41,7 @@ def _line_of(text: str, pos: int) -> int:
 
 def render(text: str, facts: Facts, where: Path) -> str:
     """``text`` with every generated part rewritten; an unknown name or an unclosed part is an ArtifactError."""
-    out, pos = [], 0
+    out, pos, consumed = [], 0, set()
     for m in MARKER.finditer(text):
         if m.start() < pos:  # a begin marker inside a part already replaced (nested): refused
             raise ArtifactError(f"line {_line_of(text, m.start())}: generated part inside another one", where)
@@ -66,8 +67,22 @@ def render(text: str, facts: Facts, where: Path) -> str:
             )
         out += [text[pos : m.end()], body.strip() if not block else body, end_marker]
         pos = end + len(end_marker)
+        consumed |= {m.start(), end}
+    _refuse_stray_markers(text, consumed, where)
     out.append(text[pos:])
     return "".join(out)
+
+
+def _refuse_stray_markers(text: str, consumed: set[int], where: Path) -> None:
+    """A ``<!-- generated:`` that is neither a begin nor the end of a part (an end without begin, a misspelt name)
+    would be left as it is, quoting whatever it quoted: refused. Prose may name the markers (`<!-- generated:... -->`)."""
+    for m in ANY_MARKER.finditer(text):
+        if m.start() not in consumed:
+            raise ArtifactError(
+                f"line {_line_of(text, m.start())}: {m.group(0)!r} is not part of a <!-- generated:NAME[:ARG]:begin --> ... "
+                "<!-- generated:NAME[:ARG]:end --> pair (names: lower case, digits, '-')",
+                where,
+            )
 
 
 def stale(root: Path, documents: list[str], facts: Facts | None = None) -> dict[str, tuple[str, str]]:

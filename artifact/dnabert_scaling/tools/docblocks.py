@@ -75,6 +75,14 @@ def _untraced(s: ShippedSet) -> str:
     return f"yes: {ddp}" + (f" + {noddp} without DDP" if noddp else "")
 
 
+def _recorded(s: ShippedSet) -> str:
+    """The date the set's runs were made and the project revision they ran (their provenance)."""
+    p = get(s.metrics, "provenance", default={}) or {}
+    date = str(p.get("time") or "")[:10] or "-"
+    rev = str(p.get("git_revision") or "")
+    return f"{date}, `{rev[:7]}{'+dirty' if rev.endswith('+dirty') else ''}`" if rev else date
+
+
 def _complete(s: ShippedSet) -> str:
     records = s.completeness()
     if not records:
@@ -117,7 +125,17 @@ def machines(facts: Facts, _: str | None) -> str:
 
 def sets_table(facts: Facts, _: str | None) -> str:
     claims = facts.claim_ids
-    head = ["set", "hardware", "tracer", "world sizes", "measured steps", "per-GPU batch x tokens", "untraced runs", *claims]
+    head = [
+        "set",
+        "recorded",
+        "hardware",
+        "tracer",
+        "world sizes",
+        "measured steps",
+        "per-GPU batch x tokens",
+        "untraced runs",
+        *claims,
+    ]
     rows = ["| " + " | ".join(head + ["trace complete (lowest share)"]) + " |", "|" + "---|" * (len(head) + 1)]
     for s in facts.sets:
         if not s.has_results:
@@ -126,7 +144,8 @@ def sets_table(facts: Facts, _: str | None) -> str:
             continue
         verdicts = s.claim_verdicts()
         sizes = ", ".join(s.world_sizes()) or "-"
-        cells = [f"`{s.name}`", _hardware(s), _tracer(s), sizes, _n(s.traced().get("measured_steps")), _batch(s), _untraced(s)]
+        cells = [f"`{s.name}`", _recorded(s), _hardware(s), _tracer(s), sizes, _n(s.traced().get("measured_steps")), _batch(s)]
+        cells.append(_untraced(s))
         cells += [verdicts.get(c, "-") for c in claims] + [_complete(s)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

@@ -69,6 +69,13 @@ bench-trace: $(STAMP) ## tracing dilation: traced / untraced step time per trace
 bench-hook: $(STAMP) ## cost of the DDP bucket hook: step time with / without it, side by side (CPU or one GPU)
 	$(VPY) scripts/bench_bucket_hook.py
 
+.PHONY: bench-kick-tires docs
+bench-kick-tires: $(STAMP) ## time make kick-tires (3 runs): median, range, machine and date into docs/timings/kick-tires.json
+	$(VPY) scripts/bench_timing.py kick-tires $(if $(NOTE),--note "$(NOTE)")
+
+docs: $(STAMP) ## rewrite the generated figures of README.md, ARTIFACT.md and expected/README.md from the shipped files
+	$(VPY) -m dnabert_scaling.tools docs
+
 lint-container: $(STAMP) ## static checks of containers/dnabert-scaling.def and the shell scripts
 	$(VPY) -m dnabert_scaling.tools lint-container containers/dnabert-scaling.def
 

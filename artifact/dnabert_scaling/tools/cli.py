@@ -16,6 +16,10 @@ DESCRIPTION = "Build, test and shipping tools of the dnabert-scaling artifact (n
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "docs": (
+        "dnabert_scaling.tools.docs",
+        "rewrite the figures of README.md, ARTIFACT.md and expected/README.md from the shipped files; --check: diff, exit 1 when stale (make docs)",
+    ),
     "lint-container": (
         "dnabert_scaling.tools.containerlint",
         "static checks of an Apptainer definition file and the project's shell scripts (make lint-container)",

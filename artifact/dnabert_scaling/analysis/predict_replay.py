@@ -74,8 +74,41 @@ def launch_times(gpu: pd.DataFrame, host: pd.DataFrame) -> tuple[np.ndarray, str
 def profile_from_trace(trace) -> Profile:
     """The model's inputs from a world-size-1 trace (``Trace`` with one rank)."""
     from dnabert_scaling.analysis.attribution import HostTimeline, attribute
-    from dnabert_scaling.traces.classify import bucket_args
 
+    meta, gpu, host = _the_one_rank(trace)
+    tl = HostTimeline.from_host(host)
+    if tl.steps == 0:
+        raise ArtifactError("the trace marks no measured step (no ds:step range)", meta.get("source"))
+    att = attribute(gpu, host, tl)
+    is_bucket = _bucket_hook_rows(host, meta)
+    cat = gpu["category"].astype(str).to_numpy()
+    notes: list[str] = []
+    launch, method = _launch_times_for_replay(gpu, host, (att.step >= 0) & (cat != "nccl"), notes)
+    rows = _replayed_rows(gpu, att)
+    start = gpu["start_ns"].to_numpy(np.int64)[rows]
+    step = att.step[rows].astype(np.int64)
+    buckets = _MeasuredBuckets.from_hook_ranges(host[is_bucket], tl)
+    ready, after = _bucket_readiness(step, launch[rows], buckets, tl.steps, notes)
+    ok = ready >= 0
+    return Profile(
+        start,
+        gpu["end_ns"].to_numpy(np.int64)[rows] - start,
+        gpu["stream"].to_numpy(np.int64)[rows],
+        step,
+        att.phase[rows].astype(np.int8),
+        (cat[rows] == "compute") & (gpu["kind"].astype(str).to_numpy()[rows] == "kernel"),
+        after,
+        buckets.step[ok],
+        buckets.index[ok],
+        buckets.nbytes[ok],
+        ready[ok],
+        tl.steps,
+        _profile_info(meta, tl.steps, len(rows), buckets, ok, method, notes),
+    )
+
+
+def _the_one_rank(trace) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """The rank's metadata and its GPU and host tables; refuses more than one rank, or a rank of a larger world."""
     if len(trace.rank_ids) != 1:
         raise ArtifactError(
             f"predict needs a world-size-1 trace (one rank); this one has ranks {list(trace.rank_ids)}",
@@ -87,11 +120,13 @@ def profile_from_trace(trace) -> Profile:
     if world not in (None, 1):
         raise ArtifactError(f"predict needs a world-size-1 trace; this rank belongs to world size {world}", meta.get("source"))
     sub = trace.rank(r)
-    gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
-    tl = HostTimeline.from_host(host)
-    if tl.steps == 0:
-        raise ArtifactError("the trace marks no measured step (no ds:step range)", meta.get("source"))
-    att = attribute(gpu, host, tl)
+    return meta, sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
+
+
+def _bucket_hook_rows(host: pd.DataFrame, meta: dict) -> np.ndarray:
+    """Which host rows are the bucket hook's ``ds:bucket`` ranges; refuses a trace without any."""
+    from dnabert_scaling.traces.classify import bucket_args
+
     names = host["name"].astype(str).to_numpy()
     is_bucket = (host["kind"] == "phase").to_numpy() & np.array([bucket_args(n) is not None for n in names], bool)
     if not is_bucket.any():
@@ -100,10 +135,15 @@ def profile_from_trace(trace) -> Profile:
             "world-size-1 run with DDP and the bucket hook (train --bucket-hook on, the default)",
             meta.get("source"),
         )
+    return is_bucket
+
+
+def _launch_times_for_replay(gpu: pd.DataFrame, host: pd.DataFrame, keep: np.ndarray, notes: list[str]) -> tuple[np.ndarray, str]:
+    """Host launch time of every GPU activity, and the method. Where a replayed activity (``keep``)
+    has no paired launch call, every unpaired activity gets its GPU start instead; notes that, and
+    the NCCL activities left out."""
     launch, method = launch_times(gpu, host)
     cat = gpu["category"].astype(str).to_numpy()
-    keep = (att.step >= 0) & (cat != "nccl")
-    notes: list[str] = []
     if (cat == "nccl").any():
         notes.append(f"{int((cat == 'nccl').sum())} NCCL activities in the one-GPU trace are left out (the model places its own)")
     unknown = keep & (launch < 0)
@@ -114,27 +154,43 @@ def profile_from_trace(trace) -> Profile:
         )
         launch = np.where(launch < 0, gpu["start_ns"].to_numpy(np.int64), launch)
         method = f"{method} + GPU start where unpaired"
-    rows = _replayed_rows(gpu, att)
-    start = gpu["start_ns"].to_numpy(np.int64)[rows]
-    dur = gpu["end_ns"].to_numpy(np.int64)[rows] - start
-    step = att.step[rows].astype(np.int64)
-    lt = launch[rows]
-    bh = host[is_bucket]
-    b_start, b_end = bh["start_ns"].to_numpy(np.int64), bh["end_ns"].to_numpy(np.int64)
-    b_step = tl.step_of(b_start)
-    args = [bucket_args(n) for n in bh["name"].astype(str)]
-    b_index = np.array([a[0] for a in args], np.int64)
-    b_bytes = np.array([a[1] for a in args], np.int64)
-    inside = b_step >= 0
-    b_start, b_end, b_step, b_index, b_bytes = (x[inside] for x in (b_start, b_end, b_step, b_index, b_bytes))
-    order = np.lexsort((b_start, b_step))
-    b_start, b_end, b_step, b_index, b_bytes = (x[order] for x in (b_start, b_end, b_step, b_index, b_bytes))
-    ready = np.full(len(b_start), -1, np.int64)
-    after = np.zeros(len(rows), bool)
+    return launch, method
+
+
+@dataclass
+class _MeasuredBuckets:
+    """The bucket hook's ranges inside measured steps, ordered by step, then start (one entry each)."""
+
+    end: np.ndarray  # host time the hook's range ends (its all-reduce call)
+    step: np.ndarray
+    index: np.ndarray  # DDP bucket index
+    nbytes: np.ndarray
+
+    @classmethod
+    def from_hook_ranges(cls, bh: pd.DataFrame, tl) -> _MeasuredBuckets:
+        from dnabert_scaling.traces.classify import bucket_args
+
+        b_start, b_end = bh["start_ns"].to_numpy(np.int64), bh["end_ns"].to_numpy(np.int64)
+        b_step = tl.step_of(b_start)
+        args = [bucket_args(n) for n in bh["name"].astype(str)]
+        b_index = np.array([a[0] for a in args], np.int64)
+        b_bytes = np.array([a[1] for a in args], np.int64)
+        inside = b_step >= 0
+        b_start, b_end, b_step, b_index, b_bytes = (x[inside] for x in (b_start, b_end, b_step, b_index, b_bytes))
+        order = np.lexsort((b_start, b_step))
+        return cls(b_end[order], b_step[order], b_index[order], b_bytes[order])
+
+
+def _bucket_readiness(step: np.ndarray, lt: np.ndarray, buckets: _MeasuredBuckets, steps: int, notes: list[str]):
+    """Per bucket, the replayed activity whose end makes it ready (-1: none); per activity, whether
+    it was launched after its step's last bucket hook. ``step`` and ``lt`` are the replayed
+    activities' step and launch time; notes the measured steps without buckets."""
+    ready = np.full(len(buckets.end), -1, np.int64)
+    after = np.zeros(len(step), bool)
     missing_steps = []
-    for k in range(tl.steps):
+    for k in range(steps):
         acts = np.flatnonzero(step == k)
-        bs = np.flatnonzero(b_step == k)
+        bs = np.flatnonzero(buckets.step == k)
         if len(bs) == 0:
             missing_steps.append(k)
             continue
@@ -143,41 +199,33 @@ def profile_from_trace(trace) -> Profile:
         for b in bs:
             # NCCL's stream waits for everything launched before the all-reduce call, which
             # ends the hook's range (the hook's own division kernel included)
-            before = acts[lt[acts] < b_end[b]]
+            before = acts[lt[acts] < buckets.end[b]]
             ready[b] = before[np.argmax(lt[before])] if len(before) else acts[0]
-        after[acts] = lt[acts] >= b_end[bs].max()
+        after[acts] = lt[acts] >= buckets.end[bs].max()
     if missing_steps:
         notes.append(
             f"{len(missing_steps)} measured steps without ds:bucket ranges (steps {missing_steps[:5]}...): they get no all-reduce"
         )
-    ok = ready >= 0
+    return ready, after
+
+
+def _profile_info(
+    meta: dict, steps: int, activities: int, buckets: _MeasuredBuckets, ok: np.ndarray, method: str, notes: list[str]
+) -> dict:
+    """``Profile.info``: where the trace came from and what the profile holds."""
     info = {
         "source": str(below_cwd(meta.get("source"))) if meta.get("source") else None,
         "format": meta.get("format"),
         "tool": meta.get("tool"),
-        "measured_steps": int(tl.steps),
-        "activities_per_step": float(len(rows) / max(1, tl.steps)),
-        "buckets_per_step": float(ok.sum() / max(1, tl.steps)),
-        "bucket_bytes": [int(x) for x in b_bytes[ok & (b_step == b_step[ok].min())]] if ok.any() else [],
+        "measured_steps": int(steps),
+        "activities_per_step": float(activities / max(1, steps)),
+        "buckets_per_step": float(ok.sum() / max(1, steps)),
+        "bucket_bytes": [int(x) for x in buckets.nbytes[ok & (buckets.step == buckets.step[ok].min())]] if ok.any() else [],
         "readiness_method": method,
         "notes": notes,
     }
     info["gradient_bytes"] = int(sum(info["bucket_bytes"]))
-    return Profile(
-        start,
-        dur,
-        gpu["stream"].to_numpy(np.int64)[rows],
-        step,
-        att.phase[rows].astype(np.int8),
-        (cat[rows] == "compute") & (gpu["kind"].astype(str).to_numpy()[rows] == "kernel"),
-        after,
-        b_step[ok],
-        b_index[ok],
-        b_bytes[ok],
-        ready[ok],
-        tl.steps,
-        info,
-    )
+    return info
 
 
 # --- the model ---------------------------------------------------------------------------------

@@ -41,6 +41,9 @@ MAIN = "Master thread"
 AUTOGRAD = "Pthread thread 1"
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
 LAUNCH_API = "cuLaunchKernel"
+# The columns as the generators fill them (before _gpu_frame / _host_frame).
+_GPU_COLUMNS = ("stream", "kind", "name", "start_ns", "end_ns", "category", "collective", "msg_bytes")
+_HOST_COLUMNS = ("thread", "kind", "name", "start_ns", "end_ns", "stream")
 
 _COMPUTE_KERNELS = [
     "at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >",
@@ -131,107 +134,85 @@ def study_rank(
     """Generate one study-shaped rank (see the module docstring)."""
     rng = np.random.default_rng(seed * 1009 + rank)
     device = rank if device is None else device
-    K = int(kernels_per_step)
-    n_fwd = max(1, int(round(0.35 * K)))
-    n_bwd = max(1, int(round(0.55 * K)))
-    n_opt = max(1, K - n_fwd - n_bwd)
-    B = max(1, min(buckets, n_bwd))
-    launch_len, launch_gap, launch_latency = 4 * US, 2 * US, 3 * US
-    gpu_cols = {k: [] for k in ("stream", "kind", "name", "start_ns", "end_ns", "category", "collective", "msg_bytes")}
-    host_cols = {k: [] for k in ("thread", "kind", "name", "start_ns", "end_ns", "stream")}
-    noise_s, noise_e = [], []
-    T = 1_000_000 + int(rng.integers(0, 50 * US))  # ns on this rank's clock
-    gpu_free = {COMPUTE_STREAM: 0, NCCL_STREAM: 0}
-    names = np.array(_COMPUTE_KERNELS, dtype=object)
-    total_steps = warmup + steps
+    gen = _StudyRankGenerator(rng, int(kernels_per_step), buckets)
+    for step in range(warmup + steps):
+        gen.step("warmup" if step < warmup else "step")
+    gpu = _gpu_frame(rank, device, gen.tables.gpu)
+    host = _host_frame(rank, gen.tables.host)
+    gpu_events = 2 * len(gpu)
+    main_events = 2 * int((host["thread"] == MAIN).sum())
+    want = max(0, int(host_factor * gpu_events) - main_events) // 2
+    extra = _fill_gaps(np.concatenate(gen.noise_s), np.concatenate(gen.noise_e), want)
+    params = dict(
+        rank=rank, steps=steps, warmup=warmup, kernels_per_step=gen.K, buckets=gen.B, host_factor=host_factor, seed=seed
+    )
+    return SyntheticRank(rank, gpu, host, {MAIN: extra} if extra[0].size else {}, params)
 
-    def add_gpu(stream, kind, name, s, e, category, collective=None, nbytes=None):
+
+class _Columns:
+    """The columns of a generated rank's GPU and host tables, filled block by block."""
+
+    def __init__(self):
+        self.gpu: dict[str, list] = {k: [] for k in _GPU_COLUMNS}
+        self.host: dict[str, list] = {k: [] for k in _HOST_COLUMNS}
+
+    def add_gpu(self, stream, kind, name, s, e, category, collective=None, nbytes=None):
         n = len(s)
-        gpu_cols["stream"].append(np.full(n, stream, np.int64))
-        gpu_cols["kind"].append(np.full(n, kind, dtype=object))
-        gpu_cols["name"].append(np.asarray(name, dtype=object) if np.ndim(name) else np.full(n, name, dtype=object))
-        gpu_cols["start_ns"].append(np.asarray(s, np.int64))
-        gpu_cols["end_ns"].append(np.asarray(e, np.int64))
-        gpu_cols["category"].append(np.full(n, category, dtype=object))
-        gpu_cols["collective"].append(np.full(n, collective if collective else np.nan, dtype=object))
-        gpu_cols["msg_bytes"].append(np.full(n, -1 if nbytes is None else nbytes, np.int64))
+        g = self.gpu
+        g["stream"].append(np.full(n, stream, np.int64))
+        g["kind"].append(np.full(n, kind, dtype=object))
+        g["name"].append(np.asarray(name, dtype=object) if np.ndim(name) else np.full(n, name, dtype=object))
+        g["start_ns"].append(np.asarray(s, np.int64))
+        g["end_ns"].append(np.asarray(e, np.int64))
+        g["category"].append(np.full(n, category, dtype=object))
+        g["collective"].append(np.full(n, collective if collective else np.nan, dtype=object))
+        g["msg_bytes"].append(np.full(n, -1 if nbytes is None else nbytes, np.int64))
 
-    def add_host(thread, kind, name, s, e, stream=None):
+    def add_host(self, thread, kind, name, s, e, stream=None):
         n = len(s)
-        host_cols["thread"].append(np.full(n, thread, dtype=object))
-        host_cols["kind"].append(np.full(n, kind, dtype=object))
-        host_cols["name"].append(np.full(n, name, dtype=object))
-        host_cols["start_ns"].append(np.asarray(s, np.int64))
-        host_cols["end_ns"].append(np.asarray(e, np.int64))
-        host_cols["stream"].append(np.full(n, -1 if stream is None else stream, np.int64))
+        h = self.host
+        h["thread"].append(np.full(n, thread, dtype=object))
+        h["kind"].append(np.full(n, kind, dtype=object))
+        h["name"].append(np.full(n, name, dtype=object))
+        h["start_ns"].append(np.asarray(s, np.int64))
+        h["end_ns"].append(np.asarray(e, np.int64))
+        h["stream"].append(np.full(n, -1 if stream is None else stream, np.int64))
 
-    def launches(t0, n):
-        s = t0 + np.arange(n, dtype=np.int64) * (launch_len + launch_gap)
-        return s, s + launch_len
 
-    for step in range(total_steps):
-        label = "warmup" if step < warmup else "step"
-        step_start = T
-        main_ranges = []
-        # Input batch: HtoD copy at the start of the step.
-        h2d_s = max(step_start + 5 * US, gpu_free[COMPUTE_STREAM] + US)
-        h2d_e = h2d_s + 60 * US + int(rng.integers(0, 10 * US))
-        add_gpu(COMPUTE_STREAM, "memcpy", "Memcpy HtoD", [h2d_s], [h2d_e], "memory", nbytes=8 << 20)
-        gpu_free[COMPUTE_STREAM] = h2d_e
-        # Forward: launches from the main thread.
-        fwd_start = step_start + 10 * US
-        ls, le = launches(fwd_start + 2 * US, n_fwd)
-        add_host(MAIN, "launch", LAUNCH_API, ls, le, COMPUTE_STREAM)
-        main_ranges.append((ls, le))
-        dur = np.clip(rng.lognormal(np.log(9 * US), 0.6, n_fwd), 1 * US, 300 * US).astype(np.int64)
-        ks = _schedule(le + launch_latency, dur, US, gpu_free[COMPUTE_STREAM] + US)
-        ke = ks + dur
-        add_gpu(COMPUTE_STREAM, "kernel", names[rng.integers(0, len(names), n_fwd)], ks, ke, "compute")
-        gpu_free[COMPUTE_STREAM] = int(ke[-1])
-        fwd_end = int(le[-1]) + 2 * US
-        add_host(MAIN, "phase", "forward", [fwd_start], [fwd_end])
-        # Backward: autograd thread launches; NCCL buckets after every n_bwd/B kernels.
-        bwd_start = fwd_end + US
-        ls, le = launches(bwd_start + 3 * US, n_bwd)
-        dur = np.clip(rng.lognormal(np.log(10 * US), 0.6, n_bwd), 1 * US, 300 * US).astype(np.int64)
-        ks = _schedule(le + launch_latency, dur, US, gpu_free[COMPUTE_STREAM] + US)
-        ke = ks + dur
-        add_gpu(COMPUTE_STREAM, "kernel", names[rng.integers(0, len(names), n_bwd)], ks, ke, "compute")
-        gpu_free[COMPUTE_STREAM] = int(ke[-1])
-        cut = np.linspace(n_bwd / B, n_bwd, B).astype(np.int64) - 1  # last kernel of each bucket
-        nl_s = ke[cut] - 2 * US  # the comm hook fires once the bucket's grads are ready
-        nl_s = np.maximum(nl_s, le[cut] + US)
-        nl_e = nl_s + launch_len
-        # The autograd thread's launches must not overlap: NCCL launches shift past kernel launches.
-        nl_s, nl_e = _non_overlapping_after(ls, le, nl_s, nl_e)
-        add_host(AUTOGRAD, "launch", LAUNCH_API, np.concatenate([ls, nl_s]), np.concatenate([le, nl_e]), None)
-        host_cols["stream"][-1][:n_bwd] = COMPUTE_STREAM
-        host_cols["stream"][-1][n_bwd:] = NCCL_STREAM
-        ndur = (rng.uniform(150, 450, B) * US).astype(np.int64)
-        ns_ = _schedule(nl_e + launch_latency, ndur, 2 * US, gpu_free[NCCL_STREAM] + US)
-        ne_ = ns_ + ndur
-        add_gpu(NCCL_STREAM, "kernel", ALLREDUCE, ns_, ne_, "nccl", collective="AllReduce")
-        gpu_free[NCCL_STREAM] = int(ne_[-1])
-        bwd_end = max(int(nl_e[-1]), int(le[-1]), int(ne_[-1])) + 5 * US  # DDP waits for the last bucket
-        add_host(MAIN, "phase", "backward", [bwd_start], [bwd_end])
-        # Optimizer: launches from the main thread after the gradients are reduced.
-        opt_start = bwd_end + 2 * US
-        ls, le = launches(opt_start + 2 * US, n_opt)
-        add_host(MAIN, "launch", LAUNCH_API, ls, le, COMPUTE_STREAM)
-        main_ranges.append((ls, le))
-        dur = np.clip(rng.lognormal(np.log(6 * US), 0.5, n_opt), 1 * US, 200 * US).astype(np.int64)
-        ks = _schedule(le + launch_latency, dur, US, gpu_free[COMPUTE_STREAM] + US)
-        ke = ks + dur
-        add_gpu(COMPUTE_STREAM, "kernel", names[rng.integers(0, len(names), n_opt)], ks, ke, "compute")
-        opt_end = int(le[-1]) + 2 * US
-        add_host(MAIN, "phase", "optimizer", [opt_start], [opt_end])
-        # loss.item(): DtoH copy, the host waits for it.
-        d2h_s = int(ke[-1]) + US
-        d2h_e = d2h_s + 3 * US
-        add_gpu(COMPUTE_STREAM, "memcpy", "Memcpy DtoH", [d2h_s], [d2h_e], "memory", nbytes=4)
-        gpu_free[COMPUTE_STREAM] = d2h_e
+class _StudyRankGenerator:
+    """Generates the steps of one study-shaped rank, one after the other, on the rank's clock.
+
+    The random draws happen in a fixed order (a seed gives the same trace), so the phases of a
+    step are generated in the order they run.
+    """
+
+    LAUNCH_LEN, LAUNCH_GAP, LAUNCH_LATENCY = 4 * US, 2 * US, 3 * US
+
+    def __init__(self, rng: np.random.Generator, kernels_per_step: int, buckets: int):
+        self.rng = rng
+        K = self.K = kernels_per_step
+        self.n_fwd = max(1, int(round(0.35 * K)))
+        self.n_bwd = max(1, int(round(0.55 * K)))
+        self.n_opt = max(1, K - self.n_fwd - self.n_bwd)
+        self.B = max(1, min(buckets, self.n_bwd))
+        self.tables = _Columns()
+        self.noise_s: list[np.ndarray] = []
+        self.noise_e: list[np.ndarray] = []
+        self.T = 1_000_000 + int(rng.integers(0, 50 * US))  # ns on this rank's clock
+        self.gpu_free = {COMPUTE_STREAM: 0, NCCL_STREAM: 0}
+        self.names = np.array(_COMPUTE_KERNELS, dtype=object)
+
+    def step(self, label: str) -> None:
+        """One step: input copy, forward, backward with its buckets, optimizer, loss copy, noise."""
+        step_start = self.T
+        main_ranges: list[tuple[np.ndarray, np.ndarray]] = []
+        self._input_copy(step_start)
+        fwd_start, fwd_end = self._forward(step_start, main_ranges)
+        bwd_start, bwd_end = self._backward(fwd_end)
+        opt_start, opt_end, last_kernel_end = self._optimizer(bwd_end, main_ranges)
+        d2h_e = self._loss_copy(last_kernel_end)
         step_end = max(d2h_e, opt_end) + 5 * US
-        add_host(MAIN, "phase", label, [step_start], [step_end])
+        self.tables.add_host(MAIN, "phase", label, [step_start], [step_end])
         # Python-function noise on the main thread, in the gaps between its ranges.
         bounds = np.unique(
             np.concatenate(
@@ -239,27 +220,85 @@ def study_rank(
                 + [np.concatenate(r) for r in main_ranges]
             )
         )
-        g0, g1 = bounds[:-1], bounds[1:]
-        noise_s.append(g0)
-        noise_e.append(g1)
-        T = step_end + 150 * US + int(rng.integers(0, 20 * US))  # data loading: the GPU idles
+        self.noise_s.append(bounds[:-1])
+        self.noise_e.append(bounds[1:])
+        self.T = step_end + 150 * US + int(self.rng.integers(0, 20 * US))  # data loading: the GPU idles
 
-    gpu = _gpu_frame(rank, device, gpu_cols)
-    host = _host_frame(rank, host_cols)
-    gpu_events = 2 * len(gpu)
-    main_events = 2 * int((host["thread"] == MAIN).sum())
-    want = max(0, int(host_factor * gpu_events) - main_events) // 2
-    extra = _fill_gaps(np.concatenate(noise_s), np.concatenate(noise_e), want)
-    params = {
-        "rank": rank,
-        "steps": steps,
-        "warmup": warmup,
-        "kernels_per_step": K,
-        "buckets": B,
-        "host_factor": host_factor,
-        "seed": seed,
-    }
-    return SyntheticRank(rank, gpu, host, {MAIN: extra} if extra[0].size else {}, params)
+    def _launches(self, t0, n):
+        s = t0 + np.arange(n, dtype=np.int64) * (self.LAUNCH_LEN + self.LAUNCH_GAP)
+        return s, s + self.LAUNCH_LEN
+
+    def _compute_kernels(self, launch_end: np.ndarray, median_ns: int, sigma: float, longest_ns: int) -> np.ndarray:
+        """Kernels launched at ``launch_end`` (log-normal durations) on the compute stream; their ends."""
+        n = launch_end.size
+        dur = np.clip(self.rng.lognormal(np.log(median_ns), sigma, n), 1 * US, longest_ns).astype(np.int64)
+        ks = _schedule(launch_end + self.LAUNCH_LATENCY, dur, US, self.gpu_free[COMPUTE_STREAM] + US)
+        ke = ks + dur
+        names = self.names[self.rng.integers(0, len(self.names), n)]
+        self.tables.add_gpu(COMPUTE_STREAM, "kernel", names, ks, ke, "compute")
+        self.gpu_free[COMPUTE_STREAM] = int(ke[-1])
+        return ke
+
+    def _input_copy(self, step_start: int) -> None:
+        """The input batch: an HtoD copy at the start of the step."""
+        h2d_s = max(step_start + 5 * US, self.gpu_free[COMPUTE_STREAM] + US)
+        h2d_e = h2d_s + 60 * US + int(self.rng.integers(0, 10 * US))
+        self.tables.add_gpu(COMPUTE_STREAM, "memcpy", "Memcpy HtoD", [h2d_s], [h2d_e], "memory", nbytes=8 << 20)
+        self.gpu_free[COMPUTE_STREAM] = h2d_e
+
+    def _forward(self, step_start: int, main_ranges: list) -> tuple[int, int]:
+        """Forward: launches from the main thread."""
+        fwd_start = step_start + 10 * US
+        ls, le = self._launches(fwd_start + 2 * US, self.n_fwd)
+        self.tables.add_host(MAIN, "launch", LAUNCH_API, ls, le, COMPUTE_STREAM)
+        main_ranges.append((ls, le))
+        self._compute_kernels(le, 9 * US, 0.6, 300 * US)
+        fwd_end = int(le[-1]) + 2 * US
+        self.tables.add_host(MAIN, "phase", "forward", [fwd_start], [fwd_end])
+        return fwd_start, fwd_end
+
+    def _backward(self, fwd_end: int) -> tuple[int, int]:
+        """Backward: autograd-thread launches; an NCCL bucket after every n_bwd/B kernels."""
+        n_bwd, B = self.n_bwd, self.B
+        bwd_start = fwd_end + US
+        ls, le = self._launches(bwd_start + 3 * US, n_bwd)
+        ke = self._compute_kernels(le, 10 * US, 0.6, 300 * US)
+        cut = np.linspace(n_bwd / B, n_bwd, B).astype(np.int64) - 1  # last kernel of each bucket
+        nl_s = ke[cut] - 2 * US  # the comm hook fires once the bucket's grads are ready
+        nl_s = np.maximum(nl_s, le[cut] + US)
+        nl_e = nl_s + self.LAUNCH_LEN
+        # The autograd thread's launches must not overlap: NCCL launches shift past kernel launches.
+        nl_s, nl_e = _non_overlapping_after(ls, le, nl_s, nl_e)
+        self.tables.add_host(AUTOGRAD, "launch", LAUNCH_API, np.concatenate([ls, nl_s]), np.concatenate([le, nl_e]), None)
+        self.tables.host["stream"][-1][:n_bwd] = COMPUTE_STREAM
+        self.tables.host["stream"][-1][n_bwd:] = NCCL_STREAM
+        ndur = (self.rng.uniform(150, 450, B) * US).astype(np.int64)
+        ns_ = _schedule(nl_e + self.LAUNCH_LATENCY, ndur, 2 * US, self.gpu_free[NCCL_STREAM] + US)
+        ne_ = ns_ + ndur
+        self.tables.add_gpu(NCCL_STREAM, "kernel", ALLREDUCE, ns_, ne_, "nccl", collective="AllReduce")
+        self.gpu_free[NCCL_STREAM] = int(ne_[-1])
+        bwd_end = max(int(nl_e[-1]), int(le[-1]), int(ne_[-1])) + 5 * US  # DDP waits for the last bucket
+        self.tables.add_host(MAIN, "phase", "backward", [bwd_start], [bwd_end])
+        return bwd_start, bwd_end
+
+    def _optimizer(self, bwd_end: int, main_ranges: list) -> tuple[int, int, int]:
+        """Optimizer: launches from the main thread after the gradients are reduced."""
+        opt_start = bwd_end + 2 * US
+        ls, le = self._launches(opt_start + 2 * US, self.n_opt)
+        self.tables.add_host(MAIN, "launch", LAUNCH_API, ls, le, COMPUTE_STREAM)
+        main_ranges.append((ls, le))
+        ke = self._compute_kernels(le, 6 * US, 0.5, 200 * US)
+        opt_end = int(le[-1]) + 2 * US
+        self.tables.add_host(MAIN, "phase", "optimizer", [opt_start], [opt_end])
+        return opt_start, opt_end, int(ke[-1])
+
+    def _loss_copy(self, last_kernel_end: int) -> int:
+        """loss.item(): a DtoH copy after the last kernel; the host waits for it."""
+        d2h_s = last_kernel_end + US
+        d2h_e = d2h_s + 3 * US
+        self.tables.add_gpu(COMPUTE_STREAM, "memcpy", "Memcpy DtoH", [d2h_s], [d2h_e], "memory", nbytes=4)
+        self.gpu_free[COMPUTE_STREAM] = d2h_e
+        return d2h_e
 
 
 def _non_overlapping_after(ls, le, ns, ne):
@@ -431,105 +470,116 @@ def bucket_rank(
     dur_f = rng.integers(2, 12, n_f) * US  # launch-bound like the study's batch of 8: the GPU
     dur_b = rng.integers(3, 16, n_b) * US  # keeps up with the host within each step
     dur_o = rng.integers(2, 10, n_o) * US
-    nb = len(bucket_bytes)
-    last_of_bucket = {int(round((b + 1) * n_b / nb)) - 1: b for b in range(nb)}
-    gpu_cols = {k: [] for k in ("stream", "kind", "name", "start_ns", "end_ns", "category", "collective", "msg_bytes")}
-    host_rows = []  # (thread, kind, name, start, end, stream)
-    T = 1_000_000
-    free = 0  # compute stream
-    comm_free = 0
-    comm: list[tuple[int, int]] = []
-    latency = 3 * US
-    names, order = _COMPUTE_KERNELS, itertools.count()
-
-    def gpu(stream, kind, name, s, e, category, collective=None, nbytes=-1):
-        for k, v in zip(gpu_cols, (stream, kind, name, s, e, category, collective or np.nan, nbytes)):
-            gpu_cols[k].append(v)
-
-    def run_kernel(launch_end, d, wait_for=0):
-        nonlocal free
-        s = max(launch_end + latency, free, wait_for)
-        if any(cs <= s < ce for cs, ce in comm):
-            d = int(round(d * model.contention))
-        free = s + d
-        gpu(COMPUTE_STREAM, "kernel", names[next(order) % len(names)], s, s + d, "compute")
-        return s + d
-
+    gen = _BucketRankGenerator(world_size, model, bucket_bytes)
     for step in range(warmup + steps):
-        label = "warmup" if step < warmup else "step"
-        t = T
+        gen.step("warmup" if step < warmup else "step", dur_f, dur_b, dur_o)
+    params = dict(rank=rank, world_size=world_size, model=model.__dict__, steps=steps, warmup=warmup)
+    params.update(bucket_bytes=list(bucket_bytes), kernels=list(kernels), seed=seed)
+    gpu, host = gen.frames(rank)
+    return SyntheticRank(rank, gpu, host, {}, params)
+
+
+class _BucketRankGenerator:
+    """Generates the steps of one ``bucket_rank``, kernel by kernel, on the rank's clock."""
+
+    LATENCY = 3 * US  # from a launch call's end to its kernel's earliest start
+
+    def __init__(self, world_size: int, model: BucketModel, bucket_bytes: tuple[int, ...]):
+        self.world_size = world_size
+        self.model = model
+        self.bucket_bytes = bucket_bytes
+        self.gpu_cols: dict[str, list] = {k: [] for k in _GPU_COLUMNS}
+        self.host_rows: list[tuple] = []  # (thread, kind, name, start, end[, stream])
+        self.T = 1_000_000
+        self.free = 0  # compute stream
+        self.comm_free = 0
+        self.comm: list[tuple[int, int]] = []
+        self.order = itertools.count()
+
+    def step(self, label: str, dur_f, dur_b, dur_o) -> None:
+        """Forward, backward with its bucket hooks, optimizer; then the host is away a while."""
+        f0 = self.T + 10 * US
         # forward from the main thread (no copies: their calls carry no stream, so the analysis
         # would place them by time, not by launch, once the GPU lags a step behind)
-        f0 = t + 10 * US
-        t = f0
-        for d in dur_f:
-            host_rows.append((MAIN, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
-            run_kernel(t + 4 * US, int(d))
-            t += 6 * US
-        host_rows.append((MAIN, "phase", "forward", f0, t))
+        t = self._launch_kernels(MAIN, f0, dur_f)
+        self.host_rows.append((MAIN, "phase", "forward", f0, t))
         b0 = t + US
-        t = b0 + 2 * US
+        t, last_comm_end = self._backward(b0 + 2 * US, dur_b)
+        # after the last bucket hook: two kernels that wait for the reduced gradients
+        t = self._launch_kernels(AUTOGRAD, t, [5 * US, 5 * US], wait_for=last_comm_end)
+        self.host_rows.append((MAIN, "phase", "backward", b0, t))
+        o0 = t + US
+        t = self._launch_kernels(MAIN, o0 + 2 * US, dur_o, wait_for=last_comm_end)
+        self.host_rows.append((MAIN, "phase", "optimizer", o0, t))
+        self.host_rows.append((MAIN, "phase", label, self.T, t + US))
+        self.T = t + 300 * US  # data loading: the host is away, the GPU catches up
+
+    def _gpu(self, stream, kind, name, s, e, category, collective=None, nbytes=-1):
+        for k, v in zip(self.gpu_cols, (stream, kind, name, s, e, category, collective or np.nan, nbytes)):
+            self.gpu_cols[k].append(v)
+
+    def _run_kernel(self, launch_end: int, d: int, wait_for: int = 0) -> int:
+        """A compute kernel launched at ``launch_end`` (longer under an all-reduce); its end."""
+        s = max(launch_end + self.LATENCY, self.free, wait_for)
+        if any(cs <= s < ce for cs, ce in self.comm):
+            d = int(round(d * self.model.contention))
+        self.free = s + d
+        self._gpu(COMPUTE_STREAM, "kernel", _COMPUTE_KERNELS[next(self.order) % len(_COMPUTE_KERNELS)], s, s + d, "compute")
+        return s + d
+
+    def _launch_kernels(self, thread: str, t: int, durations, wait_for: int = 0) -> int:
+        """One launch call (4 us, 6 us apart) per kernel from ``thread`` from ``t`` on; the time after."""
+        for d in durations:
+            self.host_rows.append((thread, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
+            self._run_kernel(t + 4 * US, int(d), wait_for=wait_for)
+            t += 6 * US
+        return t
+
+    def _backward(self, t: int, dur_b) -> tuple[int, int]:
+        """Backward kernels from the autograd thread, a bucket hook after each bucket's last one;
+        the time after, and the end of the step's last all-reduce (0: none)."""
+        nb, n_b = len(self.bucket_bytes), len(dur_b)
+        last_of_bucket = {int(round((b + 1) * n_b / nb)) - 1: b for b in range(nb)}
         last_comm_end = 0
         for i, d in enumerate(dur_b):
-            host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
-            end = run_kernel(t + 4 * US, int(d))
+            self.host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
+            end = self._run_kernel(t + 4 * US, int(d))
             t += 6 * US
             if i in last_of_bucket:
-                b = last_of_bucket[i]
-                # the hook's range: its division kernel (allreduce_hook divides by the world size),
-                # then the all_reduce call, which launches the NCCL kernel (none at world size 1)
-                host_rows.append((AUTOGRAD, "phase", f"bucket:{b}:{bucket_bytes[b]}", t, t + 8 * US))
-                host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 1 * US, t + 3 * US, COMPUTE_STREAM))
-                end = run_kernel(t + 3 * US, 3 * US)
-                ar = model.allreduce_ns(world_size, bucket_bytes[b])
-                if ar:
-                    host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 4 * US, t + 7 * US, NCCL_STREAM))
-                t += 9 * US
-                if ar:
-                    s = max(end, comm_free)
-                    comm.append((s, s + ar))
-                    comm_free = last_comm_end = s + ar
-                    gpu(NCCL_STREAM, "kernel", ALLREDUCE, s, s + ar, "nccl", "AllReduce", bucket_bytes[b])
-        for _ in range(2):  # after the last bucket hook: wait for the reduced gradients
-            host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
-            run_kernel(t + 4 * US, 5 * US, wait_for=last_comm_end)
-            t += 6 * US
-        host_rows.append((MAIN, "phase", "backward", b0, t))
-        o0 = t + US
-        t = o0 + 2 * US
-        for d in dur_o:
-            host_rows.append((MAIN, "launch", LAUNCH_API, t, t + 4 * US, COMPUTE_STREAM))
-            run_kernel(t + 4 * US, int(d), wait_for=last_comm_end)
-            t += 6 * US
-        host_rows.append((MAIN, "phase", "optimizer", o0, t))
-        host_rows.append((MAIN, "phase", label, T, t + US))
-        T = t + 300 * US  # data loading: the host is away, the GPU catches up
-    host_cols = {k: [] for k in ("thread", "kind", "name", "start_ns", "end_ns", "stream")}
-    for row in host_rows:
-        row = (*row, -1) if len(row) == 5 else row
-        for k, v in zip(host_cols, row):
-            host_cols[k].append([v])
-    gc = {
-        k: [np.asarray(v, dtype=object if k in ("kind", "name", "category", "collective") else np.int64)]
-        for k, v in gpu_cols.items()
-    }
-    params = {
-        "rank": rank,
-        "world_size": world_size,
-        "model": model.__dict__,
-        "steps": steps,
-        "warmup": warmup,
-        "bucket_bytes": list(bucket_bytes),
-        "kernels": list(kernels),
-        "seed": seed,
-    }
-    return SyntheticRank(
-        rank,
-        _gpu_frame(rank, rank, gc),
-        _host_frame(rank, {k: [np.asarray(v).ravel() for v in vs] for k, vs in host_cols.items()}),
-        {},
-        params,
-    )
+                t, last_comm_end = self._bucket_hook(t, last_of_bucket[i], end, last_comm_end)
+        return t, last_comm_end
+
+    def _bucket_hook(self, t: int, b: int, end: int, last_comm_end: int) -> tuple[int, int]:
+        """The hook's range: its division kernel (allreduce_hook divides by the world size), then
+        the all_reduce call, which launches the NCCL kernel (none at world size 1)."""
+        nbytes = self.bucket_bytes[b]
+        self.host_rows.append((AUTOGRAD, "phase", f"bucket:{b}:{nbytes}", t, t + 8 * US))
+        self.host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 1 * US, t + 3 * US, COMPUTE_STREAM))
+        end = self._run_kernel(t + 3 * US, 3 * US)
+        ar = self.model.allreduce_ns(self.world_size, nbytes)
+        if ar:
+            self.host_rows.append((AUTOGRAD, "launch", LAUNCH_API, t + 4 * US, t + 7 * US, NCCL_STREAM))
+            s = max(end, self.comm_free)
+            self.comm.append((s, s + ar))
+            self.comm_free = last_comm_end = s + ar
+            self._gpu(NCCL_STREAM, "kernel", ALLREDUCE, s, s + ar, "nccl", "AllReduce", nbytes)
+        return t + 9 * US, last_comm_end
+
+    def frames(self, rank: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The GPU and host tables of what was generated."""
+        host_cols: dict[str, list] = {k: [] for k in _HOST_COLUMNS}
+        for row in self.host_rows:
+            row = (*row, -1) if len(row) == 5 else row
+            for k, v in zip(host_cols, row):
+                host_cols[k].append([v])
+        gc = {
+            k: [np.asarray(v, dtype=object if k in ("kind", "name", "category", "collective") else np.int64)]
+            for k, v in self.gpu_cols.items()
+        }
+        return (
+            _gpu_frame(rank, rank, gc),
+            _host_frame(rank, {k: [np.asarray(v).ravel() for v in vs] for k, vs in host_cols.items()}),
+        )
 
 
 def write_bucket_run(out_dir, world_size: int, model: BucketModel, **params) -> list[Path]:

@@ -201,32 +201,62 @@ class LocationEvents:
     measurement_switches: int = 0
 
 
-def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRefs):
+def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRefs) -> dict:
     """Create the ctypes callbacks of one location (closures over the sink's list methods).
 
-    Every callback also checks that timestamps never decrease (kept in ``last``; the first
-    violation is recorded in ``sink.backwards``). This costs ~50 ns per event, a tenth of the
-    ctypes callback itself, and covers every record that reaches Python.
+    Every callback also checks that timestamps never decrease (see :func:`_time_order_check`).
+    The callbacks must stay referenced (the returned dict) while OTF2 may call them.
     """
-    KT = sink.kept_times.append
-    KC = sink.kept_codes.append
-    kept = sink.kept_times
-    AI, AS, AC, AL, AB = (
-        sink.attr_index.append,
-        sink.attr_stream.append,
-        sink.attr_corr.append,
-        sink.attr_coll.append,
-        sink.attr_bytes.append,
-    )
-    W = plan.regions
-    AR = plan.attr_regions
-    loc_out = c_u64()
-    u64_out = c_u64()
-    u32_out = c_u32()
+    read_attrs = _attribute_reader(attrs)
+    seen, backwards = _time_order_check(sink)
+    enter, leave = _enter_leave_callbacks(plan, sink, read_attrs, seen, backwards)
+    flush, measurement = _bookkeeping_callbacks(sink, seen, backwards)
+    cbs = {
+        "enter": ENTER_LEAVE_CB(enter),
+        "leave": ENTER_LEAVE_CB(leave),
+        "flush": BUFFER_FLUSH_CB(flush),
+        "measurement": MEASUREMENT_CB(measurement),
+    }
+    if plan.rma:
+        get, put, done = _rma_callbacks(sink, read_attrs, seen, backwards)
+        cbs.update(get=RMA_PUT_GET_CB(get), put=RMA_PUT_GET_CB(put), done=RMA_COMPLETE_CB(done))
+    return cbs
+
+
+def _time_order_check(sink: LocationEvents):
+    """The state every callback of one location shares to check that time never goes backwards.
+
+    ``seen`` is a one-element list holding the last timestamp (a list, so that callbacks made in
+    different functions share it; a cell read costs about as much as a ``nonlocal`` one).
+    A callback compares its time with ``seen[0]``, calls ``backwards(pos, t)`` when it is
+    smaller (the first violation is recorded in ``sink.backwards``), then stores its time.
+    This costs ~50 ns per event, a tenth of the ctypes callback itself, and covers every record
+    that reaches Python.
+    """
+    seen = [0]
+
+    def backwards(pos, t):
+        if sink.backwards is None:
+            sink.backwards = (int(pos), int(t), int(seen[0]))
+
+    return seen, backwards
+
+
+def _attribute_reader(attrs: AttributeRefs):
+    """``read_attrs(attribute_list) -> (stream, correlation, collective, bytes)``, -1 where absent."""
+    loc_out, u64_out, u32_out = c_u64(), c_u64(), c_u32()
     loc_ref, u64_ref, u32_ref = ctypes.byref(loc_out), ctypes.byref(u64_out), ctypes.byref(u32_out)
     a_stream, a_corr, a_coll, a_bytes = attrs.stream_ref, attrs.correlation, attrs.collective, attrs.msg_bytes
     test, get_loc, get_u64, get_str = _attr_test, _attr_get_location, _attr_get_uint64, _attr_get_string
-    last = 0
+
+    if a_stream is not None and a_corr is None and a_coll is None and a_bytes is None:
+        # The common Score-P case: only CUDA_STREAM_REF exists; two C calls instead of a scan.
+        def read_stream_only(al):
+            if test(al, a_stream) and get_loc(al, a_stream, loc_ref) == SUCCESS:
+                return loc_out.value, -1, -1, -1
+            return -1, -1, -1, -1
+
+        return read_stream_only
 
     def read_attrs(al):
         stream = corr = coll = nbytes = -1
@@ -240,12 +270,19 @@ def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRef
             nbytes = u64_out.value
         return stream, corr, coll, nbytes
 
-    if a_stream is not None and a_corr is None and a_coll is None and a_bytes is None:
-        # The common Score-P case: only CUDA_STREAM_REF exists; two C calls instead of a scan.
-        def read_attrs(al):  # noqa: F811 - specialised variant
-            if test(al, a_stream) and get_loc(al, a_stream, loc_ref) == SUCCESS:
-                return loc_out.value, -1, -1, -1
-            return -1, -1, -1, -1
+    return read_attrs
+
+
+def _attribute_recorder(sink: LocationEvents, read_attrs):
+    """``record_attrs(attribute_list)``: the attribute values of the Enter record kept last."""
+    kept = sink.kept_times
+    AI, AS, AC, AL, AB = (
+        sink.attr_index.append,
+        sink.attr_stream.append,
+        sink.attr_corr.append,
+        sink.attr_coll.append,
+        sink.attr_bytes.append,
+    )
 
     def record_attrs(al):
         stream, corr, coll, nbytes = read_attrs(al)
@@ -255,109 +292,110 @@ def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRef
         AL(coll)
         AB(nbytes)
 
-    def backwards(pos, t):
-        if sink.backwards is None:
-            sink.backwards = (int(pos), int(t), int(last))
+    return record_attrs
+
+
+def _enter_leave_callbacks(plan: LocationPlan, sink: LocationEvents, read_attrs, seen, backwards):
+    """The Enter and Leave callbacks: keep (time, region) of the plan's regions (all when None)."""
+    KT = sink.kept_times.append
+    KC = sink.kept_codes.append
+    W = plan.regions
+    AR = plan.attr_regions
+    record_attrs = _attribute_recorder(sink, read_attrs)
 
     if W is None:
 
-        def enter(loc, t, pos, ud, al, reg):
-            nonlocal last
-            if t < last:
+        def enter_any(loc, t, pos, ud, al, reg):
+            if t < seen[0]:
                 backwards(pos, t)
-            last = t
+            seen[0] = t
             KT(t)
             KC(reg)
             if al and reg in AR:
                 record_attrs(al)
             return 0
 
-        def leave(loc, t, pos, ud, al, reg):
-            nonlocal last
-            if t < last:
+        def leave_any(loc, t, pos, ud, al, reg):
+            if t < seen[0]:
                 backwards(pos, t)
-            last = t
+            seen[0] = t
             KT(t)
             KC(~reg)
             return 0
-    else:
 
-        def enter(loc, t, pos, ud, al, reg):
-            nonlocal last
-            if t < last:
-                backwards(pos, t)
-            last = t
-            if reg in W:
-                KT(t)
-                KC(reg)
-                if al and reg in AR:
-                    record_attrs(al)
-            return 0
+        return enter_any, leave_any
 
-        def leave(loc, t, pos, ud, al, reg):
-            nonlocal last
-            if t < last:
-                backwards(pos, t)
-            last = t
-            if reg in W:
-                KT(t)
-                KC(~reg)
-            return 0
+    def enter(loc, t, pos, ud, al, reg):
+        if t < seen[0]:
+            backwards(pos, t)
+        seen[0] = t
+        if reg in W:
+            KT(t)
+            KC(reg)
+            if al and reg in AR:
+                record_attrs(al)
+        return 0
 
-    cbs = {"enter": ENTER_LEAVE_CB(enter), "leave": ENTER_LEAVE_CB(leave)}
+    def leave(loc, t, pos, ud, al, reg):
+        if t < seen[0]:
+            backwards(pos, t)
+        seen[0] = t
+        if reg in W:
+            KT(t)
+            KC(~reg)
+        return 0
+
+    return enter, leave
+
+
+def _bookkeeping_callbacks(sink: LocationEvents, seen, backwards):
+    """The BufferFlush and MeasurementOnOff callbacks: counted (and flush time summed)."""
 
     def flush(loc, t, pos, ud, al, stop):
-        nonlocal last
-        if t < last:
+        if t < seen[0]:
             backwards(pos, t)
-        last = t
+        seen[0] = t
         sink.flushes += 1
         sink.flush_ticks += max(0, stop - t)
         return 0
 
     def measurement(loc, t, pos, ud, al, mode):
-        nonlocal last
-        if t < last:
+        if t < seen[0]:
             backwards(pos, t)
-        last = t
+        seen[0] = t
         sink.measurement_switches += 1
         return 0
 
-    cbs["flush"] = BUFFER_FLUSH_CB(flush)
-    cbs["measurement"] = MEASUREMENT_CB(measurement)
+    return flush, measurement
 
-    if plan.rma:
-        OP = sink.rma_ops.append
-        DONE = sink.rma_done.append
 
-        def get(loc, t, pos, ud, al, win, remote, nbytes, match):
-            nonlocal last
-            if t < last:
-                backwards(pos, t)
-            last = t
-            OP((t, 0, win, remote, nbytes, match, read_attrs(al)[1] if al else -1))
-            return 0
+def _rma_callbacks(sink: LocationEvents, read_attrs, seen, backwards):
+    """The RmaGet, RmaPut and RmaOpCompleteBlocking callbacks (the correlation id rides along)."""
+    OP = sink.rma_ops.append
+    DONE = sink.rma_done.append
 
-        def put(loc, t, pos, ud, al, win, remote, nbytes, match):
-            nonlocal last
-            if t < last:
-                backwards(pos, t)
-            last = t
-            OP((t, 1, win, remote, nbytes, match, read_attrs(al)[1] if al else -1))
-            return 0
+    def get(loc, t, pos, ud, al, win, remote, nbytes, match):
+        if t < seen[0]:
+            backwards(pos, t)
+        seen[0] = t
+        OP((t, 0, win, remote, nbytes, match, read_attrs(al)[1] if al else -1))
+        return 0
 
-        def done(loc, t, pos, ud, al, win, match):
-            nonlocal last
-            if t < last:
-                backwards(pos, t)
-            last = t
-            DONE((t, win, match))
-            return 0
+    def put(loc, t, pos, ud, al, win, remote, nbytes, match):
+        if t < seen[0]:
+            backwards(pos, t)
+        seen[0] = t
+        OP((t, 1, win, remote, nbytes, match, read_attrs(al)[1] if al else -1))
+        return 0
 
-        cbs["get"] = RMA_PUT_GET_CB(get)
-        cbs["put"] = RMA_PUT_GET_CB(put)
-        cbs["done"] = RMA_COMPLETE_CB(done)
-    return cbs
+    def done(loc, t, pos, ud, al, win, match):
+        if t < seen[0]:
+            backwards(pos, t)
+        seen[0] = t
+        DONE((t, win, match))
+        return 0
+
+    return get, put, done
 
 
 def _install(handle, cbs) -> None:

@@ -435,7 +435,7 @@ def bucket_rank(
     last_of_bucket = {int(round((b + 1) * n_b / nb)) - 1: b for b in range(nb)}
     gpu_cols = {k: [] for k in ("stream", "kind", "name", "start_ns", "end_ns", "category", "collective", "msg_bytes")}
     host_rows = []  # (thread, kind, name, start, end, stream)
-    T = 1_000_000
+    T = 1_000_000 + 7 * rank  # each rank on its own clock: no two ranks of a run share one GPU timeline
     free = 0  # compute stream
     comm_free = 0
     comm: list[tuple[int, int]] = []

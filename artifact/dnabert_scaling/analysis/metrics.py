@@ -230,7 +230,7 @@ def _trace_inputs(trace) -> list[TraceInput]:
     return [
         TraceInput(
             rank=r,
-            path=str(below_cwd(trace.ranks[r]["source"])),
+            path=str(below_cwd(trace.ranks[r].get("sha256_of") or trace.ranks[r]["source"])),
             sha256=trace.ranks[r]["sha256"],
             gpu_timeline_sha256=trace.ranks[r].get("gpu_timeline_sha256"),
         )

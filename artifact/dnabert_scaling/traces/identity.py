@@ -1,6 +1,6 @@
 """What a trace is, as data: the sha256 of its content and of its GPU timeline.
 
-Every trace an analysis reads is recorded by the sha256 of its bytes (an OTF2 experiment folder:
+Every trace an analysis reads is recorded by the sha256 of its bytes (an OTF2 archive or folder:
 of its files' relative names and bytes, in name order), so that a result names exactly what it
 was computed from. Two inputs with the same content, or two ranks with the same GPU timeline
 (the same activities on the same streams at the same nanoseconds), are one measurement given twice
@@ -27,16 +27,32 @@ def _update_with_file(h, path: Path) -> None:
             h.update(chunk)
 
 
-def content_sha256(path: Path) -> str:
-    """sha256 of a trace file, or of an experiment folder's files (relative name and bytes)."""
-    h = hashlib.sha256()
+def _archive_files(path: Path) -> tuple[Path, list[Path]]:
+    """The files that make up a trace, and the folder their names are taken relative to: a file;
+    an OTF2 anchor with its definitions and event folder (``traces.otf2``, ``traces.def``,
+    ``traces/``: the anchor alone can be the same for every rank of a run); a folder's files."""
     if path.is_dir():
-        for f in sorted(p for p in path.rglob("*") if p.is_file()):
-            name = f.relative_to(path).as_posix().encode()
-            h.update(len(name).to_bytes(8, "little") + name + f.stat().st_size.to_bytes(8, "little"))
-            _update_with_file(h, f)
-    else:
+        return path, sorted(p for p in path.rglob("*") if p.is_file())
+    if path.suffix == ".otf2":
+        parts = [path, path.with_suffix(".def")]
+        evt = path.with_suffix("")
+        events = sorted(p for p in evt.rglob("*") if p.is_file()) if evt.is_dir() else []
+        return path.parent, [p for p in parts if p.is_file()] + events
+    return path.parent, [path]
+
+
+def content_sha256(path: Path) -> str:
+    """sha256 of a trace: of a single file's bytes; of an OTF2 archive's or a folder's files (each
+    one's name relative to the archive, size and bytes, in name order)."""
+    h = hashlib.sha256()
+    base, files = _archive_files(path)
+    if files == [path]:
         _update_with_file(h, path)
+        return h.hexdigest()
+    for f in files:
+        name = f.relative_to(base).as_posix().encode()
+        h.update(len(name).to_bytes(8, "little") + name + f.stat().st_size.to_bytes(8, "little"))
+        _update_with_file(h, f)
     return h.hexdigest()
 
 
@@ -66,14 +82,15 @@ def refuse_duplicates(traces) -> None:
     for t in traces:
         for r, m in t.ranks.items():
             where = f"rank {r} of {m.get('source')}"
+            given = str(m.get("sha256_of") or m.get("source"))
             digest, timeline = m.get("sha256"), m.get("gpu_timeline_sha256")
-            if digest and digest in seen_file and seen_file[digest] != str(m.get("source")):
+            if digest and digest in seen_file and seen_file[digest] != given:
                 raise ArtifactError(
-                    f"{seen_file[digest]} and {m.get('source')} have the same content (sha256 {digest[:16]}...): "
+                    f"{seen_file[digest]} and {given} have the same content (sha256 {digest[:16]}...): "
                     "one trace given twice is not two ranks"
                 )
             if digest:
-                seen_file.setdefault(digest, str(m.get("source")))
+                seen_file.setdefault(digest, given)
             if timeline and timeline in seen_timeline:
                 raise ArtifactError(
                     f"{seen_timeline[timeline]} and {where} have the same GPU timeline (every activity at the same "

@@ -48,14 +48,27 @@ def read_trace(path) -> Trace:
 
     An MPI Score-P archive yields all of its ranks; every other input yields one rank.
     """
-    trace = read_kineto(path) if trace_format(path) == "kineto" else read_otf2(path)
+    fmt = trace_format(path)
+    _refuse_special_files(Path(path))
+    trace = read_kineto(path) if fmt == "kineto" else read_otf2(path)
     check_activity_times(trace, path)
     check_plausible(trace, path)
     digest = identity.content_sha256(Path(path))
     for r in trace.rank_ids:
         trace.ranks[r]["sha256"] = digest
+        trace.ranks[r]["sha256_of"] = str(path)  # the file or folder hashed (source may name its anchor)
         trace.ranks[r]["gpu_timeline_sha256"] = identity.timeline_sha256(trace.gpu[trace.gpu["rank"] == r])
     return trace
+
+
+def _refuse_special_files(path: Path) -> None:
+    """An experiment folder whose files include a FIFO, device or socket (the OTF2 library would
+    block on it, or read a device): refused before anything opens it."""
+    if not path.is_dir():
+        return
+    for f in path.rglob("*"):
+        if not f.is_file() and not f.is_dir():
+            raise ArtifactError("not a regular file (a FIFO, device or socket?) inside a trace folder", f)
 
 
 # One stream runs one activity at a time. CUPTI's timestamps of back-to-back work on one stream

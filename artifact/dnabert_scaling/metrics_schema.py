@@ -22,13 +22,13 @@ annotation, refuses keys the record does not have, and takes a missing key as it
 from __future__ import annotations
 
 import dataclasses
-import math
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
+from dnabert_scaling import metrics_invariants as invariants
 from dnabert_scaling.errors import ArtifactError
 
 SCHEMA = "dnabert-scaling/metrics/1"
@@ -231,13 +231,7 @@ class Stat(Record):
     n: int
 
     def check(self, where: str, path: Path | None) -> None:
-        if self.n < 1:  # analyze writes null where there are no samples: a statistic of none judges nothing
-            raise _error(f"{where}.n", f"is {self.n}: a statistic needs at least one sample (null where there is none)", path)
-        order = [(k, getattr(self, k)) for k in ("min", "p10", "median", "p90", "max")]
-        known = [(k, v) for k, v in order if v is not None and math.isfinite(v)]
-        for (k1, v1), (k2, v2) in zip(known, known[1:]):
-            if v1 > v2 + 1e-9 * max(abs(v1), abs(v2)):
-                raise _error(where, f"has {k1} {v1!r} above {k2} {v2!r}: not a statistic of any samples", path)
+        invariants.stat(self, where, path)
 
 
 @dataclass(kw_only=True)
@@ -356,21 +350,10 @@ class Sanity(Record):
 
     def failing(self) -> list[str]:
         """The items that do not say yes: False, or "unknown" for trace_complete."""
-        flags = {k: getattr(self, k) for k in ("all_ranks_present", "steps_complete", "finite_loss", "gpu_streams")}
-        return [k for k, v in flags.items() if v is False] + (
-            ["trace_complete"] if self.trace_complete is False or self.trace_complete == "unknown" else []
-        )
+        return invariants.failing(self)
 
     def check(self, where: str, path: Path | None) -> None:
-        if isinstance(self.trace_complete, str) and self.trace_complete != "unknown":
-            raise _error(f"{where}.trace_complete", f'must be true, false, "unknown" or null, not {self.trace_complete!r}', path)
-        if self.problems and not self.failing():
-            raise _error(
-                where,
-                f"lists {len(self.problems)} problem(s) ({_short(self.problems[0])}) while every item says yes: "
-                "a problem must fail an item",
-                path,
-            )
+        invariants.sanity(self, where, path)
 
 
 @dataclass(kw_only=True)
@@ -403,22 +386,7 @@ class RankCompleteness(Record):
     reason: str | None = None
 
     def check(self, where: str, path: Path | None) -> None:
-        """The counts add up: one figure per measured step, each step's found within its launches,
-        the totals their sums (the checker re-judges the bound from these)."""
-        lps, fps = self.launches_per_step, self.found_per_step
-        if len(lps) != len(fps) or (lps and len(lps) != self.steps):
-            raise _error(
-                where, f"has {len(lps)} launch and {len(fps)} found counts for {self.steps} steps: one of each per step", path
-            )
-        bad = next((i for i, (f, n) in enumerate(zip(fps, lps)) if not 0 <= f <= n), None)
-        if bad is not None:
-            raise _error(f"{where}.found_per_step[{bad}]", f"is {fps[bad]} of {lps[bad]} launches: not a count of them", path)
-        if lps and (sum(lps) != self.launches or sum(fps) != self.found):
-            raise _error(
-                where,
-                f"says {self.found} of {self.launches} launches found, its steps add up to {sum(fps)} of {sum(lps)}",
-                path,
-            )
+        invariants.rank_completeness(self, where, path)
 
 
 @dataclass(kw_only=True)
@@ -509,43 +477,7 @@ class WorldSizeEntry(Record):
         return name == "throughput_noddp" and self.world_size != 1 and value is None
 
     def check(self, where: str, path: Path | None) -> None:
-        if self.traced is not None:
-            _check_traced_ranks(self.traced, self.world_size, f"{where}.traced", path)
-        if self.throughput_noddp is not None and self.world_size != 1:
-            raise _error(f"{where}.throughput_noddp", "is the 1-GPU baseline without DDP: only world size 1 has it", path)
-        if self.efficiency is not None and (self.throughput is None or self.throughput.source != "untraced"):
-            raise _error(
-                f"{where}.efficiency",
-                f"is {self.efficiency!r}, but the throughput it divides is "
-                f"{'missing' if self.throughput is None else 'from ' + repr(self.throughput.source)}: "
-                "efficiency comes from untraced runs only",
-                path,
-            )
-
-
-def _check_traced_ranks(traced: Traced, world_size: int, where: str, path: Path | None) -> None:
-    """GPU figures rest on ranks 0..N-1 of world size N, each with measured steps."""
-    if traced.gpu is None:
-        return
-    if traced.ranks != list(range(world_size)):
-        raise _error(
-            f"{where}.ranks",
-            f"is {_short(traced.ranks)}: the GPU figures of world size {world_size} need ranks 0..{world_size - 1}",
-            path,
-        )
-    if (not traced.measured_steps or traced.measured_steps < 1) and traced.sanity.steps_complete is not False:
-        raise _error(
-            f"{where}.measured_steps",
-            f"is {traced.measured_steps!r} while sanity.steps_complete says yes: GPU figures without measured steps",
-            path,
-        )
-    per_rank = traced.completeness.per_rank if traced.completeness else {}
-    if per_rank and sorted(per_rank, key=int) != [str(r) for r in traced.ranks]:
-        raise _error(
-            f"{where}.completeness.per_rank",
-            f"covers ranks {sorted(per_rank, key=int)}, the traced run ranks {traced.ranks}",
-            path,
-        )
+        invariants.world_size_entry(self, where, path)
 
 
 @dataclass(kw_only=True)
@@ -590,35 +522,7 @@ class MetricsFile(Record):
         return self.world_sizes.get(str(world_size))
 
     def check(self, where: str, path: Path | None) -> None:
-        one = self.world_sizes.get("1")
-        with_efficiency = [k for k, e in self.world_sizes.items() if e.efficiency is not None]
-        if with_efficiency and (one is None or one.throughput is None or one.throughput.source != "untraced"):
-            raise _error(
-                f"world_sizes[{with_efficiency[0]!r}].efficiency",
-                "has a value, but world size 1 has no untraced throughput to be its baseline",
-                path,
-            )
-        _refuse_shared_inputs(self.world_sizes, path)
-        runs = [(k, e.traced.run) for k, e in self.world_sizes.items() if e.traced is not None and e.traced.gpu is not None]
-        names = [r for _, r in runs]
-        twice = sorted({r for r in names if names.count(r) > 1})
-        if twice:
-            keys = [k for k, r in runs if r == twice[0]]
-            raise _error("world_sizes", f"takes the GPU figures of world sizes {', '.join(keys)} from one run {twice[0]!r}", path)
-
-
-def _refuse_shared_inputs(world_sizes: dict[str, WorldSizeEntry], path: Path | None) -> None:
-    """One trace (same sha256) or one GPU timeline may stand for one rank of one world size only."""
-    seen: dict[tuple[str, str], str] = {}
-    for key, entry in world_sizes.items():
-        for i, t in enumerate(entry.traced.inputs if entry.traced else []):
-            here = f"world_sizes[{key!r}].traced.inputs[{i}]"
-            for what, digest in (("content", t.sha256), ("GPU timeline", t.gpu_timeline_sha256)):
-                if digest is None:
-                    continue
-                if (what, digest) in seen:
-                    raise _error(here, f"has the same {what} as {seen[(what, digest)]} (sha256 {digest[:16]}...)", path)
-                seen[(what, digest)] = here
+        invariants.metrics_file(self, where, path)
 
 
 # the records in the order docs/design.md lists them: the file first, then what it holds

@@ -11,7 +11,7 @@ OUT         ?= reproduce
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: lint typecheck help venv test reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
+.PHONY: lint typecheck help venv test fuzz reproduce kick-tires refresh-reference bench bench-train bench-read bench-trace \
         lint-container image sweep-slurm clean
 
 help: ## list the targets
@@ -35,6 +35,10 @@ venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
 
 test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+FUZZ_EXAMPLES ?= 300
+fuzz: $(STAMP) ## generated bad inputs (mutated metrics, claims, traces): FUZZ_EXAMPLES (300) random examples each; make test runs 12, fixed
+	DNABERT_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VPY) -m pytest tests/test_fuzz.py $(PYTEST_ARGS)
 
 lint: $(STAMP) typecheck ## typecheck, then ruff: pyflakes, likely bugs and the format check of the package, the scripts and the tests (settings in pyproject.toml)
 	$(VPY) -m ruff check artifact scripts tests

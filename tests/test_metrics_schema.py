@@ -53,7 +53,10 @@ def _shipped() -> dict:
             "sanity.finite_loss must be true or false",
         ),
         (lambda m: m["world_sizes"]["1"]["traced"]["gpu"]["ranking"][0].pop("share"), "ranking[0] lacks the key 'share'"),
-        (lambda m: m["world_sizes"]["1"]["traced"]["gpu"]["step_time_s"].update(n=-1), "step_time_s.n must be a count"),
+        (
+            lambda m: m["world_sizes"]["1"]["traced"]["gpu"]["step_time_s"].update(n=-1),
+            "step_time_s.n is -1: a statistic needs at least one sample",
+        ),
         (lambda m: m["world_sizes"]["1"]["traced"].update(ranks=[0, "1"]), "traced.ranks[1] must be an integer"),
         (lambda m: m.update(measured_world_sizes="1"), "measured_world_sizes must be a list"),
         (lambda m: m["world_sizes"]["1"]["traced"]["completeness"]["per_rank"]["0"].update(found=None), "['0'].found must be"),

@@ -25,7 +25,7 @@ def kineto_doc(rank, world, start=1.0):
                 "pid": 0,
                 "tid": 7,
                 "ts": start,
-                "dur": 2.5,
+                "dur": 2.5 + rank,  # ranks of one run never have one GPU timeline (traces.identity)
                 "args": {"device": rank, "stream": 7, "correlation": 1},
             }
         ],

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, Union
 
+from dnabert_scaling import metrics_invariants as invariants
 from dnabert_scaling.errors import ArtifactError
 
 SCHEMA = "dnabert-scaling/metrics/1"
@@ -230,8 +231,7 @@ class Stat(Record):
     n: int
 
     def check(self, where: str, path: Path | None) -> None:
-        if self.n < 0:
-            raise _error(f"{where}.n", f"must be a count (integer >= 0), not {self.n}", path)
+        invariants.stat(self, where, path)
 
 
 @dataclass(kw_only=True)
@@ -348,6 +348,13 @@ class Sanity(Record):
     gpu_streams: bool | None = None
     problems: list[str] = field(default_factory=list)
 
+    def failing(self) -> list[str]:
+        """The items that do not say yes: False, or "unknown" for trace_complete."""
+        return invariants.failing(self)
+
+    def check(self, where: str, path: Path | None) -> None:
+        invariants.sanity(self, where, path)
+
 
 @dataclass(kw_only=True)
 class CopyStream(Record):
@@ -378,6 +385,9 @@ class RankCompleteness(Record):
     status: str
     reason: str | None = None
 
+    def check(self, where: str, path: Path | None) -> None:
+        invariants.rank_completeness(self, where, path)
+
 
 @dataclass(kw_only=True)
 class Completeness(Record):
@@ -389,6 +399,16 @@ class Completeness(Record):
     ranks: list[int] = field(default_factory=list)
     per_rank: dict[str, RankCompleteness] = field(default_factory=dict)
     log_warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class TraceInput(Record):
+    """One trace file (or Score-P experiment folder) a traced run's figures were read from."""
+
+    rank: int
+    path: str
+    sha256: str
+    gpu_timeline_sha256: str | None = None  # of its GPU activities and their times (traces.identity)
 
 
 @dataclass(kw_only=True)
@@ -406,6 +426,7 @@ class Traced(Record):
     gpu_not_run_reason: str | None = None
     completeness: Completeness | None = None
     sanity: Sanity = field(default_factory=Sanity)
+    inputs: list[TraceInput] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -455,6 +476,9 @@ class WorldSizeEntry(Record):
     def _omitted(self, name: str, value: Any) -> bool:
         return name == "throughput_noddp" and self.world_size != 1 and value is None
 
+    def check(self, where: str, path: Path | None) -> None:
+        invariants.world_size_entry(self, where, path)
+
 
 @dataclass(kw_only=True)
 class MetricsFile(Record):
@@ -497,12 +521,16 @@ class MetricsFile(Record):
     def entry(self, world_size: int) -> WorldSizeEntry | None:
         return self.world_sizes.get(str(world_size))
 
+    def check(self, where: str, path: Path | None) -> None:
+        invariants.metrics_file(self, where, path)
+
 
 # the records in the order docs/design.md lists them: the file first, then what it holds
 RECORDS: tuple[type[Record], ...] = (
     MetricsFile,
     WorldSizeEntry,
     Traced,
+    TraceInput,
     Sanity,
     Completeness,
     RankCompleteness,

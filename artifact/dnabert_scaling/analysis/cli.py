@@ -52,17 +52,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.analysis.metrics import build
-    from dnabert_scaling.analysis.runs import BareTraces, Inputs, check_one_configuration, discover, load_trace_manifest
+    from dnabert_scaling.analysis.runs import (
+        BareTraces,
+        Inputs,
+        check_one_configuration,
+        discover,
+        load_trace_manifest,
+        parse_world_size,
+    )
 
     from dnabert_scaling.outputs import writable_dir
 
     writable_dir(args.out, "--out")
     inputs = discover(args.paths) if args.paths else Inputs()
     for group in args.world_size:
-        try:
-            n = int(group[0])
-        except ValueError:
-            raise ArtifactError(f"--world-size takes N and then the traces, not {group[0]!r}") from None
+        n = parse_world_size(group[0])
         if len(group) < 2:
             raise ArtifactError(f"--world-size {n}: give the per-rank trace paths after the world size")
         inputs.bare.append(BareTraces(n, [Path(p) for p in group[1:]], batch_size=args.batch_size))

@@ -146,12 +146,15 @@ class _Found:
 
 
 def _found_by_correlation(gpu: pd.DataFrame, launches: pd.DataFrame, timeline: HostTimeline) -> _Found:
-    """Kineto: a launch is found when an activity carries its correlation id (exact)."""
+    """Kineto: a launch is found when an activity carries its correlation id (exact). An id is a
+    launch's own: where several launches share one (damaged or forged ids), the activities with it
+    find as many of them as there are activities, in launch order, not all of them."""
     steps = timeline.steps
     lstep = timeline.step_of(launches["start_ns"].to_numpy(np.int64))
-    have = set(gpu["correlation"].dropna().astype(np.int64).tolist())
+    have = gpu["correlation"].dropna().astype(np.int64).value_counts().to_dict()
     lc = launches["correlation"].to_numpy(np.int64)
-    hit = np.fromiter((c in have for c in lc.tolist()), dtype=bool, count=lc.size)
+    nth = pd.Series(lc).groupby(lc).cumcount().to_numpy()  # 0 for the first launch with its id, 1 for a second ...
+    hit = nth < np.fromiter((have.get(c, 0) for c in lc.tolist()), dtype=np.int64, count=lc.size)
     sel = lstep >= 0
     per_step_l = np.bincount(lstep[sel], minlength=steps)[:steps]
     per_step_f = np.bincount(lstep[sel & hit], minlength=steps)[:steps]

@@ -36,10 +36,11 @@ from dnabert_scaling.metrics_schema import (
     Sanity,
     Stat,
     Throughput,
+    TraceInput,
     Traced,
     WorldSizeEntry,
 )
-from dnabert_scaling.provenance import now_iso
+from dnabert_scaling.provenance import below_cwd, now_iso
 
 __all__ = ["SCHEMA", "TABLES", "TracedResult", "analyze_trace", "build", "label_for", "stat"]
 
@@ -127,6 +128,10 @@ def build(
         notes=notes,
         provenance=_provenance(inputs.runs),
     )
+    try:  # the invariants check applies when it reads the file, applied before it is written
+        MetricsFile.from_json(metrics.to_json())
+    except ArtifactError as exc:
+        raise ArtifactError(f"analyze refuses to write metrics.json that states more than its inputs hold: {exc}") from None
     return metrics, {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
 
 
@@ -204,6 +209,7 @@ def _traced(src: _TraceSource, ws: int, read_traces, bound: float, tables: dict[
     sanity.gpu_streams = all(trace.ranks[r].get("streams") for r in trace.rank_ids)
     traced.format = trace.format
     traced.ranks = trace.rank_ids
+    traced.inputs = _trace_inputs(trace)
     res = analyze_trace(trace, ws, src.expected_steps, src.run, bound)
     sanity.problems += res.problems
     assert res.completeness is not None
@@ -217,6 +223,20 @@ def _traced(src: _TraceSource, ws: int, read_traces, bound: float, tables: dict[
     traced.gpu = res.metrics
     _add_tables(tables, res)
     return traced
+
+
+def _trace_inputs(trace) -> list[TraceInput]:
+    """What each rank was read from: path and sha256 (``traces.identity``)."""
+    return [
+        TraceInput(
+            rank=r,
+            path=str(below_cwd(trace.ranks[r].get("sha256_of") or trace.ranks[r]["source"])),
+            sha256=trace.ranks[r]["sha256"],
+            gpu_timeline_sha256=trace.ranks[r].get("gpu_timeline_sha256"),
+        )
+        for r in trace.rank_ids
+        if trace.ranks[r].get("sha256")
+    ]
 
 
 def _add_tables(tables: dict[str, list[pd.DataFrame]], res: TracedResult) -> None:
@@ -385,29 +405,29 @@ def _median(s: Stat | None) -> float | None:
 
 
 def _efficiency(per_ws: dict[str, WorldSizeEntry]) -> None:
-    """Weak-scaling efficiency of every world size against the 1-GPU baselines (in place)."""
+    """Weak-scaling efficiency of every world size against the 1-GPU baselines (in place), from
+    untraced runs only: a traced step is dilated by the tracer, by a different amount at each
+    world size, so traced throughput (``source`` "trace") gives no efficiency."""
     one = per_ws.get("1")
-    one_tp = one.throughput if one else None
-    base = _median(one_tp.samples_per_s) if one_tp else None
-    base_step = _median(one_tp.step_time_s) if one_tp else None
+    one_tp = _untraced(one.throughput if one else None)
     noddp = one.throughput_noddp if one else None
     base_noddp = _median(noddp.samples_per_s) if noddp else None
     for key, entry in per_ws.items():
         n = int(key)
-        tp = entry.throughput
+        tp = _untraced(entry.throughput)
         entry.efficiency = entry.efficiency_vs_noddp = entry.efficiency_spread = None
         entry.efficiency_baseline = "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)"
-        if not tp:
+        if tp is None or tp.samples_per_s is None:
             continue
-        if tp.samples_per_s and base:
-            entry.efficiency = tp.samples_per_s.median / (n * base)
-            assert one_tp is not None and one_tp.samples_per_s is not None
+        if one_tp is not None and one_tp.samples_per_s is not None:
+            entry.efficiency = tp.samples_per_s.median / (n * one_tp.samples_per_s.median)
             entry.efficiency_spread = _efficiency_spread(tp.samples_per_s, one_tp.samples_per_s, n)
-        elif tp.step_time_s and base_step:
-            # weak scaling with the same per-rank batch: efficiency = step(1) / step(N)
-            entry.efficiency = base_step / tp.step_time_s.median
-        if tp.samples_per_s and base_noddp:
+        if base_noddp:
             entry.efficiency_vs_noddp = tp.samples_per_s.median / (n * base_noddp)
+
+
+def _untraced(tp: Throughput | None) -> Throughput | None:
+    return tp if tp is not None and tp.source == "untraced" else None
 
 
 def _efficiency_spread(tp: Stat, base: Stat, n: int) -> EfficiencySpread | None:

@@ -69,6 +69,14 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def parse_world_size(text: str) -> int:
+    """A world size as written on the command line: digits without a leading zero ("08" is
+    refused: a typo is not read as 8), at least 1."""
+    if not text.isdigit() or text != str(int(text)) or int(text) < 1:
+        raise ArtifactError(f"--world-size takes N (a positive integer without a leading zero) and then the traces, not {text!r}")
+    return int(text)
+
+
 def load_run(path: Path) -> RunInfo:
     path = Path(path)
     layout = RunLayout(path)
@@ -81,6 +89,12 @@ def load_run(path: Path) -> RunInfo:
     source = manifest or summary
     ws = source.get("world_size") or (m.world_size if m else None)
     tracer = source.get("tracer") or (m.tracer if m else None)
+    if ws is not None and (type(ws) is not int or ws < 1):
+        raise ArtifactError(
+            f"world_size is {ws!r}: not a world size (a JSON integer >= 1)", manifest_path if manifest else summary_path
+        )
+    if m and ws is not None and m.world_size != ws:
+        raise ArtifactError(f"the folder name says world size {m.world_size}, its record {ws}: relabelled?", path)
     if ws is None or tracer is None:
         raise ArtifactError(
             "cannot tell the run's world size and tracer (no manifest, and the folder name is not ws<N>-<tracer>-r<k>)", path
@@ -105,10 +119,14 @@ def is_run_dir(path: Path) -> bool:
 def discover(paths: list[Path]) -> Inputs:
     """Run folders and bus-bandwidth files under each path (a sweep folder or a run folder)."""
     inputs = Inputs()
+    given: dict[Path, Path] = {}
     for p in paths:
         p = Path(p)
         if not p.exists():
             raise ArtifactError("does not exist", p)
+        if p.resolve() in given:
+            raise ArtifactError(f"given twice (also as {given[p.resolve()]}): every run would count twice", p)
+        given[p.resolve()] = p
         inputs.sources.append(str(below_cwd(p)))
         if is_run_dir(p):
             inputs.runs.append(load_run(p))
@@ -122,7 +140,28 @@ def discover(paths: list[Path]) -> Inputs:
             inputs.busbw[n] = _read_json(bw)
         if not children:
             raise ArtifactError("holds no run folders (ws<N>-<tracer>-r<k>/ with summary.json)", p)
+    _refuse_repeated_runs(inputs.runs)
     return inputs
+
+
+def _refuse_repeated_runs(runs: list[RunInfo]) -> None:
+    """One run folder (a sweep and one of its runs both given) or two folders with the same summary
+    (a copied run) would count one measurement twice."""
+    where: dict[Path, Path] = {}
+    by_summary: dict[str, Path] = {}
+    for run in runs:
+        real = run.path.resolve()
+        if real in where:
+            raise ArtifactError(f"run {run.name} is given twice ({where[real]} and {run.path}): it would count twice")
+        where[real] = run.path
+        if not run.ok or not run.summary:
+            continue
+        key = json.dumps(run.summary, sort_keys=True, default=str)
+        if key in by_summary:
+            raise ArtifactError(
+                f"runs {by_summary[key]} and {run.path} have the same summary.json: one run copied, not two measurements"
+            )
+        by_summary[key] = run.path
 
 
 def load_trace_manifest(path: Path) -> list[BareTraces]:
@@ -175,6 +214,12 @@ def check_one_configuration(inputs: Inputs) -> None:
                 f"the runs mix configurations: {key} is {shown}. Analyse one configuration at a "
                 "time (one sweep folder per configuration)"
             )
+    devices = sorted(seen.get("device_type", {}), key=str)
+    if inputs.bare and devices and devices != ["cuda"]:
+        raise ArtifactError(
+            f"bare traces are GPU traces, the runs ran on {', '.join(map(str, devices))}: one device at a time "
+            f"({inputs.bare[0].source})"
+        )
     batches = seen.get("batch_size_per_rank", {})
     by_size: dict[int, str] = {}
     for bare in inputs.bare:

@@ -55,6 +55,7 @@ from dnabert_scaling.checker.evaluate import (
     evaluate_claim,
     evaluate_monotone,
     exit_status,
+    values_equal,
 )
 from dnabert_scaling.checker.table import _bounds_text, format_table
 from dnabert_scaling.checker.cli import (
@@ -98,6 +99,7 @@ __all__ = [
     "REASON_CODES",
     "_fmt",
     "evaluate",
+    "values_equal",
     "evaluate_at",
     "evaluate_claim",
     "evaluate_monotone",

@@ -10,7 +10,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
-from dnabert_scaling.checker.metric_paths import _metric_node
+from dnabert_scaling.checker.metric_paths import _metric_node, metric_kinds
 
 
 @dataclass(frozen=True)
@@ -231,8 +231,8 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
             raise ArtifactError(f"{where}: give lo, hi or both (a side left out is open)", path)
         if lo is not None and hi is not None and lo > hi:
             raise ArtifactError(f"{where}: lo ({lo}) > hi ({hi}): no value can pass", path)
-    if test == "equals" and "value" not in raw:
-        raise ArtifactError(f"{where}: test 'equals' needs 'value'", path)
+    if test == "equals":
+        _check_equals_value(raw, metric, where, path)
     if test == "top" and (not isinstance(raw.get("activity"), str) or not raw["activity"]):
         raise ArtifactError(f"{where}: test 'top' needs 'activity' (e.g. \"nccl:AllReduce\")", path)
     drop, min_points = raw.get("max_drop_rel"), raw.get("min_points", 2)
@@ -257,6 +257,35 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         min_points=min_points,
         report=tuple(report),
     )
+
+
+def _value_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if _is_number(value):
+        return "number"
+    return {str: "string", list: "list", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _check_equals_value(raw: dict, metric: str, where: str, path: Path) -> None:
+    """An ``equals`` value must be one the metric can hold (a number for a number, true/false for
+    a flag: TOML's ``0`` against a recorded ``0.0`` is the same number, ``"true"`` is not a flag) and,
+    when a number, finite: ``nan`` equals nothing, so a check with it could never pass."""
+    if "value" not in raw:
+        raise ArtifactError(f"{where}: test 'equals' needs 'value'", path)
+    value = raw["value"]
+    kind = _value_kind(value)
+    if kind not in ("bool", "number", "string"):
+        raise ArtifactError(f"{where}: value must be true/false, a number or a string, not {kind} {value!r}", path)
+    if kind == "number" and not math.isfinite(value):
+        raise ArtifactError(f"{where}: value must be a finite number, not {value!r}", path)
+    kinds = metric_kinds(metric) - {"null"}
+    if kinds and kind not in kinds:
+        raise ArtifactError(
+            f"{where}: value {value!r} is {'a ' + kind if kind != 'bool' else 'true/false'}, but {metric} holds "
+            f"{' or '.join(sorted(kinds))}: the check could never pass",
+            path,
+        )
 
 
 def load_claims(path: str | Path) -> list[Claim]:

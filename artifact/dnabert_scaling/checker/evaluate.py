@@ -39,6 +39,7 @@ REASON_CODES = {
     "judged": "the value was measured and compared with the bounds",
     "not_measured": "the world size was not measured",
     "wrong_device": "the world size ran on another kind of device than the claim is about",
+    "no_device": "the world size records no device, and the claim is about one kind of device",
     "sanity_failed": "a sanity check of the world size failed",
     "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
     "too_few_points": "a trend needs more world sizes with data than were measured",
@@ -50,11 +51,26 @@ def _in_bounds(check: Check, x: float) -> bool:
     return (check.lo is None or x >= check.lo) and (check.hi is None or x <= check.hi)
 
 
+# Two numbers are equal within this relative tolerance (a count written 0 in the claims file and
+# recorded 0.0, a share that went through a decimal and back); true is never 1.
+EQUALS_REL_TOL = 1e-9
+
+
+def values_equal(measured: Any, expected: Any) -> bool:
+    """``equals``: same kind (flag, number, string) and, for numbers, equal within EQUALS_REL_TOL."""
+    if isinstance(measured, bool) or isinstance(expected, bool):
+        return isinstance(measured, bool) and isinstance(expected, bool) and measured is expected
+    if _is_number(measured) and _is_number(expected):
+        x, y = float(measured), float(expected)
+        return math.isfinite(x) and math.isclose(x, y, rel_tol=EQUALS_REL_TOL, abs_tol=1e-12)
+    return type(measured) is type(expected) and measured == expected
+
+
 def _judge_value(check: Check, value: Any, ws: int) -> Part:
     """Compare one measured value with the check's bounds (the value is present)."""
     label = f"{check.what} at world size {ws}"
     if check.test == "equals":
-        ok = value == check.value and type(value) is type(check.value)
+        ok = values_equal(value, check.value)
         return Part(PASS if ok else FAIL, f"{label} = {_fmt(value)}, expected {_fmt(check.value)}", within=ok)
     if check.test == "top":
         return _judge_top(check, value, ws)
@@ -119,6 +135,9 @@ def _short(name: Any, n: int = 60) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
+_DEVICE_WORDS = {"cpu": "CPU (no GPU)", "cuda": "CUDA GPUs"}
+
+
 @dataclass
 class Context:
     metrics: dict
@@ -136,8 +155,16 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
             code="not_measured",
         ), None
     device = device_of(entry)
-    if claim.device and device and device != claim.device:
-        words = {"cpu": "CPU (no GPU)", "cuda": "CUDA GPUs"}
+    if claim.device and device is None:
+        return Part(
+            NOT_RUN,
+            f"world size {ws} records no device (no device_type in its traced run or throughput); the claim "
+            f"is about {_DEVICE_WORDS.get(claim.device, claim.device)}, so it cannot be judged on this data",
+            runs=_runs_for(entry, check.metric),
+            code="no_device",
+        ), entry
+    if claim.device and device != claim.device:
+        words = _DEVICE_WORDS
         why = (entry.get("traced") or {}).get("gpu_not_run_reason")
         return Part(
             NOT_RUN,
@@ -278,100 +305,109 @@ def _indicative_reason(ws: int, instead_of: list[int], why: str) -> str:
     return f"indicative only (world size {ws}, not the claim's {', '.join(map(str, instead_of))}): {why}"
 
 
+def _check_row(check: Check, world_size: Any, part: Part) -> dict[str, Any]:
+    """One check's part as verdicts.json writes it."""
+    return {
+        "name": check.name,
+        "what": check.what,
+        "metric": check.metric,
+        "world_size": world_size,
+        "verdict": part.verdict,
+        "code": part.code,
+        "reason": part.reason,
+        "measured": _jsonable(part.measured),
+        "bounds": _jsonable(check.bounds()),
+        "runs": sorted(set(part.runs)),
+    }
+
+
+def _no_world_size_row(ctx: Context, check: Check) -> dict[str, Any]:
+    """NOT RUN of a check none of whose world sizes was measured."""
+    wanted = check.world_sizes.describe().replace("every measured world size ", "")
+    return {
+        "name": check.name,
+        "what": check.what,
+        "metric": check.metric,
+        "world_size": None,
+        "verdict": NOT_RUN,
+        "code": "no_world_size",
+        "at_least": check.world_sizes.at_least,
+        "bounds": _jsonable(check.bounds()),
+        "measured": {},
+        "runs": [],
+        "reason": f"no measured world size is {wanted} (measured: {', '.join(map(str, ctx.measured)) or 'none'})",
+    }
+
+
+def _add_indicative(ctx: Context, claim: Claim, check: Check, ws: int, indicative: list[dict]) -> None:
+    """The indicative figure standing in for world size ``ws`` (one figure may stand in for
+    several missing world sizes: C6's 4 and 8)."""
+    ind = _indicative(ctx, claim, check, ws)
+    if ind is None:
+        return
+    same = next((i for i in indicative if (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None)
+    if same:
+        same["instead_of"].append(ws)
+        same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
+    else:
+        indicative.append(ind)
+
+
+@dataclass
+class _ClaimParts:
+    """What the checks of one claim gave, gathered for its verdict."""
+
+    checks: list[dict] = field(default_factory=list)
+    measured: dict[str, dict] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+    indicative: list[dict] = field(default_factory=list)
+
+
+def _evaluate_check(ctx: Context, claim: Claim, check: Check, out: _ClaimParts) -> None:
+    """The parts of one check (one per world size; one over all of them for a trend) into ``out``."""
+    sizes = check.world_sizes.resolve(ctx.measured)
+    if check.test == "monotone":
+        part = evaluate_monotone(ctx, claim, check)
+        out.checks.append(_check_row(check, sizes, part))
+        out.measured.setdefault("trend", {})[check.metric] = _jsonable(part.measured)
+        out.runs += part.runs
+        return
+    if not sizes:
+        out.checks.append(_no_world_size_row(ctx, check))
+        return
+    for ws in sizes:
+        part = evaluate_at(ctx, claim, check, ws)
+        out.checks.append(_check_row(check, ws, part))
+        if part.measured:
+            out.measured.setdefault(str(ws), {}).update(_jsonable(part.measured))
+        out.runs += part.runs
+        if claim.indicative and part.verdict == NOT_RUN and _entry(ctx.metrics, ws) is None:
+            _add_indicative(ctx, claim, check, ws, out.indicative)
+
+
 def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
-    checks_out: list[dict] = []
-    measured: dict[str, dict] = {}
-    runs: list[str] = []
-    indicative: list[dict] = []
+    """One claim's verdict: the most severe of its checks' parts (``PRECEDENCE``), with every part."""
+    parts = _ClaimParts()
     for check in claim.checks:
-        if check.test == "monotone":
-            sizes = check.world_sizes.resolve(ctx.measured)
-            part = evaluate_monotone(ctx, claim, check)
-            checks_out.append(
-                {
-                    "name": check.name,
-                    "what": check.what,
-                    "metric": check.metric,
-                    "world_size": sizes,
-                    "verdict": part.verdict,
-                    "code": part.code,
-                    "reason": part.reason,
-                    "measured": _jsonable(part.measured),
-                    "bounds": _jsonable(check.bounds()),
-                    "runs": sorted(set(part.runs)),
-                }
-            )
-            measured.setdefault("trend", {})[check.metric] = _jsonable(part.measured)
-            runs += part.runs
-            continue
-        sizes = check.world_sizes.resolve(ctx.measured)
-        if not sizes:
-            checks_out.append(
-                {
-                    "name": check.name,
-                    "what": check.what,
-                    "metric": check.metric,
-                    "world_size": None,
-                    "verdict": NOT_RUN,
-                    "code": "no_world_size",
-                    "at_least": check.world_sizes.at_least,
-                    "bounds": _jsonable(check.bounds()),
-                    "measured": {},
-                    "runs": [],
-                    "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
-                    f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})",
-                }
-            )
-            continue
-        for ws in sizes:
-            part = evaluate_at(ctx, claim, check, ws)
-            checks_out.append(
-                {
-                    "name": check.name,
-                    "what": check.what,
-                    "metric": check.metric,
-                    "world_size": ws,
-                    "verdict": part.verdict,
-                    "code": part.code,
-                    "reason": part.reason,
-                    "measured": _jsonable(part.measured),
-                    "bounds": _jsonable(check.bounds()),
-                    "runs": sorted(set(part.runs)),
-                }
-            )
-            if part.measured:
-                measured.setdefault(str(ws), {}).update(_jsonable(part.measured))
-            runs += part.runs
-            if claim.indicative and part.verdict == NOT_RUN and _entry(ctx.metrics, ws) is None:
-                ind = _indicative(ctx, claim, check, ws)
-                same = next(
-                    (i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None
-                )
-                if same:  # one figure stands in for several missing world sizes (C6: 4 and 8)
-                    same["instead_of"].append(ws)
-                    same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
-                elif ind:
-                    indicative.append(ind)
-    verdicts = {c["verdict"] for c in checks_out}
+        _evaluate_check(ctx, claim, check, parts)
+    verdicts = {c["verdict"] for c in parts.checks}
     verdict = next(v for v in PRECEDENCE if v in verdicts)
     # the reason: the parts that decided the verdict first, then the rest
-    deciding = [c for c in checks_out if c["verdict"] == verdict]
-    rest = [c for c in checks_out if c["verdict"] != verdict]
-    reason = "; ".join(f"[{c['verdict']}] {c['reason']}" for c in deciding + rest)
-    out = {
+    deciding = [c for c in parts.checks if c["verdict"] == verdict]
+    rest = [c for c in parts.checks if c["verdict"] != verdict]
+    return {
         "id": claim.id,
         "title": claim.title,
         "verdict": verdict,
         "statement": claim.statement,
         "world_sizes": claim.world_sizes.as_json(),
-        "measured": measured,
+        "measured": parts.measured,
         "bounds": {c.name: _jsonable(c.bounds()) | {"metric": c.metric, "what": c.what} for c in claim.checks},
-        "runs": sorted(set(runs)),
-        "reason": reason,
-        "checks": checks_out,
-        "indicative": indicative or None,
+        "runs": sorted(set(parts.runs)),
+        "reason": "; ".join(f"[{c['verdict']}] {c['reason']}" for c in deciding + rest),
+        "checks": parts.checks,
+        "indicative": parts.indicative or None,
     }
-    return out
 
 
 def evaluate(metrics: dict, claims: list[Claim], bounds: SanityBounds | None = None) -> dict[str, Any]:

@@ -7,9 +7,11 @@ down to one of its fields.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
-from dnabert_scaling.metrics_schema import WorldSizeEntry, field_tree
+from dnabert_scaling.metrics_schema import Record, WorldSizeEntry, _options, field_tree
 
 # one world size's entry, as metrics_schema defines it: a record is a dict of its keys, a value None
 METRIC_TREE: dict[str, Any] = field_tree(WorldSizeEntry)
@@ -28,3 +30,22 @@ def _metric_node(path: str) -> tuple[bool, str]:
     if isinstance(node, dict):
         return False, f"metric path {path!r} names a group, not a value: add one of {', '.join(node)}"
     return True, ""
+
+
+def metric_kinds(path: str) -> set[str]:
+    """The JSON kinds ("bool", "number", "string", "list", "object", "null") a known leaf metric
+    path may hold, from its annotation in ``metrics_schema`` (empty for a path that is not a leaf)."""
+    hint: Any = WorldSizeEntry
+    for part in path.split("."):
+        record = next((h for h in _options(hint) if isinstance(h, type) and issubclass(h, Record)), None)
+        if record is None:
+            return set()
+        fields = {record.json_keys.get(f.name, f.name): f.name for f in dataclasses.fields(record)}
+        if part not in fields:
+            return set()
+        hint = typing.get_type_hints(record)[fields[part]]
+    return {_KIND.get(typing.get_origin(h) or h, "object") for h in _options(hint)}
+
+
+_KIND: dict[Any, str] = {bool: "bool", int: "number", float: "number", str: "string", list: "list", dict: "object"}
+_KIND[type(None)] = "null"

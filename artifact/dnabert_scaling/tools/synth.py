@@ -470,7 +470,7 @@ def bucket_rank(
     dur_f = rng.integers(2, 12, n_f) * US  # launch-bound like the study's batch of 8: the GPU
     dur_b = rng.integers(3, 16, n_b) * US  # keeps up with the host within each step
     dur_o = rng.integers(2, 10, n_o) * US
-    gen = _BucketRankGenerator(world_size, model, bucket_bytes)
+    gen = _BucketRankGenerator(world_size, model, bucket_bytes, rank)
     for step in range(warmup + steps):
         gen.step("warmup" if step < warmup else "step", dur_f, dur_b, dur_o)
     params = dict(rank=rank, world_size=world_size, model=model.__dict__, steps=steps, warmup=warmup)
@@ -484,13 +484,13 @@ class _BucketRankGenerator:
 
     LATENCY = 3 * US  # from a launch call's end to its kernel's earliest start
 
-    def __init__(self, world_size: int, model: BucketModel, bucket_bytes: tuple[int, ...]):
+    def __init__(self, world_size: int, model: BucketModel, bucket_bytes: tuple[int, ...], rank: int = 0):
         self.world_size = world_size
         self.model = model
         self.bucket_bytes = bucket_bytes
         self.gpu_cols: dict[str, list] = {k: [] for k in _GPU_COLUMNS}
         self.host_rows: list[tuple] = []  # (thread, kind, name, start, end[, stream])
-        self.T = 1_000_000
+        self.T = 1_000_000 + 7 * rank  # each rank on its own clock: no two ranks of a run share one GPU timeline
         self.free = 0  # compute stream
         self.comm_free = 0
         self.comm: list[tuple[int, int]] = []

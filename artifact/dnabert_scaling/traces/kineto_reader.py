@@ -82,26 +82,55 @@ def _has_ns_digits(value) -> bool:
     return type(value) is str and "." in value
 
 
+# Bounds on what one trace file may hold: a torch.profiler trace of 50 steps of one 8-GPU rank is
+# a few hundred MB of JSON and about a million events; these limits are far above that and far
+# below what would exhaust the memory of the machine reading it.
+MAX_JSON_BYTES = 8 << 30
+MAX_EVENTS = 100_000_000
+# No clock gives a time of 2**62 ns (146 years after its epoch): a timestamp or duration beyond
+# it is damage (1e300, 2**70), never a measurement.
+MAX_TIME_NS = 1 << 62
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a number any clock or counter writes")
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The (decompressed) bytes of a regular file, at most MAX_JSON_BYTES."""
+    if path.exists() and not path.is_file():
+        raise ArtifactError("not a regular file (a FIFO, device or socket?): not read as a trace", path)
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        raw = fh.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise ArtifactError(f"more than {MAX_JSON_BYTES >> 30} GiB of JSON: larger than any trace this reads", path)
+    return raw
+
+
 def load_json(path: Path) -> dict:
-    """The trace document; ArtifactError naming the file for unreadable gzip or JSON."""
+    """The trace document; ArtifactError naming the file for unreadable gzip or JSON, a file that is
+    not a regular file, JSON beyond the bounds above, and constants (NaN, Infinity) no clock writes."""
     try:
-        if path.name.lower().endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                raw = fh.read()
-        else:
-            raw = path.read_bytes()
+        raw = _read_bounded(path)
     except FileNotFoundError:
         raise ArtifactError("trace file not found", path) from None
     except (OSError, EOFError, zlib.error) as exc:
         raise ArtifactError(f"corrupt or truncated gzip data ({exc})", path) from None
     try:
-        doc = json.loads(raw, parse_float=str)
+        doc = json.loads(raw, parse_float=str, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path) from None
     except UnicodeDecodeError as exc:
         raise ArtifactError(f"not valid JSON text ({exc})", path) from None
+    except ValueError as exc:
+        raise ArtifactError(f"not a trace: {exc}", path) from None
+    except RecursionError:
+        raise ArtifactError("JSON nested deeper than a trace ever is (the parser's depth limit)", path) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise ArtifactError("not a Kineto/Chrome trace (no 'traceEvents' list)", path)
+    if len(doc["traceEvents"]) > MAX_EVENTS:
+        raise ArtifactError(f"{len(doc['traceEvents']):,} events, more than the {MAX_EVENTS:,} this reads", path)
     return doc
 
 
@@ -147,7 +176,8 @@ def _rank_of(doc: dict, path: Path, rank_hint: int | None, warnings: list[str]) 
     """The rank: ``distributedInfo.rank``, else the hint, else ``rank<R>`` in the file name, else 0
     (then ``rank_assumed``). A file name that disagrees with distributedInfo is a warning."""
     dist = _distributed_info(doc)
-    rank = _int(dist.get("rank"))
+    rank = _strict_int(dist, "rank", path)
+    _strict_int(dist, "world_size", path)
     m = _RANK_FILE_RE.search(path.name)
     file_rank = int(m.group(1)) if m else None
     rank_assumed = rank is None and rank_hint is None and file_rank is None
@@ -162,6 +192,17 @@ def _rank_of(doc: dict, path: Path, rank_hint: int | None, warnings: list[str]) 
     elif file_rank is not None and file_rank != rank:
         warnings.append(f"file name says rank {file_rank} but distributedInfo.rank is {rank}: using {rank}")
     return rank, rank_assumed
+
+
+def _strict_int(dist: dict, key: str, path: Path) -> int | None:
+    """``distributedInfo[key]`` as written: a non-negative JSON integer or absent; "08", 8.0 or
+    true is refused (a rank or world size read loosely would put a trace in the wrong place)."""
+    value = dist.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value < 1 << 31:
+        raise ArtifactError(f"distributedInfo.{key} is {_short(repr(value))}: not a rank count (a JSON integer >= 0)", path)
+    return value
 
 
 def _distributed_info(doc: dict) -> dict:
@@ -212,6 +253,12 @@ def _scan_events(events: list, path: Path) -> _Found:
             raise ArtifactError(f"event {e.get('name')!r} ({cat}) has no valid ts/dur ({exc})", path) from None
         if end < start:
             raise ArtifactError(f"event {e.get('name')!r} ({cat}) at ts {e.get('ts')} has a negative duration", path)
+        if start < 0 or end >= MAX_TIME_NS:
+            raise ArtifactError(
+                f"event {e.get('name')!r} ({cat}) at ts {_short(e.get('ts'))} us, dur {_short(e.get('dur'))} us: "
+                f"outside 0..2**62 ns, a time no clock gives",
+                path,
+            )
         f.ns_digits = f.ns_digits or _has_ns_digits(ts)
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         name = str(e.get("name", ""))
@@ -322,12 +369,21 @@ def _meta(doc: dict, path: Path, f: _Found, rank: int, rank_assumed: bool, warni
         "cuda_runtime_version": doc.get("cuda_runtime_version"),
         "cuda_driver_version": doc.get("cuda_driver_version"),
         "cupti_version": doc.get("cupti_version"),
-        "device_names": [d.get("name") for d in doc.get("deviceProperties", []) if isinstance(d, dict)],
+        "device_names": [d.get("name") for d in _list(doc.get("deviceProperties")) if isinstance(d, dict)],
         "annotations": dict(f.annotations.most_common(50)),
         "events_read": len(events),
         "events_total": len(events),
         "warnings": warnings,
     }
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _short(value, n: int = 30) -> str:
+    text = str(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def _thread_name(e: dict) -> str:

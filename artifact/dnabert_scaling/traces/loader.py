@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import TRACES
+from dnabert_scaling.traces import identity
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
 from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, read_otf2
@@ -29,6 +30,8 @@ from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, read_otf2
 def trace_format(path) -> str:
     """``kineto`` or ``otf2`` for a trace path, ArtifactError when it is neither."""
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise ArtifactError("not a regular file or folder (a FIFO, device or socket?): not read as a trace", p)
     if is_kineto_path(p):
         return "kineto"
     if p.suffix == ".otf2" or (p.is_dir() and ((p / ANCHOR_NAME).is_file() or any(p.glob("*.otf2")))):
@@ -45,9 +48,73 @@ def read_trace(path) -> Trace:
 
     An MPI Score-P archive yields all of its ranks; every other input yields one rank.
     """
-    trace = read_kineto(path) if trace_format(path) == "kineto" else read_otf2(path)
+    fmt = trace_format(path)
+    _refuse_special_files(Path(path))
+    trace = read_kineto(path) if fmt == "kineto" else read_otf2(path)
     check_activity_times(trace, path)
+    check_plausible(trace, path)
+    digest = identity.content_sha256(Path(path))
+    for r in trace.rank_ids:
+        trace.ranks[r]["sha256"] = digest
+        trace.ranks[r]["sha256_of"] = str(path)  # the file or folder hashed (source may name its anchor)
+        trace.ranks[r]["gpu_timeline_sha256"] = identity.timeline_sha256(trace.gpu[trace.gpu["rank"] == r])
     return trace
+
+
+def _refuse_special_files(path: Path) -> None:
+    """An experiment folder whose files include a FIFO, device or socket (the OTF2 library would
+    block on it, or read a device): refused before anything opens it."""
+    if not path.is_dir():
+        return
+    for f in path.rglob("*"):
+        if not f.is_file() and not f.is_dir():
+            raise ArtifactError("not a regular file (a FIFO, device or socket?) inside a trace folder", f)
+
+
+# One stream runs one activity at a time. CUPTI's timestamps of back-to-back work on one stream
+# never overlap in the shipped traces (0 of 330,000 activities); a microsecond leaves room for a
+# clock's rounding, not for two kernels at once.
+STREAM_OVERLAP_TOL_NS = 1_000
+# A kernel takes a microsecond or more; a trace in which many take no time at all was not measured.
+MAX_ZERO_LENGTH_KERNELS = 100
+
+
+def check_plausible(trace: Trace, path) -> None:
+    """Refuse a trace that no GPU can have produced: one activity twice (same stream, name, start
+    and end), activities that overlap on one stream, or many kernels of zero duration."""
+    gpu = trace.gpu
+    if not len(gpu):
+        return
+    g = gpu.sort_values(["rank", "device", "stream", "start_ns", "end_ns"], kind="stable")
+    keys = g[["rank", "device", "stream"]].to_numpy()
+    start, end, names = g["start_ns"].to_numpy(), g["end_ns"].to_numpy(), g["name"].to_numpy()
+    same = (keys[1:] == keys[:-1]).all(axis=1)
+    dup = same & (start[1:] == start[:-1]) & (end[1:] == end[:-1]) & (names[1:] == names[:-1])
+    if dup.any():
+        i = int(dup.argmax())
+        raise ArtifactError(
+            f"{int(dup.sum())} GPU activit{'y is' if dup.sum() == 1 else 'ies are'} recorded twice (same stream, name, "
+            f"start and end), first {names[i]!r} on rank {keys[i][0]} stream {keys[i][2]} at {start[i]} ns: "
+            "one launch runs once, so the trace is duplicated or damaged",
+            path,
+        )
+    overlap = same & (start[1:] < end[:-1] - STREAM_OVERLAP_TOL_NS)
+    if overlap.any():
+        i = int(overlap.argmax())
+        raise ArtifactError(
+            f"{int(overlap.sum())} GPU activit{'y overlaps' if overlap.sum() == 1 else 'ies overlap'} the one before on "
+            f"its stream, first {names[i + 1]!r} on rank {keys[i][0]} stream {keys[i][2]} starts at {start[i + 1]} ns, "
+            f"{end[i] - start[i + 1]} ns before {names[i]!r} ends: a stream runs one activity at a time",
+            path,
+        )
+    kernels = gpu[gpu["kind"] == "kernel"]
+    zero = int((kernels["end_ns"] == kernels["start_ns"]).sum())
+    if zero > MAX_ZERO_LENGTH_KERNELS:
+        raise ArtifactError(
+            f"{zero:,} of {len(kernels):,} kernels last 0 ns (more than {MAX_ZERO_LENGTH_KERNELS}): "
+            "no GPU runs a kernel in no time, so these times were not measured",
+            path,
+        )
 
 
 def check_activity_times(trace: Trace, path) -> None:
@@ -188,6 +255,7 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
             if r in seen:
                 raise ArtifactError(f"rank {r} appears twice: in {seen[r]} and in {m.get('source')}")
             seen[r] = m.get("source")
+    identity.refuse_duplicates(traces)
     trace = Trace.concat(traces)
     sizes = {m.get("world_size") for m in trace.ranks.values() if m.get("world_size") is not None}
     if world_size is None and len(sizes) == 1:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from dnabert_scaling import __version__
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, Stopped
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -91,7 +93,11 @@ def main(
     module.add_arguments(sub)
     args = sub.parse_args(rest)
     try:
+        _stop_on_signals()
         return int(module.run(args) or 0)
+    except Stopped as exc:
+        print(f"{prog} {name}: {exc}", file=sys.stderr)
+        return exc.exit_code
     except ArtifactError as exc:
         print(f"{prog} {name}: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -99,9 +105,26 @@ def main(
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"{prog} {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a SIGINT a subcommand's own handler turned into KeyboardInterrupt (sweep)
         print(f"{prog} {name}: interrupted", file=sys.stderr)
         return 130
+
+
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise :class:`Stopped`, once: the command unwinds (removing its temporary
+    files and folders) without a second signal cutting the clean-up short. A subcommand that must
+    do more when stopped (``train`` records the failure, ``sweep`` ends its ranks) installs its own
+    handler over this one."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, _frame):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
 
 
 if __name__ == "__main__":

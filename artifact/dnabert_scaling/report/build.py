@@ -24,6 +24,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import positive_int
+from dnabert_scaling.outputs import output_path, write_text_atomic, write_texts_atomic
 
 # The lab template minus everything it would fetch from a CDN (require.js, MathJax, mermaid,
 # widget manager): the report renders offline, from one file.
@@ -94,7 +95,7 @@ def build_report(
     from nbconvert import HTMLExporter
 
     from dnabert_scaling import __version__, checker
-    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.outputs import refuse_overlap, writable_dir
     from dnabert_scaling.provenance import now_iso
     from dnabert_scaling.report import template
     from dnabert_scaling.report.results import distinct_labels
@@ -117,6 +118,7 @@ def build_report(
         sets.append({"path": str(folder), "label": label or auto})
         titles.append(label or auto)
     out = writable_dir(out, "--out", create=True)
+    refuse_overlap([("--out", out / name) for name in REPORT_FILES], report_inputs([f for _, f, _ in loaded], claims_path))
     params = {
         "created": now_iso(),
         "version": __version__,
@@ -148,9 +150,10 @@ def build_report(
             try:
                 client.execute(env=_kernel_env(scratch_path))
             except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-                nbformat.write(nb, out / "report.ipynb")
+                write_text_atomic(out / FAILED_NOTEBOOK, nbformat.writes(nb))  # beside, not over, the last report
                 raise ArtifactError(
-                    f"the report notebook failed (partly executed notebook: {out / 'report.ipynb'}): {_first_lines(str(exc))}"
+                    f"the report notebook failed (partly executed notebook: {out / FAILED_NOTEBOOK}; "
+                    f"report.html and report.ipynb there are as they were): {_first_lines(str(exc))}"
                 ) from None
             except RuntimeError as exc:  # e.g. "Kernel didn't respond in 120 seconds"
                 raise ArtifactError(
@@ -161,8 +164,6 @@ def build_report(
                 os.environ.pop("JUPYTER_RUNTIME_DIR", None)
             else:
                 os.environ["JUPYTER_RUNTIME_DIR"] = saved
-    nbformat.write(nb, out / "report.ipynb")
-
     exporter = HTMLExporter(
         template_name="lab",
         exclude_input=not show_code,
@@ -172,10 +173,26 @@ def build_report(
     )
     exporter.raw_template = OFFLINE_TEMPLATE
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": nb.metadata["title"]}})
-    tmp = out / ".report.html.tmp"
-    tmp.write_text(body, encoding="utf-8")
-    tmp.replace(out / "report.html")
+    write_report(out, nbformat.writes(nb), body)
     return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+
+
+REPORT_FILES = ("report.html", "report.ipynb")
+FAILED_NOTEBOOK = "report.failed.ipynb"
+
+
+def report_inputs(folders: list[Path], claims_path: Path) -> list[Path]:
+    """What the report reads from each results folder (and the claims file): no output may be one."""
+    names = ("metrics.json", "tables", "verdicts.json", "verdicts.txt", "predictions.json")
+    return [*(folder / name for folder in folders for name in names), claims_path]
+
+
+def write_report(out: Path, notebook: str, html: str) -> None:
+    """``out/report.ipynb`` and ``out/report.html``, both staged before either replaces the last
+    report: a failure, an interrupt or a full disk leaves the old pair and no temporary file; a
+    stale ``report.failed.ipynb`` of an earlier failed build is removed once a build succeeds."""
+    write_texts_atomic({out / "report.ipynb": notebook, out / "report.html": html})
+    (out / FAILED_NOTEBOOK).unlink(missing_ok=True)
 
 
 def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> list[Path]:
@@ -221,7 +238,7 @@ def _first_lines(text: str, n: int = 25) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", nargs="+", type=Path, help="results folders written by `analyze` (each a section)")
-    p.add_argument("--out", type=Path, required=True, help="folder for report.html and report.ipynb")
+    p.add_argument("--out", type=output_path, required=True, help="folder for report.html and report.ipynb")
     p.add_argument(
         "--label",
         action="append",

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
-import threading
 
 from dnabert_scaling import __version__
-from dnabert_scaling.errors import ArtifactError, Stopped
+from dnabert_scaling.errors import ArtifactError, Stopped, stop_on_signals
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -92,39 +90,41 @@ def main(
     sub = argparse.ArgumentParser(prog=f"{prog} {name}", description=help_text, formatter_class=DefaultsOnce)
     module.add_arguments(sub)
     args = sub.parse_args(rest)
+    received: list[int] = []
     try:
-        _stop_on_signals()
+        return _run_reporting_errors(module, args, f"{prog} {name}", received)
+    except BaseException as exc:
+        if not received and not isinstance(exc, Stopped):
+            raise
+        # After a stop signal, whatever ends the command is that stop: a library unwinding from it
+        # (nbclient's event loop) may raise something else on the way, but the cause is the signal.
+        stop = exc if isinstance(exc, Stopped) else Stopped(received[0])
+        print(f"{prog} {name}: {stop}", file=sys.stderr)
+        return stop.exit_code
+
+
+def _run_reporting_errors(module, args: argparse.Namespace, command: str, received: list[int]) -> int:
+    """``module.run(args)``: a user-facing error as one line and exit status 2 (``ArtifactError``,
+    a write that failed); a stop signal's number is appended to ``received``."""
+    try:
+        stop_on_signals(received)
         return int(module.run(args) or 0)
-    except Stopped as exc:
-        print(f"{prog} {name}: {exc}", file=sys.stderr)
-        return exc.exit_code
+    except Stopped:
+        raise
     except ArtifactError as exc:
-        print(f"{prog} {name}: error: {exc}", file=sys.stderr)
+        if received:
+            raise
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a write that failed after the up-front checks (disk full, a folder removed)
+        if received:
+            raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"{prog} {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a SIGINT a subcommand's own handler turned into KeyboardInterrupt (sweep)
-        print(f"{prog} {name}: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
-
-
-def _stop_on_signals() -> None:
-    """SIGINT and SIGTERM raise :class:`Stopped`, once: the command unwinds (removing its temporary
-    files and folders) without a second signal cutting the clean-up short. A subcommand that must
-    do more when stopped (``train`` records the failure, ``sweep`` ends its ranks) installs its own
-    handler over this one."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def stop(signum, _frame):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Stopped(signum)
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
 
 
 if __name__ == "__main__":

@@ -274,6 +274,29 @@ def output_target(args: argparse.Namespace) -> Path:
     return target
 
 
+def _contention(given: str | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:
+    """``--contention``, else the band of the measured multi-GPU traces, else the default (a fallback)."""
+    if given is not None:
+        return _parse_band(given, "--contention")
+    seen = [m["contention"] for m in measured.values() if m.get("contention")]
+    if seen:
+        # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
+        return Band(
+            float(np.median(seen)),
+            min(seen) * 0.98,
+            max(seen) * 1.02,
+            f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace",
+        )
+    fallbacks.append(
+        {
+            "what": "contention",
+            "used": f"default {DEFAULT_CONTENTION.mid} (band {DEFAULT_CONTENTION.low}-{DEFAULT_CONTENTION.high})",
+            "why": "no multi-GPU trace to measure it from",
+        }
+    )
+    return DEFAULT_CONTENTION
+
+
 def run(args: argparse.Namespace) -> int:
     gpus = _parse_gpus(args.gpus)
     layout = layout_from_args(args)
@@ -299,27 +322,7 @@ def run(args: argparse.Namespace) -> int:
     for m in args.measured:
         n, figures = measured_from_trace(m, profile)
         measured[n] = figures
-    if args.contention is not None:
-        contention = _parse_band(args.contention, "--contention")
-    else:
-        seen = [m["contention"] for m in measured.values() if m.get("contention")]
-        if seen:
-            # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
-            contention = Band(
-                float(np.median(seen)),
-                min(seen) * 0.98,
-                max(seen) * 1.02,
-                f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace",
-            )
-        else:
-            contention = DEFAULT_CONTENTION
-            fallbacks.append(
-                {
-                    "what": "contention",
-                    "used": f"default {contention.mid} (band {contention.low}-{contention.high})",
-                    "why": "no multi-GPU trace to measure it from",
-                }
-            )
+    contention = _contention(args.contention, measured, fallbacks)
     missing_bw = [n for n in gpus if n not in busbw]
     if missing_bw:
         fallbacks.append(

@@ -138,14 +138,22 @@ def test_an_empty_output_path_is_refused(tmp_path, args):
 
 
 def test_analyze_refuses_a_folder_with_files_it_did_not_write(tmp_path):
-    """``--out .`` in a folder holding a user's tables/mine.txt: refused, named, nothing deleted."""
-    (tmp_path / "tables").mkdir()
-    (tmp_path / "tables" / "mine.txt").write_text("the user's\n")
-    (tmp_path / "notes.md").write_text("notes\n")
+    """A folder holding a user's tables/mine.txt: refused, named, nothing deleted; the current
+    folder (``--out .``, or above it) is never replaced."""
+    work = tmp_path / "work"
+    (work / "tables").mkdir(parents=True)
+    (work / "tables" / "mine.txt").write_text("the user's\n")
+    (work / "notes.md").write_text("notes\n")
     before = _tree(tmp_path)
-    proc = _run(["analyze", "--world-size", "1", KINETO, "--out", "."], cwd=tmp_path)
+    proc = _run(["analyze", "--world-size", "1", KINETO, "--out", work], cwd=tmp_path)
     _refused(proc, "did not write", "notes.md", "tables/mine.txt")
-    assert _tree(tmp_path) == before
+    for out, cwd in ((".", work), ("..", work / "tables")):
+        _refused(_run(["analyze", "--world-size", "1", KINETO, "--out", out], cwd=cwd), "current folder")
+    (work / "notes.md").unlink()
+    (work / "tables" / "mine.txt").unlink()
+    _refused(_run(["analyze", "--world-size", "1", KINETO, "--out", "."], cwd=work), "current folder")  # even when empty
+    assert sorted(p.name for p in work.iterdir()) == ["tables"]
+    assert {k: v for k, v in before.items() if "work" not in k} == _tree(tmp_path)
 
 
 def test_analyze_replaces_its_own_folder_and_keeps_the_other_commands_files(tmp_path):

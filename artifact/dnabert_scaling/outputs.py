@@ -208,6 +208,12 @@ def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     target = Path(target)
     if target.is_symlink():
         raise ArtifactError(f"{option}: is a symbolic link; give the folder it points to", target)
+    here = Path.cwd().resolve()
+    if _resolved(target) == here or _resolved(target) in here.parents:
+        raise ArtifactError(
+            f"{option}: is or holds the current folder, which the command would replace under you; give a folder below it",
+            target,
+        )
     if target.exists() and not target.is_dir():
         raise ArtifactError(f"{option}: exists and is not a folder", target)
     if target.exists():
@@ -228,8 +234,8 @@ def replaced_folder(target: Path | str, option: str, owned: Owned) -> Iterator[P
     name in an existing ``target`` is one the artifact writes; an existing target holding anything
     else, or that is a symlink, is refused before any work (nothing the artifact did not write is
     deleted). The block may copy what it keeps from the old folder into the new one."""
-    target = Path(target)
     refuse_foreign(target, option, owned)
+    target = _resolved(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:

@@ -221,11 +221,15 @@ def test_replaced_folder_is_whole_or_old_and_leaves_no_temporary(tmp_path):
         (fresh / "b.txt").write_text("new\n")
     assert _tree(target) == {"b.txt": hashlib.sha256(b"new\n").hexdigest()}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    (target / "user.csv").write_text("x")
+    with pytest.raises(ArtifactError, match="did not write"):  # a file put there while it worked
+        with replaced_folder(target, "--out", _owned) as fresh:
+            (fresh / "c.txt").write_text("newer\n")
+            (target / "user.csv").write_text("x")
+    assert sorted(p.name for p in target.iterdir()) == ["b.txt", "user.csv"]
     with pytest.raises(ArtifactError, match="did not write"):
         with replaced_folder(target, "--out", _owned):
             pass
-    assert sorted(p.name for p in target.iterdir()) == ["b.txt", "user.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_write_texts_atomic_leaves_the_old_files_when_one_write_fails(tmp_path):

@@ -203,8 +203,8 @@ def foreign_entries(folder: Path, owned: Owned) -> list[str]:
 
 def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     """Refuse (exit 2) to replace a folder that is not recognisably the artifact's own: a symlink,
-    a file, or a folder holding a name ``owned`` does not know. Called before the work, and again
-    by ``replaced_folder`` just before the swap."""
+    a file, the current folder or one above it, or a folder holding a name ``owned`` does not know.
+    Called before the work, and by ``replaced_folder`` before it starts and just before the swap."""
     target = Path(target)
     if target.is_symlink():
         raise ArtifactError(f"{option}: is a symbolic link; give the folder it points to", target)
@@ -230,10 +230,11 @@ def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
 @contextmanager
 def replaced_folder(target: Path | str, option: str, owned: Owned) -> Iterator[Path]:
     """Build a folder's new content in a fresh sibling folder (yielded) and swap it in for
-    ``target`` when the block ends without an exception. ``owned(relative_path, is_folder)`` says whether a
-    name in an existing ``target`` is one the artifact writes; an existing target holding anything
-    else, or that is a symlink, is refused before any work (nothing the artifact did not write is
-    deleted). The block may copy what it keeps from the old folder into the new one."""
+    ``target`` when the block ends without an exception. ``owned(relative_path, is_folder)`` says
+    whether a name in an existing ``target`` is one the artifact writes; an existing target holding
+    anything else, or that is a symlink, is refused before the block and again before the swap
+    (nothing the artifact did not write is deleted). The block may copy what it keeps from the old
+    folder into the new one."""
     refuse_foreign(target, option, owned)
     target = _resolved(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -241,6 +242,7 @@ def replaced_folder(target: Path | str, option: str, owned: Owned) -> Iterator[P
     try:
         fresh.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would make the results private
         yield fresh
+        refuse_foreign(target, option, owned)  # again: something may have been put there meanwhile
         if not target.exists():
             fresh.rename(target)
         elif _exchange(fresh, target):

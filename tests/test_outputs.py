@@ -115,9 +115,28 @@ def test_no_output_over_an_input(tmp_path, case):
     assert _tree(tmp_path) == before
 
 
+TINY = ["--model", "tiny", "--steps", "1", "--no-ddp", "--device", "cpu"]
+
+
+@pytest.mark.parametrize("command", ["train", "sweep"])
+def test_train_and_sweep_do_not_write_into_their_data(tmp_path, tiny_task, command):
+    task = tmp_path / "task"
+    shutil.copytree(tiny_task, task)
+    before = _tree(tmp_path)
+    if command == "train":
+        args = ["train", *TINY, "--data", task, "--out", task / "run"]
+    else:
+        args = ["sweep", "--gpus", "1", "--device", "cpu", "--data", task, "--out", task, "--", "--model", "tiny"]
+    _refused(_run(args, cwd=tmp_path), "--out:", "input")
+    assert _tree(tmp_path) == before and sorted(p.name for p in task.iterdir()) == sorted(p.name for p in tiny_task.iterdir())
+
+
 @pytest.mark.parametrize(
     "args",
     [
+        ["train", *TINY, "--out", ""],
+        ["sweep", "--gpus", "1", "--out", ""],
+        ["busbw", "--out", ""],
         ["analyze", "--world-size", "1", KINETO, "--out", ""],
         ["check", REFERENCE, "--out", ""],
         ["report", REFERENCE, "--out", ""],

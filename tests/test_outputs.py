@@ -362,6 +362,22 @@ def test_a_stopped_report_exits_128_plus_the_signal_and_leaves_the_last_report(t
     assert not marked_processes(os.environ[TEST_MARKER]), "the kernel outlived the report"
 
 
+@pytest.mark.slow
+def test_sigkill_during_report_leaves_the_last_report_whole(tmp_path):
+    results = _results(tmp_path / "r")
+    out = tmp_path / "report"
+    assert _run(["report", results, "--out", out], cwd=tmp_path).returncode == 0
+    before, inputs = _tree(out), _tree(results)
+    proc = subprocess.Popen(
+        [*CLI, "report", str(results), "--out", str(out)], stderr=subprocess.DEVNULL, cwd=tmp_path, env=_env()
+    )
+    _wait_for_kernel(proc)
+    time.sleep(0.5)
+    proc.kill()
+    proc.wait()
+    assert _tree(out) == before and _tree(results) == inputs
+
+
 @pytest.mark.skipif(not can_mount_read_only(), reason="needs unshare -m and mount (root or user namespaces)")
 def test_a_full_disk_leaves_the_old_results_and_no_temporary(tmp_path):
     mnt = tmp_path / "small"

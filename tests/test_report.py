@@ -245,7 +245,8 @@ def test_a_failing_notebook_is_a_clear_error(tmp_path):
     with pytest.raises(ArtifactError, match="the report notebook failed") as err:
         build.build_report([folder], tmp_path / "out", claims=CLAIMS_FILE)
     assert "partly executed notebook" in str(err.value)
-    assert (tmp_path / "out" / "report.ipynb").is_file() and not (tmp_path / "out" / "report.html").exists()
+    # the partial notebook lies beside the last report, never over it
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.failed.ipynb"]
 
 
 # ---- a real browser ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from dnabert_scaling import __version__
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, Stopped, stop_on_signals
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -90,17 +90,40 @@ def main(
     sub = argparse.ArgumentParser(prog=f"{prog} {name}", description=help_text, formatter_class=DefaultsOnce)
     module.add_arguments(sub)
     args = sub.parse_args(rest)
+    received: list[int] = []
     try:
+        return _run_reporting_errors(module, args, f"{prog} {name}", received)
+    except BaseException as exc:
+        if not received and not isinstance(exc, Stopped):
+            raise
+        # After a stop signal, whatever ends the command is that stop: a library unwinding from it
+        # (nbclient's event loop) may raise something else on the way, but the cause is the signal.
+        stop = exc if isinstance(exc, Stopped) else Stopped(received[0])
+        print(f"{prog} {name}: {stop}", file=sys.stderr)
+        return stop.exit_code
+
+
+def _run_reporting_errors(module, args: argparse.Namespace, command: str, received: list[int]) -> int:
+    """``module.run(args)``: a user-facing error as one line and exit status 2 (``ArtifactError``,
+    a write that failed); a stop signal's number is appended to ``received``."""
+    try:
+        stop_on_signals(received)
         return int(module.run(args) or 0)
+    except Stopped:
+        raise
     except ArtifactError as exc:
-        print(f"{prog} {name}: error: {exc}", file=sys.stderr)
+        if received:
+            raise
+        print(f"{command}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a write that failed after the up-front checks (disk full, a folder removed)
+        if received:
+            raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"{prog} {name}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{prog} {name}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # a SIGINT a subcommand's own handler turned into KeyboardInterrupt (sweep)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
 
 

@@ -18,3 +18,41 @@ class ArtifactError(Exception):
     def __init__(self, message: str, path: str | os.PathLike | None = None):
         self.path = None if path is None else os.fspath(path)
         super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGINT reached a command (``cli.main`` turns them into this). A
+    ``KeyboardInterrupt``: no ``except Exception`` on the way swallows it, code that ends what it
+    started on Ctrl-C (the sweep's ranks) does so for both signals, and every ``finally``
+    (temporary files, a half-built results folder) runs before the command exits with
+    ``exit_code`` (128 + the signal's number: 130 for SIGINT, 143 for SIGTERM)."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = signum
+        self.exit_code = 128 + signum
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+
+
+def stop_on_signals(received: list[int] | None = None) -> None:
+    """SIGINT and SIGTERM raise :class:`Stopped` (their number appended to ``received``), once: the
+    command unwinds, removing its temporary files and folders, without a second signal cutting the
+    clean-up short. ``cli.main`` installs it for every subcommand; a subcommand that must do more
+    when stopped (``train`` records the failure, ``sweep`` ends its ranks) installs its own handler
+    over it, and one whose library replaced it (nbclient) installs it again."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        if received is not None:
+            received.append(signum)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)

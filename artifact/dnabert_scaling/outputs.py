@@ -1,18 +1,39 @@
-"""Where a subcommand writes: checked before any work, written atomically.
+"""The output policy of every writing subcommand, in one place.
 
-``writable_dir(path, option)`` and ``writable_file(path, option)`` turn the three ways an output
-path fails (it is an existing file where a folder belongs, or the reverse; no write permission;
-a read-only file system) into an :class:`ArtifactError` naming the option and the path, before a
-run or an analysis has spent any time. ``write_text_atomic`` writes through a temporary file in
-the same folder and ``os.replace``, so a reader never sees half a file and a writer that is
-killed leaves the old content.
+Checked before any work:
+
+- ``output_path`` (the argparse type of every output option) refuses an empty path: ``--out ''``
+  would otherwise mean the current folder.
+- ``refuse_overlap(outputs, inputs)``: an output may not be, contain or lie inside an input,
+  compared as resolved paths (``.``, ``..`` and symlinks followed), so no command can destroy
+  what it reads.
+- ``writable_dir`` / ``writable_file`` turn the ways an output path fails (an existing file where a
+  folder belongs, or the reverse; no write permission; a read-only file system) into an
+  :class:`ArtifactError` naming the option and the path, before any time is spent.
+
+Written by swapping, never in place:
+
+- ``write_text_atomic`` / ``write_texts_atomic``: each file goes to a temporary file in its own
+  folder and is renamed over the old one, so a reader sees the old file or the new, never half.
+- ``replaced_folder``: a results folder is built whole in a new sibling folder and exchanged with
+  the old one by one rename (Linux ``renameat2(RENAME_EXCHANGE)``), so a command killed at any
+  moment leaves the old folder whole. A folder it replaces must be recognisably the artifact's
+  own (it holds only names the artifact writes); anything else is refused, never deleted.
+
+Temporary files and folders are removed on every exit path that runs Python code again
+(an exception, a full disk, SIGINT, SIGTERM: ``cli.main`` turns both signals into exceptions).
 """
 
 from __future__ import annotations
 
+import argparse
+import ctypes
 import errno
 import os
+import shutil
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
@@ -79,16 +100,157 @@ def writable_file(path: Path | str, option: str = "--out") -> Path:
     return path
 
 
+def output_path(text: str) -> Path:
+    """argparse type of an output option: a path, never the empty string (which would be ``.``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: name the file or folder to write")
+    return Path(text)
+
+
+def _resolved(path: Path | str) -> Path:
+    return Path(os.path.abspath(path)).resolve()
+
+
+def refuse_overlap(outputs: Iterable[tuple[str, Path | str]], inputs: Iterable[Path | str]) -> None:
+    """Refuse (exit 2) an output that is, contains or lies inside an input. ``outputs``: pairs of
+    (option that names it, path); ``inputs``: every file or folder the command reads."""
+    sources = [(Path(i), _resolved(i)) for i in inputs]
+    for option, out in outputs:
+        target = _resolved(out)
+        for given, source in sources:
+            if target == source:
+                raise ArtifactError(f"{option}: is also an input of this command ({given}); write the output elsewhere", out)
+            if source in target.parents:
+                raise ArtifactError(f"{option}: lies inside the input {given}; write the output elsewhere", out)
+            if target in source.parents:
+                raise ArtifactError(f"{option}: holds the input {given}, which writing it would replace; write elsewhere", out)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path | str, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    write_texts_atomic({Path(path): text})
+
+
+def write_texts_atomic(files: dict[Path, str]) -> None:
+    """Write every file to a temporary file beside it, then rename each over its target: a failure
+    or an interrupt before the renames leaves every old file as it was and no temporary file."""
+    with staged_files(list(files)) as staged:
+        for path, text in files.items():
+            staged[Path(path)].write_text(text, encoding="utf-8")
+
+
+@contextmanager
+def staged_files(paths: list[Path]) -> Iterator[dict[Path, Path]]:
+    """Temporary files beside ``paths`` (path -> its temporary file, created empty) for the block to
+    fill; renamed over their targets when the block ends without an exception, else all removed."""
+    staged: dict[Path, Path] = {}
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        for path in map(Path, paths):
+            fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+            os.close(fd)
+            staged[path] = Path(name)
+            os.chmod(name, 0o666 & ~_umask())  # mkstemp's 0600 would make the file private
+        yield staged
+        for path, tmp in staged.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)  # gone where it was renamed into place
+
+
+# -- folders -----------------------------------------------------------------------------------
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux renameat2); False where the system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+Owned = Callable[[Path, bool], bool]  # (path relative to the folder, is a folder) -> the artifact's own?
+
+
+def foreign_entries(folder: Path, owned: Owned) -> list[str]:
+    """Names under ``folder`` (relative) that ``owned`` does not recognise as the artifact's."""
+    foreign, todo = [], [folder]
+    while todo:
+        for p in sorted(todo.pop().iterdir()):
+            rel = p.relative_to(folder)
+            if p.is_symlink() or not owned(rel, p.is_dir()):
+                foreign.append(str(rel))  # named once: what is inside it is not listed
+            elif p.is_dir():
+                todo.append(p)
+    return sorted(foreign)
+
+
+def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
+    """Refuse (exit 2) to replace a folder that is not recognisably the artifact's own: a symlink,
+    a file, the current folder or one above it, or a folder holding a name ``owned`` does not know.
+    Called before the work, and by ``replaced_folder`` before it starts and just before the swap."""
+    target = Path(target)
+    if target.is_symlink():
+        raise ArtifactError(f"{option}: is a symbolic link; give the folder it points to", target)
+    here = Path.cwd().resolve()
+    if _resolved(target) == here or _resolved(target) in here.parents:
+        raise ArtifactError(
+            f"{option}: is or holds the current folder, which the command would replace under you; give a folder below it",
+            target,
+        )
+    if target.exists() and not target.is_dir():
+        raise ArtifactError(f"{option}: exists and is not a folder", target)
+    if target.exists():
+        foreign = foreign_entries(target, owned)
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise ArtifactError(
+                f"{option}: holds files this command did not write ({shown}); the command replaces the whole "
+                "folder, so give a new or empty folder, or move them away",
+                target,
+            )
+
+
+@contextmanager
+def replaced_folder(target: Path | str, option: str, owned: Owned) -> Iterator[Path]:
+    """Build a folder's new content in a fresh sibling folder (yielded) and swap it in for
+    ``target`` when the block ends without an exception. ``owned(relative_path, is_folder)`` says
+    whether a name in an existing ``target`` is one the artifact writes; an existing target holding
+    anything else, or that is a symlink, is refused before the block and again before the swap
+    (nothing the artifact did not write is deleted). The block may copy what it keeps from the old
+    folder into the new one."""
+    refuse_foreign(target, option, owned)
+    target = _resolved(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        fresh.chmod(0o777 & ~_umask())  # mkdtemp's 0700 would make the results private
+        yield fresh
+        refuse_foreign(target, option, owned)  # again: something may have been put there meanwhile
+        if not target.exists():
+            fresh.rename(target)
+        elif _exchange(fresh, target):
+            pass  # ``fresh`` now names the old folder, removed below
+        else:  # two renames: a kill between them leaves the old folder whole under its .old- name
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            target.rename(old / "x")
+            fresh.rename(target)
+            fresh = old
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)

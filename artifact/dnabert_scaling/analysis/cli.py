@@ -4,9 +4,11 @@
     dnabert-scaling analyze --world-size 8 exp/scorep-rank0 ... exp/scorep-rank7 --out results/
     dnabert-scaling analyze --trace-manifest traces.toml --out results/
 
-Writes ``results/metrics.json`` and ``results/tables/*.csv``. The files are first written to a
-temporary folder and moved into place only when the analysis succeeded, so a failed analysis
-leaves earlier results untouched.
+Writes ``results/metrics.json`` and ``results/tables/*.csv``. The whole results folder is built
+anew beside the old one and swapped in by one rename when the analysis succeeded (``outputs.
+replaced_folder``), so a failed, interrupted or killed analysis leaves the earlier results whole.
+The other files ``check``, ``predict`` and ``report`` write there are carried over (and reported
+stale); a folder holding anything else is refused, never deleted. No input may lie in ``--out``.
 """
 
 from __future__ import annotations
@@ -15,17 +17,22 @@ import argparse
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.metrics_schema import GpuMetrics, MetricsFile, Stat
 from dnabert_scaling.options import positive_int
+from dnabert_scaling.outputs import output_path, refuse_foreign, refuse_overlap, replaced_folder, writable_dir
+
+METRICS = "metrics.json"
+TABLES = "tables"
+# written into a results folder by the other commands: kept when analyze replaces the folder
+CARRIED = ("verdicts.json", "verdicts.txt", "predictions.json", "report.html", "report.ipynb")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", type=Path, help="sweep folders or run folders")
-    p.add_argument("--out", type=Path, required=True, help="results folder")
+    p.add_argument("--out", type=output_path, required=True, help="results folder (replaced whole; holds nothing but results)")
     p.add_argument(
         "--world-size",
         nargs="+",
@@ -61,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
         parse_world_size,
     )
 
-    from dnabert_scaling.outputs import writable_dir
-
     writable_dir(args.out, "--out")
     inputs = discover(args.paths) if args.paths else Inputs()
     for group in args.world_size:
@@ -77,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
     check_one_configuration(inputs)
     from dnabert_scaling.checker import default_claims_path, load_sanity_bounds
 
-    bounds = load_sanity_bounds(args.expected or default_claims_path())
+    claims = args.expected or default_claims_path()
+    refuse_overlap([("--out", args.out)], [*input_paths(inputs, args.trace_manifest), claims])
+    refuse_foreign(args.out, "--out", is_results_entry)
+    bounds = load_sanity_bounds(claims)
     metrics, tables = build(inputs, bound=bounds.trace_complete_min_share)
     write_results(args.out, metrics, tables)
     print(format_summary(metrics))
@@ -92,22 +100,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def input_paths(inputs, manifests: list[Path]) -> list[Path]:
+    """Every file or folder an analysis reads: run folders, bare traces, trace manifests."""
+    return [*(r.path for r in inputs.runs), *(p for b in inputs.bare for p in b.paths), *manifests]
+
+
+def is_results_entry(rel: Path, is_dir: bool) -> bool:
+    """Whether a name in a results folder is one the artifact writes there (``replaced_folder``)."""
+    if rel.parts[0] == TABLES:
+        return (is_dir and len(rel.parts) == 1) or (not is_dir and len(rel.parts) == 2 and rel.suffix == ".csv")
+    if is_dir or len(rel.parts) != 1:
+        return False
+    name = rel.name  # or the temporary file of one of them, left by a killed writer
+    return name in (METRICS, *CARRIED) or any(name.startswith(f".{n}.") and name.endswith(".partial") for n in CARRIED)
+
+
 def write_results(out: Path, metrics: MetricsFile, tables: dict) -> None:
+    """``out/metrics.json`` and ``out/tables/*.csv``, swapped in whole; what the other commands
+    wrote in ``out`` is carried over as it was."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".analyze-", dir=out.parent))
-    try:
-        (tmp / "tables").mkdir()
-        (tmp / "metrics.json").write_text(json.dumps(metrics.to_json(), indent=2, default=_json_default) + "\n")
+    with replaced_folder(out, "--out", is_results_entry) as fresh:
+        (fresh / TABLES).mkdir()
+        text = json.dumps(metrics.to_json(), indent=2, default=_json_default) + "\n"
+        (fresh / METRICS).write_text(text, encoding="utf-8")
         for name, df in tables.items():
-            df.to_csv(tmp / "tables" / f"{name}.csv", index=False)
-        out.mkdir(exist_ok=True)
-        if (out / "tables").exists():
-            shutil.rmtree(out / "tables")
-        (tmp / "tables").rename(out / "tables")
-        (tmp / "metrics.json").replace(out / "metrics.json")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            df.to_csv(fresh / TABLES / f"{name}.csv", index=False)
+        for name in CARRIED:
+            if (out / name).is_file():
+                shutil.copy2(out / name, fresh / name)
 
 
 def _json_default(obj):

@@ -75,6 +75,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.metrics_schema import MetricsFile
+from dnabert_scaling.outputs import output_path
 from dnabert_scaling.provenance import below_cwd
 
 DEFAULT_GPUS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -237,15 +238,69 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=output_path,
         default=None,
-        help="predictions.json to write (default: inside the results folder, else ./predictions.json)",
+        help="predictions.json to write (default: inside the results folder, else ./predictions.json; "
+        "never by default inside the source tree's expected/)",
     )
+
+
+def _shipped_results() -> Path:
+    """The source tree's ``expected/``: shipped, tracked results that only a release changes."""
+    return Path(__file__).resolve().parents[3] / "expected"
+
+
+def output_target(args: argparse.Namespace) -> Path:
+    """Where predictions.json goes, checked before any work: ``--out``, else beside a results
+    folder given as the source, else ``./predictions.json``; a default inside the source tree's
+    ``expected/`` is refused (it would modify a tracked file), and no input is ever the target."""
+    from dnabert_scaling.outputs import refuse_overlap, writable_file
+
+    given = Path(args.source)
+    results = given.is_dir() and (given / "metrics.json").is_file()
+    target = args.out
+    if target is None:
+        target = given / "predictions.json" if results else Path("predictions.json")
+        shipped = _shipped_results()
+        if target.resolve() == shipped or shipped in target.resolve().parents:
+            raise ArtifactError(
+                f"would write {target} inside the shipped results folder {shipped} (tracked files); give --out FILE elsewhere",
+                args.source,
+            )
+    option = "--out" if args.out else "predictions.json (or give --out)"
+    writable_file(target, option)
+    inputs = [given / "metrics.json" if results else given, *args.busbw, *args.measured]
+    refuse_overlap([(option, target)], inputs)
+    return target
+
+
+def _contention(given: str | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:
+    """``--contention``, else the band of the measured multi-GPU traces, else the default (a fallback)."""
+    if given is not None:
+        return _parse_band(given, "--contention")
+    seen = [m["contention"] for m in measured.values() if m.get("contention")]
+    if seen:
+        # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
+        return Band(
+            float(np.median(seen)),
+            min(seen) * 0.98,
+            max(seen) * 1.02,
+            f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace",
+        )
+    fallbacks.append(
+        {
+            "what": "contention",
+            "used": f"default {DEFAULT_CONTENTION.mid} (band {DEFAULT_CONTENTION.low}-{DEFAULT_CONTENTION.high})",
+            "why": "no multi-GPU trace to measure it from",
+        }
+    )
+    return DEFAULT_CONTENTION
 
 
 def run(args: argparse.Namespace) -> int:
     gpus = _parse_gpus(args.gpus)
     layout = layout_from_args(args)
+    target = output_target(args)
     busbw: dict[int, dict] = {}
     for f in args.busbw:
         data = _read_json(f)
@@ -267,27 +322,7 @@ def run(args: argparse.Namespace) -> int:
     for m in args.measured:
         n, figures = measured_from_trace(m, profile)
         measured[n] = figures
-    if args.contention is not None:
-        contention = _parse_band(args.contention, "--contention")
-    else:
-        seen = [m["contention"] for m in measured.values() if m.get("contention")]
-        if seen:
-            # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
-            contention = Band(
-                float(np.median(seen)),
-                min(seen) * 0.98,
-                max(seen) * 1.02,
-                f"measured: median of {len(seen)} multi-GPU traces against the one-GPU trace",
-            )
-        else:
-            contention = DEFAULT_CONTENTION
-            fallbacks.append(
-                {
-                    "what": "contention",
-                    "used": f"default {contention.mid} (band {contention.low}-{contention.high})",
-                    "why": "no multi-GPU trace to measure it from",
-                }
-            )
+    contention = _contention(args.contention, measured, fallbacks)
     missing_bw = [n for n in gpus if n not in busbw]
     if missing_bw:
         fallbacks.append(
@@ -315,16 +350,11 @@ def run(args: argparse.Namespace) -> int:
         "goal": GOAL,
         "fallbacks": fallbacks,
     }
-    target = args.out
-    if target is None:
-        given = Path(args.source)
-        target = (
-            given / "predictions.json" if (given.is_dir() and (given / "metrics.json").is_file()) else Path("predictions.json")
-        )
-    target.parent.mkdir(parents=True, exist_ok=True)
     from dnabert_scaling.analysis.cli import _json_default
+    from dnabert_scaling.outputs import write_text_atomic
 
-    target.write_text(json.dumps(out, indent=2, default=_json_default) + "\n")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, json.dumps(out, indent=2, default=_json_default) + "\n")
     print(format_summary(out))
     print(f"wrote {target}")
     return 0

@@ -14,6 +14,7 @@ from dnabert_scaling.checker.claims import load_claims, load_sanity_bounds
 from dnabert_scaling.checker.evaluate import evaluate, exit_status
 from dnabert_scaling.checker.names import _jsonable
 from dnabert_scaling.checker.table import format_table
+from dnabert_scaling.outputs import output_path
 
 
 def default_claims_path() -> Path:
@@ -56,12 +57,27 @@ def check_results(results: str | Path, claims_path: str | Path | None = None) ->
     return verdicts
 
 
+VERDICT_FILES = ("verdicts.json", "verdicts.txt")
+
+
 def write_verdicts(verdicts: dict, out: Path, strict: bool = False) -> None:
+    """``out/verdicts.json`` and ``out/verdicts.txt``, each swapped in whole, neither replaced if
+    either cannot be written; an input of the check (the metrics or the claims file) is never one."""
+    from dnabert_scaling.outputs import refuse_overlap, write_texts_atomic
+
+    sources = verdicts.get("sources") or {}
+    refuse_overlap(
+        [("--out", out / name) for name in VERDICT_FILES], [sources[k] for k in ("metrics", "claims") if sources.get(k)]
+    )
     out.mkdir(parents=True, exist_ok=True)
     verdicts["summary"]["strict"] = strict
     verdicts["summary"]["exit_status"] = exit_status(verdicts, strict)
-    (out / "verdicts.json").write_text(json.dumps(_jsonable(verdicts), indent=2, allow_nan=False) + "\n")
-    (out / "verdicts.txt").write_text(format_table(verdicts))
+    write_texts_atomic(
+        {
+            out / "verdicts.json": json.dumps(_jsonable(verdicts), indent=2, allow_nan=False) + "\n",
+            out / "verdicts.txt": format_table(verdicts),
+        }
+    )
 
 
 def check_folder(results: str | Path, claims_path: str | Path | None, out: Path, strict: bool = False) -> dict[str, Any]:
@@ -102,15 +118,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--expected", type=Path, default=None, help="claims file (default: expected/claims.toml here, else the source tree's)"
     )
     p.add_argument("--strict", action="store_true", help="exit 1 also when a claim is NOT RUN")
-    p.add_argument("--out", type=Path, default=None, help="where verdicts.json / verdicts.txt go (default: the results folder)")
+    p.add_argument(
+        "--out", type=output_path, default=None, help="where verdicts.json / verdicts.txt go (default: the results folder)"
+    )
     p.add_argument("--quiet", action="store_true", help="do not print the table")
 
 
 def run(args: argparse.Namespace) -> int:
-    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.outputs import refuse_overlap, writable_dir
 
     out = args.out or (args.results.parent if args.results.suffix == ".json" else args.results)
-    writable_dir(out, "--out" if args.out else "results folder (verdicts.json goes there; or give --out)")
+    option = "--out" if args.out else "results folder (verdicts.json goes there; or give --out)"
+    writable_dir(out, option)
+    metrics = args.results if args.results.suffix == ".json" else args.results / "metrics.json"
+    refuse_overlap([(option, out / name) for name in VERDICT_FILES], [metrics, args.expected or default_claims_path()])
     verdicts = check_folder(args.results, args.expected, out, args.strict)
     if not args.quiet:
         sys.stdout.write(format_table(verdicts))

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, Stopped, stop_on_signals
 from dnabert_scaling.options import positive_int
+from dnabert_scaling.outputs import output_path, write_text_atomic, write_texts_atomic
 
 # The lab template minus everything it would fetch from a CDN (require.js, MathJax, mermaid,
 # widget manager): the report renders offline, from one file.
@@ -89,12 +90,9 @@ def build_report(
 ) -> dict[str, Any]:
     """Execute the report notebook for ``results`` and write ``out/report.html`` + ``out/report.ipynb``."""
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-    from nbconvert import HTMLExporter
 
     from dnabert_scaling import __version__, checker
-    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.outputs import refuse_overlap, writable_dir
     from dnabert_scaling.provenance import now_iso
     from dnabert_scaling.report import template
     from dnabert_scaling.report.results import distinct_labels
@@ -117,6 +115,7 @@ def build_report(
         sets.append({"path": str(folder), "label": label or auto})
         titles.append(label or auto)
     out = writable_dir(out, "--out", create=True)
+    refuse_overlap([("--out", out / name) for name in REPORT_FILES], report_inputs([f for _, f, _ in loaded], claims_path))
     params = {
         "created": now_iso(),
         "version": __version__,
@@ -128,10 +127,28 @@ def build_report(
     }
     nb = template.notebook(sets, params["claims"], params, titles)
 
+    execute_notebook(nb, out, timeout)
+    body = notebook_html(nb, show_code)
+    write_report(out, nbformat.writes(nb), body)
+    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+
+
+def execute_notebook(nb, out: Path, timeout: int) -> None:
+    """Run every cell of ``nb`` on a kernel of this interpreter (in place). A failing cell: the
+    partly executed notebook is written beside the last report, which stays as it was, and an
+    ``ArtifactError`` says so. SIGINT/SIGTERM: nbclient's own handlers shut the kernel down; the
+    signal is recorded and raised as ``Stopped`` once nbclient has unwound."""
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    received: list[int] = []
     with tempfile.TemporaryDirectory(prefix="dnabert-report-") as scratch:
         scratch_path = Path(scratch)
         saved = os.environ.get("JUPYTER_RUNTIME_DIR")
         os.environ["JUPYTER_RUNTIME_DIR"] = str(scratch_path / "runtime")  # connection files: never in $HOME
+        loop = _signal_recording_loop(received)
         try:
             client = NotebookClient(
                 nb,
@@ -145,23 +162,55 @@ def build_report(
                 # the kernel's own start-up warnings (TCP on localhost) are noise here
                 extra_arguments=["--IPKernelApp.log_level=ERROR"],
             )
-            try:
-                client.execute(env=_kernel_env(scratch_path))
-            except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-                nbformat.write(nb, out / "report.ipynb")
+            # the kernel's stderr goes to a file: a kernel shut down by a signal prints a traceback
+            with open(scratch_path / "kernel-stderr.log", "w") as kernel_stderr:
+                loop.run_until_complete(client.async_execute(env=_kernel_env(scratch_path), stderr=kernel_stderr))
+        except BaseException as exc:
+            if received:  # what nbclient raised while unwinding from the signal is not the news
+                raise Stopped(received[0]) from None
+            if isinstance(exc, (CellExecutionError, CellTimeoutError, DeadKernelError)):
+                write_text_atomic(out / FAILED_NOTEBOOK, nbformat.writes(nb))  # beside, not over, the last report
                 raise ArtifactError(
-                    f"the report notebook failed (partly executed notebook: {out / 'report.ipynb'}): {_first_lines(str(exc))}"
+                    f"the report notebook failed (partly executed notebook: {out / FAILED_NOTEBOOK}; "
+                    f"report.html and report.ipynb there are as they were): {_first_lines(str(exc))}"
                 ) from None
-            except RuntimeError as exc:  # e.g. "Kernel didn't respond in 120 seconds"
+            if isinstance(exc, RuntimeError):  # e.g. "Kernel didn't respond in 120 seconds"
+                said = _first_lines((scratch_path / "kernel-stderr.log").read_text(errors="replace"), 10)
                 raise ArtifactError(
                     f"the notebook kernel ({sys.executable} -m ipykernel_launcher) did not start: {exc}"
+                    + (f"; it said:\n{said}" if said else "")
                 ) from None
+            raise
         finally:
+            loop.close()
+            stop_on_signals()  # nbclient's clean-up reset both signals to their defaults
             if saved is None:
                 os.environ.pop("JUPYTER_RUNTIME_DIR", None)
             else:
                 os.environ["JUPYTER_RUNTIME_DIR"] = saved
-    nbformat.write(nb, out / "report.ipynb")
+    if received:
+        raise Stopped(received[0])
+
+
+def _signal_recording_loop(received: list[int]):
+    """An event loop whose signal handlers (nbclient adds some for SIGINT and SIGTERM) first record
+    the signal in ``received``: nbclient handles it by shutting the kernel down, and says nothing."""
+    import asyncio
+
+    class RecordingLoop(asyncio.SelectorEventLoop):
+        def add_signal_handler(self, sig, callback, *args):
+            def record_then(*cb_args):
+                received.append(sig)
+                callback(*cb_args)
+
+            super().add_signal_handler(sig, record_then, *args)
+
+    return RecordingLoop()
+
+
+def notebook_html(nb, show_code: bool) -> str:
+    """The executed notebook as one offline HTML page (code cells hidden unless ``show_code``)."""
+    from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
         template_name="lab",
@@ -172,10 +221,25 @@ def build_report(
     )
     exporter.raw_template = OFFLINE_TEMPLATE
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": nb.metadata["title"]}})
-    tmp = out / ".report.html.tmp"
-    tmp.write_text(body, encoding="utf-8")
-    tmp.replace(out / "report.html")
-    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+    return body
+
+
+REPORT_FILES = ("report.html", "report.ipynb")
+FAILED_NOTEBOOK = "report.failed.ipynb"
+
+
+def report_inputs(folders: list[Path], claims_path: Path) -> list[Path]:
+    """What the report reads from each results folder (and the claims file): no output may be one."""
+    names = ("metrics.json", "tables", "verdicts.json", "verdicts.txt", "predictions.json")
+    return [*(folder / name for folder in folders for name in names), claims_path]
+
+
+def write_report(out: Path, notebook: str, html: str) -> None:
+    """``out/report.ipynb`` and ``out/report.html``, both staged before either replaces the last
+    report: a failure, an interrupt or a full disk leaves the old pair and no temporary file; a
+    stale ``report.failed.ipynb`` of an earlier failed build is removed once a build succeeds."""
+    write_texts_atomic({out / "report.ipynb": notebook, out / "report.html": html})
+    (out / FAILED_NOTEBOOK).unlink(missing_ok=True)
 
 
 def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> list[Path]:
@@ -221,7 +285,7 @@ def _first_lines(text: str, n: int = 25) -> str:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", nargs="+", type=Path, help="results folders written by `analyze` (each a section)")
-    p.add_argument("--out", type=Path, required=True, help="folder for report.html and report.ipynb")
+    p.add_argument("--out", type=output_path, required=True, help="folder for report.html and report.ipynb")
     p.add_argument(
         "--label",
         action="append",

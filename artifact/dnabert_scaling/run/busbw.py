@@ -19,14 +19,14 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import nonneg_int, positive_float, positive_float_list, positive_int
+from dnabert_scaling.outputs import output_path, write_text_atomic
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, type=Path, help="JSON file to write (rank 0)")
+    p.add_argument("--out", required=True, type=output_path, help="JSON file to write (rank 0)")
     p.add_argument("--model", default="base", help="model whose DDP buckets give the message sizes")
     p.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP bucket size whose buckets are measured (MiB)")
     p.add_argument(
@@ -55,6 +55,36 @@ def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
     limits = [1024 * 1024, int(bucket_cap_mb * 1024 * 1024)]
     buckets, _ = dist._compute_bucket_assignment_by_size(params, limits, [False] * len(params))
     return [sum(params[i].numel() * params[i].element_size() for i in bucket) for bucket in buckets]
+
+
+def _measure(size: int, n: int, device, warmup: int, iters: int) -> dict[str, float]:
+    """One message size: the median all_reduce time of the slowest rank, algbw and busbw."""
+    import torch
+    import torch.distributed as dist
+
+    cuda = device.type == "cuda"
+    buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
+    for _ in range(warmup):
+        dist.all_reduce(buf)
+    times = []
+    for _ in range(iters):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dist.all_reduce(buf)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            dist.all_reduce(buf)
+            times.append(time.perf_counter() - t0)
+    # the slowest rank defines the collective's time
+    t = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    med = float(t.item())
+    algbw = buf.numel() * 4 / med
+    return {"bytes": buf.numel() * 4, "median_s": med, "algbw_Bps": algbw, "busbw_Bps": algbw * 2 * (n - 1) / n}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,30 +116,7 @@ def run(args: argparse.Namespace) -> int:
     unique = sorted(set(sizes))
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
     n = info.world_size
-    rows = []
-    for size in unique:
-        buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
-        for _ in range(args.warmup):
-            dist.all_reduce(buf)
-        times = []
-        for _ in range(args.iters):
-            if cuda:
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                dist.all_reduce(buf)
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end) / 1e3)
-            else:
-                t0 = time.perf_counter()
-                dist.all_reduce(buf)
-                times.append(time.perf_counter() - t0)
-        # the slowest rank defines the collective's time
-        t = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        med = float(t.item())
-        algbw = buf.numel() * 4 / med
-        rows.append({"bytes": buf.numel() * 4, "median_s": med, "algbw_Bps": algbw, "busbw_Bps": algbw * 2 * (n - 1) / n})
+    rows = [_measure(size, n, device, args.warmup, args.iters) for size in unique]
     if info.rank == 0:
         total = sum(sizes)
         by_size = {r["bytes"]: r for r in rows}
@@ -128,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             "provenance": provenance.collect(device_type),
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=2) + "\n")
+        write_text_atomic(args.out, json.dumps(out, indent=2) + "\n")
         for r in rows:
             print(
                 f"busbw ws={n} {r['bytes'] / 2**20:8.2f} MiB: {r['median_s'] * 1e6:9.1f} us, "

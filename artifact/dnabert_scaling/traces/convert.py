@@ -11,22 +11,24 @@ process ``Rank <R>`` each), so Vampir opens the whole run from one file. Kineto 
 share the system clock, so their times are written as they are; traces from several nodes are
 only as aligned as the nodes' clocks.
 
-Existing outputs are never overwritten unless ``--force`` is given; all targets are checked
-before anything is written, and each archive is written under a temporary name and renamed
-when complete, so an interrupted conversion leaves no half-written ``scorep-rank<R>``.
+Existing outputs are never overwritten unless ``--force`` is given, and then only archives this
+command writes (an OTF2 archive and nothing else: a Score-P experiment with its other files is
+refused); no output may be or hold an input. All targets are checked before anything is written,
+and each archive is built in a new sibling folder and swapped in by one rename when complete
+(``outputs.replaced_folder``), so an interrupted or killed conversion leaves no half-written
+``scorep-rank<R>`` and every replaced archive either old or new, whole.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 from dnabert_scaling import __version__
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import ANCHOR, scorep_rank_dir_name
 from dnabert_scaling.options import positive_int
-from dnabert_scaling.outputs import writable_dir
+from dnabert_scaling.outputs import output_path, refuse_foreign, refuse_overlap, replaced_folder, writable_dir
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.loader import read_many
 from dnabert_scaling.traces.model import Trace
@@ -38,7 +40,11 @@ CREATOR = f"dnabert-scaling-convert {__version__}"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("traces", nargs="+", metavar="KINETO", help="Kineto traces (.json or .json.gz), one per rank")
     parser.add_argument(
-        "--out", required=True, metavar="DIR", help="output directory; receives scorep-rank<R>/traces.otf2 per rank"
+        "--out",
+        type=output_path,
+        required=True,
+        metavar="DIR",
+        help="output directory; receives scorep-rank<R>/traces.otf2 per rank",
     )
     parser.add_argument("--force", action="store_true", help="replace existing scorep-rank<R> outputs")
     parser.add_argument(
@@ -48,6 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 MERGED = "all-ranks"
+
+
+def is_archive_entry(rel: Path, is_dir: bool) -> bool:
+    """Whether a name in an archive folder is one the OTF2 writer writes (``traces.otf2``,
+    ``traces.def``, ``traces/<location>.evt|.def``): what ``--force`` may replace."""
+    if len(rel.parts) == 1:
+        return rel.name == "traces" if is_dir else rel.name in ("traces.otf2", "traces.def")
+    return len(rel.parts) == 2 and rel.parts[0] == "traces" and not is_dir and rel.suffix in (".evt", ".def")
 
 
 def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None = None, merged: bool = False) -> list[dict]:
@@ -67,43 +81,42 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
             seen[r] = m["source"]
     out = writable_dir(out_dir, "--out", create=True)
     targets = {r: out / scorep_rank_dir_name(r) for r in seen}
-    clashes = [str(p) for p in [*targets.values(), *([out / MERGED] if merged else [])] if p.exists()]
+    every = [*targets.values(), *([out / MERGED] if merged else [])]
+    refuse_overlap([("--out", p) for p in every], paths)
+    clashes = [str(p) for p in every if p.exists() or p.is_symlink()]
     if clashes and not force:
         raise ArtifactError(f"output exists, not overwritten (use --force): {', '.join(clashes)}")
+    for p in every:
+        refuse_foreign(p, "--out", is_archive_entry)
     results = []
     for t in traces:
         for r in t.rank_ids:
             target = targets[r]
-            tmp = out / f".{scorep_rank_dir_name(r)}.partial"
-            shutil.rmtree(tmp, ignore_errors=True)
-            counts = write_tables(
-                t.gpu[t.gpu["rank"] == r],
-                t.host[t.host["rank"] == r],
-                tmp,
-                creator=CREATOR,
-                description=f"converted from {seen[r]} by {CREATOR}",
-            )
+            with replaced_folder(target, "--out", is_archive_entry) as tmp:
+                tmp.rmdir()  # the writer makes the archive folder itself
+                counts = write_tables(
+                    t.gpu[t.gpu["rank"] == r],
+                    t.host[t.host["rank"] == r],
+                    tmp,
+                    creator=CREATOR,
+                    description=f"converted from {seen[r]} by {CREATOR}",
+                )
             counts["rank"] = r
-            if target.exists():
-                shutil.rmtree(target)
-            tmp.rename(target)
             counts["source"] = seen[r]
             counts["archive"] = str(target / ANCHOR)
             results.append(counts)
     if merged:
         everything = Trace.concat(traces)
-        tmp, target = out / f".{MERGED}.partial", out / MERGED
-        shutil.rmtree(tmp, ignore_errors=True)
-        counts = write_merged(
-            everything.gpu,
-            everything.host,
-            tmp,
-            creator=CREATOR,
-            description=f"ranks {', '.join(map(str, everything.rank_ids))} converted by {CREATOR}",
-        )
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
+        target = out / MERGED
+        with replaced_folder(target, "--out", is_archive_entry) as tmp:
+            tmp.rmdir()
+            counts = write_merged(
+                everything.gpu,
+                everything.host,
+                tmp,
+                creator=CREATOR,
+                description=f"ranks {', '.join(map(str, everything.rank_ids))} converted by {CREATOR}",
+            )
         results.append(
             {
                 "rank": "all",

@@ -254,11 +254,16 @@ def _json_safe(obj):
 def run(args) -> int:
     from dnabert_scaling.traces.loader import read_run_traces, read_trace
 
-    if args.json and args.json != "-":
-        from dnabert_scaling.outputs import writable_file
-
-        writable_file(args.json, "--json")
     paths = [Path(t) for t in args.trace]
+    if args.json is not None and args.json != "-":
+        from dnabert_scaling.outputs import output_path, refuse_overlap, writable_file
+
+        try:
+            output_path(args.json)
+        except argparse.ArgumentTypeError as exc:
+            raise ArtifactError(f"--json: {exc}") from None
+        writable_file(args.json, "--json")
+        refuse_overlap([("--json", args.json)], paths)
     p = paths[0]
     if len(paths) > 1:
         trace = read_run_traces(paths, world_size=args.world_size)
@@ -281,10 +286,12 @@ def run(args) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if args.json:
+        from dnabert_scaling.outputs import write_text_atomic
+
         out = Path(args.json)
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(summary, indent=2) + "\n")
+            write_text_atomic(out, json.dumps(summary, indent=2) + "\n")
         except OSError as exc:
             raise ArtifactError(f"cannot write the JSON summary ({exc.strerror})", out) from None
     return 0

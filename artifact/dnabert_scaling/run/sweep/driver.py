@@ -26,7 +26,7 @@ from pathlib import Path
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout
 from dnabert_scaling.options import positive_float, positive_int
-from dnabert_scaling.outputs import writable_dir, write_text_atomic
+from dnabert_scaling.outputs import output_path, refuse_overlap, writable_dir, write_text_atomic
 from dnabert_scaling.provenance import now_iso
 from dnabert_scaling.run.sweep.spec import RunSpec, parse_train_options, run_status
 from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="tracer of the traced run per world size (none: no traced run)",
     )
     p.add_argument(
-        "--out", type=Path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)"
+        "--out", type=output_path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)"
     )
     p.add_argument("--repeats", type=positive_int, default=3, help="untraced throughput runs per world size")
     p.add_argument(
@@ -233,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         device = args.device
     if device == "cpu" and "--device" not in train_args:
         train_args += ["--device", "cpu"]
+    refuse_overlap([("--out", out)], [args.data] if args.data else [])
     if args.fresh and out.is_dir() and any(out.iterdir()):
         kept = set_aside(out, "previous")
         print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)

@@ -8,10 +8,10 @@ in for ``--weights`` and ``--data`` are named here.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import nonneg_float, nonneg_int, positive_float, positive_int
+from dnabert_scaling.outputs import output_path
 
 ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
 ENV_GUE = "DNABERT_SCALING_GUE"
@@ -112,7 +112,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
-    g.add_argument("--out", required=True, type=Path, help="run directory; must not hold another run's files (see --overwrite)")
+    g.add_argument(
+        "--out", required=True, type=output_path, help="run directory; must not hold another run's files (see --overwrite)"
+    )
     g.add_argument(
         "--overwrite",
         action="store_true",

@@ -167,13 +167,14 @@ def _replace_option(argv: list[str], name: str, value: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.run.train.distributed import rank_info
 
-    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.outputs import refuse_overlap, writable_dir
     from dnabert_scaling.run.tracing.scorep import under_scorep
 
     info = rank_info()
     fault = parse_fault(args.inject_fault)
     args.out = Path(args.out).resolve()
     if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
+        refuse_overlap([("--out", args.out)], [args.data] if args.data else [])
         writable_dir(args.out, "--out", create=True)
         claim_run_dir(args.out, info, args.overwrite)
     rank_dir = RunLayout(args.out).rank_dir(info.rank)

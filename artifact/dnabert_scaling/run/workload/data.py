@@ -23,6 +23,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import positive_int
+from dnabert_scaling.outputs import output_path, staged_files, writable_dir
 
 SPLITS = ("train", "dev", "test")
 DNA_CHARS = frozenset("ACGTN")
@@ -261,19 +262,52 @@ def write_synthetic_task(
     existing = [folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").exists()]
     if existing and not overwrite:
         raise ArtifactError("already holds a task (pass --force to overwrite)", existing[0].parent)
+    check_synthetic_size(folder, bp, rows)
     folder.mkdir(parents=True, exist_ok=True)
     motifs = synthetic_motifs(num_labels, motif_length, seed)
     rng = random.Random(seed)
-    for split_name, n in zip(SPLITS, rows):
-        with (folder / f"{split_name}.csv").open("w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["sequence", "label"])
-            for i in range(n):
-                label = i % num_labels
-                pos = rng.randrange(0, bp - motif_length + 1)
-                seq = _random_dna(rng, bp)
-                writer.writerow([seq[:pos] + motifs[label] + seq[pos + motif_length :], label])
-    meta = {
+    splits = [folder / f"{s}.csv" for s in SPLITS]
+    with staged_files([*splits, folder / "synthetic.json"]) as staged:  # all four swapped in at the end
+        for path, n in zip(splits, rows):
+            with staged[path].open("w", newline="") as fh:
+                writer = csv.writer(fh)
+                writer.writerow(["sequence", "label"])
+                for i in range(n):
+                    label = i % num_labels
+                    pos = rng.randrange(0, bp - motif_length + 1)
+                    seq = _random_dna(rng, bp)
+                    writer.writerow([seq[:pos] + motifs[label] + seq[pos + motif_length :], label])
+        staged[folder / "synthetic.json"].write_text(json.dumps(_synthetic_meta(like, motifs, rows, seed), indent=2) + "\n")
+    return folder
+
+
+MAX_SYNTHETIC_ROWS = 10_000_000  # rows of all three splits together (100 times GUE's largest task)
+MAX_SYNTHETIC_BYTES = 4 * 2**30
+
+
+def check_synthetic_size(folder: Path, bp: int, rows: tuple[int, ...]) -> None:
+    """Refuse (before writing anything) a task over ``MAX_SYNTHETIC_ROWS`` rows or
+    ``MAX_SYNTHETIC_BYTES``, or larger than the free space where it goes."""
+    import shutil
+
+    total = sum(rows)
+    size = total * (bp + 4)  # sequence, comma, label digit(s), newline
+    if total > MAX_SYNTHETIC_ROWS or size > MAX_SYNTHETIC_BYTES:
+        raise ArtifactError(
+            f"--rows {','.join(map(str, rows))}: {total:,} rows of {bp} bp would be about {size / 2**30:.1f} GiB; "
+            f"a synthetic task has at most {MAX_SYNTHETIC_ROWS:,} rows and {MAX_SYNTHETIC_BYTES // 2**30} GiB"
+        )
+    parent = folder
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    free = shutil.disk_usage(parent).free
+    if size > free:
+        raise ArtifactError(f"the task needs about {size / 2**20:.0f} MiB; only {free / 2**20:.0f} MiB are free there", folder)
+
+
+def _synthetic_meta(like: str, motifs: list[str], rows: tuple[int, int, int], seed: int) -> dict[str, Any]:
+    bp, num_labels, _ = GUE_TASKS[like]
+    return {
         "synthetic": True,
         "like": like,
         "bp": bp,
@@ -283,15 +317,13 @@ def write_synthetic_task(
         "seed": seed,
         "generator": "dnabert_scaling.run.workload.data.write_synthetic_task",
     }
-    (folder / "synthetic.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return folder
 
 
 # --- CLI: dnabert-scaling synth-data --------------------------------------------------------------
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="folder to write train/dev/test.csv into")
+    parser.add_argument("--out", required=True, type=output_path, help="folder to write train/dev/test.csv into")
     parser.add_argument("--like", default=DEFAULT_TASK, help=f"GUE task whose shape to copy (default {DEFAULT_TASK})")
     parser.add_argument("--rows", default="2000,400,400", help="rows in train,dev,test (default 2000,400,400)")
     parser.add_argument("--motif-length", type=positive_int, default=12, help="length of the planted motif (bases)")
@@ -300,8 +332,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dnabert_scaling.outputs import writable_dir
-
     writable_dir(args.out, "--out")
     try:
         rows = tuple(int(x) for x in args.rows.split(","))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -36,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=nonneg_int, default=5, help="untimed calls per message size first")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: gloo (a smoke test)")
     p.add_argument("--dist-timeout", type=positive_float, default=300.0, help="seconds before a hung collective fails")
+    p.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="ranks share the GPUs present (one NCCL host id per rank, sockets over loopback): tests the path, "
+        "measures no interconnect",
+    )
 
 
 def sizes_source(model_name: str, bucket_cap_mb: float) -> str:
@@ -75,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
         raise ArtifactError("--device cuda: no CUDA device is visible")
     device_type = "cuda" if cuda else "cpu"
     if cuda:
+        from dnabert_scaling.run.train.placement import nccl_environment
+
         torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
+        os.environ.update(nccl_environment(info.rank, None, args.rehearse))
     backend = init_process_group(info, device_type, args.dist_timeout)
     if args.sizes_mb:
         sizes = [max(4, int(x * 1024 * 1024)) for x in args.sizes_mb]
@@ -118,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             "world_size": n,
             "backend": backend,
             "device_type": device_type,
+            "rehearsal": bool(args.rehearse),
             "sizes_source": source,
             "bucket_bytes": sizes,
             "gradient_bytes": total,

@@ -18,6 +18,7 @@ import os
 import re
 import socket
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,29 @@ def _nvidia_smi_bus_ids() -> dict[str, str]:
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 2:
-            out[_bare_uuid(parts[0])] = parts[1]
+            key = uuid_text(parts[0])
+            if key:
+                out[key] = parts[1]
     return out
 
 
 def _bare_uuid(text: str) -> str:
     text = text.strip()
     return text[4:] if text.startswith("GPU-") else text
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def uuid_text(value: Any) -> str | None:
+    """A GPU UUID as ``xxxxxxxx-xxxx-...`` (torch's ``_CUuuid`` by its 16 bytes, or text with or
+    without nvidia-smi's ``GPU-``); None for anything else (never an object's repr, which differs
+    per process and would make two ranks on one GPU look like two GPUs)."""
+    raw = getattr(value, "bytes", None)
+    if isinstance(raw, (bytes, bytearray)) and len(raw) == 16:
+        return str(uuid.UUID(bytes=bytes(raw)))
+    text = _bare_uuid(str(value)).lower() if value is not None else ""
+    return text if _UUID.fullmatch(text) else None
 
 
 def gpu_identity(device: Any, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -94,8 +111,7 @@ def gpu_identity(device: Any, env: dict[str, str] | None = None) -> dict[str, An
     import torch
 
     props = torch.cuda.get_device_properties(device.index)
-    uuid = getattr(props, "uuid", None)
-    record["gpu_uuid"] = _bare_uuid(str(uuid)) if uuid is not None else None
+    record["gpu_uuid"] = uuid_text(getattr(props, "uuid", None))
     record["gpu_name"] = props.name
     bus = getattr(props, "pci_bus_id", None)
     if isinstance(bus, int):  # torch gives the bus number alone; the domain and device complete it

@@ -22,19 +22,20 @@
 #   --wheels DIR           Python wheels this machine lacks (e.g. datasets), installed into a
 #                          private folder first (default .whl, when it exists)
 #   --budget S             start no sweep after S seconds, and cut each run's timeout to the time left
-#   --pack DIR             pack the results into DIR: reference-sets.tar.xz (the sweeps imported by
-#                          scripts/import_reference.py, ready for expected/reference/) and
-#                          run-logs.tar.xz (summaries, manifests, launcher and NCCL logs)
+#   --pack DIR             pack the results into DIR, after every sweep: reference-set-<label>.tar.xz
+#                          (the sweep imported by scripts/import_reference.py, traces compacted, ready
+#                          for expected/reference/), run-logs.tar.xz (summaries, manifests, launcher,
+#                          NCCL and busbw logs, nvidia-smi, benchmark JSON; no traces) and ref.log
 #   --name LABEL           machine label of the imported sets (default h200): <LABEL>-<sweep label>
 #   --model NAME           model trained (default base)
 #   --device cpu           a rehearsal of this script itself without a GPU (gloo; for its tests)
 #
 # A sweep's folder is OUT_DIR/sweep-<label>: b<batch> (rehearsal: "rehearsal", or rehearsal-b<batch>
 # with several batches), with -<tracer> added for every tracer after the first.
-# Import at home: tar -xJf reference-sets.tar.xz -C expected/reference/ (or scripts/import_reference.py
-# OUT_DIR --name LABEL from an unpacked OUT_DIR), then `make kick-tires`.
+# Import at home: tar -xJf reference-set-<label>.tar.xz -C expected/reference/ (or
+# scripts/import_reference.py OUT_DIR --name LABEL from an unpacked OUT_DIR), then `make kick-tires`.
 set -uo pipefail
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "reference_run: $*" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -114,18 +115,22 @@ say "$NGPU GPU(s); tracers ${TRACERS[*]}; world sizes $SIZES; batches $BATCHES; 
 nvidia-smi --query-gpu=name,uuid,pci.bus_id,driver_version,memory.total,clocks.max.sm --format=csv > "$OUTDIR/nvidia-smi.csv" 2>&1 || true
 nvidia-smi topo -m > "$OUTDIR/nvidia-topo.txt" 2>&1 || true
 
-pack() {  # the results so far into $PACK (replaced each time, so a cut-off call still brings some home)
+pack() {  # pack LABEL: sweep-LABEL imported (compacted) into its own tarball, then the logs so far
   [ -n "$PACK" ] || return 0
-  local imp=/tmp/reference-run-import
-  rm -rf "$imp" && mkdir -p "$imp"
-  local bench=bench; [ $REHEARSE = 1 ] && bench=rehearsal-bench
-  if $PY scripts/import_reference.py "$OUTDIR" --name "$NAME" --dest "$imp" --bench-label $bench >> "$LOG" 2>&1; then
-    tar -C "$imp" -cf - . | xz -T0 -6 > "$PACK/reference-sets.tar.xz.tmp" && mv "$PACK/reference-sets.tar.xz.tmp" "$PACK/reference-sets.tar.xz"
+  local label=$1 one=/tmp/reference-run-one imp=/tmp/reference-run-import
+  rm -rf "$one" "$imp" && mkdir -p "$one" "$imp" && ln -s "$OUTDIR/sweep-$label" "$one/sweep-$label"
+  if $PY scripts/import_reference.py "$one" --name "$NAME" --dest "$imp" >> "$LOG" 2>&1; then
+    tar -C "$imp" -cf - . | xz -T0 -6 > "$PACK/reference-set-$label.tar.xz.tmp" \
+      && mv "$PACK/reference-set-$label.tar.xz.tmp" "$PACK/reference-set-$label.tar.xz"
   else
-    say "import_reference failed (see the log): the raw sweeps go home instead, split in 15 MiB parts"
-    rm -f "$PACK"/raw-sweeps.tar.xz.part-*
-    tar -C "$OUTDIR" --exclude='synthetic-data/*/*.csv' -cf - . | xz -T0 -6 | split -b 15M - "$PACK/raw-sweeps.tar.xz.part-"
+    say "import_reference failed for sweep-$label (see the log): the raw sweep goes home instead, in 15 MiB parts"
+    tar -C "$OUTDIR" --exclude='synthetic-data/*/*.csv' -cf - "sweep-$label" | xz -T0 -6 \
+      | split -b 15M - "$PACK/raw-sweep-$label.tar.xz.part-"
   fi
+  pack_logs
+}
+pack_logs() {  # summaries, manifests, launcher/NCCL/busbw logs, nvidia-smi and this script's log: no traces
+  [ -n "$PACK" ] || return 0
   tar -C "$OUTDIR" --exclude='traces' --exclude='synthetic-data' -cf - . | xz -T0 -6 > "$PACK/run-logs.tar.xz"
   cp "$LOG" "$PACK/ref.log" 2>/dev/null
   say "packed at $(elapsed) s: $(cd "$PACK" && ls -l | awk 'NR>1 {printf "%s %s, ", $9, $5}')"
@@ -158,7 +163,7 @@ for t in "${TRACERS[@]}"; do
     say "sweep-$label at $(elapsed) s: sweep ${opts[*]} -- ${targs[*]}"
     $PY -m dnabert_scaling sweep "${opts[@]}" -- "${targs[@]}" >> "$LOG" 2>&1 || { status=1; say "sweep-$label failed (see $LOG)"; }
     grep -h "median step\|^ws\|^busbw" "$LOG" | tail -12 >&2
-    pack
+    pack "$label"
   done
   first=0
 done
@@ -167,8 +172,7 @@ if [ "$BENCH" != none ]; then
   case ",$BENCH," in *,train,*) $PY scripts/bench_train.py --json "$OUTDIR/bench_train.json" >> "$LOG" 2>&1 || status=1 ;; esac
   case ",$BENCH," in *,trace,*) $PY scripts/bench_trace.py --configs 8x70,32x70,128x128 --repeats 5 --steps 20 \
                                   --json "$OUTDIR/bench_trace.json" >> "$LOG" 2>&1 || status=1 ;; esac
-  pack
 fi
 say "done at $(elapsed) s, status $status"
-[ -z "$PACK" ] || cp "$LOG" "$PACK/ref.log"
+pack_logs
 exit $status

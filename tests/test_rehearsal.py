@@ -98,9 +98,10 @@ def test_reference_run_rehearsal_on_the_cpu(tmp_path):
         capture_output=True, text=True, timeout=900, env={**__import__("os").environ, "PYTHON": PYTHON},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert sorted(p.name for p in pack.iterdir()) == ["ref.log", "reference-sets.tar.xz", "run-logs.tar.xz"]
+    assert sorted(p.name for p in pack.iterdir()) == ["ref.log", "reference-set-rehearsal.tar.xz", "run-logs.tar.xz"]
     sets = tmp_path / "sets"
-    with tarfile.open(pack / "reference-sets.tar.xz") as tar:
+    with tarfile.open(pack / "reference-set-rehearsal.tar.xz") as tar:
+        assert {n.split("/")[1] for n in tar.getnames() if "/" in n} == {"h200-rehearsal"}
         tar.extractall(sets, filter="data")
     ref = sets / "h200-rehearsal"
     assert (ref / "IMPORT.json").is_file() and (ref / "busbw-ws2.json").is_file()
@@ -114,7 +115,7 @@ def test_reference_run_rehearsal_on_the_cpu(tmp_path):
     with tarfile.open(pack / "run-logs.tar.xz") as tar:
         names = tar.getnames()
     assert "./sweep-rehearsal/ws2-torch-r0/rank1/summary.json" in names
-    assert not any("/traces/" in n for n in names)
+    assert not any("/traces/" in n for n in names) and "./nvidia-smi.csv" in names
     results = tmp_path / "results"
     proc = subprocess.run(
         [PYTHON, "-m", "dnabert_scaling", "analyze", str(ref), "--out", str(results)], capture_output=True, text=True

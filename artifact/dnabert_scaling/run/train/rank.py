@@ -443,8 +443,12 @@ def _placement(r: _Rank) -> dict[str, Any]:
     from dnabert_scaling.run.train.placement import NCCL_LOG, gpu_identity, nccl_transports
 
     log = r.rank_dir / NCCL_LOG
+    try:
+        identity = gpu_identity(r.device)
+    except Exception as exc:  # the run is done; an unreadable identity makes the placement unknown, not the run failed
+        identity = {"error": f"the GPU identity could not be read: {exc!r}"}
     return {
-        **gpu_identity(r.device),
+        **identity,
         "rehearsal": bool(r.args.rehearse),
         "nccl_log": log.name if log.is_file() else None,
         "transports": nccl_transports(log) if r.backend == "nccl" else [],

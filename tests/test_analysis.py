@@ -109,9 +109,9 @@ def test_work_launched_before_recording_is_in_no_measured_step():
     Their correlation ids are older than every recorded launch: in no measured step (the time
     window alone would put them in step 0)."""
     leftover = [
-        ("w1", 7, "kernel", "compute", None, 2, 6, 3, -30),
+        ("w1", 7, "kernel", "compute", None, 1, 3, 3, -30),
         ("w_ar", 20, "kernel", "nccl", "AllReduce", 1, 9, 4, -25),
-        ("w2", 7, "kernel", "compute", None, 6, 9, 5, -20),
+        ("w2", 7, "kernel", "compute", None, 3, 5, 5, -20),
     ]
     rows = leftover + GPU[1:]
     tr = make_trace(gpu_rows=rows)
@@ -127,7 +127,15 @@ def test_work_launched_before_recording_is_in_no_measured_step():
     # step 0 keeps exactly its own work: one AllReduce per step, as the steps after it
     ar_steps = sorted(int(s) for n, s in zip(names, att.step) if n in ("ar", "w_ar"))
     assert ar_steps == [-1, 0, 1]
-    # an activity whose launch is missing for another reason (a newer id) still gets the time window
+    # without a correlation id (CUPTI gives 0 or none to work launched before it was enabled), the
+    # stream order tells: each ran on its stream before the first kernel of step 0 there
+    gpu = tr.gpu.copy()
+    gpu["correlation"] = gpu["correlation"].mask(gpu["name"].str.startswith("w"))
+    att3 = attribute(gpu, tr.host)
+    assert {n: int(s) for n, s in zip(names, att3.step) if n.startswith("w")} == {"w1": -1, "w_ar": -1, "w2": -1}
+    assert {str(m) for n, m in zip(names, att3.method) if n.startswith("w")} == {"before-recording"}
+    # an activity whose launch is missing for another reason (a newer id, after step 0's first
+    # kernel on its stream) still gets the time window
     tr2 = make_trace(drop_launch=3)
     att2 = attribute(tr2.gpu, tr2.host)
     assert att2.method[3] == "time-window" and int(att2.step[3]) == 0

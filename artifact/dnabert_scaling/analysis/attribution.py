@@ -22,11 +22,12 @@ next batch's copy, for instance) belongs to a step too. Launches before the firs
 
 That rule holds for work whose launch the trace did not record, too: torch.profiler starts
 recording at the first measured step, and the GPU work the last warm-up step launched is still
-running then (hundreds of activities per rank, NCCL kernels among them). Those activities carry
-correlation ids older than every launch the trace holds (CUPTI numbers the calls in order), so
-they are known to have been launched before recording began: they belong to no measured step
-(method ``before-recording``), rather than to measured step 0, where the time window would put
-them.
+running then (hundreds of activities per rank, NCCL kernels among them). An activity without a
+launch record was launched before recording began when its correlation id is older than every
+launch the trace holds (CUPTI numbers the calls in order), or when it ran on its stream before the
+first activity of a measured step there (a stream runs its work in launch order; a launch inside
+the measured steps is recorded). Such activities belong to no measured step (method
+``before-recording``), rather than to measured step 0, where the time window would put them.
 """
 
 from __future__ import annotations
@@ -138,15 +139,25 @@ def by_time_window(gpu: pd.DataFrame, timeline: HostTimeline) -> tuple[np.ndarra
     return timeline.step_before(start), timeline.phase_before(start)
 
 
-def launched_before_recording(gpu: pd.DataFrame, host: pd.DataFrame) -> np.ndarray:
-    """Mask of GPU activities whose correlation id is older than every launch record of the
-    trace: launched before recording began (the last warm-up step), so in no measured step."""
+def launched_before_recording(gpu: pd.DataFrame, host: pd.DataFrame, found: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Mask of the GPU activities without a launch record (``~found``) that were launched before
+    recording began: a correlation id older than every launch record of the trace, or a start on
+    their stream before the first activity placed in a measured step there (stream order)."""
+    unmatched = ~found
+    before = np.zeros(len(gpu), dtype=bool)
     launches = host[(host["kind"] == "launch") & host["correlation"].notna()]
-    if len(launches) == 0:
-        return np.zeros(len(gpu), dtype=bool)
-    first = int(launches["correlation"].to_numpy(np.int64).min())
-    corr = gpu["correlation"]
-    return corr.notna().to_numpy() & (corr.to_numpy(dtype=np.int64, na_value=first) < first)
+    if len(launches):
+        first = int(launches["correlation"].to_numpy(np.int64).min())
+        corr = gpu["correlation"]
+        before |= corr.notna().to_numpy() & (corr.to_numpy(dtype=np.int64, na_value=first) < first)
+    start = gpu["start_ns"].to_numpy(np.int64)
+    stream = gpu["stream"].to_numpy(np.int64)
+    measured = found & (step >= 0)
+    for s in np.unique(stream[unmatched & ~before]):
+        placed = measured & (stream == s)
+        if placed.any():
+            before |= unmatched & (stream == s) & (start < start[placed].min())
+    return unmatched & before
 
 
 def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline):
@@ -219,7 +230,7 @@ def attribute(
         cs, cp, found, launch = by_correlation(gpu, host, timeline)
         step, phase = np.where(found, cs, step), np.where(found, cp, phase)
         method[found] = "correlation"
-        before = ~found & launched_before_recording(gpu, host)
+        before = launched_before_recording(gpu, host, found, cs)
         step, phase = np.where(before, -1, step), np.where(before, OTHER, phase)
         method[before] = "before-recording"
         if before.any():

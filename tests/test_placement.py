@@ -188,3 +188,21 @@ def test_placement_unknown_on_cpu_or_without_summaries(tmp_path):
     p = placement_of(load_run(write_run(tmp_path / "a", cpu * 2)))
     assert (p.ranks, p.gpus, p.shared_gpu, p.identity) == (2, None, None, "unknown")
     assert placement_of(None) is None
+
+
+# --- predict compares with no rehearsal ---------------------------------------------------------
+
+
+def test_predict_refuses_a_rehearsal_as_measured(tmp_path, sweep):
+    from dnabert_scaling.analysis.predict_compare import measured_from_metrics, measured_from_trace
+    from dnabert_scaling.metrics_schema import MetricsFile
+
+    same = "5c1a0b2e-1111-2222-3333-444455556666"
+    run = write_run(tmp_path, [new_rank(same) for _ in range(4)], rehearsal=True)
+    with pytest.raises(ArtifactError, match="ranks shared a GPU"):
+        measured_from_trace(run, profile=None)
+    m = with_placement(sweep, own_gpus_placement)
+    set_metric(m, 4, "traced.placement", rehearsal_placement(4))
+    measured = measured_from_metrics(MetricsFile.from_json(m, "", Path("metrics.json")))
+    assert sorted(measured) == [2, 8]  # world size 4 shared a GPU: not compared
+    assert measured[8]["placement"] == "8 rank(s) on 8 GPU(s), P2P"

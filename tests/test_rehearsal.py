@@ -134,3 +134,30 @@ def test_reference_run_refuses_bad_options(tmp_path):
         proc = subprocess.run(["bash", str(ROOT / "scripts" / "reference_run.sh"), *args], capture_output=True, text=True)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+@pytest.mark.parametrize(
+    "gpus, expected",
+    [
+        (0, {"smoke": None}),
+        (1, {"gpu": "1", "rehearsal": "1,2,4,8"}),
+        (2, {"gpu": "1,2", "rehearsal": "1,4,8"}),
+        (8, {"gpu": "1,2,4,8"}),
+    ],
+)
+def test_reproduce_rehearses_the_world_sizes_beyond_the_gpus(monkeypatch, tmp_path, gpus, expected):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reproduce_under_test", ROOT / "scripts" / "reproduce.py")
+    reproduce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproduce)
+    monkeypatch.setattr(reproduce, "gpus_here", lambda: gpus)
+    monkeypatch.setattr(reproduce, "slurm_gpus", lambda: (False, "no SLURM commands on PATH"))
+    args = argparse.Namespace(cpu=False, executor="auto", gpus="auto", tracer="auto")
+    sweeps, plan = reproduce.machine_sweeps(args, tmp_path)
+    got = {name: (cmd[cmd.index("--gpus") + 1] if name != "smoke" else None) for name, cmd in sweeps}
+    assert got == expected
+    for name, cmd in sweeps:
+        assert ("--rehearse" in cmd) == (name == "rehearsal")
+    if "rehearsal" in expected:
+        assert plan["rehearsed"] == [int(n) for n in expected["rehearsal"].split(",")[1:]]

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import PYTHON, ROOT
 from dnabert_scaling.run.sweep.driver import REHEARSAL_STEPS, REHEARSAL_WARMUP, rehearsal_options
+from dnabert_scaling.layout import NCCL_LOG
 from dnabert_scaling.run.train.placement import (
-    NCCL_LOG,
     gpu_identity,
     nccl_environment,
     nccl_transports,
@@ -45,14 +45,14 @@ def test_transports_from_an_nccl_log(tmp_path):
 
 
 def test_rehearsal_environment_gives_each_rank_its_own_host(tmp_path):
-    env0 = nccl_environment(0, tmp_path / "rank0", True, env={})
-    env1 = nccl_environment(1, tmp_path / "rank1", True, env={})
+    env0 = nccl_environment(0, tmp_path / "rank0" / NCCL_LOG, True, env={})
+    env1 = nccl_environment(1, tmp_path / "rank1" / NCCL_LOG, True, env={})
     assert env0["NCCL_HOSTID"] != env1["NCCL_HOSTID"] == rehearsal_host_id(1)
     assert env0["NCCL_SOCKET_IFNAME"] == "lo" and env0["NCCL_IB_DISABLE"] == "1"
     assert env0["NCCL_DEBUG"] == "INFO" and env0["NCCL_DEBUG_FILE"] == str(tmp_path / "rank0" / NCCL_LOG)
     assert "INIT" in env0["NCCL_DEBUG_SUBSYS"].split(",")
     # a study run: no host id of its own; the user's own NCCL logging is left alone
-    plain = nccl_environment(0, tmp_path / "rank0", False, env={"NCCL_DEBUG": "WARN"})
+    plain = nccl_environment(0, tmp_path / "rank0" / NCCL_LOG, False, env={"NCCL_DEBUG": "WARN"})
     assert plain == {}
     assert "NCCL_HOSTID" not in nccl_environment(0, None, False, env={})
 

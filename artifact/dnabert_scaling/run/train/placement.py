@@ -22,7 +22,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-NCCL_LOG = "nccl.log"
 # The channel lines ("Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0", "... via P2P/CUMEM/read",
 # "... via SHM/direct/direct") are INFO messages of NCCL's INIT subsystem (src/transport/*.cc).
 NCCL_SUBSYSTEMS = "INIT,NET"
@@ -35,16 +34,16 @@ def rehearsal_host_id(rank: int) -> str:
     return f"{socket.gethostname()}-rehearsal-rank{rank}"
 
 
-def nccl_environment(rank: int, rank_dir: Path | None, rehearse: bool, env: dict[str, str] | None = None) -> dict[str, str]:
-    """The variables this rank sets before ``init_process_group``: the NCCL log into ``rank_dir``
+def nccl_environment(rank: int, log: Path | None, rehearse: bool, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables this rank sets before ``init_process_group``: NCCL's INFO log into ``log``
     (unless None or the user chose NCCL's logging), and a rehearsal's own, which it needs as they are."""
     env = os.environ if env is None else env
     out: dict[str, str] = {}
-    if rank_dir is not None and "NCCL_DEBUG" not in env and "NCCL_DEBUG_FILE" not in env:
+    if log is not None and "NCCL_DEBUG" not in env and "NCCL_DEBUG_FILE" not in env:
         out.update(
             NCCL_DEBUG="INFO",
             NCCL_DEBUG_SUBSYS=env.get("NCCL_DEBUG_SUBSYS", NCCL_SUBSYSTEMS),
-            NCCL_DEBUG_FILE=str(rank_dir / NCCL_LOG),
+            NCCL_DEBUG_FILE=str(log),
         )
     if rehearse:
         out.update(NCCL_HOSTID=rehearsal_host_id(rank), NCCL_SOCKET_IFNAME="lo", NCCL_IB_DISABLE="1")

@@ -288,7 +288,7 @@ def _setup_process_group(r: _Rank) -> None:
     if r.args.rehearse:
         r.fallbacks.append(rehearsal_fallback())
     if r.use_ddp and r.device_type == "cuda":
-        os.environ.update(nccl_environment(r.info.rank, r.rank_dir, r.args.rehearse))
+        os.environ.update(nccl_environment(r.info.rank, RunLayout(r.args.out).nccl_log(r.info.rank), r.args.rehearse))
     if r.use_ddp:
         r.backend = init_process_group(r.info, r.device_type, r.args.dist_timeout)
 
@@ -440,9 +440,9 @@ def _write_summaries(r: _Rank, records: list[dict[str, Any]], wall_measured: flo
 
 def _placement(r: _Rank) -> dict[str, Any]:
     """Where this rank ran (GPU identity, host, visible devices) and the NCCL transports its log names."""
-    from dnabert_scaling.run.train.placement import NCCL_LOG, gpu_identity, nccl_transports
+    from dnabert_scaling.run.train.placement import gpu_identity, nccl_transports
 
-    log = r.rank_dir / NCCL_LOG
+    log = RunLayout(r.args.out).nccl_log(r.info.rank)
     try:
         identity = gpu_identity(r.device)
     except Exception as exc:  # the run is done; an unreadable identity makes the placement unknown, not the run failed

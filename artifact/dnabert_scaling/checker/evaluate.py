@@ -311,82 +311,77 @@ def _indicative_reason(ws: int, instead_of: list[int], why: str) -> str:
     return f"indicative only (world size {ws}, not the claim's {', '.join(map(str, instead_of))}): {why}"
 
 
+def _row(check: Check, world_size: Any, part: Part) -> dict[str, Any]:
+    """One check's record at one world size (or, for a trend, over several)."""
+    return {
+        "name": check.name,
+        "what": check.what,
+        "metric": check.metric,
+        "world_size": world_size,
+        "verdict": part.verdict,
+        "code": part.code,
+        "reason": part.reason,
+        "measured": _jsonable(part.measured),
+        "bounds": _jsonable(check.bounds()),
+        "runs": sorted(set(part.runs)),
+        **part.placement_key(),
+    }
+
+
+def _no_world_size_row(ctx: Context, check: Check) -> dict[str, Any]:
+    """A check none of whose world sizes was measured."""
+    return {
+        "name": check.name,
+        "what": check.what,
+        "metric": check.metric,
+        "world_size": None,
+        "verdict": NOT_RUN,
+        "code": "no_world_size",
+        "at_least": check.world_sizes.at_least,
+        "bounds": _jsonable(check.bounds()),
+        "measured": {},
+        "runs": [],
+        "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
+        f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})",
+    }
+
+
+def _add_indicative(ctx: Context, claim: Claim, check: Check, ws: int, indicative: list[dict]) -> None:
+    """The indicative figure standing in for world size ``ws``; one figure stands in for several
+    missing world sizes (C6: 4 and 8)."""
+    ind = _indicative(ctx, claim, check, ws)
+    same = next((i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None)
+    if same:
+        same["instead_of"].append(ws)
+        same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
+    elif ind:
+        indicative.append(ind)
+
+
 def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
     checks_out: list[dict] = []
     measured: dict[str, dict] = {}
     runs: list[str] = []
     indicative: list[dict] = []
     for check in claim.checks:
+        sizes = check.world_sizes.resolve(ctx.measured)
         if check.test == "monotone":
-            sizes = check.world_sizes.resolve(ctx.measured)
             part = evaluate_monotone(ctx, claim, check)
-            checks_out.append(
-                {
-                    "name": check.name,
-                    "what": check.what,
-                    "metric": check.metric,
-                    "world_size": sizes,
-                    "verdict": part.verdict,
-                    "code": part.code,
-                    "reason": part.reason,
-                    "measured": _jsonable(part.measured),
-                    "bounds": _jsonable(check.bounds()),
-                    "runs": sorted(set(part.runs)),
-                    **part.placement_key(),
-                }
-            )
+            checks_out.append(_row(check, sizes, part))
             measured.setdefault("trend", {})[check.metric] = _jsonable(part.measured)
             runs += part.runs
             continue
-        sizes = check.world_sizes.resolve(ctx.measured)
         if not sizes:
-            checks_out.append(
-                {
-                    "name": check.name,
-                    "what": check.what,
-                    "metric": check.metric,
-                    "world_size": None,
-                    "verdict": NOT_RUN,
-                    "code": "no_world_size",
-                    "at_least": check.world_sizes.at_least,
-                    "bounds": _jsonable(check.bounds()),
-                    "measured": {},
-                    "runs": [],
-                    "reason": f"no measured world size is {check.world_sizes.describe().replace('every measured world size ', '')} "
-                    f"(measured: {', '.join(map(str, ctx.measured)) or 'none'})",
-                }
-            )
+            checks_out.append(_no_world_size_row(ctx, check))
             continue
         for ws in sizes:
             part = evaluate_at(ctx, claim, check, ws)
-            checks_out.append(
-                {
-                    "name": check.name,
-                    "what": check.what,
-                    "metric": check.metric,
-                    "world_size": ws,
-                    "verdict": part.verdict,
-                    "code": part.code,
-                    "reason": part.reason,
-                    "measured": _jsonable(part.measured),
-                    "bounds": _jsonable(check.bounds()),
-                    "runs": sorted(set(part.runs)),
-                    **part.placement_key(),
-                }
-            )
+            checks_out.append(_row(check, ws, part))
             if part.measured:
                 measured.setdefault(str(ws), {}).update(_jsonable(part.measured))
             runs += part.runs
             if claim.indicative and part.verdict == NOT_RUN and _entry(ctx.metrics, ws) is None:
-                ind = _indicative(ctx, claim, check, ws)
-                same = next(
-                    (i for i in indicative if ind and (i["check"], i["world_size"]) == (ind["check"], ind["world_size"])), None
-                )
-                if same:  # one figure stands in for several missing world sizes (C6: 4 and 8)
-                    same["instead_of"].append(ws)
-                    same["reason"] = _indicative_reason(same["world_size"], same["instead_of"], same["why"])
-                elif ind:
-                    indicative.append(ind)
+                _add_indicative(ctx, claim, check, ws, indicative)
     verdicts = {c["verdict"] for c in checks_out}
     verdict = next(v for v in PRECEDENCE if v in verdicts)
     # the reason: the parts that decided the verdict first, then the rest

@@ -65,37 +65,54 @@ def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
     import torch.distributed as dist
-
-    from dnabert_scaling import provenance
-    from dnabert_scaling.run.train.distributed import init_process_group, rank_info
 
     from dnabert_scaling.outputs import writable_file
 
     writable_file(args.out, "--out")
-    info = rank_info()
-    if info.world_size < 2:
-        raise ArtifactError("busbw needs at least 2 ranks (start it under torchrun or srun)")
-    cuda = torch.cuda.is_available() and args.device != "cpu"
-    if args.device == "cuda" and not cuda:
-        raise ArtifactError("--device cuda: no CUDA device is visible")
-    device_type = "cuda" if cuda else "cpu"
-    if cuda:
-        from dnabert_scaling.run.train.placement import nccl_environment
-
-        torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
-        os.environ.update(nccl_environment(info.rank, None, args.rehearse))
-    backend = init_process_group(info, device_type, args.dist_timeout)
+    info, device, backend = _setup(args)
     if args.sizes_mb:
         sizes = [max(4, int(x * 1024 * 1024)) for x in args.sizes_mb]
         source = "given"
     else:
         sizes = ddp_bucket_bytes(args.model, args.bucket_cap_mb)
         source = sizes_source(args.model, args.bucket_cap_mb)
-    unique = sorted(set(sizes))
+    rows = _measure(args, sorted(set(sizes)), device, info.world_size)
+    if info.rank == 0:
+        _write(args, rows, sizes, source, backend, device.type, info.world_size)
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+def _setup(args: argparse.Namespace):
+    """This rank, its device (a GPU by local rank, round-robin; else the CPU) and the process group."""
+    import torch
+
+    from dnabert_scaling.run.train.distributed import init_process_group, rank_info
+
+    info = rank_info()
+    if info.world_size < 2:
+        raise ArtifactError("busbw needs at least 2 ranks (start it under torchrun or srun)")
+    cuda = torch.cuda.is_available() and args.device != "cpu"
+    if args.device == "cuda" and not cuda:
+        raise ArtifactError("--device cuda: no CUDA device is visible")
+    if cuda:
+        from dnabert_scaling.run.train.placement import nccl_environment
+
+        torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
+        os.environ.update(nccl_environment(info.rank, None, args.rehearse))
+    backend = init_process_group(info, "cuda" if cuda else "cpu", args.dist_timeout)
     device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
-    n = info.world_size
+    return info, device, backend
+
+
+def _measure(args: argparse.Namespace, unique: list[int], device, n: int) -> list[dict]:
+    """Per message size: the median all_reduce time of the slowest rank, algbw and busbw."""
+    import torch
+    import torch.distributed as dist
+
+    cuda = device.type == "cuda"
     rows = []
     for size in unique:
         buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
@@ -120,32 +137,33 @@ def run(args: argparse.Namespace) -> int:
         med = float(t.item())
         algbw = buf.numel() * 4 / med
         rows.append({"bytes": buf.numel() * 4, "median_s": med, "algbw_Bps": algbw, "busbw_Bps": algbw * 2 * (n - 1) / n})
-    if info.rank == 0:
-        total = sum(sizes)
-        by_size = {r["bytes"]: r for r in rows}
-        ideal = sum(by_size[max(1, s // 4) * 4]["median_s"] for s in sizes)
-        out = {
-            "world_size": n,
-            "backend": backend,
-            "device_type": device_type,
-            "rehearsal": bool(args.rehearse),
-            "sizes_source": source,
-            "bucket_bytes": sizes,
-            "gradient_bytes": total,
-            "sizes": rows,
-            # time one step's buckets need when each runs alone at the measured speed
-            "step_allreduce_s": ideal,
-            "busbw_Bps_median": statistics.median(r["busbw_Bps"] for r in rows),
-            "provenance": provenance.collect(device_type),
-        }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=2) + "\n")
-        for r in rows:
-            print(
-                f"busbw ws={n} {r['bytes'] / 2**20:8.2f} MiB: {r['median_s'] * 1e6:9.1f} us, "
-                f"algbw {r['algbw_Bps'] / 1e9:7.2f} GB/s, busbw {r['busbw_Bps'] / 1e9:7.2f} GB/s",
-                file=sys.stderr,
-            )
-    dist.barrier()
-    dist.destroy_process_group()
-    return 0
+    return rows
+
+
+def _write(args: argparse.Namespace, rows: list[dict], sizes: list[int], source: str, backend, device_type: str, n: int) -> None:
+    """Rank 0: the JSON result and one line per size on stderr."""
+    from dnabert_scaling import provenance
+
+    by_size = {r["bytes"]: r for r in rows}
+    out = {
+        "world_size": n,
+        "backend": backend,
+        "device_type": device_type,
+        "rehearsal": bool(args.rehearse),
+        "sizes_source": source,
+        "bucket_bytes": sizes,
+        "gradient_bytes": sum(sizes),
+        "sizes": rows,
+        # time one step's buckets need when each runs alone at the measured speed
+        "step_allreduce_s": sum(by_size[max(1, s // 4) * 4]["median_s"] for s in sizes),
+        "busbw_Bps_median": statistics.median(r["busbw_Bps"] for r in rows),
+        "provenance": provenance.collect(device_type),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    for r in rows:
+        print(
+            f"busbw ws={n} {r['bytes'] / 2**20:8.2f} MiB: {r['median_s'] * 1e6:9.1f} us, "
+            f"algbw {r['algbw_Bps'] / 1e9:7.2f} GB/s, busbw {r['busbw_Bps'] / 1e9:7.2f} GB/s",
+            file=sys.stderr,
+        )

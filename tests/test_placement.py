@@ -206,3 +206,45 @@ def test_predict_refuses_a_rehearsal_as_measured(tmp_path, sweep):
     measured = measured_from_metrics(MetricsFile.from_json(m, "", Path("metrics.json")))
     assert sorted(measured) == [2, 8]  # world size 4 shared a GPU: not compared
     assert measured[8]["placement"] == "8 rank(s) on 8 GPU(s), P2P"
+
+
+# --- a rehearsal-shaped set, from traces to verdicts -----------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_rehearsal_shaped_set_from_traces_to_verdicts(tmp_path):
+    """Synthetic multi-rank Score-P traces (tools/synth) in run folders whose ranks all name one GPU
+    UUID, as a rehearsal on one GPU writes them: analyze records the placement, check judges C1 and
+    C2's structure and makes the magnitude claims INVALID (shared_gpu), with the placement in the reason."""
+    from dnabert_scaling.cli import main
+    from dnabert_scaling.tools.synth import BucketModel, write_bucket_run
+
+    sweep = tmp_path / "sweep"
+    same = "5c1a0b2e-1111-2222-3333-444455556666"
+    for n in (1, 2, 4, 8):
+        run = sweep / f"ws{n}-scorep-r0"
+        write_bucket_run(run, n, BucketModel(alpha_ns=20_000, busbw_Bps=200e9, contention=1.1))
+        ranks = [new_rank(same, transports=("NET/Socket",) if n > 1 else ()) for _ in range(n)]
+        write_run(tmp_path / "tmpl", ranks, rehearsal=True)  # the rank summaries, then moved into place
+        template = tmp_path / "tmpl" / f"ws{n}-torch-r0"
+        summary = json.loads((template / "summary.json").read_text()) | {"tracer": "scorep"}
+        (run / "summary.json").write_text(json.dumps(summary))
+        for r in range(n):
+            (run / f"rank{r}").mkdir()
+            (template / f"rank{r}" / "summary.json").rename(run / f"rank{r}" / "summary.json")
+    results = tmp_path / "results"
+    assert main(["analyze", str(sweep), "--out", str(results)]) == 0
+    metrics = json.loads((results / "metrics.json").read_text())
+    p8 = metrics["world_sizes"]["8"]["traced"]["placement"]
+    assert (p8["gpus"], p8["ranks_per_gpu"], p8["shared_gpu"], p8["transports"], p8["rehearsal"]) == (
+        1, 8, True, ["NET/Socket"], True
+    )  # fmt: skip
+    main(["check", str(results), "--expected", str(CLAIMS_FILE), "--quiet"])
+    out = {c["id"]: c for c in json.loads((results / "verdicts.json").read_text())["claims"]}
+    structural = [c for c in out["C2"]["checks"] if c["name"] in ("allreduce_present", "own_stream")]
+    assert structural and all(c["verdict"] == PASS for c in structural), [c["reason"] for c in structural]
+    for cid in ("C3", "C4", "C5", "C6"):
+        assert out[cid]["verdict"] == INVALID and "ranks shared a GPU" in out[cid]["reason"], out[cid]["reason"]
+    assert out["C1"]["verdict"] == PASS  # world size 1: one rank on its GPU, no NCCL kernel
+    assert out["C2"]["verdict"] == INVALID  # its share_grows rests on magnitudes
+    assert next(c for c in out["C2"]["checks"] if c["name"] == "share_grows")["code"] == "shared_gpu"

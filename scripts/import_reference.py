@@ -72,7 +72,7 @@ def import_sweep(src: Path, dst: Path) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("source", type=Path, help="reference_run.sh output folder, or a .tar.gz of it")
+    p.add_argument("source", type=Path, help="reference_run.sh output folder, or a tarball of it (.tar.gz, .tar.xz)")
     p.add_argument("--name", required=True, help="label of the machine, e.g. h200")
     p.add_argument("--dest", type=Path, default=ROOT / "expected" / "reference")
     p.add_argument("--bench-label", default="bench", help="benchmarks go to <name>-<bench-label>/ (default bench)")
@@ -102,11 +102,12 @@ def main(argv=None) -> int:
             rec = import_sweep(sweep, target)
             print(f"imported {sweep.name} -> {target} ({len(rec['files'])} files)")
         bench = targets[-1]
-        bench.mkdir(parents=True)
-        for name in BENCH_FILES:
-            if (src / name).is_file():
+        present = [name for name in BENCH_FILES if (src / name).is_file()]
+        if present:
+            bench.mkdir(parents=True)
+            for name in present:
                 shutil.copy2(src / name, bench / name)
-        print(f"imported benchmarks -> {bench}")
+            print(f"imported benchmarks -> {bench}")
     return 0
 
 

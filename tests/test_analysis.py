@@ -103,6 +103,44 @@ def test_attribution_by_correlation():
     assert att.main_method == "correlation"
 
 
+def test_work_launched_before_recording_is_in_no_measured_step():
+    """A trace whose recording began at the first measured step: the last warm-up step's kernels
+    (an NCCL AllReduce among them) still run into step 0, but their launches are not in the trace.
+    Their correlation ids are older than every recorded launch: in no measured step (the time
+    window alone would put them in step 0)."""
+    leftover = [
+        ("w1", 7, "kernel", "compute", None, 1, 3, 3, -30),
+        ("w_ar", 20, "kernel", "nccl", "AllReduce", 1, 9, 4, -25),
+        ("w2", 7, "kernel", "compute", None, 3, 5, 5, -20),
+    ]
+    rows = leftover + GPU[1:]
+    tr = make_trace(gpu_rows=rows)
+    recorded = tr.host["correlation"].notna() & ~tr.host["correlation"].isin([3, 4, 5])  # launched before recording
+    tr = Trace(tr.gpu, tr.host[recorded | (tr.host["kind"] != "launch")].reset_index(drop=True), tr.meta)
+    att = attribute(tr.gpu, tr.host)
+    names = tr.gpu["name"].tolist()
+    by_name = {n: (int(s), str(m)) for n, s, m in zip(names, att.step, att.method) if n.startswith("w")}
+    assert by_name == {"w1": (-1, "before-recording"), "w_ar": (-1, "before-recording"), "w2": (-1, "before-recording")}
+    assert any("3 GPU activities launched before recording began" in n for n in att.notes)
+    window = attribute(tr.gpu, tr.host, prefer="time-window")  # what the old fallback did
+    assert {int(s) for n, s in zip(names, window.step) if n.startswith("w")} == {0}
+    # step 0 keeps exactly its own work: one AllReduce per step, as the steps after it
+    ar_steps = sorted(int(s) for n, s in zip(names, att.step) if n in ("ar", "w_ar"))
+    assert ar_steps == [-1, 0, 1]
+    # without a correlation id (CUPTI gives 0 or none to work launched before it was enabled), the
+    # stream order tells: each ran on its stream before the first kernel of step 0 there
+    gpu = tr.gpu.copy()
+    gpu["correlation"] = gpu["correlation"].mask(gpu["name"].str.startswith("w"))
+    att3 = attribute(gpu, tr.host)
+    assert {n: int(s) for n, s in zip(names, att3.step) if n.startswith("w")} == {"w1": -1, "w_ar": -1, "w2": -1}
+    assert {str(m) for n, m in zip(names, att3.method) if n.startswith("w")} == {"before-recording"}
+    # an activity whose launch is missing for another reason (a newer id, after step 0's first
+    # kernel on its stream) still gets the time window
+    tr2 = make_trace(drop_launch=3)
+    att2 = attribute(tr2.gpu, tr2.host)
+    assert att2.method[3] == "time-window" and int(att2.step[3]) == 0
+
+
 def test_partition_per_step_by_hand():
     tr = make_trace()
     att = attribute(tr.gpu, tr.host)

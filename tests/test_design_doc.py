@@ -159,7 +159,7 @@ def layout_run_paths() -> set[str]:
     root = Path("/run")
     run = RunLayout(root)
     files = [run.summary, run.manifest, run.config, run.launcher_log, run.steps(R), run.rank_summary(R), run.rank_error(R)]
-    files += [run.kineto_trace(R)]
+    files += [run.kineto_trace(R), run.nccl_log(R)]
     dirs = [run.traces, run.logs, run.scorep_dir(R), root / layout.SYNTHETIC_DATA]
     return {_rel(p, root, False) for p in files} | {_rel(p, root, True) for p in dirs}
 

@@ -192,3 +192,33 @@ def test_one_rank_has_no_skew():
     from test_analysis import make_trace as full_trace
 
     assert analyze_trace(full_trace(), 1, 2, "hand").metrics.rank_skew is None
+
+
+def test_the_three_nccl_kernels_of_a_ddp_step_are_named_apart():
+    """Per step DDP runs one f32 AllReduce per gradient bucket, one u32 AllReduce (the used-parameter
+    map of find_unused_parameters) and one Broadcast (broadcast_buffers): the ranking and the kernel
+    classes name them apart, and the AllReduce metrics (C2-C4) count the gradient sync alone."""
+    from test_analysis import GPU
+
+    grad = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    rows = [(grad, *g[1:]) if g[0] == "ar" else g for g in GPU]
+    rows += [  # step 0: the map (4 ns) and the broadcast (3 ns), on the NCCL stream before the buckets
+        ("ncclDevKernel_AllReduce_Sum_u32_RING_LL", 20, "kernel", "nccl", "AllReduce", 40, 44, 30, 31),
+        ("ncclDevKernel_Broadcast_RING_LL", 20, "kernel", "nccl", "Broadcast", 12, 15, 31, 3),
+    ]
+    tr = make_trace(gpu_rows=rows)
+    att = attribute(tr.gpu, tr.host)
+    ranking = partition.ranking(tr.gpu, att).set_index("activity")
+    assert ranking.loc["nccl:AllReduce", "count"] == 2 and ranking.loc["nccl:AllReduce", "sum_ns"] == 50 + 45
+    assert ranking.loc["nccl:AllReduce(int)", "count"] == 1 and ranking.loc["nccl:Broadcast", "count"] == 1
+    classes = set(kernel_classes.classify(tr.gpu, att))
+    assert {"nccl:AllReduce", "nccl:AllReduce(int)", "nccl:Broadcast"} <= classes
+    steps = partition.rank_step_table(tr.gpu, att, partition.step_windows(tr.gpu, att, 2))
+    assert steps["allreduce_kernels"].tolist() == [1, 1]  # the gradient sync only
+    assert steps["allreduce_kernel_s"].tolist() == pytest.approx([50e-9, 45e-9])
+    assert steps["nccl_kernels"].tolist() == [3, 1]  # every NCCL kernel still counts as communication
+    from dnabert_scaling.traces.classify import NCCL_ROLES, is_integer_collective
+
+    assert "gradient sync" in NCCL_ROLES["AllReduce"] and "find_unused_parameters" in NCCL_ROLES["AllReduce(int)"]
+    assert is_integer_collective("ncclKernel_AllReduce_RING_LL_Sum_uint32_t")
+    assert not is_integer_collective("ncclKernel_AllReduce_RING_LL_Sum_float") and not is_integer_collective(grad)

@@ -20,6 +20,7 @@ SUMMARY = "summary.json"
 MANIFEST = "manifest.json"
 STEPS = "steps.jsonl"
 ERROR = "error.txt"
+NCCL_LOG = "nccl.log"  # a CUDA rank's NCCL INFO log (run/train/placement.py)
 CONFIG = "config.json"
 SYNTHETIC_DATA = "synthetic-data"
 TRACES = "traces"
@@ -112,6 +113,9 @@ class RunLayout:
 
     def rank_error(self, rank: int) -> Path:
         return self.rank_dir(rank) / ERROR
+
+    def nccl_log(self, rank: int) -> Path:
+        return self.rank_dir(rank) / NCCL_LOG
 
     def kineto_trace(self, rank: int, gz: bool = True) -> Path:
         return self.traces / f"rank{int(rank)}.json{'.gz' if gz else ''}"

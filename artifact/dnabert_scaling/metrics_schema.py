@@ -412,6 +412,22 @@ class TraceInput(Record):
 
 
 @dataclass(kw_only=True)
+class Placement(Record):
+    """Where the traced run's ranks ran (``analysis/placement.py``): GPUs and hosts, ranks per GPU,
+    how a GPU was told apart (``uuid``, ``host+visible+index`` for runs recorded without a UUID, or
+    ``unknown``), the NCCL transports the ranks' logs name, and whether the run was a rehearsal."""
+
+    ranks: int
+    hosts: int | None = None
+    gpus: int | None = None
+    ranks_per_gpu: int | None = None
+    shared_gpu: bool | None = None
+    identity: str = "unknown"
+    transports: list[str] = field(default_factory=list)
+    rehearsal: bool = False
+
+
+@dataclass(kw_only=True)
 class Traced(Record):
     """The traced run a world size's GPU figures come from."""
 
@@ -422,6 +438,7 @@ class Traced(Record):
     device_type: str | None = None
     ranks: list[int] = field(default_factory=list)
     measured_steps: int | None = None
+    placement: Placement | None = None
     gpu: GpuMetrics | None = None
     gpu_not_run_reason: str | None = None
     completeness: Completeness | None = None
@@ -531,6 +548,7 @@ RECORDS: tuple[type[Record], ...] = (
     WorldSizeEntry,
     Traced,
     TraceInput,
+    Placement,
     Sanity,
     Completeness,
     RankCompleteness,

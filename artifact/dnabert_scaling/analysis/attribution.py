@@ -19,6 +19,15 @@ Host step windows tile the measured part of the run: step k owns host time from 
 the next step's start (the last step: to its end), so host work between the marked ranges (the
 next batch's copy, for instance) belongs to a step too. Launches before the first measured step
 (warm-up) or after the last one are not attributed (step -1).
+
+That rule holds for work whose launch the trace did not record, too: torch.profiler starts
+recording at the first measured step, and the GPU work the last warm-up step launched is still
+running then (hundreds of activities per rank, NCCL kernels among them). An activity without a
+launch record was launched before recording began when its correlation id is older than every
+launch the trace holds (CUPTI numbers the calls in order), or when it ran on its stream before the
+first activity of a measured step there (a stream runs its work in launch order; a launch inside
+the measured steps is recorded). Such activities belong to no measured step (method
+``before-recording``), rather than to measured step 0, where the time window would put them.
 """
 
 from __future__ import annotations
@@ -105,7 +114,7 @@ class Attribution:
 
     step: np.ndarray
     phase: np.ndarray
-    method: np.ndarray  # per activity: "correlation" | "stream-order" | "time-window"
+    method: np.ndarray  # per activity: "correlation" | "before-recording" | "stream-order" | "time-window"
     notes: list[str] = field(default_factory=list)
     # per activity: host time (ns) of the call that launched it, -1 where no method knows it
     # (time-window placement has no launch); used by ``idle`` to tell host wait from kernel wait
@@ -128,6 +137,27 @@ def _by_launch_time(timeline: HostTimeline, launch_t: np.ndarray) -> tuple[np.nd
 def by_time_window(gpu: pd.DataFrame, timeline: HostTimeline) -> tuple[np.ndarray, np.ndarray]:
     start = gpu["start_ns"].to_numpy(np.int64)
     return timeline.step_before(start), timeline.phase_before(start)
+
+
+def launched_before_recording(gpu: pd.DataFrame, host: pd.DataFrame, found: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Mask of the GPU activities without a launch record (``~found``) that were launched before
+    recording began: a correlation id older than every launch record of the trace, or a start on
+    their stream before the first activity placed in a measured step there (stream order)."""
+    unmatched = ~found
+    before = np.zeros(len(gpu), dtype=bool)
+    launches = host[(host["kind"] == "launch") & host["correlation"].notna()]
+    if len(launches):
+        first = int(launches["correlation"].to_numpy(np.int64).min())
+        corr = gpu["correlation"]
+        before |= corr.notna().to_numpy() & (corr.to_numpy(dtype=np.int64, na_value=first) < first)
+    start = gpu["start_ns"].to_numpy(np.int64)
+    stream = gpu["stream"].to_numpy(np.int64)
+    measured = found & (step >= 0)
+    for s in np.unique(stream[unmatched & ~before]):
+        placed = measured & (stream == s)
+        if placed.any():
+            before |= unmatched & (stream == s) & (start < start[placed].min())
+    return unmatched & before
 
 
 def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline):
@@ -200,7 +230,14 @@ def attribute(
         cs, cp, found, launch = by_correlation(gpu, host, timeline)
         step, phase = np.where(found, cs, step), np.where(found, cp, phase)
         method[found] = "correlation"
-        missing = int((~found).sum())
+        before = launched_before_recording(gpu, host, found, cs)
+        step, phase = np.where(before, -1, step), np.where(before, OTHER, phase)
+        method[before] = "before-recording"
+        if before.any():
+            notes.append(
+                f"{int(before.sum())} GPU activities launched before recording began (the last warm-up step): in no measured step"
+            )
+        missing = int((~found & ~before).sum())
         if missing:
             notes.append(f"{missing} GPU activities without a matching launch record: time-window attribution")
         return Attribution(step, phase.astype(np.int8), method, notes, launch)

@@ -6,7 +6,10 @@ of one kind together so the comparison is like for like. Each activity gets the 
 whose rule matches (the rules read the demangled name of ``traces.classify``):
 
 1. ``nccl:<Collective>``: NCCL kernels (category ``nccl``), by collective (``nccl:unknown``
-   when neither the name nor the trace says which).
+   when neither the name nor the trace says which); the three of a DDP step are
+   ``nccl:AllReduce`` (the gradient sync, one per bucket), ``nccl:AllReduce(int)`` (the
+   used-parameter map of ``find_unused_parameters``) and ``nccl:Broadcast`` (``broadcast_buffers``),
+   see ``traces.classify.NCCL_ROLES``.
 2. ``copy/memset``: copies and memsets (kind ``memcpy`` / ``memset``).
 3. ``optimizer``: compute kernels launched during the optimizer phase (``ds:optimizer``: the
    update, gradient clipping, zeroing), and anywhere the fused/foreach optimizer kernels
@@ -34,9 +37,12 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling.analysis.attribution import PHASE_CODES, Attribution
+from dnabert_scaling.traces.classify import nccl_activity
 
 RULE_SUMMARY = (
-    "first match wins, case-insensitive on the demangled name: NCCL kernels by collective; copies and memsets; "
+    "first match wins, case-insensitive on the demangled name: NCCL kernels by collective (nccl:AllReduce the "
+    "gradient sync, nccl:AllReduce(int) the used-parameter map of find_unused_parameters, nccl:Broadcast the "
+    "buffer broadcast); copies and memsets; "
     "optimizer: compute kernels launched in the optimizer phase and multi_tensor_apply/adam/sgd kernels; attention: "
     "flash, fmha, sdpa, attention, cuDNN fused-attention helpers; GEMM: gemm, nvjet, cutlass, cublas, xmma, wgmma, "
     "matmul; normalisation: layer/batch/group/RMS norm, GammaBeta; reduction/softmax: reduce_kernel, softmax, "
@@ -81,7 +87,7 @@ def classify(gpu: pd.DataFrame, att: Attribution | None = None) -> np.ndarray:
         out[(cat == "compute") & (att.phase == PHASE_CODES["optimizer"])] = "optimizer"
     out[kind != "kernel"] = "copy/memset"
     nccl = cat == "nccl"
-    out[nccl] = ["nccl:" + (c if isinstance(c, str) else "unknown") for c in coll[nccl]]
+    out[nccl] = [nccl_activity(n, c) for n, c in zip(names[nccl], coll[nccl])]
     return out
 
 

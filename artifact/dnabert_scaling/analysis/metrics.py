@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from dnabert_scaling.analysis import completeness
+from dnabert_scaling.analysis.placement import placement_of
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
 from dnabert_scaling.analysis.stats import stat
 from dnabert_scaling.analysis.trace_metrics import TracedResult, analyze_trace
@@ -188,6 +189,7 @@ def _traced(src: _TraceSource, ws: int, read_traces, bound: float, tables: dict[
         trace_mode=src.run_info.summary.get("trace_mode") if src.run_info else None,
         device_type=src.device_type,
         measured_steps=src.expected_steps,
+        placement=placement_of(src.run_info),
         sanity=sanity,
     )
     if not src.paths:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.attribution import PHASES, Attribution
+from dnabert_scaling.traces.classify import is_integer_collective, nccl_activity
 
 NS = 1e-9
 
@@ -108,7 +109,7 @@ def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd
         return np.bincount(k[m], weights=w, minlength=steps)[:steps]
 
     is_nccl_kernel = (cat == "nccl") & (kind == "kernel")
-    is_allreduce = is_nccl_kernel & (coll == "AllReduce")
+    is_allreduce = gradient_allreduce(gpu)
     table = {
         "step": np.arange(steps),
         "valid": valid,
@@ -195,8 +196,20 @@ def activity_key(gpu: pd.DataFrame) -> np.ndarray:
     cat = gpu["category"].astype(str).to_numpy()
     key = names.astype(object).copy()
     nccl = cat == "nccl"
-    key[nccl] = ["nccl:" + (c if isinstance(c, str) else "unknown") for c in coll[nccl]]
+    key[nccl] = [nccl_activity(n, c) for n, c in zip(names[nccl], coll[nccl])]
     return key
+
+
+def gradient_allreduce(gpu: pd.DataFrame) -> np.ndarray:
+    """Mask of the gradient-sync AllReduce kernels: NCCL AllReduce kernels, without the integer
+    all-reduce of ``find_unused_parameters`` (``traces.classify.nccl_activity``). C2-C4 rest on it."""
+    cat = gpu["category"].astype(str).to_numpy()
+    kind = gpu["kind"].astype(str).to_numpy()
+    coll = gpu["collective"].astype(object).to_numpy()
+    names = gpu["name"].astype(str).to_numpy()
+    mask = (cat == "nccl") & (kind == "kernel") & (coll == "AllReduce")
+    mask[mask] = [not is_integer_collective(n) for n in names[mask]]
+    return mask
 
 
 def ranking(gpu: pd.DataFrame, att: Attribution) -> pd.DataFrame:

@@ -21,15 +21,35 @@ def _medians(gpu: GpuMetrics) -> dict[str, float | None]:
     return {k: (s.median if (s := getattr(gpu, k)) else None) for k in FIGURES}
 
 
+SHARED_GPU = (
+    "its ranks shared a GPU (a rehearsal): the timings describe ranks time-slicing one GPU over loopback "
+    "sockets, not a multi-GPU run a prediction could be compared with"
+)
+
+
 def measured_from_metrics(metrics: MetricsFile) -> dict[int, dict[str, Any]]:
-    """Measured per world size (> 1) from a metrics.json: the medians the prediction is judged by."""
+    """Measured per world size (> 1) from a metrics.json: the medians the prediction is judged by.
+    A world size whose ranks shared a GPU is left out (``SHARED_GPU``), and says so on stderr."""
+    import sys
+
     out: dict[int, dict[str, Any]] = {}
     for key, entry in metrics.world_sizes.items():
         gpu = entry.traced.gpu if entry.traced else None
         if not gpu or int(key) < 2:
             continue
-        out[int(key)] = _medians(gpu) | {"source": "metrics.json"}
+        placement = entry.traced.placement if entry.traced else None
+        if placement is not None and (placement.shared_gpu or placement.rehearsal):
+            print(f"predict: world size {key} is not compared: {SHARED_GPU}", file=sys.stderr)
+            continue
+        out[int(key)] = _medians(gpu) | {"source": "metrics.json", "placement": _placement_label(placement)}
     return out
+
+
+def _placement_label(placement) -> str:
+    if placement is None or placement.gpus is None:
+        return "placement not recorded: one GPU per rank assumed"
+    transports = ", ".join(placement.transports) or "NCCL transport not recorded"
+    return f"{placement.ranks} rank(s) on {placement.gpus} GPU(s), {transports}"
 
 
 def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, Any]]:
@@ -39,15 +59,22 @@ def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, An
     from dnabert_scaling.analysis.runs import is_run_dir, load_run, trace_paths
     from dnabert_scaling.traces import read_run_traces
 
+    from dnabert_scaling.analysis.placement import placement_of
+
     path = Path(path)
     if not path.exists():
         raise ArtifactError("--measured: does not exist", path)
-    trace = read_run_traces(trace_paths(load_run(path)) if is_run_dir(path) else path)
+    run = load_run(path) if is_run_dir(path) else None
+    placement = placement_of(run)
+    if placement is not None and (placement.shared_gpu or placement.rehearsal):
+        raise ArtifactError(f"--measured: refused: {SHARED_GPU}", path)
+    trace = read_run_traces(trace_paths(run) if run is not None else path)
     n = len(trace.rank_ids)
     if n < 2:
         raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)
     return n, _medians(analyze_trace(trace, n, None, str(path)).metrics) | {
         "source": str(path),
+        "placement": _placement_label(placement),
         "contention": contention_from_trace(trace, profile),
     }
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dnabert_scaling.metrics_schema import RankSkew
+from dnabert_scaling.analysis.partition import gradient_allreduce
 
 COMMON = "common"
 PER_RANK = "per-rank step start"
@@ -28,11 +29,8 @@ PER_RANK = "per-rank step start"
 def allreduce_starts(gpu, att, windows) -> dict[int, np.ndarray]:
     """Per measured step (window index): the sorted start times (ns) of its AllReduce kernels."""
     ws, _, valid = windows
-    cat = gpu["category"].astype(str).to_numpy()
-    kind = gpu["kind"].astype(str).to_numpy()
-    coll = gpu["collective"].astype(object).to_numpy()
     start = gpu["start_ns"].to_numpy(np.int64)
-    mask = (cat == "nccl") & (kind == "kernel") & (coll == "AllReduce") & (att.step >= 0)
+    mask = gradient_allreduce(gpu) & (att.step >= 0)
     out = {}
     for k in np.flatnonzero(valid):
         out[int(k)] = np.sort(start[mask & (att.step == k)])

@@ -11,6 +11,7 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
 from dnabert_scaling.checker.metric_paths import _metric_node, metric_kinds
+from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Check:
     max_drop_rel: float | None = None
     min_points: int = 2
     report: tuple[str, ...] = ()
+    rests_on: str = "magnitude"  # "structure": still judged where ranks shared a GPU (checker/placement.py)
 
     def bounds(self) -> dict[str, Any]:
         out: dict[str, Any] = {"test": self.test}
@@ -105,6 +107,7 @@ _CHECK_KEYS = {
     "max_drop_rel",
     "min_points",
     "report",
+    "rests_on",
 }
 _TEST_KEYS = {
     "range": {"lo", "hi"},
@@ -113,7 +116,7 @@ _TEST_KEYS = {
     "monotone": {"max_drop_rel", "min_points"},
 }
 _TOP_KEYS = {"schema", "paper", "notes", "claim", "sanity"}
-_SANITY_BOUND_KEYS = {"trace_complete": {"min_found_share", "rationale"}}
+_SANITY_BOUND_KEYS = {"trace_complete": {"min_found_share", "rationale"}, "one_gpu_per_rank": {"rationale"}}
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,13 @@ def _parse_sanity(raw: Any, path: Path) -> SanityBounds:
         raise ArtifactError(f"[sanity.trace_complete]: min_found_share must be a number in (0, 1], not {share!r}", path)
     if not isinstance(tc.get("rationale"), str) or not tc["rationale"].strip():
         raise ArtifactError("[sanity.trace_complete]: missing field 'rationale' (why this bound)", path)
-    return SanityBounds(float(share), {"trace_complete": " ".join(tc["rationale"].split())}, str(path))
+    rationale = {"trace_complete": " ".join(tc["rationale"].split())}
+    one_gpu = raw.get("one_gpu_per_rank")
+    if one_gpu is not None:
+        if not isinstance(one_gpu, dict) or set(one_gpu) != {"rationale"} or not str(one_gpu["rationale"]).strip():
+            raise ArtifactError("[sanity.one_gpu_per_rank]: needs exactly one key, 'rationale' (a non-empty string)", path)
+        rationale["one_gpu_per_rank"] = " ".join(str(one_gpu["rationale"]).split())
+    return SanityBounds(float(share), rationale, str(path))
 
 
 def load_sanity_bounds(path: str | Path) -> SanityBounds:
@@ -242,6 +251,9 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 2:
             raise ArtifactError(f"{where}: min_points must be an integer >= 2", path)
     ws = _parse_world_sizes(raw["world_sizes"], where, path) if "world_sizes" in raw else claim_ws
+    rests_on = raw.get("rests_on", MAGNITUDE)
+    if rests_on not in RESTS_ON:
+        raise ArtifactError(f"{where}: rests_on must be one of {', '.join(RESTS_ON)}, not {rests_on!r}", path)
     return Check(
         name=str(raw.get("name") or f"check{index + 1}"),
         what=raw["what"].strip(),
@@ -256,6 +268,7 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         max_drop_rel=drop,
         min_points=min_points,
         report=tuple(report),
+        rests_on=rests_on,
     )
 
 

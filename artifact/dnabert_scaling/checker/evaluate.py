@@ -9,6 +9,7 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import _fmt, _jsonable, FAIL, INVALID, NOT_RUN, PASS, PRECEDENCE, VERDICTS, VERDICTS_SCHEMA
 from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, _is_number
+from dnabert_scaling.checker.placement import STRUCTURE, placement_of, shared_gpu_reason, transport_text
 from dnabert_scaling.checker.lookup import (
     Missing,
     _entry,
@@ -31,6 +32,11 @@ class Part:
     runs: list[str] = field(default_factory=list)
     within: bool | None = None
     code: str = "judged"  # why, as data: one of REASON_CODES
+    placement: dict[str, Any] = field(default_factory=dict)  # world size -> traced.placement, multi-GPU only
+
+    def placement_key(self) -> dict[str, Any]:
+        """``{"placement": {...}}`` for a verdict record where multi-GPU placements are known, else nothing."""
+        return {"placement": self.placement} if self.placement else {}
 
 
 # Why a check came out as it did: written into verdicts.json as each check's "code", beside the
@@ -41,6 +47,7 @@ REASON_CODES = {
     "wrong_device": "the world size ran on another kind of device than the claim is about",
     "no_device": "the world size records no device, and the claim is about one kind of device",
     "sanity_failed": "a sanity check of the world size failed",
+    "shared_gpu": "ranks of the world size shared a GPU and the check rests on magnitudes (one GPU per rank)",
     "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
     "too_few_points": "a trend needs more world sizes with data than were measured",
     "no_world_size": "no measured world size is one the check applies to",
@@ -184,7 +191,22 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
             _runs_for(entry, check.metric),
             code="sanity_failed",
         ), entry
+    placement = placement_of(entry)
+    if placement and placement.get("shared_gpu") and check.rests_on != STRUCTURE:
+        value = lookup(entry, check.metric, ws)
+        measured = {} if isinstance(value, Missing) else {check.metric: value}
+        return Part(INVALID, shared_gpu_reason(ws, placement), measured, _runs_for(entry, check.metric), code="shared_gpu"), entry
     return None, entry
+
+
+def _with_placement(part: Part, entry: dict | None, ws: int) -> Part:
+    """A multi-GPU verdict carries the placement, and its reason names NCCL's transport."""
+    placement = placement_of(entry)
+    if ws >= 2 and placement:
+        part.placement[str(ws)] = placement
+        if part.code != "shared_gpu":
+            part.reason += f" ({transport_text(placement)})"
+    return part
 
 
 def _report_values(entry: dict, check: Check, ws: int) -> dict[str, Any]:
@@ -200,7 +222,11 @@ def evaluate_at(ctx: Context, claim: Claim, check: Check, ws: int) -> Part:
     if gate is not None:
         if entry is not None:
             gate.measured.update(_report_values(entry, check, ws))
-        return gate
+        return _with_placement(gate, entry, ws)
+    return _with_placement(_judge_at(ctx, check, ws, entry), entry, ws)
+
+
+def _judge_at(ctx: Context, check: Check, ws: int, entry: dict) -> Part:
     value = lookup(entry, check.metric, ws)
     runs = _runs_for(entry, check.metric)
     if check.metric.startswith("efficiency"):
@@ -221,11 +247,15 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
     notes: list[str] = []
     runs: list[str] = []
     invalid: list[str] = []
+    invalid_codes: set[str] = set()
+    placements: dict[str, Any] = {}
     for ws in sizes:
         gate, entry = _gate(ctx, claim, check, ws)
+        placements.update(_with_placement(Part(PASS, ""), entry, ws).placement)
         if gate is not None:
             if gate.verdict == INVALID:
                 invalid.append(gate.reason)
+                invalid_codes.add(gate.code)
             else:
                 notes.append(gate.reason)
             runs += gate.runs
@@ -246,7 +276,8 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
         series[ws] = float(value)
     measured = {str(k): v for k, v in series.items()}
     if invalid:
-        return Part(INVALID, "; ".join(invalid), measured, runs, code="sanity_failed")
+        code = "sanity_failed" if "sanity_failed" in invalid_codes else "shared_gpu"
+        return Part(INVALID, "; ".join(invalid), measured, runs, code=code, placement=placements)
     if len(series) < check.min_points:
         have = ", ".join(map(str, series)) or "none"
         why = (
@@ -255,7 +286,7 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
         )
         if notes:
             why += "; " + "; ".join(notes)
-        return Part(NOT_RUN, why, measured, runs, code="too_few_points")
+        return Part(NOT_RUN, why, measured, runs, code="too_few_points", placement=placements)
     worst, worst_at, peak = 0.0, None, -math.inf
     for ws, v in series.items():
         if peak > 0 and v < peak:
@@ -274,7 +305,9 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
     text += f", {'within' if ok else 'beyond'} the noise tolerance {check.max_drop_rel:.0%}"
     if notes:
         text += " (" + "; ".join(notes) + ")"
-    return Part(PASS if ok else FAIL, text, measured, runs, within=ok)
+    if placements:
+        text += " (" + "; ".join(f"world size {k}: {transport_text(v)}" for k, v in placements.items()) + ")"
+    return Part(PASS if ok else FAIL, text, measured, runs, within=ok, placement=placements)
 
 
 def _indicative(ctx: Context, claim: Claim, check: Check, wanted: int) -> dict | None:
@@ -318,6 +351,7 @@ def _check_row(check: Check, world_size: Any, part: Part) -> dict[str, Any]:
         "measured": _jsonable(part.measured),
         "bounds": _jsonable(check.bounds()),
         "runs": sorted(set(part.runs)),
+        **part.placement_key(),
     }
 
 

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import nonneg_int, positive_float, positive_float_list, positive_int
@@ -36,6 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=nonneg_int, default=5, help="untimed calls per message size first")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto", help="cpu: gloo (a smoke test)")
     p.add_argument("--dist-timeout", type=positive_float, default=300.0, help="seconds before a hung collective fails")
+    p.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="ranks share the GPUs present (one NCCL host id per rank, sockets over loopback): tests the path, "
+        "measures no interconnect",
+    )
 
 
 def sizes_source(model_name: str, bucket_cap_mb: float) -> str:
@@ -57,91 +65,106 @@ def ddp_bucket_bytes(model_name: str, bucket_cap_mb: float) -> list[int]:
     return [sum(params[i].numel() * params[i].element_size() for i in bucket) for bucket in buckets]
 
 
-def _measure(size: int, n: int, device, warmup: int, iters: int) -> dict[str, float]:
-    """One message size: the median all_reduce time of the slowest rank, algbw and busbw."""
-    import torch
-    import torch.distributed as dist
-
-    cuda = device.type == "cuda"
-    buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
-    for _ in range(warmup):
-        dist.all_reduce(buf)
-    times = []
-    for _ in range(iters):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            dist.all_reduce(buf)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            dist.all_reduce(buf)
-            times.append(time.perf_counter() - t0)
-    # the slowest rank defines the collective's time
-    t = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    med = float(t.item())
-    algbw = buf.numel() * 4 / med
-    return {"bytes": buf.numel() * 4, "median_s": med, "algbw_Bps": algbw, "busbw_Bps": algbw * 2 * (n - 1) / n}
-
-
 def run(args: argparse.Namespace) -> int:
-    import torch
     import torch.distributed as dist
-
-    from dnabert_scaling import provenance
-    from dnabert_scaling.run.train.distributed import init_process_group, rank_info
 
     from dnabert_scaling.outputs import writable_file
 
     writable_file(args.out, "--out")
-    info = rank_info()
-    if info.world_size < 2:
-        raise ArtifactError("busbw needs at least 2 ranks (start it under torchrun or srun)")
-    cuda = torch.cuda.is_available() and args.device != "cpu"
-    if args.device == "cuda" and not cuda:
-        raise ArtifactError("--device cuda: no CUDA device is visible")
-    device_type = "cuda" if cuda else "cpu"
-    if cuda:
-        torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
-    backend = init_process_group(info, device_type, args.dist_timeout)
+    info, device, backend = _setup(args)
     if args.sizes_mb:
         sizes = [max(4, int(x * 1024 * 1024)) for x in args.sizes_mb]
         source = "given"
     else:
         sizes = ddp_bucket_bytes(args.model, args.bucket_cap_mb)
         source = sizes_source(args.model, args.bucket_cap_mb)
-    unique = sorted(set(sizes))
-    device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
-    n = info.world_size
-    rows = [_measure(size, n, device, args.warmup, args.iters) for size in unique]
+    rows = _measure(args, sorted(set(sizes)), device, info.world_size)
     if info.rank == 0:
-        total = sum(sizes)
-        by_size = {r["bytes"]: r for r in rows}
-        ideal = sum(by_size[max(1, s // 4) * 4]["median_s"] for s in sizes)
-        out = {
-            "world_size": n,
-            "backend": backend,
-            "device_type": device_type,
-            "sizes_source": source,
-            "bucket_bytes": sizes,
-            "gradient_bytes": total,
-            "sizes": rows,
-            # time one step's buckets need when each runs alone at the measured speed
-            "step_allreduce_s": ideal,
-            "busbw_Bps_median": statistics.median(r["busbw_Bps"] for r in rows),
-            "provenance": provenance.collect(device_type),
-        }
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(args.out, json.dumps(out, indent=2) + "\n")
-        for r in rows:
-            print(
-                f"busbw ws={n} {r['bytes'] / 2**20:8.2f} MiB: {r['median_s'] * 1e6:9.1f} us, "
-                f"algbw {r['algbw_Bps'] / 1e9:7.2f} GB/s, busbw {r['busbw_Bps'] / 1e9:7.2f} GB/s",
-                file=sys.stderr,
-            )
+        _write(args, rows, sizes, source, backend, device.type, info.world_size)
     dist.barrier()
     dist.destroy_process_group()
     return 0
+
+
+def _setup(args: argparse.Namespace):
+    """This rank, its device (a GPU by local rank, round-robin; else the CPU) and the process group."""
+    import torch
+
+    from dnabert_scaling.run.train.distributed import init_process_group, rank_info
+
+    info = rank_info()
+    if info.world_size < 2:
+        raise ArtifactError("busbw needs at least 2 ranks (start it under torchrun or srun)")
+    cuda = torch.cuda.is_available() and args.device != "cpu"
+    if args.device == "cuda" and not cuda:
+        raise ArtifactError("--device cuda: no CUDA device is visible")
+    if cuda:
+        from dnabert_scaling.run.train.placement import nccl_environment
+
+        torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
+        os.environ.update(nccl_environment(info.rank, None, args.rehearse))
+    backend = init_process_group(info, "cuda" if cuda else "cpu", args.dist_timeout)
+    device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
+    return info, device, backend
+
+
+def _measure(args: argparse.Namespace, unique: list[int], device, n: int) -> list[dict]:
+    """Per message size: the median all_reduce time of the slowest rank, algbw and busbw."""
+    import torch
+    import torch.distributed as dist
+
+    cuda = device.type == "cuda"
+    rows = []
+    for size in unique:
+        buf = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
+        for _ in range(args.warmup):
+            dist.all_reduce(buf)
+        times = []
+        for _ in range(args.iters):
+            if cuda:
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                dist.all_reduce(buf)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) / 1e3)
+            else:
+                t0 = time.perf_counter()
+                dist.all_reduce(buf)
+                times.append(time.perf_counter() - t0)
+        # the slowest rank defines the collective's time
+        t = torch.tensor([statistics.median(times)], dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        med = float(t.item())
+        algbw = buf.numel() * 4 / med
+        rows.append({"bytes": buf.numel() * 4, "median_s": med, "algbw_Bps": algbw, "busbw_Bps": algbw * 2 * (n - 1) / n})
+    return rows
+
+
+def _write(args: argparse.Namespace, rows: list[dict], sizes: list[int], source: str, backend, device_type: str, n: int) -> None:
+    """Rank 0: the JSON result and one line per size on stderr."""
+    from dnabert_scaling import provenance
+
+    by_size = {r["bytes"]: r for r in rows}
+    out = {
+        "world_size": n,
+        "backend": backend,
+        "device_type": device_type,
+        "rehearsal": bool(args.rehearse),
+        "sizes_source": source,
+        "bucket_bytes": sizes,
+        "gradient_bytes": sum(sizes),
+        "sizes": rows,
+        # time one step's buckets need when each runs alone at the measured speed
+        "step_allreduce_s": sum(by_size[max(1, s // 4) * 4]["median_s"] for s in sizes),
+        "busbw_Bps_median": statistics.median(r["busbw_Bps"] for r in rows),
+        "provenance": provenance.collect(device_type),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(args.out, json.dumps(out, indent=2) + "\n")
+    for r in rows:
+        print(
+            f"busbw ws={n} {r['bytes'] / 2**20:8.2f} MiB: {r['median_s'] * 1e6:9.1f} us, "
+            f"algbw {r['algbw_Bps'] / 1e9:7.2f} GB/s, busbw {r['busbw_Bps'] / 1e9:7.2f} GB/s",
+            file=sys.stderr,
+        )

@@ -9,6 +9,13 @@
 * Collective of an NCCL kernel: from the name when it says (``ncclKernel_AllReduce_RING_LL_Sum_float``,
   ``ncclDevKernel_AllReduce_Sum_f32_RING_LL``), else from Kineto's ``Collective name`` argument
   (``ncclDevKernel_Generic*`` kernels name no collective), else missing.
+* The NCCL kernels of a DDP step, told apart by collective and element type: the gradient sync
+  (``AllReduce`` of floating-point buckets, ``ncclDevKernel_AllReduce_Sum_f32_RING_LL``, one per
+  bucket; an AllReduce whose name states no type counts as one too), the used-parameter map of
+  ``find_unused_parameters`` (an ``AllReduce`` of integers, ``..._Sum_u32_...``, one per step) and
+  the buffer broadcast of ``broadcast_buffers`` (``Broadcast``, one per forward). The ranking and
+  the kernel classes name the map ``nccl:AllReduce(int)``, so ``nccl:AllReduce`` is the gradient
+  sync alone (``nccl_activity``).
 * Phases: host ranges named ``ds:<phase>``; Score-P's Python bindings prefix user regions with
   ``user:`` (``user:ds:step``), which is stripped. A DDP bucket's all-reduce call is the range
   ``ds:bucket:<index>:<bytes>`` (``dnabert_scaling.run.train.buckets``); its table name keeps the arguments
@@ -147,6 +154,32 @@ def collective_from_name(name: str) -> str | None:
         return None
     token = m.group(1).lower()
     return _COLLECTIVES.get(token)
+
+
+# Integer element types as NCCL kernel names spell them (``_u32_``, ``_i64_``; older releases:
+# ``_uint32_t``, ``_int8_t``); floating-point ones (f32, f16, bf16, f64, f8*) are the gradients'.
+_INT_DTYPE_RE = re.compile(r"_(u8|i8|u32|i32|u64|i64|u?int(8|32|64)_t)(_|$)", re.IGNORECASE)
+NCCL_INT_ALLREDUCE = "AllReduce(int)"
+NCCL_ROLES = {
+    "AllReduce": "gradient sync (DDP's per-bucket all-reduce of the gradients)",
+    NCCL_INT_ALLREDUCE: "used-parameter map (find_unused_parameters: one integer all-reduce per step)",
+    "Broadcast": "buffer broadcast (broadcast_buffers: the model's buffers from rank 0, each forward)",
+}
+
+
+def is_integer_collective(name: str) -> bool:
+    """Whether an NCCL kernel's name says it reduces integers (``..._Sum_u32_RING_LL``)."""
+    return bool(_INT_DTYPE_RE.search(name))
+
+
+def nccl_activity(name: str, collective) -> str:
+    """The ranking's name of an NCCL kernel: ``nccl:<Collective>``, with the integer AllReduce of
+    ``find_unused_parameters`` apart (``nccl:AllReduce(int)``); ``nccl:unknown`` without a collective."""
+    if not isinstance(collective, str) or not collective:
+        return "nccl:unknown"
+    if collective == "AllReduce" and is_integer_collective(name):
+        return "nccl:" + NCCL_INT_ALLREDUCE
+    return "nccl:" + collective
 
 
 def dtype_bytes(dtype) -> int | None:

@@ -33,6 +33,12 @@ from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_reso
 from dnabert_scaling.run.sweep.record import RunResult, failure_message, set_aside, set_aside_failed, write_manifest
 
 
+# A rehearsal shows that the NCCL path works and what a step records: the measured steps the
+# analysis needs (its completeness and medians), not the study's 50.
+REHEARSAL_WARMUP = 3
+REHEARSAL_STEPS = 8
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", default="1,4,8", help="world sizes, comma separated (default 1,4,8)")
     p.add_argument(
@@ -73,6 +79,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_float,
         default=3600.0,
         help="seconds before a run is killed with all its ranks (recorded as failed)",
+    )
+    p.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="rehearsal: world sizes larger than the GPUs here, ranks placed round-robin on them, NCCL over "
+        f"loopback sockets; short ({REHEARSAL_WARMUP} warm-up + {REHEARSAL_STEPS} measured steps unless the train "
+        "options say otherwise), no untraced throughput runs; recorded as a fallback, never scaling evidence",
     )
     p.add_argument("--data", default=None, help="GUE task folder for every run (else $DNABERT_SCALING_GUE or synthetic)")
     try:
@@ -205,6 +218,29 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[
     return fallback.as_dict() if fallback else None
 
 
+def rehearsal_options(args: argparse.Namespace, train_args: list[str]) -> tuple[list[str], dict]:
+    """``sweep --rehearse``: the train options of a rehearsal (``--rehearse``, short unless the steps
+    are given) and no untraced runs (``args.repeats`` becomes 0); returns them with the sweep's
+    fallback record."""
+    if args.executor != "local":
+        raise ArtifactError("--rehearse runs on this machine's GPUs: it needs --executor local")
+    given = parse_train_options(train_args)
+    extra = ["--rehearse"] if "--rehearse" not in given else []
+    if "--steps" not in given:
+        extra += ["--steps", str(REHEARSAL_STEPS)]
+    if "--warmup-steps" not in given:
+        extra += ["--warmup-steps", str(REHEARSAL_WARMUP)]
+    args.repeats = 0
+    args.baseline_no_ddp = False
+    record = {
+        "kind": "rehearsal",
+        "what": "rehearsal",
+        "used": "world sizes larger than the GPUs here, ranks placed round-robin on them, NCCL over loopback sockets",
+        "reason": "sweep --rehearse: shows the multi-GPU path work on fewer GPUs; its timings are not scaling evidence",
+    }
+    return [*train_args, *extra], record
+
+
 def _interrupt_on_sigterm() -> None:
     """A SIGTERM to the sweep ends the current run the same way as Ctrl-C (all its ranks)."""
     import signal
@@ -227,8 +263,11 @@ def run(args: argparse.Namespace) -> int:
         if forbidden in train_args:
             raise ArtifactError(f"{forbidden} is set by the sweep for each run; leave it out of the train options")
     out = args.out.resolve()
+    rehearsal = None
+    if args.rehearse:
+        train_args, rehearsal = rehearsal_options(args, train_args)
     if args.executor == "local":
-        device = check_local_resources(sizes, args.device)
+        device = check_local_resources(sizes, args.device, rehearse=args.rehearse)
     else:
         device = args.device
     if device == "cpu" and "--device" not in train_args:
@@ -252,6 +291,8 @@ def run(args: argparse.Namespace) -> int:
                 "executor": args.executor,
                 "tracer": args.tracer,
                 "tracer_fallback": tracer_fallback,
+                "rehearsal": args.rehearse,
+                "fallbacks": [rehearsal] if rehearsal else [],
                 "repeats": args.repeats,
                 "train_args": train_args,
                 "runs": [s.name for s in plan],
@@ -274,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
                 results.append(res)
                 print(f"sweep: {spec.run_dir.name}: {res.status} {res.message}".rstrip(), file=sys.stderr, flush=True)
             if n > 1 and args.busbw:
-                bw = run_busbw_local(out, n, train_args, device, min(args.run_timeout, 900))
+                bw = run_busbw_local(out, n, train_args, device, min(args.run_timeout, 900), rehearse=args.rehearse)
                 if bw is not None:
                     results.append(bw)
                     print(f"sweep: busbw ws={n}: {bw.status} {bw.message}".rstrip(), file=sys.stderr, flush=True)

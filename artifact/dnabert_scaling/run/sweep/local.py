@@ -127,7 +127,9 @@ def busbw_sizes_source(train_args: list[str]) -> str:
     return sizes_source(*busbw_model(train_args))
 
 
-def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeout: float) -> RunResult | None:
+def run_busbw_local(
+    out: Path, n: int, train_args: list[str], device: str, timeout: float, rehearse: bool = False
+) -> RunResult | None:
     sweep = SweepLayout(out)
     target = sweep.busbw(n)
     spec = RunSpec(n, "busbw", 0, sweep.busbw_dir(n))
@@ -135,6 +137,8 @@ def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeo
         return RunResult(spec, "skipped", 0, 0.0, "already measured")
     model, cap = busbw_model(train_args)
     args = ["busbw", "--out", str(target), "--model", model, "--device", device, "--bucket-cap-mb", str(cap)]
+    if rehearse:
+        args.append("--rehearse")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with open(sweep.busbw_log(n), "w") as log:
@@ -143,7 +147,9 @@ def run_busbw_local(out: Path, n: int, train_args: list[str], device: str, timeo
     return RunResult(spec, status, rc, time.monotonic() - t0, "" if status == "ok" else f"see {sweep.busbw_log(n)}")
 
 
-def check_local_resources(sizes: list[int], device: str) -> str:
+def check_local_resources(sizes: list[int], device: str, rehearse: bool = False) -> str:
+    """``cpu`` or ``cuda``; refuses world sizes larger than the GPUs here unless ``rehearse`` (ranks
+    then share the GPUs round-robin)."""
     import torch
 
     if device == "cpu":
@@ -157,7 +163,13 @@ def check_local_resources(sizes: list[int], device: str) -> str:
     if device == "cuda" and count == 0:
         raise ArtifactError("--device cuda: no CUDA device is visible")
     too_big = [n for n in sizes if n > count]
-    if too_big:
+    if too_big and rehearse:
+        print(
+            f"sweep: --rehearse: world size(s) {', '.join(map(str, too_big))} on {count} GPU(s), ranks placed "
+            "round-robin (a rehearsal of the NCCL path, not scaling evidence)",
+            file=sys.stderr,
+        )
+    elif too_big:
         raise ArtifactError(
             f"world size(s) {', '.join(map(str, too_big))} need more GPUs than the {count} visible here; "
             "use --executor slurm for several nodes, or fewer --gpus"

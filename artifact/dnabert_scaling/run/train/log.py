@@ -115,7 +115,16 @@ def param_fingerprint(model) -> str:
 
 
 def rank_summary(
-    records: list[dict[str, Any]], *, info, device, wall_measured_s: float, accuracy, param_sha256, trace, provenance
+    records: list[dict[str, Any]],
+    *,
+    info,
+    device,
+    wall_measured_s: float,
+    accuracy,
+    param_sha256,
+    trace,
+    provenance,
+    placement: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This rank's ``rank<R>/summary.json`` from its step records (``StepTimer.finish``)."""
     measured = [r for r in records if r["measured"]]
@@ -125,6 +134,7 @@ def rank_summary(
         "rank": info.rank,
         "local_rank": info.local_rank,
         "device": str(device),
+        "placement": placement,
         "measured_steps": len(measured),
         "median_step_time_s": median([r["step_time_s"] for r in measured]),
         "median_step_busy_s": median([r["step_busy_s"] for r in measured]),

@@ -102,6 +102,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--device", choices=("auto", "cuda", "cpu"), default="auto", help="auto: CUDA when visible, else CPU (a fallback)"
     )
+    g.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="rehearsal of a larger world size on fewer GPUs: ranks share GPUs round-robin, each rank gives NCCL "
+        "a host id of its own (NCCL_HOSTID) and NCCL connects them over loopback sockets; recorded as a "
+        "fallback and in the placement, never scaling evidence",
+    )
 
     g = p.add_argument_group("tracing and output")
     g.add_argument(

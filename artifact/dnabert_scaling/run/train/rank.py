@@ -281,11 +281,33 @@ def _setup_process_group(r: _Rank) -> None:
     """The process group (NCCL on CUDA, gloo on the CPU), unless ``--no-ddp``."""
     from dnabert_scaling.run.train.distributed import init_process_group
 
+    from dnabert_scaling.run.train.placement import nccl_environment
+
     r.use_ddp = not r.args.no_ddp
     if r.args.no_ddp and r.info.world_size > 1:
         raise ArtifactError("--no-ddp is only for world size 1")
+    if r.args.rehearse:
+        r.fallbacks.append(rehearsal_fallback())
+    if r.use_ddp and r.device_type == "cuda":
+        os.environ.update(nccl_environment(r.info.rank, RunLayout(r.args.out).nccl_log(r.info.rank), r.args.rehearse))
     if r.use_ddp:
         r.backend = init_process_group(r.info, r.device_type, r.args.dist_timeout)
+
+
+class RehearsalFallback(Fallback):
+    """The rehearsal, as a fallback whose record names its kind (the analysis and the checker key on it)."""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": "rehearsal", **super().as_dict()}
+
+
+def rehearsal_fallback() -> Fallback:
+    return RehearsalFallback(
+        "rehearsal",
+        "ranks placed round-robin on the devices present (--rehearse)",
+        "a rehearsal of the NCCL path on fewer GPUs than ranks: ranks share GPUs and talk over loopback sockets; "
+        "its timings are not scaling evidence",
+    )
 
 
 def _setup_model(r: _Rank) -> None:
@@ -404,6 +426,7 @@ def _write_summaries(r: _Rank, records: list[dict[str, Any]], wall_measured: flo
         param_sha256=param_fingerprint(r.model) if args.param_fingerprint else None,
         trace=str(r.tracer.path) if r.tracer.path else None,
         provenance=r.provenance,
+        placement=_placement(r),
     )
     write_summary(r.rank_dir / layout.SUMMARY, mine)
     gathered = gather_rank_summaries(mine, info)
@@ -414,6 +437,23 @@ def _write_summaries(r: _Rank, records: list[dict[str, Any]], wall_measured: flo
         )
         write_summary(RunLayout(args.out).summary, summary)
         print(result_line(summary, mine), file=sys.stderr)
+
+
+def _placement(r: _Rank) -> dict[str, Any]:
+    """Where this rank ran (GPU identity, host, visible devices) and the NCCL transports its log names."""
+    from dnabert_scaling.run.train.placement import gpu_identity, nccl_transports
+
+    log = RunLayout(r.args.out).nccl_log(r.info.rank)
+    try:
+        identity = gpu_identity(r.device)
+    except Exception as exc:  # the run is done; an unreadable identity makes the placement unknown, not the run failed
+        identity = {"error": f"the GPU identity could not be read: {exc!r}"}
+    return {
+        **identity,
+        "rehearsal": bool(r.args.rehearse),
+        "nccl_log": log.name if log.is_file() else None,
+        "transports": nccl_transports(log) if r.backend == "nccl" else [],
+    }
 
 
 def _run_config(r: _Rank) -> dict[str, Any]:
@@ -429,6 +469,7 @@ def _run_config(r: _Rank) -> dict[str, Any]:
         "ddp_options": r.ddp_kwargs,
         "ddp_buckets": r.bucket_hook.summary(args.bucket_cap_mb) if r.bucket_hook else None,
         "device_type": r.device_type,
+        "rehearsal": bool(args.rehearse),
         "tracer": r.tracer_name,
         "tracer_requested": args.tracer,
         "trace_mode": getattr(r.tracer, "mode", None),

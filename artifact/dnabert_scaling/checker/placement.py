@@ -1,0 +1,46 @@
+"""The one-GPU-per-rank sanity check: a world size whose ranks shared a GPU (a rehearsal, or a
+misplaced launch) says nothing about the magnitudes of multi-GPU training (time shares, overlap,
+efficiency), only about its structure (which kernels run, on which stream). Which checks rest on
+structure is data (``rests_on`` in the claims file). The placement and NCCL's transport are
+recorded beside every multi-GPU verdict: C4 and C5 mean little over loopback TCP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+STRUCTURE = "structure"
+MAGNITUDE = "magnitude"
+RESTS_ON = (STRUCTURE, MAGNITUDE)
+
+
+def placement_of(entry: dict | None) -> dict[str, Any] | None:
+    """``traced.placement`` of a world size's entry; None when unknown."""
+    placement = ((entry or {}).get("traced") or {}).get("placement")
+    return placement if isinstance(placement, dict) else None
+
+
+def transport_text(placement: dict[str, Any]) -> str:
+    transports = placement.get("transports") or []
+    return f"NCCL transport {', '.join(transports)}" if transports else "NCCL transport not recorded"
+
+
+def describe(placement: dict[str, Any]) -> str:
+    """One phrase: ranks, GPUs, how a GPU was told apart, hosts, rehearsal, transport."""
+    gpus = placement.get("gpus")
+    text = f"{placement.get('ranks')} rank(s) on {'an unknown number of' if gpus is None else gpus} GPU(s)"
+    if placement.get("shared_gpu"):
+        text += f", up to {placement.get('ranks_per_gpu')} ranks per GPU"
+    if placement.get("identity") not in (None, "unknown"):
+        text += f" (GPUs told apart by {placement['identity']})"
+    if placement.get("hosts") is not None:
+        text += f", {placement['hosts']} host(s)"
+    if placement.get("rehearsal"):
+        text += ", a rehearsal"
+    return f"{text}; {transport_text(placement)}"
+
+
+def shared_gpu_reason(ws: int, placement: dict[str, Any]) -> str:
+    return (
+        f"world size {ws}: ranks shared a GPU ({describe(placement)}): the ranks time-slice one GPU, so "
+        "times, shares and throughput are not those of one GPU per rank; only structural checks are judged"
+    )

@@ -20,7 +20,6 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.options import nonneg_int, positive_float, positive_float_list, positive_int

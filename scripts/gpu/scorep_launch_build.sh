@@ -41,9 +41,9 @@ PY
 }
 mkdir -p /tmp/runs /tmp/an
 trainrun launch-b8 launch 8
-trainrun all-b8 all 8
+
 SP=(python3 -m scorep --cuda --mpp=none --thread=pthread --nocompiler --noinstrumenter)
-for m in launch all; do
+for m in launch; do
   env SCOREP_ENABLE_TRACING=true SCOREP_CUDA_ENABLE=driver,kernel,memcpy,references SCOREP_CUDA_BUFFER=64M \
       SCOREP_TIMER=clock_gettime SCOREP_CUDA_DRIVER_CALLBACKS=$m SCOREP_EXPERIMENT_DIRECTORY=/tmp/lab-$m \
       "${SP[@]}" scripts/scorep_lab/two_threads.py --backward > "$O/c1/lab-$m.log" 2>&1

@@ -9,8 +9,6 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 
 ROOT=$PWD; K=$ROOT/.gpu-kit; R=$ROOT/.gpu-run-scorep; O=${OUT:-/tmp/out}
 mkdir -p "$O/c1"; cd "$R"
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
-source "$K/setup-on-gpu.sh" "$K" > "$O/c1/setup.log" 2>&1; el setup; tail -2 "$O/c1/setup.log"
-export PYTHONPATH=$R/artifact:$PYTHONPATH
 CUDA=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 { nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'; cat REVISION; } > "$O/c1/machine.txt" 2>&1
 mkdir -p /tmp/bfd; for d in "$K"/debs/*.deb; do dpkg -x "$d" /tmp/bfd; done
@@ -20,7 +18,10 @@ bash containers/build-scorep.sh --source "$K/scorep-8.4-src.tar.xz" --prefix /op
 rc=$?; el "build rc=$rc"; tail -5 "$O/c1/build.log"
 [ -x /opt/scorep-launch/bin/scorep ] || { grep -n "error" "$O/c1/build.log" | tail -30; exit 1; }
 cat /opt/scorep-launch/share/scorep-patches.txt
-mv /opt/scorep /opt/scorep-kit && ln -s /opt/scorep-launch /opt/scorep
+# the kit's prebuilt install is not carried (size): the bindings are built against the new one
+rm -rf /opt/scorep && ln -s /opt/scorep-launch /opt/scorep
+source "$K/setup-on-gpu.sh" "$K" > "$O/c1/setup.log" 2>&1; el setup; tail -2 "$O/c1/setup.log"
+export PYTHONPATH=$R/artifact:$PYTHONPATH
 /opt/scorep/bin/scorep-info config-vars --full 2>/dev/null | grep -A3 "DRIVER_CALLBACKS" | head -8
 trainrun() {  # trainrun NAME MODE BATCH
   local n=$1 m=$2 b=$3; local t=$(date +%s)

@@ -23,9 +23,10 @@ For the Score-P modes: the experiment's bytes per executed step (every step of t
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
 is in the trace (``scripts/scorep_count.py``; null without launch records).
 
-Per call (``--micro``, one process per mode in the first round): the host time of one driver
-query (``cuCtxGetDevice`` through ctypes) and of one small kernel launch from PyTorch
-(``x.add_(1)`` on one element), so that the ratios can be read as callbacks x cost per callback.
+Per call (the processes of the second round, after their configurations; ``--no-micro`` skips
+it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small kernel
+launch from PyTorch (``x.add_(1)`` on one element), so that the ratios can be read as callbacks x
+cost per callback. Trace figures are taken from the processes without these loops.
 
     scripts/bench_trace.py [--rounds 5] [--configs 8x70,32x70,128x128] [--json OUT]
 """
@@ -53,6 +54,7 @@ MODES = {  # mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS); None: not
     "scorep-launch": (SCOREP_ENABLE, "launch"),
     "scorep-nodriver": ("kernel,memcpy", "all"),
 }
+MICRO_QUERIES, MICRO_LAUNCHES = 5000, 1000
 
 
 def parse_configs(text: str) -> list[tuple[int, int]]:
@@ -101,7 +103,7 @@ def child_configs(args) -> dict:
 
 
 def child_micro(args) -> dict:
-    """Host ns per driver query and per small PyTorch kernel launch, best of 5 batches."""
+    """Host ns per driver query and per small PyTorch kernel launch, best of 3 batches."""
     import ctypes
 
     import torch
@@ -115,15 +117,15 @@ def child_micro(args) -> dict:
     cuda = ctypes.CDLL("libcuda.so.1")
     dev = ctypes.c_int()
     query, launch = [], []
-    for _ in range(5):
+    for _ in range(3):  # small counts: under Score-P these calls are recorded too
         t0 = time.perf_counter_ns()
-        for _ in range(20000):
+        for _ in range(MICRO_QUERIES):
             cuda.cuCtxGetDevice(ctypes.byref(dev))
-        query.append((time.perf_counter_ns() - t0) / 20000)
+        query.append((time.perf_counter_ns() - t0) / MICRO_QUERIES)
         t0 = time.perf_counter_ns()
-        for _ in range(2000):
+        for _ in range(MICRO_LAUNCHES):
             x.add_(1)
-        launch.append((time.perf_counter_ns() - t0) / 2000)
+        launch.append((time.perf_counter_ns() - t0) / MICRO_LAUNCHES)
         torch.cuda.synchronize()
     if prof is not None:
         prof.__exit__(None, None, None)
@@ -136,7 +138,9 @@ def child(args) -> int:
 
         if not under_scorep():
             raise SystemExit(f"bench-trace: mode {args.child} must run under python -m scorep")
-    result = child_micro(args) if args.micro else child_configs(args)
+    result = child_configs(args)
+    if args.micro:  # after the configurations: the per-call figures of this mode
+        result["micro"] = child_micro(args)
     Path(args.json).write_text(json.dumps(result))
     return 0
 
@@ -168,12 +172,12 @@ def run_process(mode: str, args, work: Path, tag: str, micro: bool = False) -> d
         exp.parent.mkdir(parents=True)
     t0 = time.monotonic()
     proc = subprocess.run(child_argv(mode, args, out_json, micro), env=env, capture_output=True, text=True)
-    row = {"mode": mode, "tag": tag, "wall_s": round(time.monotonic() - t0, 2), "exit_status": proc.returncode}
+    row = {"mode": mode, "tag": tag, "micro": micro, "wall_s": round(time.monotonic() - t0, 2), "exit_status": proc.returncode}
     if proc.returncode != 0 or not out_json.is_file():
         row["error"] = (proc.stderr or proc.stdout)[-2000:]
         return row
     row["result"] = json.loads(out_json.read_text())
-    if exp is not None and not micro:
+    if exp is not None:
         row.update(trace_figures(exp, args))
     return row
 
@@ -224,6 +228,7 @@ def summarise(runs: list[dict], configs: list[str]) -> list[dict]:
                 "trace_bytes_per_step": None,
                 "kernels_found_share": None,
             }
+            figures = [f for f in figures if not f["micro"]] or figures  # the per-call loops add records
             if figures and "trace_bytes_per_step" in figures[0]:
                 row["trace_bytes_per_step"] = statistics.median(f["trace_bytes_per_step"] for f in figures)
                 shares = [f["kernels_found_share"] for f in figures if f["kernels_found_share"] is not None]
@@ -260,11 +265,11 @@ def parent(args) -> int:
             break
         for k in range(len(modes)):
             mode = modes[(k + rnd) % len(modes)]
-            row = run_process(mode, args, work, f"r{rnd}-{mode}")
+            micro = rnd == 1 and not args.no_micro  # the per-call figures in the second round
+            row = run_process(mode, args, work, f"r{rnd}-{mode}", micro=micro)
             row["round"] = rnd
             runs.append(row)
             print(f"# round {rnd} {mode}: {row['wall_s']} s {row.get('result') or row.get('error')}", flush=True)
-    micro = [run_process(m, args, work, f"micro-{m}", micro=True) for m in modes] if not args.no_micro else []
     doc = {
         "device": torch.cuda.get_device_name(0),
         "model": args.model,
@@ -272,9 +277,8 @@ def parent(args) -> int:
         "steps": args.steps,
         "configs": configs,
         "modes": summarise(runs, configs),
-        "per_call": [{"mode": r["mode"], **{k: v for k, v in r.get("result", {}).items()}} for r in micro],
+        "per_call": [{"mode": r["mode"], **r["result"]["micro"]} for r in runs if "micro" in r.get("result", {})],
         "runs": runs,
-        "micro_runs": micro,
         "wall_s": round(time.monotonic() - started, 1),
     }
     for r in doc["modes"]:

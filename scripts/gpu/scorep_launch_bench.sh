@@ -18,7 +18,8 @@ fi
 source "$K/setup-on-gpu.sh" "$K" > "$O/setup.log" 2>&1; tail -2 "$O/setup.log"
 export PYTHONPATH=$R/artifact:$PYTHONPATH
 cd "$R"; cat /opt/scorep/share/scorep-patches.txt; el setup
-python3 scripts/bench_trace.py --rounds 5 --budget-s "${BENCH_BUDGET:-250}" --json "$O/bench-trace-scorep.json" > "$O/bench.log" 2>&1
+python3 scripts/bench_trace.py --rounds 5 --budget-s "${BENCH_BUDGET:-250}" --configs "${BENCH_CONFIGS:-8x70,32x70,128x128}" \
+    --json "$O/bench-trace-scorep.json" > "$O/bench.log" 2>&1
 el "bench rc=$?"; grep -v "^# round" "$O/bench.log" | tail -25
 for b in 8 32; do
   [ $(( $(date +%s) - T0 )) -lt "${SWEEP_UNTIL:-380}" ] || { el "no time left for the b$b set"; continue; }

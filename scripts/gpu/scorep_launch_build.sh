@@ -20,12 +20,15 @@ rc=$?; el "build rc=$rc"; tail -5 "$O/c1/build.log"
 cat /opt/scorep-launch/share/scorep-patches.txt
 # the kit's prebuilt install is not carried (size): the bindings are built against the new one
 rm -rf /opt/scorep && ln -s /opt/scorep-launch /opt/scorep
+( tar -C /opt -cf - scorep-launch | xz -T8 -6 > /tmp/scorep-launch.tar.xz
+  split -b 15M /tmp/scorep-launch.tar.xz "$O/scorep-launch.tar.xz.part-"; sha256sum /tmp/scorep-launch.tar.xz > "$O/scorep-launch.sha256" ) &
+PACK=$!
 source "$K/setup-on-gpu.sh" "$K" > "$O/c1/setup.log" 2>&1; el setup; tail -2 "$O/c1/setup.log"
 export PYTHONPATH=$R/artifact:$PYTHONPATH
 /opt/scorep/bin/scorep-info config-vars --full 2>/dev/null | grep -A3 "DRIVER_CALLBACKS" | head -8
-trainrun() {  # trainrun NAME MODE BATCH
+trainrun() {  # trainrun NAME MODE BATCH (MODE: what the artifact should choose by itself)
   local n=$1 m=$2 b=$3; local t=$(date +%s)
-  SCOREP_CUDA_DRIVER_CALLBACKS=$m python3 -m dnabert_scaling train --tracer scorep --model base --synthetic --batch-size "$b" \
+  python3 -m dnabert_scaling train --tracer scorep --model base --synthetic --batch-size "$b" \
       --steps 15 --warmup-steps 5 --no-progress --out /tmp/runs/$n > "$O/c1/$n.log" 2>&1
   echo "train rc=$? wall $(( $(date +%s) - t )) s" >> "$O/c1/$n.log"
   local x=/tmp/runs/$n/traces/scorep-rank0
@@ -52,6 +55,5 @@ for m in launch; do
   el "lab $m: $(grep -o '"launches": [0-9]*\|"kernels": [0-9]*' "$O/c1/lab-$m.count.json" | tr '\n' ' ')"
 done
 (cd "$O" && tar -czf c1.tar.gz c1 && rm -rf c1)
-tar -C /opt -cf - scorep-launch | xz -T16 -6 > /tmp/scorep-launch.tar.xz
-split -b 15M /tmp/scorep-launch.tar.xz "$O/scorep-launch.tar.xz.part-"; sha256sum /tmp/scorep-launch.tar.xz
+wait $PACK; cat "$O/scorep-launch.sha256"
 el done; ls -la "$O"

@@ -12,7 +12,7 @@ T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 CUDA=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 { nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'; cat REVISION; } > "$O/c1/machine.txt" 2>&1
 mkdir -p /tmp/bfd; for d in "$K"/debs/*.deb; do dpkg -x "$d" /tmp/bfd; done
-bash containers/build-scorep.sh --source "$K/scorep-8.4-src.tar.xz" --prefix /opt/scorep-launch --jobs 16 --strip \
+[ -x /opt/scorep-launch/bin/scorep ] || bash containers/build-scorep.sh --source "$K/scorep-8.4-src.tar.xz" --prefix /opt/scorep-launch --jobs 16 --strip \
   --libbfd-include /tmp/bfd/usr/include --libbfd-lib /tmp/bfd/usr/lib/x86_64-linux-gnu --nvtx2-include "$K/nvtx2" \
   --cuda "$CUDA" --build-dir /tmp/sb > "$O/c1/build.log" 2>&1
 rc=$?; el "build rc=$rc"; tail -5 "$O/c1/build.log"

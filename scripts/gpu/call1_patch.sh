@@ -25,7 +25,7 @@ SPENV=(SCOREP_ENABLE_TRACING=true SCOREP_ENABLE_PROFILING=false SCOREP_CUDA_ENAB
        SCOREP_CUDA_BUFFER=64M SCOREP_TIMER=clock_gettime SCOREP_TOTAL_MEMORY=256M)
 lab() {  # lab NAME [VAR=VALUE...] -- ARGS of two_threads.py
   local name=$1; shift; local pre=(); while [ "$1" != -- ]; do pre+=("$1"); shift; done; shift
-  env "${SPENV[@]}" "${pre[@]}" SCOREP_EXPERIMENT_DIRECTORY=/tmp/lab/$name "${SP[@]}" scripts/scorep_lab/two_threads.py "$@" > "$O/$name.log" 2>&1
+  env "${SPENV[@]}" "${pre[@]}" SCOREP_EXPERIMENT_DIRECTORY=/tmp/lab/$name "${SP[@]}" containers/scorep-patches/check/two_threads.py "$@" > "$O/$name.log" 2>&1
   python3 scripts/scorep_count.py /tmp/lab/$name --step-region ds:lab --json "$O/$name.count.json" > "$O/$name.count.txt" 2>&1
 }
 trainrun() {  # trainrun NAME BATCH
@@ -37,7 +37,7 @@ trainrun() {  # trainrun NAME BATCH
   du -sb /tmp/runs/$name/traces/scorep-rank0 >> "$O/$name.count.txt"
 }
 mkdir -p /tmp/lab /tmp/runs
-gcc -shared -fPIC -o /tmp/libshim.so scripts/scorep_lab/cupti_shared_buffers.c -I"$CUDA/include" \
+gcc -shared -fPIC -o /tmp/libshim.so containers/scorep-patches/check/cupti_shared_buffers.c -I"$CUDA/include" \
     -L"$CUDA/targets/x86_64-linux/lib" -lcupti -ldl > "$O/shim-build.log" 2>&1
 if [ -z "${SKIP_STOCK:-}" ]; then
   lab stock-1thread --

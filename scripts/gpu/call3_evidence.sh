@@ -9,7 +9,7 @@ SPENV=(SCOREP_ENABLE_TRACING=true SCOREP_ENABLE_PROFILING=false SCOREP_CUDA_ENAB
        SCOREP_CUDA_BUFFER=64M SCOREP_TIMER=clock_gettime SCOREP_TOTAL_MEMORY=256M)
 for v in 1thread 2threads; do
   a=(); [ $v = 2threads ] && a=(--backward)
-  env "${SPENV[@]}" SCOREP_EXPERIMENT_DIRECTORY=/tmp/lab/$v "${SP[@]}" scripts/scorep_lab/two_threads.py "${a[@]}" > "$O/lab-$v.log" 2>&1
+  env "${SPENV[@]}" SCOREP_EXPERIMENT_DIRECTORY=/tmp/lab/$v "${SP[@]}" containers/scorep-patches/check/two_threads.py "${a[@]}" > "$O/lab-$v.log" 2>&1
   python3 scripts/scorep_count.py /tmp/lab/$v --step-region ds:lab --json "$O/lab-$v.count.json" > "$O/lab-$v.count.txt" 2>&1
 done
 E=/tmp/ev; mkdir -p $E

@@ -50,7 +50,7 @@ SP=(python3 -m scorep --cuda --mpp=none --thread=pthread --nocompiler --noinstru
 for m in launch; do
   env SCOREP_ENABLE_TRACING=true SCOREP_CUDA_ENABLE=driver,kernel,memcpy,references SCOREP_CUDA_BUFFER=64M \
       SCOREP_TIMER=clock_gettime SCOREP_CUDA_DRIVER_CALLBACKS=$m SCOREP_EXPERIMENT_DIRECTORY=/tmp/lab-$m \
-      "${SP[@]}" scripts/scorep_lab/two_threads.py --backward > "$O/c1/lab-$m.log" 2>&1
+      "${SP[@]}" containers/scorep-patches/check/two_threads.py --backward > "$O/c1/lab-$m.log" 2>&1
   python3 scripts/scorep_count.py /tmp/lab-$m --step-region ds:lab --json "$O/c1/lab-$m.count.json" > /dev/null 2>&1
   el "lab $m: $(grep -o '"launches": [0-9]*\|"kernels": [0-9]*' "$O/c1/lab-$m.count.json" | tr '\n' ' ')"
 done

@@ -32,5 +32,5 @@ for b in $BATCHES; do
       --out "$OUT/sweep-b$b" -- --model base --batch-size "$b" --steps "$STEPS" --warmup-steps 5 || status=1
 done
 $PY scripts/bench_train.py --json "$OUT/bench_train.json" || status=1
-$PY scripts/bench_trace.py --configs 8x70,32x70,128x128 --repeats 5 --steps 20 --json "$OUT/bench_trace.json" || status=1
+$PY scripts/bench_trace.py --configs 8x70,32x70,128x128 --rounds 5 --modes untraced,torch --json "$OUT/bench_trace.json" || status=1
 exit $status

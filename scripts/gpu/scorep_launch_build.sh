@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU call (issue 24, 1 of 2), from the device copy's root: bash .gpu-run-scorep/scripts/gpu/scorep_launch_build.sh
 # Rebuilds Score-P 8.4 with every containers/scorep-patches/8.4-*.patch (stream order + launch-only
-# driver callbacks) into /opt/scorep-launch, verifies the launch-only mode on a short train run
+# driver callbacks, the latter a candidate of series-8.4) into /opt/scorep-launch, verifies the launch-only mode on a short train run
 # and on the two-thread lab (kernel completeness, trace size, stream references), packs the
 # install into $OUT in <16 MiB parts. The install stays in /opt for the next call on a warm machine.
 set -uo pipefail
@@ -12,7 +12,7 @@ T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 CUDA=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 { nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'; cat REVISION; } > "$O/c1/machine.txt" 2>&1
 mkdir -p /tmp/bfd; for d in "$K"/debs/*.deb; do dpkg -x "$d" /tmp/bfd; done
-[ -x /opt/scorep-launch/bin/scorep ] || bash containers/build-scorep.sh --source "$K/scorep-8.4-src.tar.xz" --prefix /opt/scorep-launch --jobs 16 --strip \
+[ -x /opt/scorep-launch/bin/scorep ] || bash containers/build-scorep.sh --source "$K/scorep-8.4-src.tar.xz" --prefix /opt/scorep-launch --jobs 16 --strip --candidate-patches \
   --libbfd-include /tmp/bfd/usr/include --libbfd-lib /tmp/bfd/usr/lib/x86_64-linux-gnu --nvtx2-include "$K/nvtx2" \
   --cuda "$CUDA" --build-dir /tmp/sb > "$O/c1/build.log" 2>&1
 rc=$?; el "build rc=$rc"; tail -5 "$O/c1/build.log"

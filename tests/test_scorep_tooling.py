@@ -87,6 +87,7 @@ def test_patches_are_named_for_their_version():
     for changed in ("scorep_cuda.h", "scorep_cuda_confvars.inc.c", "scorep_cupti_callbacks.c"):
         assert f"+++ b/src/adapters/cuda/{changed}" in text
     assert '"driver_callbacks"' in text and "cuptiEnableCallback" in text
+    assert "+        scorep_strm = scorep_cupti_stream_get_create( scorep_ctx, strm_id );" in text
 
 
 def test_counter_on_the_lost_and_the_patched_trace():

@@ -66,8 +66,8 @@ bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of
 bench-read: $(STAMP) ## trace reading speed: read_trace + summarize vs a plain otf2 event loop
 	$(VPY) scripts/bench_read.py
 
-bench-trace: $(STAMP) ## tracing dilation: traced / untraced step time per tracer mode (needs CUDA; SCOREP_MODES=scorep:driver,... adds Score-P)
-	$(VPY) scripts/bench_trace.py $(if $(SCOREP_MODES),--scorep-modes $(SCOREP_MODES))
+bench-trace: $(STAMP) ## tracing cost: rounds of short alternated processes per tracer mode (needs CUDA; the Score-P modes need Score-P; MODES=untraced,torch,... picks)
+	$(VPY) scripts/bench_trace.py $(if $(MODES),--modes $(MODES)) --json bench-trace.json
 
 .PHONY: bench-hook
 bench-hook: $(STAMP) ## cost of the DDP bucket hook: step time with / without it, side by side (CPU or one GPU)

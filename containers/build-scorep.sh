@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one Score-P build recipe of the project: called by the Apptainer definition's %post
-# (containers/dnabert-scaling.def, Score-P 9.x from the checksummed release tarball) and run as is
+# (containers/dnabert-scaling.def, Score-P 8.4 from the checksummed release tarball) and run as is
 # on the lent GPU machine (the Score-P 8.4 source of the GPU kit), so image and machine share it.
 #
 #   containers/build-scorep.sh --source scorep-X.Y.tar.{gz,xz} --prefix DIR [options]
@@ -15,11 +15,17 @@
 #     --nvtx2-include DIR   NVTX v2 headers (nvToolsExt.h), needed by Score-P 8.x on CUDA 13
 #     --build-dir DIR       where to unpack and build (default: a new folder under /var/tmp)
 #     --strip               delete static libraries and strip debug info after the install
+#     --candidate-patches   also apply the patches the version's series lists as 'candidate'
+#     --list-patches        print the patches that would be applied (FILE STATUS) and exit
+#     --check               after the install, run the patches' regression check
+#                           (containers/scorep-patches/check/run.sh: needs a CUDA GPU and torch)
 #
 # What it handles:
-#   * patches: every containers/scorep-patches/<X.Y>-*.patch for the version in the tarball's
-#     name is applied (patch -p1), and listed in PREFIX/share/scorep-patches.txt; versions
-#     without patches are built as released.
+#   * patches: containers/scorep-patches/series-<X.Y> lists the version's patches (FILE STATUS
+#     note); the 'verified' ones are applied (patch -p1) in its order, the 'candidate' ones only
+#     with --candidate-patches; each applied patch is listed in PREFIX/share/scorep-patches.txt
+#     (name, sha256, status). A <X.Y>-*.patch the series does not list is refused; versions
+#     without a series are built as released.
 #   * CUDA 13 keeps CUPTI under targets/<arch>-linux/{include,lib}, not extras/CUPTI, which is
 #     where Score-P 8 and 9 look for it (from --with-libcudart). When extras/CUPTI is missing,
 #     the folder holding CUPTI's include/ and lib/ is given as --with-libcupti.
@@ -32,7 +38,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 die() { echo "build-scorep: $*" >&2; exit 1; }
 
 SOURCE="" PREFIX="" CUDA="" JOBS=$(nproc 2>/dev/null || echo 4) MPI=none STUBS=0
-BFD_INC="" BFD_LIB="" NVTX2="" BUILD="" STRIP=0
+BFD_INC="" BFD_LIB="" NVTX2="" BUILD="" STRIP=0 CANDIDATES=0 CHECK=0 LIST=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --source) SOURCE=$2; shift 2 ;;
@@ -46,19 +52,44 @@ while [ $# -gt 0 ]; do
     --nvtx2-include) NVTX2=$2; shift 2 ;;
     --build-dir) BUILD=$2; shift 2 ;;
     --strip) STRIP=1; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --candidate-patches) CANDIDATES=1; shift ;;
+    --check) CHECK=1; shift ;;
+    --list-patches) LIST=1; shift ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 [ -n "$SOURCE" ] || die "--source is required (scorep-X.Y.tar.gz or .tar.xz)"
 [ -f "$SOURCE" ] || die "--source $SOURCE: no such file"
-[ -n "$PREFIX" ] || die "--prefix is required"
 SOURCE=$(cd "$(dirname "$SOURCE")" && pwd)/$(basename "$SOURCE")
 name=$(basename "$SOURCE")
 VERSION=$(echo "$name" | sed -nE 's/^scorep-([0-9]+\.[0-9]+(\.[0-9]+)?)([-_][A-Za-z0-9]+)?\.tar\.(gz|xz|bz2)$/\1/p')
 [ -n "$VERSION" ] || die "--source $name: expected a release tarball named scorep-X.Y[.Z][-TAG].tar.gz|xz|bz2"
 MAJOR=${VERSION%%.*}
 MINOR=$(echo "$VERSION" | cut -d. -f1,2)
+
+patches=() statuses=()
+series="$here/scorep-patches/series-$MINOR"
+if [ -f "$series" ]; then
+  while read -r file status _; do
+    case "$file" in ''|'#'*) continue ;; esac
+    [ -f "$here/scorep-patches/$file" ] || die "$series lists $file, which does not exist"
+    case "$status" in
+      verified) ;;
+      candidate) [ "$CANDIDATES" = 1 ] || { echo "build-scorep: not applying candidate $file (--candidate-patches applies it)" >&2; continue; } ;;
+      *) die "$series: $file has status '$status' (verified or candidate)" ;;
+    esac
+    patches+=("$here/scorep-patches/$file"); statuses+=("$status")
+  done < "$series"
+fi
+for p in "$here"/scorep-patches/"$MINOR"-*.patch; do
+  [ -f "$p" ] || continue
+  { [ -f "$series" ] && grep -Eq "^$(basename "$p" | sed 's/[.]/[.]/g')[[:space:]]" "$series"; } \
+    || die "$(basename "$p") is not listed in ${series#"$here"/} (FILE STATUS note): say whether it was verified"
+done
+
+if [ "$LIST" = 1 ]; then for i in "${!patches[@]}"; do echo "$(basename "${patches[$i]}") ${statuses[$i]}"; done; exit 0; fi
+[ -n "$PREFIX" ] || die "--prefix is required"
 
 if [ -z "$CUDA" ]; then
   if command -v nvcc >/dev/null; then CUDA=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")"); else CUDA=/usr/local/cuda; fi
@@ -101,9 +132,6 @@ cuda_opts=(--with-libcudart="$CUDA" --enable-cuda)
 [ "$STUBS" = 1 ] && cuda_opts+=(--with-libcuda-lib="$CUDA/lib64/stubs")
 if [ "$MPI" = none ]; then mpi_opts=(--without-mpi); else mpi_opts=("--with-mpi=$MPI"); fi
 
-patches=()
-for p in "$here"/scorep-patches/"$MINOR"-*.patch; do [ -f "$p" ] && patches+=("$p"); done
-
 BUILD=${BUILD:-$(mktemp -d /var/tmp/scorep-build.XXXXXX)}
 mkdir -p "$BUILD"
 echo "build-scorep: Score-P $VERSION from $name, CUDA $CUDA, prefix $PREFIX, ${#patches[@]} patch(es), in $BUILD"
@@ -126,7 +154,9 @@ run_logged make.log make -j"$JOBS"
 run_logged install.log make install
 if [ -n "$BFD_LIB" ]; then cp -a "$BFD_LIB"/libbfd*.so* "$PREFIX/lib/"; cp -a "$BFD_LIB"/libsframe*.so* "$BFD_LIB"/libopcodes*.so* "$PREFIX/lib/" 2>/dev/null || true; fi
 mkdir -p "$PREFIX/share"
-{ echo "Score-P $VERSION built by containers/build-scorep.sh"; for p in "${patches[@]}"; do echo "patch: $(basename "$p") sha256 $(sha256sum "$p" | cut -d' ' -f1)"; done; } > "$PREFIX/share/scorep-patches.txt"
+{ echo "Score-P $VERSION built by containers/build-scorep.sh"
+  for i in "${!patches[@]}"; do p=${patches[$i]}; echo "patch: $(basename "$p") sha256 $(sha256sum "$p" | cut -d' ' -f1) ${statuses[$i]}"; done
+} > "$PREFIX/share/scorep-patches.txt"
 if [ "$STRIP" = 1 ]; then
   find "$PREFIX" -name "*.a" -delete
   find "$PREFIX/lib" -name "*.so*" -type f -exec strip --strip-debug {} + 2>/dev/null || true
@@ -134,4 +164,9 @@ fi
 "$PREFIX/bin/scorep-info" config-summary > "$PREFIX/share/config-summary.txt"
 grep -Eq "CUDA support:[[:space:]]*yes" "$PREFIX/share/config-summary.txt" || { cat "$PREFIX/share/config-summary.txt" >&2; die "Score-P was built without CUDA support"; }
 grep -E "CUDA support|libcupti|CUDA version|NVTX" "$PREFIX/share/config-summary.txt" || true
+if [ "$CHECK" = 1 ]; then
+  echo "build-scorep: regression check of the patches (containers/scorep-patches/check/run.sh)"
+  PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    bash "$here/scorep-patches/check/run.sh" "$PREFIX" || die "the regression check of the patches failed"
+fi
 echo "build-scorep: done ($PREFIX)"

@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
-"""Tracing dilation: traced / untraced median step time, per tracer mode (needs CUDA).
+"""Tracing cost: traced / untraced step time per tracer mode, in many short processes (needs CUDA).
 
-One process, one model per shape. Windows of ``--steps`` training steps alternate between
-untraced, the default tracer mode (CUDA activity + user-scope ranges) and the mode with host
-operators (``--trace-cpu-ops``), each window preceded by its own warm-up steps, for
-``--repeats`` rounds. Alternating inside one process removes the process-to-process variation
-(seen at up to 2x between two identical runs on the lent H200) from the ratio. The dilation
-of a mode is the median over rounds of (traced window median step / untraced window median step
-of the same round).
+Score-P cannot be unloaded inside a process, and its recording-off windows still pay every CUPTI
+callback, so the modes cannot alternate inside one process. Identical processes differ by up to
+2x on the lent H200, so single runs say little. The figure is therefore taken over rounds: each
+round starts one short process per mode (the order rotated from round to round), each process
+builds the model for every configuration and times ``--warmup`` + ``--steps`` training steps of
+it (the median of the measured steps, CUDA events). A mode's cost at a configuration is, per
+round, its median step over the untraced process's median step of the same round; the JSON gives
+the median, min and max of these ratios over the rounds.
 
-Score-P (``--scorep-modes``, needs Score-P with CUDA): one process per Score-P mode, started
-under ``python -m scorep`` with that mode's SCOREP_CUDA_ENABLE (and filter). Score-P cannot be
-switched off inside a process, so its windows alternate between recording off
-(``scorep.user.disable_recording()``: Score-P loaded, CUPTI subscribed, nothing written) and on;
-``dilation_median`` is on / off, and ``dilation_vs_untraced`` compares with the untraced windows
-of the torch process of the same call (another process: read it with the caveat above). Per mode
-the trace's size and its launches/kernels (``scripts/scorep_count.py``) are reported too.
-  scorep:driver              driver,kernel,memcpy,references (the artifact's default)
-  scorep:nodriver            kernel,memcpy (no launch records: completeness cannot be measured)
-  scorep:driver-launch-only  as scorep:driver, with resources/scorep/cuda-launch-only.filter
+Modes:
+  untraced          no tracer
+  torch             torch.profiler, CUDA activity only (the artifact's torch default)
+  scorep-all        Score-P, SCOREP_CUDA_ENABLE=driver,kernel,memcpy,references, every driver
+                    API call recorded (SCOREP_CUDA_DRIVER_CALLBACKS=all, Score-P as released)
+  scorep-launch     the same with SCOREP_CUDA_DRIVER_CALLBACKS=launch (the project's patch
+                    8.4-cupti-launch-callbacks.patch): only launch, copy and memset calls
+  scorep-nodriver   SCOREP_CUDA_ENABLE=kernel,memcpy: no host records (completeness unknowable)
+
+For the Score-P modes: the experiment's bytes per executed step (every step of the process,
+warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
+is in the trace (``scripts/scorep_count.py``; null without launch records).
+
+Per call (the processes of the second round, after their configurations; ``--no-micro`` skips
+it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small kernel
+launch from PyTorch (``x.add_(1)`` on one element), so that the ratios can be read as callbacks x
+cost per callback. Trace figures are taken from the processes without these loops.
+
+    scripts/bench_trace.py [--rounds 5] [--configs 8x70,32x70,128x128] [--json OUT]
 """
 
 from __future__ import annotations
@@ -30,238 +40,274 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_train import Bench, parse_configs  # noqa: E402
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 
-MODES = {"none": None, "torch:cuda": False, "torch:cuda+cpu-ops": True}
-SCOREP_MODES = {
-    "scorep:driver": ("driver,kernel,memcpy,references", None),
-    "scorep:nodriver": ("kernel,memcpy", None),
-    "scorep:driver-launch-only": ("driver,kernel,memcpy,references", "cuda-launch-only.filter"),
+SCOREP_ENABLE = "driver,kernel,memcpy,references"
+MODES = {  # mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS); None: not under Score-P
+    "untraced": None,
+    "torch": None,
+    "scorep-all": (SCOREP_ENABLE, "all"),
+    "scorep-launch": (SCOREP_ENABLE, "launch"),
+    "scorep-nodriver": ("kernel,memcpy", "all"),
 }
+MICRO_QUERIES, MICRO_LAUNCHES = 5000, 1000
 
 
-def window(bench, torch, cpu_ops, warmup, steps, trace_dir, recording=None) -> float:
-    """Median step (s) of one window. ``cpu_ops`` None: no torch tracer; ``recording``: under
-    Score-P, record (True) or not (False) during the window."""
+def parse_configs(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in text.split(","):
+        b, _, s = item.strip().lower().partition("x")
+        out.append((int(b), int(s)))
+    return out
+
+
+# ---- inside one measured process ---------------------------------------------------------------
+
+
+def child_configs(args) -> dict:
+    """Time warm-up + measured steps per configuration; torch mode traces each configuration."""
+    import torch
+    from bench_train import Bench
+
     from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
 
-    if recording is not None:
-        import scorep.user
-
-        (scorep.user.enable_recording if recording else scorep.user.disable_recording)()
-    tracer = None
-    if cpu_ops is not None:
-        tracer = TorchProfilerTracer(Path(trace_dir) / "t.json.gz", warmup, steps, "cuda", cpu_ops=cpu_ops)
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
-    for i in range(warmup + steps):
-        if tracer:
-            tracer.step_begin(i)
-        if i == warmup:
-            events[0].record()
-        bench.step(bench.ids, bench.mask, bench.labels, measured=i >= warmup)
-        if i >= warmup:
-            events[i - warmup + 1].record()
-        if tracer:
-            tracer.step_end(i)
-    events[-1].synchronize()
-    return statistics.median(events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(steps))
-
-
-def main(argv=None) -> int:
-    import torch
-
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="base")
-    p.add_argument("--configs", default="8x70,32x70,128x128")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument(
-        "--optimizer-impl",
-        default="default",
-        choices=("default", "foreach", "fused"),
-        help="default: as the training command (torch AdamW, foreach)",
-    )
-    p.add_argument("--json", default=None)
-    p.add_argument(
-        "--scorep-modes",
-        default="",
-        help=f"comma-separated Score-P modes to measure too ({', '.join(SCOREP_MODES)}); needs Score-P",
-    )
-    p.add_argument("--no-torch", action="store_true", help="only the Score-P modes")
-    p.add_argument("--scorep-child", default=None, help=argparse.SUPPRESS)  # inside python -m scorep
-    args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("bench-trace: needs a CUDA GPU (tracing dilation is a GPU figure); nothing measured", file=sys.stderr)
-        return 2
-    if args.scorep_child:
-        return scorep_child(args, torch)
-    scorep_rows = [row for mode in filter(None, args.scorep_modes.split(",")) for row in scorep_mode(mode, args)]
-    if args.no_torch:
-        return report(scorep_rows, args, torch)
     device = torch.device("cuda")
-    print(
-        f"# bench-trace: {args.model} on {torch.cuda.get_device_name(0)}, bf16, "
-        f"{args.repeats} rounds x {args.steps} steps per window"
-    )
-    rows = []
+    out = {}
     with tempfile.TemporaryDirectory() as tmp:
         for batch, seq in parse_configs(args.configs):
-            bench = Bench(torch, args.model, "sdpa", batch, seq, device, "bf16", args.optimizer_impl)
-            bench.run(5, 5)  # warm the allocator and kernels once
-            times = {m: [] for m in MODES}
-            for _ in range(args.repeats):
-                for mode, cpu_ops in MODES.items():
-                    times[mode].append(window(bench, torch, cpu_ops, args.warmup, args.steps, tmp))
-            base = times["none"]
-            for mode in MODES:
-                ratios = [t / b for t, b in zip(times[mode], base)]
-                rows.append(
-                    {
-                        "batch": batch,
-                        "seq": seq,
-                        "mode": mode,
-                        "step_ms_median": statistics.median(times[mode]) * 1e3,
-                        "step_ms_rounds": [t * 1e3 for t in times[mode]],
-                        "dilation_median": statistics.median(ratios),
-                        "dilation_rounds": ratios,
-                    }
-                )
-            del bench
+            bench = Bench(torch, args.model, "sdpa", batch, seq, device, "bf16", "default")
+            tracer = None
+            if args.child == "torch":
+                tracer = TorchProfilerTracer(Path(tmp) / f"{batch}x{seq}.json.gz", args.warmup, args.steps, "cuda", cpu_ops=False)
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(args.steps + 1)]
+            for i in range(args.warmup + args.steps):
+                if tracer:
+                    tracer.step_begin(i)
+                if i == args.warmup:
+                    events[0].record()
+                bench.step(bench.ids, bench.mask, bench.labels, measured=i >= args.warmup)
+                if i >= args.warmup:
+                    events[i - args.warmup + 1].record()
+                if tracer:
+                    tracer.step_end(i)
+            events[-1].synchronize()
+            steps = [events[i].elapsed_time(events[i + 1]) for i in range(args.steps)]
+            out[f"{batch}x{seq}"] = {"step_ms_median": statistics.median(steps), "step_ms": steps}
+            del bench, tracer
             torch.cuda.empty_cache()
-    untraced = {(r["batch"], r["seq"]): r["step_ms_median"] for r in rows if r["mode"] == "none"}
-    for r in scorep_rows:
-        base = untraced.get((r["batch"], r["seq"]))
-        r["dilation_vs_untraced"] = r["step_ms_median"] / base if base and r["mode"] != "scorep:off" else None
-    return report(rows + scorep_rows, args, torch)
+    return out
 
 
-def report(rows, args, torch) -> int:
-    print(f"{'batch x seq':>12} {'mode':>26} {'step ms':>9} {'dilation':>9} {'per round':>24}")
-    for r in rows:
-        per = " ".join(f"{x:.2f}" for x in r["dilation_rounds"])
-        extra = ""
-        if r.get("dilation_vs_untraced"):
-            extra = f"  vs untraced process {r['dilation_vs_untraced']:.3f}"
-        if r.get("trace_bytes") is not None:
-            extra += f"  trace {r['trace_bytes'] / 1e6:.1f} MB, {r.get('launches')} launches, {r.get('kernels')} kernels"
-        print(
-            f"{r['batch']:>5} x {r['seq']:<4} {r['mode']:>26} {r['step_ms_median']:>9.2f} "
-            f"{r['dilation_median']:>9.3f} {per:>24}{extra}"
-        )
-    if args.json:
-        Path(args.json).write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows}, indent=2))
+def child_micro(args) -> dict:
+    """Host ns per driver query and per small PyTorch kernel launch, best of 3 batches."""
+    import ctypes
+
+    import torch
+
+    x = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    prof = None
+    if args.child == "torch":
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        prof.__enter__()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    dev = ctypes.c_int()
+    query, launch = [], []
+    for _ in range(3):  # small counts: under Score-P these calls are recorded too
+        t0 = time.perf_counter_ns()
+        for _ in range(MICRO_QUERIES):
+            cuda.cuCtxGetDevice(ctypes.byref(dev))
+        query.append((time.perf_counter_ns() - t0) / MICRO_QUERIES)
+        t0 = time.perf_counter_ns()
+        for _ in range(MICRO_LAUNCHES):
+            x.add_(1)
+        launch.append((time.perf_counter_ns() - t0) / MICRO_LAUNCHES)
+        torch.cuda.synchronize()
+    if prof is not None:
+        prof.__exit__(None, None, None)
+    return {"cuCtxGetDevice_ns": min(query), "launch_ns": min(launch), "cuCtxGetDevice_ns_all": query, "launch_ns_all": launch}
+
+
+def child(args) -> int:
+    if MODES.get(args.child) is not None:
+        from dnabert_scaling.run.tracing.scorep import under_scorep
+
+        if not under_scorep():
+            raise SystemExit(f"bench-trace: mode {args.child} must run under python -m scorep")
+    result = child_configs(args)
+    if args.micro:  # after the configurations: the per-call figures of this mode
+        result["micro"] = child_micro(args)
+    Path(args.json).write_text(json.dumps(result))
     return 0
 
 
-def scorep_mode(mode: str, args) -> list[dict]:
-    """Run this script under ``python -m scorep`` for one Score-P mode; its rows plus trace figures."""
-    from dnabert_scaling.run.tracing.scorep import RESOURCES, scorep_available, scorep_environment
+# ---- the parent: rounds of processes -----------------------------------------------------------
 
-    if mode not in SCOREP_MODES:
-        raise SystemExit(f"bench-trace: --scorep-modes: unknown mode {mode!r} (known: {', '.join(SCOREP_MODES)})")
-    ok, reason = scorep_available()
-    if not ok:
-        raise SystemExit(f"bench-trace: --scorep-modes needs Score-P: {reason}")
-    cuda_enable, filt = SCOREP_MODES[mode]
-    tmp = Path(tempfile.mkdtemp(prefix="bench-trace-scorep-"))
-    env = {**os.environ, **scorep_environment(0, tmp, cuda_enable=cuda_enable)}
-    Path(env["SCOREP_EXPERIMENT_DIRECTORY"]).parent.mkdir(parents=True)  # Score-P creates only the last level
-    if filt:
-        env["SCOREP_FILTERING_FILE"] = str(RESOURCES / filt)
-    child_json = tmp / "rows.json"
-    argv = [
-        sys.executable,
-        "-m",
-        "scorep",
-        "--cuda",
-        "--mpp=none",
-        "--thread=pthread",
-        "--nocompiler",
-        "--noinstrumenter",
-        str(Path(__file__).resolve()),
-        "--scorep-child",
-        mode,
-        "--json",
-        str(child_json),
-        "--model",
-        args.model,
-        "--configs",
-        args.configs,
-        "--repeats",
-        str(args.repeats),
-        "--steps",
-        str(args.steps),
-        "--warmup",
-        str(args.warmup),
-        "--optimizer-impl",
-        args.optimizer_impl,
-    ]
-    print(
-        f"# bench-trace: {mode} under Score-P (SCOREP_CUDA_ENABLE={cuda_enable}{', filter ' + filt if filt else ''})", flush=True
-    )
-    proc = subprocess.run(argv, env=env)
-    if proc.returncode != 0 or not child_json.is_file():
-        raise SystemExit(f"bench-trace: the Score-P process for {mode} failed (exit status {proc.returncode})")
-    rows = json.loads(child_json.read_text())["rows"]
-    exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
-    size = sum(f.stat().st_size for f in exp.rglob("*") if f.is_file())
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+def child_argv(mode: str, args, out_json: Path, micro: bool) -> list[str]:
+    argv = [sys.executable]
+    if MODES[mode] is not None:
+        argv += ["-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
+    argv += [str(Path(__file__).resolve()), "--child", mode, "--json", str(out_json), "--model", args.model]
+    argv += ["--configs", args.configs, "--warmup", str(args.warmup), "--steps", str(args.steps)]
+    return argv + (["--micro"] if micro else [])
+
+
+def run_process(mode: str, args, work: Path, tag: str, micro: bool = False) -> dict:
+    """One measured process; its timings plus, under Score-P, its trace figures."""
+    from dnabert_scaling.run.tracing.scorep import scorep_environment
+
+    out_json = work / f"{tag}.json"
+    env = dict(os.environ)
+    exp = None
+    if MODES[mode] is not None:
+        cuda_enable, callbacks = MODES[mode]
+        env.update(scorep_environment(0, work / tag, cuda_enable=cuda_enable, base_env={}))
+        env["SCOREP_CUDA_DRIVER_CALLBACKS"] = callbacks
+        exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
+        exp.parent.mkdir(parents=True)
+    t0 = time.monotonic()
+    proc = subprocess.run(child_argv(mode, args, out_json, micro), env=env, capture_output=True, text=True)
+    row = {"mode": mode, "tag": tag, "micro": micro, "wall_s": round(time.monotonic() - t0, 2), "exit_status": proc.returncode}
+    if proc.returncode != 0 or not out_json.is_file():
+        row["error"] = (proc.stderr or proc.stdout)[-2000:]
+        return row
+    row["result"] = json.loads(out_json.read_text())
+    if exp is not None:
+        row.update(trace_figures(exp, args))
+    return row
+
+
+def trace_figures(exp: Path, args) -> dict:
     from scorep_count import count
 
-    c = count(exp, step_region="ds:step")
-    for r in rows:
-        r.update(
-            trace_bytes=size,
-            launches=c["launches"],
-            kernels=c["kernels"],
-            cuda_enable=cuda_enable,
-            filter=filt,
-            top_host_regions=c.get("top_host_regions"),
-        )
+    size = sum(f.stat().st_size for f in exp.rglob("*") if f.is_file())
+    executed = len(parse_configs(args.configs)) * (args.warmup + args.steps)
+    c = count(exp)
+    return {
+        "trace_bytes": size,
+        "trace_bytes_per_step": size / executed,
+        "launches": c["launches"],
+        "kernels": c["kernels"],
+        "kernels_found_share": (min(c["kernels"], c["launches"]) / c["launches"]) if c["launches"] else None,
+        "host_enters": c["host_enters"],
+        "top_host_regions": c["top_host_regions"],
+    }
+
+
+def summarise(runs: list[dict], configs: list[str]) -> list[dict]:
+    """Per mode and configuration: the ratio to the untraced process of the same round."""
+    by_round: dict[int, dict[str, dict]] = {}
+    for r in runs:
+        if "round" in r and "result" in r:
+            by_round.setdefault(r["round"], {})[r["mode"]] = r
+    rows = []
+    for mode in MODES:
+        for cfg in configs:
+            ratios, steps, figures = [], [], []
+            for procs in by_round.values():
+                if mode in procs and "untraced" in procs:
+                    t = procs[mode]["result"][cfg]["step_ms_median"]
+                    ratios.append(t / procs["untraced"]["result"][cfg]["step_ms_median"])
+                    steps.append(t)
+                    figures.append(procs[mode])
+            if not ratios:
+                continue
+            row = {
+                "mode": mode,
+                "config": cfg,
+                "ratio_median": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "rounds": len(ratios),
+                "step_ms_median": statistics.median(steps),
+                "trace_bytes_per_step": None,
+                "kernels_found_share": None,
+            }
+            figures = [f for f in figures if not f["micro"]] or figures  # the per-call loops add records
+            if figures and "trace_bytes_per_step" in figures[0]:
+                row["trace_bytes_per_step"] = statistics.median(f["trace_bytes_per_step"] for f in figures)
+                shares = [f["kernels_found_share"] for f in figures if f["kernels_found_share"] is not None]
+                row["kernels_found_share"] = min(shares) if shares else None
+            rows.append(row)
     return rows
 
 
-def scorep_child(args, torch) -> int:
-    """Inside ``python -m scorep``: windows with Score-P recording off and on, alternating."""
-    from dnabert_scaling.run.tracing.scorep import under_scorep
+def parent(args) -> int:
+    import torch
 
-    if not under_scorep():
-        raise SystemExit("bench-trace: --scorep-child runs only under python -m scorep")
-    device = torch.device("cuda")
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for batch, seq in parse_configs(args.configs):
-            bench = Bench(torch, args.model, "sdpa", batch, seq, device, "bf16", args.optimizer_impl)
-            bench.run(5, 5)
-            times = {"scorep:off": [], args.scorep_child: []}
-            for _ in range(args.repeats):
-                times["scorep:off"].append(window(bench, torch, None, args.warmup, args.steps, tmp, recording=False))
-                times[args.scorep_child].append(window(bench, torch, None, args.warmup, args.steps, tmp, recording=True))
-            base = times["scorep:off"]
-            for mode, t in times.items():
-                ratios = [a / b for a, b in zip(t, base)]
-                rows.append(
-                    {
-                        "batch": batch,
-                        "seq": seq,
-                        "mode": mode,
-                        "step_ms_median": statistics.median(t) * 1e3,
-                        "step_ms_rounds": [x * 1e3 for x in t],
-                        "dilation_median": statistics.median(ratios),
-                        "dilation_rounds": ratios,
-                    }
-                )
-            del bench
-            torch.cuda.empty_cache()
-    import scorep.user
+    from dnabert_scaling.run.tracing.scorep import scorep_available
 
-    scorep.user.enable_recording()
-    Path(args.json).write_text(json.dumps({"rows": rows}))
+    if not torch.cuda.is_available():
+        print("bench-trace: needs a CUDA GPU (tracing cost is a GPU figure); nothing measured", file=sys.stderr)
+        return 2
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or "untraced" not in modes:
+        print(f"bench-trace: --modes must include 'untraced' and name only {', '.join(MODES)}", file=sys.stderr)
+        return 2
+    if any(MODES[m] is not None for m in modes):
+        ok, reason = scorep_available()
+        if not ok:
+            print(f"bench-trace: the Score-P modes need Score-P: {reason}", file=sys.stderr)
+            return 2
+    configs = [f"{b}x{s}" for b, s in parse_configs(args.configs)]
+    work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
+    runs: list[dict] = []
+    started = time.monotonic()
+    for rnd in range(args.rounds):
+        if rnd and time.monotonic() - started > args.budget_s:
+            print(f"# bench-trace: time budget spent after {rnd} rounds", flush=True)
+            break
+        for k in range(len(modes)):
+            mode = modes[(k + rnd) % len(modes)]
+            micro = rnd == 1 and not args.no_micro  # the per-call figures in the second round
+            row = run_process(mode, args, work, f"r{rnd}-{mode}", micro=micro)
+            row["round"] = rnd
+            runs.append(row)
+            print(f"# round {rnd} {mode}: {row['wall_s']} s {row.get('result') or row.get('error')}", flush=True)
+    doc = {
+        "device": torch.cuda.get_device_name(0),
+        "model": args.model,
+        "warmup": args.warmup,
+        "steps": args.steps,
+        "configs": configs,
+        "modes": summarise(runs, configs),
+        "per_call": [{"mode": r["mode"], **r["result"]["micro"]} for r in runs if "micro" in r.get("result", {})],
+        "runs": runs,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    for r in doc["modes"]:
+        print(json.dumps(r))
+    for r in doc["per_call"]:
+        print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
     return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="base")
+    p.add_argument("--configs", default="8x70,32x70,128x128")
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--budget-s", type=float, default=1e9, help="start no new round after this many seconds")
+    p.add_argument("--no-micro", action="store_true", help="skip the per-call figures")
+    p.add_argument("--micro", action="store_true", help=argparse.SUPPRESS)  # in a child: the per-call figures
+    p.add_argument("--json", default=None)
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        return child(args)
+    return parent(args)
 
 
 if __name__ == "__main__":

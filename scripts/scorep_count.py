@@ -104,6 +104,7 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
         "launch_regions": dict(names),
         "host_enters": sum(host_regions.values()),
         "top_host_regions": dict(host_regions.most_common(8)),
+        "host_regions": dict(host_regions),
         "step_windows": len(windows),
         "steps_complete": sum(1 for s in per_step if s["launches"] and s["kernels"] >= s["launches"]),
         "min_step_ratio": min((s["ratio"] for s in per_step if s["ratio"] is not None), default=None),

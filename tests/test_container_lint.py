@@ -183,15 +183,15 @@ BROKEN = [
     ),
     (
         "undeclared_version_argument",
-        lambda t: edit(t, "    SCOREP_SHA256=bea58d8c", "    SCOREP_SHASUM=bea58d8c"),
+        lambda t: edit(t, "    SCOREP_SHA256=7bbde9a0", "    SCOREP_SHASUM=7bbde9a0"),
         r"%arguments does not declare SCOREP_SHA256",
         "%arguments",
     ),
     (
         "old_scorep",
-        lambda t: edit(t, "    SCOREP_VERSION=9.4", "    SCOREP_VERSION=8.4"),
-        r"the project uses Score-P 9.x",
-        "SCOREP_VERSION=8.4",
+        lambda t: edit(t, "    SCOREP_VERSION=8.4", "    SCOREP_VERSION=7.1"),
+        r"SCOREP_VERSION=7.1: the project builds Score-P 8.4 \(verified, with its patches\) or 9.x",
+        "SCOREP_VERSION=7.1",
     ),
     (
         "short_revision",
@@ -257,7 +257,9 @@ def test_build_args_override_defaults(tmp_path):
     proc = lint(DEF, "--no-scripts", "--build-arg", "SCOREP_VERSION=9.3", context=ctx)
     assert proc.returncode == 0, proc.stdout
     proc = lint(DEF, "--no-scripts", "--build-arg", "SCOREP_VERSION=10.0")
-    assert proc.returncode == 1 and "SCOREP_VERSION='10.0': the project uses Score-P 9.x" in proc.stdout
+    assert proc.returncode == 1 and "SCOREP_VERSION=10.0: the project builds Score-P 8.4" in proc.stdout
+    proc = lint(DEF, "--no-scripts", "--build-arg", "SCOREP_VERSION=8.3", context=ctx)
+    assert proc.returncode == 1 and "SCOREP_VERSION=8.3: no " in proc.stdout and "series-8.3" in proc.stdout
     proc = lint(DEF, "--no-scripts", "--build-arg", "BASE_IMAGE=ubuntu:24.04")
     assert proc.returncode == 1 and "From: 'ubuntu:24.04' is not pinned by digest" in proc.stdout
     proc = lint(DEF, "--no-scripts", "--build-arg", "SCOREP_SHA256=xyz")

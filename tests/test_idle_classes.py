@@ -41,13 +41,22 @@ def test_idle_breakdown_by_hand():
     np.testing.assert_allclose(parts["host"] + parts["kernel"] + parts["other"], table["idle_s"] / NS, atol=1e-6)
 
 
-def test_idle_without_launch_times_is_all_other():
+def test_idle_without_launch_times_is_unknown_not_zero():
+    # no activity linked to its launch (time-window attribution only): the split cannot be
+    # measured, so it is NaN (null in metrics.json), not a host wait of 0
     tr = make_trace(gpu_rows=GPU, phases=PHASES, with_correlation=False)
     att = attribute(tr.gpu, tr.host, prefer="time-window")
     windows = partition.step_windows(tr.gpu, att, 2)
     parts = idle.idle_breakdown(tr.gpu, att, windows)
-    assert list(parts["host"]) == [0, 0] and list(parts["kernel"]) == [0, 0]
-    assert list(parts["other"]) == [65, 0]
+    for part in ("host", "kernel", "other"):
+        assert np.isnan(parts[part]).all()
+    cols = idle.step_columns(tr.gpu, tr.host, HostTimeline.from_host(tr.host), att, windows)
+    assert cols[["idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"]].isna().all().all()
+    assert (cols["launches"] > 0).all()  # the launch rate does not need the link
+    # one linked activity is enough for a split (the unlinked gaps are 'other')
+    att.launch_ns[1] = 25  # k2, launched at 25, ends the gap [20, 30)
+    parts = idle.idle_breakdown(tr.gpu, att, windows)
+    assert (parts["host"][0], parts["kernel"][0], parts["other"][0]) == (5, 5, 55)
 
 
 def test_stream_order_launch_times_give_the_same_breakdown():

@@ -161,7 +161,11 @@ def test_scorep_available_reports_what_is_missing(tmp_path, monkeypatch):
 
 
 def test_check_experiment_on_real_samples():
-    assert sp.check_experiment(CASITA) == []
+    # a Score-P without the launch-callbacks patch recorded every driver API call: said, not an error
+    assert sp.check_experiment(CASITA) == [
+        "every CUDA driver API call was recorded (SCOREP_CUDA_DRIVER_CALLBACKS is not 'launch': Score-P without "
+        "the project's launch-callbacks patch?): the host cost of the trace is higher"
+    ]
     with pytest.raises(ArtifactError, match="CUPTI was not subscribed: the trace has no CUDA stream locations") as exc:
         sp.check_experiment(PINGPONG)
     assert "Master thread" in str(exc.value)
@@ -200,7 +204,10 @@ def test_check_experiment_warnings_from_log_and_config(tmp_path):
     assert len(dropped) == 2 and dropped[0].endswith("(x2)")
     flush = [w for w in warnings if w.startswith("Score-P flushed its trace buffer")]
     assert len(flush) == 1 and "Trace buffer flush on rank 0" in flush[0]
-    assert len(warnings) == 4
+    assert warnings[1].startswith("every CUDA driver API call was recorded")  # no SCOREP_CUDA_DRIVER_CALLBACKS in the cfg
+    assert len(warnings) == 5
+    (exp / "scorep.cfg").write_text("SCOREP_CUDA_ENABLE='driver','kernel'\nSCOREP_CUDA_DRIVER_CALLBACKS='launch'\n")
+    assert sp.check_experiment(exp) == []
 
 
 def test_filter_file_syntax():

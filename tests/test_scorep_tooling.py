@@ -80,9 +80,14 @@ def test_recipe_wants_nvtx2_headers_for_scorep8_on_cuda13(tmp_path):
 
 def test_patches_are_named_for_their_version():
     patches = sorted((ROOT / "containers" / "scorep-patches").glob("*.patch"))
-    assert [p.name for p in patches] == ["8.4-cupti-stream-order.patch"]
-    text = patches[0].read_text()
+    assert [p.name for p in patches] == ["8.4-cupti-launch-callbacks.patch", "8.4-cupti-stream-order.patch"]
+    text = patches[1].read_text()
     assert "+++ b/src/adapters/cuda/scorep_cupti4_activity.c" in text and "handle_pending_buffers" in text
+    text = patches[0].read_text()
+    for changed in ("scorep_cuda.h", "scorep_cuda_confvars.inc.c", "scorep_cupti_callbacks.c"):
+        assert f"+++ b/src/adapters/cuda/{changed}" in text
+    assert '"driver_callbacks"' in text and "cuptiEnableCallback" in text
+    assert "+        scorep_strm = scorep_cupti_stream_get_create( scorep_ctx, strm_id );" in text
 
 
 def test_counter_on_the_lost_and_the_patched_trace():

@@ -13,6 +13,11 @@ runs on any stream) is split into three parts that add up to it:
   does not give (time-window attribution: copies and memsets under Score-P, streams whose launch
   and kernel counts disagree), so host wait and kernel wait cannot be told apart there.
 
+When no activity of the rank has a known launch time (a trace without launch records, or Score-P
+whose launches carry no stream reference, e.g. Score-P 8.4's cuLaunchKernelEx), the split is
+**unknown**: all three parts are NaN (null in metrics.json), never a host wait of 0 that would
+read like a measurement.
+
 Launch times come from the attribution (``Attribution.launch_ns``): the correlated runtime call
 (Kineto), or the i-th launch into a stream paired with its i-th kernel (Score-P stream order).
 Host and GPU times of one rank share that rank's trace clock in both formats.
@@ -42,18 +47,22 @@ def idle_gaps(gpu: pd.DataFrame, ws: np.ndarray, we: np.ndarray) -> iv.Intervals
 
 
 def idle_breakdown(gpu: pd.DataFrame, att: Attribution, windows) -> dict[str, np.ndarray]:
-    """Per step window (valid or not, in window order): host wait, kernel wait, other, in ns."""
+    """Per step window (valid or not, in window order): host wait, kernel wait, other, in ns;
+    NaN for all three when no activity has a known launch time (the split is unknown)."""
     ws, we, valid = windows
     ws, we = np.asarray(ws, np.int64), np.asarray(we, np.int64)
     steps = len(ws)
     zero = np.zeros(steps, dtype=np.int64)
     if steps == 0 or not valid.any():
         return {"host": zero, "kernel": zero.copy(), "other": zero.copy()}
+    launch = att.launch_ns if att.launch_ns is not None else np.full(len(gpu), -1, np.int64)
+    known = launch >= 0
+    if len(gpu) and not known.any():  # nothing links a launch to its activity: the split is unknown
+        unknown = np.full(steps, np.nan)
+        return {"host": unknown, "kernel": unknown.copy(), "other": unknown.copy()}
     wsv, wev = ws[valid], we[valid]
     gs, ge = idle_gaps(gpu, wsv, wev)
     start = gpu["start_ns"].to_numpy(np.int64)
-    launch = att.launch_ns if att.launch_ns is not None else np.full(len(gpu), -1, np.int64)
-    known = launch >= 0
     pending = known & (launch < start)
     outstanding = iv.union(launch[pending], start[pending])
     waiting = iv.length_in_windows(outstanding, gs, ge)  # kernel-wait part of each gap

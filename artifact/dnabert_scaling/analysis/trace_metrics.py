@@ -182,6 +182,11 @@ def _table_notes(steps: pd.DataFrame) -> list[str]:
     """What the reader of the figures should know: idle time of unknown cause, NCCL time that
     is not counted as AllReduce."""
     notes = []
+    if len(steps) and steps["idle_host_wait_s"].isna().all():
+        notes.append(
+            "the idle time's split into host wait, kernel wait and other is unknown: the trace does not "
+            "link any launch to its GPU activity (no correlation ids, no stream reference on the launches)"
+        )
     other_idle = float(steps["idle_other_s"].sum())
     if other_idle > 0:
         notes.append(

@@ -17,7 +17,9 @@ Apptainer's rules (``internal/pkg/build/args`` and ``pkg/build/types/parser/deff
 Project rules: ``Bootstrap:`` is the first header keyword, the base (``From:``) is pinned by
 digest (``name@sha256:<64 hex>``; a tag next to the digest is rejected by Apptainer's registry
 code, so the tag goes into ``%labels``), the labels ``BaseImage`` (equal to ``From``), ``BaseTag``
-and the version labels are there, ``%help``, ``%test`` and a ``%runscript`` that ``exec``s exist,
+and the version labels are there, ``%help``, ``%test`` and a ``%runscript`` that ``exec``s exist, ``SCOREP_VERSION`` is 8.4 with a
+complete patch series in the build directory's ``containers/scorep-patches/`` or 9.x
+(``tools/scorep_series.py``),
 every ``%apprun`` ``exec``s, no ``%setup`` or ``%pre`` (they run on the build host), the version
 ``%arguments`` are declared, every ``%files`` source exists in the build directory.
 
@@ -45,89 +47,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tools import scorep_series
 
-# Apptainer's lists (pkg/build/types/parser/deffile.go)
-VALID_SECTIONS = {
-    "help",
-    "setup",
-    "files",
-    "labels",
-    "environment",
-    "pre",
-    "post",
-    "runscript",
-    "test",
-    "startscript",
-    "arguments",
-}
-APP_SECTIONS = {"appinstall", "applabels", "appfiles", "appenv", "apptest", "apphelp", "apprun", "appstart"}
-VALID_HEADERS = {
-    "bootstrap",
-    "from",
-    "includecmd",
-    "mirrorurl",
-    "updateurl",
-    "osversion",
-    "include",
-    "library",
-    "registry",
-    "namespace",
-    "stage",
-    "product",
-    "user",
-    "regcode",
-    "productpgp",
-    "registerurl",
-    "modules",
-    "otherurl&n",
-    "fingerprints",
-    "confurl",
-    "setopt",
-}
-BOOTSTRAP_AGENTS = {
-    "library",
-    "docker",
-    "shub",
-    "oras",
-    "localimage",
-    "yum",
-    "zypper",
-    "debootstrap",
-    "arch",
-    "busybox",
-    "scratch",
-    "docker-daemon",
-    "docker-archive",
-    "oci",
-    "oci-archive",
-    "dnf",
-    "sif",
-}
-REGISTRY_AGENTS = {"docker", "oras", "library"}
-BUILD_ARG_RE = re.compile(r"{{\s*(\w+)\s*}}")
-COMMENT_BEFORE_RE = re.compile(r"\s*[#][^!]\s*.*")  # Apptainer's commentLineRegexp (unanchored)
-
-SHELL_SECTIONS = {
-    "post",
-    "test",
-    "runscript",
-    "environment",
-    "startscript",
-    "setup",
-    "pre",
-    "appinstall",
-    "apptest",
-    "apprun",
-    "appenv",
-    "appstart",
-}
-# Project rules
-REQUIRED_SECTIONS = ("help", "test", "runscript", "labels", "arguments")
-FORBIDDEN_SECTIONS = {"setup": "runs on the build host as root", "pre": "runs on the build host as root"}
-REQUIRED_LABELS = ("BaseImage", "BaseTag", "CudaVersion", "TorchVersion", "ScorePVersion", "Dnabert2Revision")
-REQUIRED_ARGUMENTS = ("CUDA_VERSION", "TORCH_VERSION", "SCOREP_VERSION", "SCOREP_SHA256", "DNABERT2_REVISION")
-DIGEST_RE = re.compile(
-    r"^(?P<name>[a-z0-9][a-z0-9._/-]*(?::\d+)?(?:/[a-z0-9._-]+)*)(?::(?P<tag>[\w][\w.-]{0,127}))?@sha256:(?P<hex>[0-9a-f]{64})$"
+from dnabert_scaling.tools.apptainer_rules import (  # noqa: F401 (re-exported for the tests)
+    VALID_SECTIONS,
+    APP_SECTIONS,
+    VALID_HEADERS,
+    BOOTSTRAP_AGENTS,
+    REGISTRY_AGENTS,
+    BUILD_ARG_RE,
+    COMMENT_BEFORE_RE,
+    SHELL_SECTIONS,
+    REQUIRED_SECTIONS,
+    FORBIDDEN_SECTIONS,
+    REQUIRED_LABELS,
+    REQUIRED_ARGUMENTS,
+    DIGEST_RE,
 )
 
 
@@ -268,6 +203,12 @@ class Linter:
             self.error(0, "a build variable's value contains a line break")
         header_lines, blocks = self.split(lines)
 
+        header, order = self._parse_header(header_lines)
+        sections = self._parse_sections(blocks)
+        return Definition(self.path, raw, lines, header, order, sections, arguments)
+
+    def _parse_header(self, header_lines: list[tuple[int, str]]) -> tuple[dict[str, tuple[str, int]], list[str]]:
+        """The header keywords (``key: value``, ``\\`` continuations) as Apptainer reads them."""
         header: dict[str, tuple[str, int]] = {}
         order: list[str] = []
         cont_key, cont_val, cont_line = "", "", 0
@@ -304,7 +245,10 @@ class Linter:
         if cont_key:
             header[cont_key] = (cont_val, cont_line)
             order.append(cont_key)
+        return header, order
 
+    def _parse_sections(self, blocks: list[tuple[int, list[str]]]) -> list[Section]:
+        """The known sections and SCIF app sections; an unknown one is an error."""
         sections: list[Section] = []
         for start, block in blocks:
             first = block[0].strip()
@@ -331,7 +275,7 @@ class Linter:
                     f"invalid section %{kind or '?'} (Apptainer: 'invalid section(s) specified'); "
                     f"a line whose first word starts with '%' begins a section, even inside a script",
                 )
-        return Definition(self.path, raw, lines, header, order, sections, arguments)
+        return sections
 
     # --- project rules -----------------------------------------------------------------------------
     def check_header(self, d: Definition) -> None:
@@ -401,12 +345,11 @@ class Linter:
             if s.kind == "test" and not any(ln.strip() and not ln.strip().startswith("#") for ln in s.body):
                 self.error(s.line, "%test has no commands")
 
+    def check_arguments(self, d: Definition) -> None:
         for name in REQUIRED_ARGUMENTS:
             if name not in d.arguments:
                 self.error(self._line_of(d, "arguments"), f"%arguments does not declare {name}")
-        version = self.build_args.get("SCOREP_VERSION", d.arguments.get("SCOREP_VERSION", ("", 0))[0]).strip()
-        if version and not re.fullmatch(r"9\.\d+(\.\d+)?", version):
-            self.error(d.arguments.get("SCOREP_VERSION", ("", 0))[1], f"SCOREP_VERSION={version!r}: the project uses Score-P 9.x")
+        self.check_scorep_version(d)
         sha = self.build_args.get("SCOREP_SHA256", d.arguments.get("SCOREP_SHA256", ("", 0))[0]).strip()
         if sha and not re.fullmatch(r"[0-9a-f]{64}", sha):
             self.error(d.arguments.get("SCOREP_SHA256", ("", 0))[1], f"SCOREP_SHA256={sha!r} is not a sha256 (64 hex digits)")
@@ -414,6 +357,19 @@ class Linter:
         if rev and not re.fullmatch(r"[0-9a-f]{40}", rev):
             self.error(d.arguments.get("DNABERT2_REVISION", ("", 0))[1], f"DNABERT2_REVISION={rev!r} is not a full 40-hex commit")
 
+    def check_scorep_version(self, d: Definition) -> None:
+        """SCOREP_VERSION: 8.4 with its patch series (verified), or 9.x (opt-in, built as released);
+        the series' patches exist and every patch of the version is in it."""
+        version = self.build_args.get("SCOREP_VERSION", d.arguments.get("SCOREP_VERSION", ("", 0))[0]).strip()
+        line = d.arguments.get("SCOREP_VERSION", ("", 0))[1]
+        if not version:
+            return
+        folder = self.context / "containers" / "scorep-patches"  # what the build copies to $SRC
+        for msg in scorep_series.version_problems(folder, version):
+            self.error(line, f"SCOREP_VERSION={version}: {msg}")
+
+    def check_labels(self, d: Definition) -> None:
+        kinds = {s.kind for s in d.sections}
         labels: dict[str, tuple[str, int]] = {}
         for s in d.sections:
             if s.kind != "labels":
@@ -436,6 +392,7 @@ class Linter:
             if "BaseTag" in labels and ":" not in labels["BaseTag"][0]:
                 self.error(labels["BaseTag"][1], f"label BaseTag {labels['BaseTag'][0]!r} should be name:tag")
 
+    def check_files(self, d: Definition) -> None:
         for s in d.sections:
             if s.kind not in ("files", "appfiles"):
                 continue
@@ -521,6 +478,9 @@ class Linter:
             return None
         self.check_header(d)
         self.check_sections(d)
+        self.check_arguments(d)
+        self.check_labels(d)
+        self.check_files(d)
         self.check_shell(d)
         return d
 

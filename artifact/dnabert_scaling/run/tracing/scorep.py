@@ -32,6 +32,7 @@ from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import ANCHOR, RunLayout
+from dnabert_scaling.provenance import Fallback
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources" / "scorep"
 LAUNCHER = RESOURCES / "run_module.py"
@@ -41,6 +42,16 @@ PYTHON_FILTER = RESOURCES / "python-instrumentation.filter"
 # on purpose: `sync` (synchronises around synchronous copies), `gpumemusage` (context
 # synchronisation on every allocation), `idle`/`kernel_counter` (not needed; idle is derived).
 DEFAULT_CUDA_ENABLE = "driver,kernel,memcpy,references"
+
+# Which driver API calls reach Score-P (SCOREP_CUDA_DRIVER_CALLBACKS, a variable of the project's
+# patch containers/scorep-patches/8.4-cupti-launch-callbacks.patch). Released Score-P subscribes
+# to the whole driver domain: PyTorch's context and device queries around every launch (85% of
+# the host events of a DNABERT-2 step on the H200) each cost a CUPTI callback and two events.
+# "launch" keeps only cuLaunch*, cuGraphLaunch*, cuMemcpy*, cuMemset*: the launch records and
+# their stream references, all the analysis reads. Taken when the installed Score-P lists that
+# patch in share/scorep-patches.txt (written by containers/build-scorep.sh), else "all".
+LAUNCH_PATCH_SUFFIX = "-cupti-launch-callbacks.patch"
+PATCHES_FILE = Path("share") / "scorep-patches.txt"
 
 # Trace buffer. One kernel costs about 110 bytes of trace records: the cuLaunchKernel Enter/Leave
 # with its CUDA_STREAM_REF attribute (~34 B), PyTorch's one or two further driver calls per
@@ -95,6 +106,62 @@ def scorep_available() -> tuple[bool, str]:
     return True, f"Score-P at {Path(config).parent.parent}"
 
 
+def scorep_prefix() -> Path | None:
+    """The install prefix of the Score-P whose ``scorep-config`` is on PATH (None: none)."""
+    config = shutil.which("scorep-config")
+    return Path(config).parent.parent if config else None
+
+
+def installed_patches(prefix) -> list[str] | None:
+    """The patch file names ``<prefix>/share/scorep-patches.txt`` lists (``patch: NAME sha256 X``
+    lines); None when the file is missing or unreadable (a Score-P not built by
+    ``containers/build-scorep.sh``)."""
+    if prefix is None:
+        return None
+    try:
+        text = (Path(prefix) / PATCHES_FILE).read_text(errors="replace")
+    except OSError:
+        return None
+    return [line.split()[1] for line in text.splitlines() if line.startswith("patch:") and len(line.split()) > 1]
+
+
+def driver_callbacks_for(patches: list[str] | None) -> tuple[str, str | None]:
+    """The ``SCOREP_CUDA_DRIVER_CALLBACKS`` value for an install with these patches, and why
+    ``all`` when it is not ``launch`` (None when it is)."""
+    if patches and any(p.endswith(LAUNCH_PATCH_SUFFIX) for p in patches):
+        return "launch", None
+    where = "has no share/scorep-patches.txt" if patches is None else "does not list it in share/scorep-patches.txt"
+    return "all", (
+        f"the installed Score-P {where}: without containers/scorep-patches/8.4{LAUNCH_PATCH_SUFFIX} every CUDA "
+        "driver API call is recorded (about 1.6x the untraced step at batch 8 x 70 on the H200, against "
+        "about 1.3x with the patch)"
+    )
+
+
+def default_driver_callbacks() -> tuple[str, str | None]:
+    """:func:`driver_callbacks_for` the Score-P on PATH."""
+    return driver_callbacks_for(installed_patches(scorep_prefix()))
+
+
+def _records_driver_api(cuda_enable: str) -> bool:
+    flags = {f.strip().lower() for f in cuda_enable.replace("'", "").replace('"', "").split(",") if f.strip()}
+    return bool(flags & {"driver", "references", "kernel_callsite", "default", "yes", "1"})
+
+
+def driver_callbacks_fallback(env=None) -> Fallback | None:
+    """Inside a Score-P rank: a :class:`Fallback` when every driver API call is being recorded
+    (the install lacks the launch-callbacks patch, or ``SCOREP_CUDA_DRIVER_CALLBACKS`` says so)."""
+    env = os.environ if env is None else env
+    if not _records_driver_api(env.get("SCOREP_CUDA_ENABLE", DEFAULT_CUDA_ENABLE)):
+        return None
+    mode = env.get("SCOREP_CUDA_DRIVER_CALLBACKS", "all")
+    if mode == "launch":
+        return None
+    _, why = default_driver_callbacks()
+    reason = why or f"SCOREP_CUDA_DRIVER_CALLBACKS={mode} was given"
+    return Fallback("tracer", "Score-P recording every CUDA driver API call (SCOREP_CUDA_DRIVER_CALLBACKS=all)", reason)
+
+
 def under_scorep() -> bool:
     """Whether this process already runs under ``python -m scorep`` (after its re-exec).
 
@@ -121,6 +188,7 @@ def scorep_environment(
     cuda_enable: str | None = None,
     total_memory: str | None = None,
     cuda_buffer: str | None = None,
+    driver_callbacks: str | None = None,
     base_env: dict | None = None,
 ) -> dict[str, str]:
     """Only the Score-P variables for one rank (see :func:`scorep_command` for the precedence)."""
@@ -142,6 +210,7 @@ def scorep_environment(
             total_memory, "SCOREP_TOTAL_MEMORY", DEFAULT_TOTAL_MEMORY_PYTHON if python_instrumentation else DEFAULT_TOTAL_MEMORY
         ),
         "SCOREP_CUDA_BUFFER": pick(cuda_buffer, "SCOREP_CUDA_BUFFER", DEFAULT_CUDA_BUFFER),
+        "SCOREP_CUDA_DRIVER_CALLBACKS": pick(driver_callbacks, "SCOREP_CUDA_DRIVER_CALLBACKS", default_driver_callbacks()[0]),
         "SCOREP_TIMER": env_in.get("SCOREP_TIMER") or DEFAULT_TIMER,
     }
     if python_instrumentation:
@@ -300,6 +369,11 @@ def check_experiment(exp_dir, log_text: str | None = None) -> list[str]:
     if perturbing or "yes" in flags or "default" in flags:
         what = ", ".join(perturbing) if perturbing else "the default set (includes sync, gpumemusage)"
         warnings.append(f"SCOREP_CUDA_ENABLE records {what}: extra synchronisation perturbs the overlap measured")
+    if _records_driver_api(enabled) and cfg.get("SCOREP_CUDA_DRIVER_CALLBACKS", "all").strip("'\"") != "launch":
+        warnings.append(
+            "every CUDA driver API call was recorded (SCOREP_CUDA_DRIVER_CALLBACKS is not 'launch': "
+            "Score-P without the project's launch-callbacks patch?): the host cost of the trace is higher"
+        )
     if log_text:
         warnings.extend(_log_findings(log_text))
     return warnings

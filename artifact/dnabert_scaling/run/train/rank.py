@@ -267,6 +267,10 @@ def _setup_device(r: _Rank) -> None:
     r.tracer_name, tracer_fallback = resolve_tracer(args.tracer, model=args.model)
     if tracer_fallback:
         r.fallbacks.append(tracer_fallback)
+    if r.tracer_name == "scorep":  # every driver call recorded: a Score-P without the launch-callbacks patch
+        from dnabert_scaling.run.tracing.scorep import driver_callbacks_fallback
+
+        r.fallbacks.extend(filter(None, [driver_callbacks_fallback()]))
     if r.device_type == "cuda":
         local = r.info.local_rank % torch.cuda.device_count()
         torch.cuda.set_device(local)

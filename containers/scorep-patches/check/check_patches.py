@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Regression check of the project's Score-P patches (needs a CUDA GPU): the two-thread lab.
+
+``two_threads.py --backward`` launches the forward kernels from the main thread and the backward
+kernels from PyTorch's autograd thread onto one stream: the smallest program that lost kernels
+under Score-P 8.4 on CUDA 13 (about half or more were skipped before the stream-order patch).
+It runs under ``python -m scorep`` once per driver-callback mode the install supports
+(``SCOREP_CUDA_DRIVER_CALLBACKS=all``, and ``launch`` when ``share/scorep-patches.txt`` lists
+the launch-callbacks patch) and counts the trace with ``scripts/scorep_count.py``:
+
+* every mode: at least as many kernels as ``cuLaunchKernel*`` launches inside the lab region
+  (none lost), and no "[CUPTI Activity] Skipping" line in the output;
+* ``launch``: no host region of the driver API other than the launch, copy and memset calls
+  (the subscription holds), and at most a tenth of the host events of ``all``.
+
+Prints one JSON line per mode and a verdict; exit status 0 passed, 1 failed, 2 cannot run here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+LAUNCH_PREFIXES = ("cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset")
+
+
+def modes_of(prefix: Path) -> list[str]:
+    listed = prefix / "share" / "scorep-patches.txt"
+    text = listed.read_text() if listed.is_file() else ""
+    return ["all", "launch"] if "-cupti-launch-callbacks.patch" in text else ["all"]
+
+
+def run_lab(mode: str, work: Path) -> tuple[dict, str]:
+    exp = work / f"lab-{mode}"
+    env = {
+        **os.environ,
+        "SCOREP_EXPERIMENT_DIRECTORY": str(exp),
+        "SCOREP_ENABLE_TRACING": "true",
+        "SCOREP_ENABLE_PROFILING": "false",
+        "SCOREP_CUDA_ENABLE": "driver,kernel,memcpy,references",
+        "SCOREP_CUDA_DRIVER_CALLBACKS": mode,
+        "SCOREP_CUDA_BUFFER": "64M",
+        "SCOREP_TIMER": "clock_gettime",
+    }
+    argv = [sys.executable, "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
+    proc = subprocess.run([*argv, str(HERE / "two_threads.py"), "--backward"], env=env, capture_output=True, text=True)
+    log = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        raise RuntimeError(f"the lab under Score-P ({mode}) failed with exit status {proc.returncode}: {log[-1500:]}")
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from scorep_count import count
+
+    return count(exp, step_region="ds:lab"), log
+
+
+def verdicts(mode: str, c: dict, log: str, host_all: int | None) -> list[str]:
+    problems = []
+    step = c["per_step"][0] if c["per_step"] else None
+    if step is None or not step["launches"]:
+        problems.append(f"{mode}: no launches in the lab region (step windows: {c['step_windows']})")
+    elif step["kernels"] < step["launches"]:
+        problems.append(f"{mode}: {step['kernels']} kernels for {step['launches']} launches: kernels lost")
+    if "[CUPTI Activity] Skipping" in log:
+        problems.append(f"{mode}: Score-P skipped CUDA activity records")
+    if mode == "launch":
+        driver = [n for n in c["host_regions"] if n.startswith("cu") and not n.startswith(LAUNCH_PREFIXES)]
+        if driver:
+            problems.append(f"launch: other driver API calls recorded: {', '.join(sorted(driver)[:8])}")
+        if host_all and c["host_enters"] > host_all / 10:
+            problems.append(f"launch: {c['host_enters']} host events against {host_all} with all (expected < 10%)")
+    return problems
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--prefix", type=Path, required=True, help="the Score-P install to check")
+    args = p.parse_args(argv)
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ImportError("no CUDA device")
+    except ImportError as exc:
+        print(f"check_patches: cannot run here ({exc})", file=sys.stderr)
+        return 2
+    problems: list[str] = []
+    host_all = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in modes_of(args.prefix):
+            c, log = run_lab(mode, Path(tmp))
+            if mode == "all":
+                host_all = c["host_enters"]
+            problems += verdicts(mode, c, log, host_all)
+            keep = ("launches", "kernels", "host_enters", "step_windows", "steps_complete")
+            print(json.dumps({"mode": mode, **{k: c[k] for k in keep}}))
+    for msg in problems:
+        print(f"check_patches: FAIL {msg}")
+    print("check_patches: " + ("FAILED" if problems else "passed"))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""The Score-P patch series: what make lint-container says about containers/scorep-patches/, and
+what containers/build-scorep.sh applies (its --list-patches, no build)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, ROOT
+from dnabert_scaling.tools import scorep_series
+
+PATCHES = ROOT / "containers" / "scorep-patches"
+
+
+def test_shipped_series_is_complete():
+    assert scorep_series.version_problems(PATCHES, "8.4") == []
+    assert scorep_series.version_problems(PATCHES, "9.4") == []  # built as released
+    entries, problems = scorep_series.read_series(PATCHES / "series-8.4")
+    assert problems == []
+    assert [e.status for e in entries if e.file == "8.4-cupti-stream-order.patch"] == ["verified"]
+    assert {p.name for p in PATCHES.glob("8.4-*.patch")} == {e.file for e in entries}
+
+
+def _folder(tmp_path, series: str | None, patches=("8.4-a.patch", "8.4-b.patch")):
+    folder = tmp_path / "scorep-patches"
+    folder.mkdir()
+    for name in patches:
+        (folder / name).write_text("--- a/x\n+++ b/x\n")
+    if series is not None:
+        (folder / "series-8.4").write_text(series)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "series, patches, needle",
+    [
+        (None, (), "no "),  # 8.x needs the stream-order patch
+        ("8.4-a.patch verified\n", ("8.4-a.patch", "8.4-b.patch"), "8.4-b.patch: not listed in series-8.4"),
+        ("8.4-a.patch verified\n8.4-c.patch candidate\n", ("8.4-a.patch",), "series-8.4:2: 8.4-c.patch does not exist"),
+        ("8.4-a.patch candidate\n", ("8.4-a.patch",), "no verified patch"),
+        ("8.4-a.patch maybe\n", ("8.4-a.patch",), "series-8.4:1: expected 'FILE STATUS [note]'"),
+        (
+            "# only a comment\n8.4-a.patch verified note words\n9.1-x.patch verified\n",
+            ("8.4-a.patch", "9.1-x.patch"),
+            "not a 8.4 patch",
+        ),
+    ],
+)
+def test_series_problems(tmp_path, series, patches, needle):
+    folder = _folder(tmp_path, series, patches)
+    problems = scorep_series.version_problems(folder, "8.4")
+    assert any(needle in p for p in problems), problems
+
+
+def test_versions(tmp_path):
+    folder = _folder(tmp_path, "8.4-a.patch verified\n8.4-b.patch candidate\n")
+    assert scorep_series.version_problems(folder, "8.4") == []
+    assert "not a Score-P release number" in scorep_series.version_problems(folder, "8.x")[0]
+    assert "builds Score-P 8.4" in scorep_series.version_problems(folder, "7.1")[0]
+    (folder / "9.4-y.patch").write_text("")
+    assert "no series-9.4 lists it" in scorep_series.version_problems(folder, "9.4")[0]
+
+
+def test_lint_reports_an_unlisted_patch(tmp_path):
+    ctx = tmp_path / "context"
+    shutil.copytree(ROOT / "containers", ctx / "containers")
+    for name in ("artifact", "requirements", "expected", "docs", "scripts", "pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            (ctx / name).symlink_to(ROOT / name)
+    (ctx / "containers" / "scorep-patches" / "8.4-new.patch").write_text("")
+    proc = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "dnabert_scaling.tools",
+            "lint-container",
+            "--no-scripts",
+            "--context",
+            str(ctx),
+            str(ROOT / "containers" / "dnabert-scaling.def"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "SCOREP_VERSION=8.4: " in proc.stdout and "8.4-new.patch: not listed in series-8.4" in proc.stdout
+
+
+def _build(tmp_path, *args):
+    tarball = tmp_path / "scorep-8.4.tar.gz"
+    tarball.touch()
+    return subprocess.run(
+        ["bash", str(ROOT / "containers" / "build-scorep.sh"), "--source", str(tarball), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_build_applies_verified_patches_and_candidates_on_request(tmp_path):
+    proc = _build(tmp_path, "--list-patches")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["8.4-cupti-stream-order.patch verified"]
+    assert "not applying candidate 8.4-cupti-launch-callbacks.patch" in proc.stderr
+    proc = _build(tmp_path, "--list-patches", "--candidate-patches")
+    assert proc.stdout.splitlines() == ["8.4-cupti-stream-order.patch verified", "8.4-cupti-launch-callbacks.patch candidate"]
+
+
+def test_build_refuses_an_unlisted_patch(tmp_path):
+    copy = tmp_path / "containers"
+    shutil.copytree(ROOT / "containers", copy)
+    (copy / "scorep-patches" / "8.4-new.patch").write_text("")
+    tarball = tmp_path / "scorep-8.4.tar.gz"
+    tarball.touch()
+    proc = subprocess.run(
+        ["bash", str(copy / "build-scorep.sh"), "--source", str(tarball), "--list-patches"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "8.4-new.patch is not listed in scorep-patches/series-8.4" in proc.stderr

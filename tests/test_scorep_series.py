@@ -103,10 +103,22 @@ def _build(tmp_path, *args):
 def test_build_applies_verified_patches_and_candidates_on_request(tmp_path):
     proc = _build(tmp_path, "--list-patches")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["8.4-cupti-stream-order.patch verified"]
-    assert "not applying candidate 8.4-cupti-launch-callbacks.patch" in proc.stderr
-    proc = _build(tmp_path, "--list-patches", "--candidate-patches")
-    assert proc.stdout.splitlines() == ["8.4-cupti-stream-order.patch verified", "8.4-cupti-launch-callbacks.patch candidate"]
+    assert proc.stdout.splitlines() == ["8.4-cupti-stream-order.patch verified", "8.4-cupti-launch-callbacks.patch verified"]
+    # a candidate (not yet built and run on a GPU) is applied only on request
+    copy = tmp_path / "containers"
+    shutil.copytree(ROOT / "containers", copy)
+    (copy / "scorep-patches" / "8.4-new.patch").write_text("")
+    with open(copy / "scorep-patches" / "series-8.4", "a") as f:
+        f.write("8.4-new.patch  candidate  not yet built\n")
+    tarball = tmp_path / "scorep-8.4.tar.gz"
+    tarball.touch()
+    cmd = ["bash", str(copy / "build-scorep.sh"), "--source", str(tarball), "--list-patches"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "8.4-new.patch candidate" not in proc.stdout
+    assert "not applying candidate 8.4-new.patch" in proc.stderr
+    proc = subprocess.run([*cmd, "--candidate-patches"], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.splitlines()[-1] == "8.4-new.patch candidate"
 
 
 def test_build_refuses_an_unlisted_patch(tmp_path):

@@ -189,7 +189,7 @@ def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> l
 
     todo = []
     for metrics, folder in folders:
-        verdicts, why = checker.read_verdicts(folder, metrics)
+        verdicts, why = checker.read_verdicts(folder, metrics, claims_path)
         if verdicts is not None:
             continue
         if not claims_path.is_file():

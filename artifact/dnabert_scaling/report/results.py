@@ -247,13 +247,13 @@ def distinct_labels(items: list[tuple[dict, Path]]) -> list[str]:
     return labels
 
 
-def load_set(index: int, path: str | Path, label: str | None = None) -> ResultSet:
+def load_set(index: int, path: str | Path, label: str | None = None, claims: str | Path | None = None) -> ResultSet:
     """One results folder: its metrics and its current verdicts.json, read as they are (never evaluated
     here: without current verdicts the claims are shown as not checked, with the reason)."""
     path = Path(path)
     metrics, metrics_path = checker.load_metrics(path)
     path = metrics_path.parent
-    verdicts, why = checker.read_verdicts(path, metrics)
+    verdicts, why = checker.read_verdicts(path, metrics, claims)
     source = (
         "verdicts.json (written by dnabert-scaling check)"
         if verdicts is not None
@@ -269,8 +269,8 @@ class Report:
 
     @classmethod
     def load(cls, results: list[dict], params: dict | None = None) -> "Report":
-        sets = [load_set(i, r["path"], r.get("label")) for i, r in enumerate(results)]
         params = dict(params or {})
+        sets = [load_set(i, r["path"], r.get("label"), params.get("claims")) for i, r in enumerate(results)]
         for rs in sets:
             rs.display_root = params.get("cwd")
         return cls(sets, params)

@@ -230,7 +230,10 @@ def main(argv=None) -> int:
         say("nothing was analysed")
         return 1
     report_dir = out / "report"
-    run([*CLI, "report", *[str(r) for _, r, _ in result_sets], "--out", str(report_dir)])
+    written_by = (
+        "make kick-tires (scripts/reproduce.py --kick-tires)" if args.kick_tires else "make reproduce (scripts/reproduce.py)"
+    )
+    run([*CLI, "report", *[str(r) for _, r, _ in result_sets], "--out", str(report_dir), "--written-by", written_by])
     seconds = time.monotonic() - t0
     mode = "kick-tires" if args.kick_tires else "reproduce"
     took = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"

@@ -88,9 +88,13 @@ def test_sections_labels_and_verdicts(built, folders):
     assert "3 Results: CPU smoke run on this machine: world sizes 1, 2, tracer torch" in html
     for heading in ("Abstract", "1 Method", "4 Caveats", "5 How to reproduce", "Appendix A", "Appendix B"):
         assert heading in html
-    # abstract from the verdicts: confirmed on the GPU set, not run on the CPU one, with the reason
-    assert "of 6 claims, 6 confirmed" in html
-    assert "of 6 claims, 6 not run" in html and "no GPU: this is a CPU smoke run" in html
+    # the first screen from the verdicts: confirmed on the GPU set, not run on the CPU one, with the reason
+    first = html.split('id="ds-summary"')[1].split("</table>")[0]
+    gpu_row, cpu_row = first.split("<tr>")[2:4]
+    assert gpu_row.count(">PASS<") == 6 and ">NOT RUN<" not in gpu_row
+    assert cpu_row.count(">NOT RUN<") == 6 and ">PASS<" not in cpu_row
+    notes = html.split('id="ds-summary"')[1].split("</ol>")[0]
+    assert "ran on CPU (a smoke run: no GPU time to measure); the claim needs CUDA GPUs" in notes
     assert html.count("ds-badge ds-pass") >= 6 and html.count("ds-badge ds-notrun") >= 6
     assert "verdicts.json (written by dnabert-scaling check)" in html
     # the CPU folder had none: the report command ran check on it, which wrote both files
@@ -117,11 +121,25 @@ def test_fallbacks_are_prominent(built):
 
 def test_missing_figures_are_notes_not_empty_axes(built):
     cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
-    notes = re.findall(r"Figure (3\.\d) not available:</b> ([^<]+)", cpu)
-    assert {n for n, _ in notes} == {"3.1", "3.2", "3.3", "3.4", "3.5"}
-    assert all("CPU run (gloo, no GPU)" in why for _, why in notes), notes
-    assert "Figure 3.6." in cpu, "throughput is measured on CPU too, and shown"
+    # the five GPU figures missing for one reason: one note naming them, the reason once
+    notes = re.findall(r"Not available here \(([^)]*)\):</b> ([^<]+)", cpu)
+    assert len(notes) == 1, notes
+    names, why = notes[0]
+    assert names.split("; ") == [
+        "GPU time per step",
+        "AllReduce against backward",
+        "one-step timeline",
+        "overlap per step",
+        "per-step distributions",
+    ]
+    assert "CPU run (gloo, no GPU)" in why
+    assert "Figure 3.1." in cpu and "Figure 3.2" not in cpu, "throughput is measured on CPU too, and shown"
     assert "it is not a scaling measurement" in cpu
+
+
+def test_figure_numbers_are_never_used_twice(built):
+    numbers = re.findall(r"<b>Figure (\d+\.\d+)\.</b>", built["text"])
+    assert numbers and len(numbers) == len(set(numbers)), numbers
 
 
 def test_idle_causes_and_kernel_classes_are_shown(built):
@@ -138,7 +156,7 @@ def test_idle_causes_and_kernel_classes_are_shown(built):
         assert cls in gpu, cls
     assert "Class rule: first match wins" in gpu
     cpu = built["text"].split("3 Results: CPU smoke run")[1].split("4 Caveats")[0]
-    assert "Why the GPU is idle" not in cpu and "kernel class" not in cpu
+    assert "Why the GPU is idle" not in cpu and "GPU time by kernel class" not in cpu
     assert "The breakdown comes from the traced run" in built["text"]
     # ranks: the fixture's rank 1 starts its buckets last
     assert re.search(r"<td>8</td><td class=.num.>12\.0</td>.*?<td>common</td><td>rank 1 \(75% of buckets\)</td>", gpu)
@@ -329,16 +347,19 @@ def _result_set(metrics, tmp_path) -> content.ResultSet:
 
 
 def test_not_run_reasons_come_from_the_codes_not_the_sentences(tmp_path):
+    from dnabert_scaling.report.summary import not_run_reason
+
+    def reasons(rs):
+        return {not_run_reason(ch, rs) for c in rs.verdicts["claims"] for ch in c["checks"] if ch["verdict"] == checker.NOT_RUN}
+
     one = _result_set(gpu_results((1,))[0], tmp_path)
-    not_run = [c for c in one.verdicts["claims"] if c["verdict"] == checker.NOT_RUN]
-    assert "no multi-GPU world size was measured" in content._not_run_why(one, not_run)
+    assert {"needs >= 2 GPUs; this set has 1", "needs 8 GPUs; this set has 1", "needs 4 GPUs; this set has 1"} <= reasons(one)
     two = _result_set(gpu_results((1, 2))[0], tmp_path)
-    not_run = [c for c in two.verdicts["claims"] if c["verdict"] == checker.NOT_RUN]
-    assert "fewer than two multi-GPU world sizes" in content._not_run_why(two, not_run)
-    for c in not_run:  # the sentence changes, the code stays: the report follows the code
+    assert "a trend needs 2 multi-GPU world sizes; this set has 1" in reasons(two)
+    for c in two.verdicts["claims"]:  # the sentence changes, the code stays: the report follows the code
         for ch in c["checks"]:
             ch["reason"] = "reworded"
-    assert "fewer than two multi-GPU world sizes" in content._not_run_why(two, not_run)
+    assert "a trend needs 2 multi-GPU world sizes; this set has 1" in reasons(two) and "reworded" not in reasons(two)
     html = content.claims_html(two)
     (ind,) = next(c for c in two.verdicts["claims"] if c["id"] == "C4")["indicative"]
     assert "Indicative only" in html and content.esc(ind["why"]) in html

@@ -52,23 +52,27 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
         )
         out.append(figure_html(figures.busy_wait(rs), f"{section}.{k}", caption))
     if without:
-        reasons = []
+        by_reason: dict[str, list[int]] = {}
         for rs in report.sets:
-            if rs.label not in without:
-                continue
-            if rs.device == "cpu":
-                why = "a CPU run: the bus bandwidth may have been measured (gloo), but there are no GPU AllReduce kernels to compare it with"
-            elif rs.metrics.get("busbw"):
-                why = "the bus bandwidth was measured, but no AllReduce kernel time to compare it with"
-            else:
-                why = "no bus-bandwidth measurement (busbw) came with these runs (it runs at world sizes of 2 and more)"
-            reasons.append(f"{esc(rs.label)}: {why}")
+            if rs.label in without:
+                by_reason.setdefault(_no_busy_wait_why(rs), []).append(rs.number)
+        reasons = [
+            f"{esc(why)} (set{'s' if len(nums) > 1 else ''} {', '.join(map(str, nums))})" for why, nums in by_reason.items()
+        ]
         out.append(
-            "<div class='ds-na'><b>Busy-wait figure not available</b> for "
+            "<div class='ds-na'><b>Busy-wait figure not available</b>: "
             + "; ".join(reasons)
             + ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost.</div>"
         )
     return "".join(out)
+
+
+def _no_busy_wait_why(rs: ResultSet) -> str:
+    if rs.device == "cpu":
+        return "a CPU run: the bus bandwidth may have been measured (gloo), but there are no GPU AllReduce kernels to compare it with"
+    if rs.metrics.get("busbw"):
+        return "the bus bandwidth was measured, but no AllReduce kernel time to compare it with"
+    return "no bus-bandwidth measurement (busbw) came with these runs (it runs at world sizes of 2 and more)"
 
 
 def reproduce_html(report: Report) -> str:

@@ -86,6 +86,7 @@ def build_report(
     claims: Path | None = None,
     timeout: int = 300,
     show_code: bool = False,
+    written_by: str | None = None,
 ) -> dict[str, Any]:
     """Execute the report notebook for ``results`` and write ``out/report.html`` + ``out/report.ipynb``."""
     import nbformat
@@ -125,6 +126,7 @@ def build_report(
         "cwd": str(Path.cwd().resolve()),
         "strict_kernel": True,
         "claims": str(claims_path.resolve()) if claims_path.is_file() else None,
+        "written_by": written_by or invocation(),
     }
     nb = template.notebook(sets, params["claims"], params, titles)
 
@@ -176,6 +178,14 @@ def build_report(
     tmp.write_text(body, encoding="utf-8")
     tmp.replace(out / "report.html")
     return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+
+
+def invocation() -> str:
+    """The command line that is building this report, as the reader would type it."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program in ("__main__.py", "dnabert-scaling", ""):
+        program = "dnabert-scaling"
+    return " ".join([program, *sys.argv[1:]])
 
 
 def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> list[Path]:
@@ -237,10 +247,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--timeout", type=positive_int, default=300, help="seconds per notebook cell (default 300)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
+    p.add_argument(
+        "--written-by",
+        metavar="TEXT",
+        default=None,
+        help="the command to name as this report's author (default: this command line; make kick-tires passes its own)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    res = build_report(args.results, args.out, args.label, args.expected, args.timeout, args.show_code)
+    res = build_report(args.results, args.out, args.label, args.expected, args.timeout, args.show_code, args.written_by)
     print(
         f"report: wrote {res['html']} and {res['notebook']} ({len(res['sets'])} result set(s), {res['seconds']:.1f} s)",
         file=sys.stderr,

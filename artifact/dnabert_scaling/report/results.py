@@ -52,7 +52,8 @@ def results_folder_note(path: Path) -> str:
         shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-") :]
         if shipped.is_dir():
             return (
-                f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
+                " (the shipped reference traces re-derived by <code class='ds'>make kick-tires</code> or "
+                f"<code class='ds'>make reproduce</code>; a fresh clone ships the same results as "
                 f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)"
             )
     return ""

@@ -10,6 +10,7 @@ import functools
 from importlib import resources
 from typing import Any
 
+from dnabert_scaling.report.html import markup
 from dnabert_scaling.report.results import (
     Report,
     ResultSet,
@@ -123,92 +124,143 @@ def headline(rs: ResultSet) -> str:
 
 
 def fallback_items(rs: ResultSet) -> list[str]:
-    """Every fallback and every difference from the study's set-up, as plain sentences."""
-    m, study = rs.metrics, study_setup()
-    out: list[str] = []
-    if rs.device == "cpu":
-        out.append(
+    """Every fallback and every difference from the study's set-up, as plain sentences (markup
+    composed by :func:`~dnabert_scaling.report.html.markup`: every value from the files escaped)."""
+    prov = rs.metrics.get("provenance") or {}
+    return [
+        *_device_items(rs),
+        *_recorded_fallbacks(rs),
+        *_tracer_items(rs),
+        *_setup_items(rs, prov, study_setup()),
+        *_implementation_items(rs, prov),
+        *_run_items(rs, study_setup()),
+    ]
+
+
+_FALLBACK_WORDS = {"device": "Device", "tracer": "Tracer"}
+
+
+def _device_items(rs: ResultSet) -> list[str]:
+    if rs.device != "cpu":
+        return []
+    return [
+        markup(
             "<b>No GPU: CPU smoke run</b> (gloo instead of NCCL). It proves the pipeline end to end; "
             "it cannot measure GPU time, so every GPU claim is NOT RUN."
         )
-    for f in m.get("fallbacks") or []:
-        if isinstance(f, dict) and rs.device == "cpu" and f.get("what") == "device":
+    ]
+
+
+def _recorded_fallbacks(rs: ResultSet) -> list[str]:
+    """The fallbacks ``metrics.json`` records (weights, data, device, tracer, rehearsal, ...)."""
+    out: list[str] = []
+    for f in rs.metrics.get("fallbacks") or []:
+        if not isinstance(f, dict):
+            out.append(markup("{}", f))
+            continue
+        if rs.device == "cpu" and f.get("what") == "device":
             continue  # said in the first item
-        if isinstance(f, dict):
-            what, used, why = f.get("what", "?"), f.get("used", "?"), f.get("reason", "")
-            word = {
-                "weights": "Random weights" if "random" in str(used).lower() else "Weights",
-                "data": "Synthetic data" if "synthetic" in str(used).lower() else "Data",
-                "device": "Device",
-                "tracer": "Tracer",
-            }.get(what, str(what).capitalize())
-            runs = f.get("runs") or []
-            out.append(
-                f"<b>{esc(word)}</b>: {esc(recorded_paths(used))}"
-                + (f" — {esc(recorded_paths(why))}" if why else "")
-                + (
-                    f" <span class='ds-small'>(runs: {esc(', '.join(runs[:6]))}{' …' if len(runs) > 6 else ''})</span>"
-                    if runs
-                    else ""
-                )
-            )
-        else:
-            out.append(esc(f))
-    tracers = {rs.traced(n).get("tracer") for n in rs.world_sizes} - {None}
-    if "torch" in tracers:
-        sizes = [n for n in rs.world_sizes if rs.traced(n).get("tracer") == "torch"]
-        out.append(
-            f"<b>torch.profiler (Kineto) traces instead of Score-P</b> at world size{'s' if len(sizes) > 1 else ''} "
-            f"{', '.join(map(str, sizes))}: same phases and GPU activities, a different tracer than the study's."
+        what, used, why = f.get("what") or f.get("kind") or "?", f.get("used", "?"), f.get("reason", "")
+        word = {
+            "weights": "Random weights" if "random" in str(used).lower() else "Weights",
+            "data": "Synthetic data" if "synthetic" in str(used).lower() else "Data",
+        }.get(str(what), _FALLBACK_WORDS.get(str(what), str(what).capitalize()))
+        if f.get("kind") == "rehearsal":
+            word = "Rehearsal (ranks share GPUs: never scaling evidence)"
+        item = markup("<b>{}</b>: {}", word, recorded_paths(used))
+        if why:
+            item += markup(" — {}", recorded_paths(why))
+        runs = [str(r) for r in f.get("runs") or []]
+        if runs:
+            item += markup(" <span class='ds-small'>(runs: {}{})</span>", ", ".join(runs[:6]), " …" if len(runs) > 6 else "")
+        out.append(item)
+    return out
+
+
+def _tracer_items(rs: ResultSet) -> list[str]:
+    sizes = [n for n in rs.world_sizes if rs.traced(n).get("tracer") == "torch"]
+    if not sizes:
+        return []
+    return [
+        markup(
+            "<b>torch.profiler (Kineto) traces instead of Score-P</b> at world size{} {}: same phases and GPU "
+            "activities, a different tracer than the study's.",
+            "s" if len(sizes) > 1 else "",
+            ", ".join(map(str, sizes)),
         )
-    gpu_name = (m.get("provenance") or {}).get("gpu_name")
-    if rs.device == "cuda" and gpu_name and "A100" not in gpu_name:
+    ]
+
+
+def _setup_items(rs: ResultSet, prov: dict, study: dict) -> list[str]:
+    """Hardware, world sizes, model, batch, sequence length, precision, DDP against the study's."""
+    out = []
+    gpu_name = prov.get("gpu_name")
+    if rs.device == "cuda" and gpu_name and "A100" not in str(gpu_name):
         out.append(
-            f"<b>Hardware</b>: {esc(gpu_name)} instead of the study's A100 GPUs: absolute times differ; "
-            "the claims are about relative and qualitative signals."
+            markup(
+                "<b>Hardware</b>: {} instead of the study's A100 GPUs: absolute times differ; "
+                "the claims are about relative and qualitative signals.",
+                gpu_name,
+            )
         )
     if rs.world_sizes and rs.world_sizes != study["world_sizes"]:
         out.append(
-            f"<b>World sizes</b> measured: {', '.join(map(str, rs.world_sizes))} "
-            f"(the study: {', '.join(map(str, study['world_sizes']))}); claims at a world size not measured are NOT RUN."
+            markup(
+                "<b>World sizes</b> measured: {} (the study: {}); claims at a world size not measured are NOT RUN.",
+                ", ".join(map(str, rs.world_sizes)),
+                ", ".join(map(str, study["world_sizes"])),
+            )
         )
-    prov = m.get("provenance") or {}
     if prov.get("model") and prov["model"] != study["model"]:
         params = prov.get("parameters")
+        size = f" ({params / 1e6:.1f} M parameters)" if isinstance(params, (int, float)) else ""
+        out.append(markup("<b>Model</b>: the {} configuration{} instead of DNABERT-2-117M's released one.", prov["model"], size))
+    batch = prov.get("batch_size_per_rank")
+    if batch and batch != study["batch_size_per_rank"]:
         out.append(
-            f"<b>Model</b>: the {esc(prov['model'])!s} configuration"
-            + (f" ({params / 1e6:.1f} M parameters)" if params else "")
-            + " instead of DNABERT-2-117M's released one."
-        )
-    if prov.get("batch_size_per_rank") and prov["batch_size_per_rank"] != study["batch_size_per_rank"]:
-        out.append(
-            f"<b>Per-GPU batch</b> {prov['batch_size_per_rank']} instead of the recipe's "
-            f"{study['batch_size_per_rank']} (weak scaling: the same per rank at every world size)."
+            markup(
+                "<b>Per-GPU batch</b> {} instead of the recipe's {} (weak scaling: the same per rank at every world size).",
+                batch,
+                study["batch_size_per_rank"],
+            )
         )
     if prov.get("seq_len_tokens") and prov["seq_len_tokens"] != study["seq_len_tokens"]:
-        out.append(f"<b>Sequence length</b> {prov['seq_len_tokens']} tokens instead of prom_300's {study['seq_len_tokens']}.")
+        out.append(
+            markup("<b>Sequence length</b> {} tokens instead of prom_300's {}.", prov["seq_len_tokens"], study["seq_len_tokens"])
+        )
     if prov.get("precision") == "fp32":
-        out.append("<b>Precision</b>: fp32, no autocast (the recipe trains with fp16 autocast on GPUs).")
+        out.append(markup("<b>Precision</b>: fp32, no autocast (the recipe trains with fp16 autocast on GPUs)."))
     ddp = prov.get("ddp_options") or {}
     if ddp and ddp.get("find_unused_parameters") is not None and ddp["find_unused_parameters"] != study["find_unused_parameters"]:
         out.append(
-            "<b>DDP</b>: find_unused_parameters=False (under the HF Trainer the recipe runs with True, one more "
-            "autograd-graph traversal per step)."
+            markup(
+                "<b>DDP</b>: find_unused_parameters=False (under the HF Trainer the recipe runs with True, one more "
+                "autograd-graph traversal per step)."
+            )
         )
-    out += _implementation_items(rs, prov)
+    return out
+
+
+def _run_items(rs: ResultSet, study: dict) -> list[str]:
+    """Measured steps, world sizes without a trace or GPU analysis, recorded deviations."""
+    out = []
     steps = {rs.traced(n).get("measured_steps") for n in rs.world_sizes} - {None}
     if steps and steps != {study["measured_steps"]}:
         out.append(
-            f"<b>Measured steps</b> per traced run: {', '.join(map(str, sorted(steps)))} (the study: {study['measured_steps']})."
+            markup(
+                "<b>Measured steps</b> per traced run: {} (the study: {}).",
+                ", ".join(map(str, sorted(steps, key=str))),
+                study["measured_steps"],
+            )
         )
     for n in rs.world_sizes:
         t = rs.entry(n).get("traced")
         if t is None:
-            out.append(f"<b>World size {n}</b>: no traced run (throughput only).")
+            out.append(markup("<b>World size {}</b>: no traced run (throughput only).", n))
         elif t.get("gpu_not_run_reason") and rs.device != "cpu":
-            out.append(f"<b>World size {n}</b>: GPU analysis not run: {esc(t['gpu_not_run_reason'])}")
-    for d in m.get("deviations") or []:
-        out.append(f"<b>Deviation</b>: {esc(d)}")
+            out.append(markup("<b>World size {}</b>: GPU analysis not run: {}", n, t["gpu_not_run_reason"]))
+    for d in rs.metrics.get("deviations") or []:
+        out.append(markup("<b>Deviation</b>: {}", d))
     return out
 
 
@@ -218,28 +270,36 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
     out = []
     if prov.get("attention") == "sdpa":
         out.append(
-            "<b>Attention</b>: PyTorch scaled_dot_product_attention (sdpa), not the released DNABERT-2 code's "
-            "attention path; sdpa is the faster of the two (<code class='ds'>make bench-train</code> measures "
-            "both, ARTIFACT.md quotes the figures)."
+            markup(
+                "<b>Attention</b>: PyTorch scaled_dot_product_attention (sdpa), not the released DNABERT-2 code's "
+                "attention path; sdpa is the faster of the two (<code class='ds'>make bench-train</code> measures "
+                "both, ARTIFACT.md quotes the figures)."
+            )
         )
     if rs.device in ("cuda", "cpu"):
         loop = prov.get("training_loop") or "dnabert_scaling.run.train.rank: own loop, not the HF Trainer"
-        out.append(f"<b>Training loop</b>: {esc(loop)}; the recipe runs the HF Trainer.")
+        out.append(markup("<b>Training loop</b>: {}; the recipe runs the HF Trainer.", loop))
         impl = prov.get("optimizer_impl")
+        used = markup("<code class='ds'>{}</code>", impl) if impl else "not recorded by these runs (the default)"
         out.append(
-            "<b>Optimizer</b>: torch.optim.AdamW, implementation "
-            + (f"<code class='ds'>{esc(impl)}</code>" if impl else "not recorded by these runs (the default)")
-            + " (<code class='ds'>default</code> lets torch choose, foreach on CUDA); the HF Trainer's "
-            "optimizer setting is not reproduced."
+            markup(
+                "<b>Optimizer</b>: torch.optim.AdamW, implementation {} (<code class='ds'>default</code> lets torch "
+                "choose, foreach on CUDA); the HF Trainer's optimizer setting is not reproduced.",
+                used,
+            )
         )
     one = rs.entry(1) if 1 in rs.world_sizes else {}
     ddp = median((one.get("throughput") or {}).get("samples_per_s"))
     plain = median((one.get("throughput_noddp") or {}).get("samples_per_s"))
     if ddp and plain:
         out.append(
-            f"<b>DDP wrapper at one GPU</b>: {1 - ddp / plain:.0%} of throughput ({fmt(ddp)} samples/s with "
-            f"the wrapper, {fmt(plain)} without; medians of the untraced repeats). Efficiencies below use the "
-            "run with the wrapper as their 1-GPU baseline."
+            markup(
+                "<b>DDP wrapper at one GPU</b>: {} of throughput ({} samples/s with the wrapper, {} without; medians "
+                "of the untraced repeats). Efficiencies below use the run with the wrapper as their 1-GPU baseline.",
+                f"{1 - ddp / plain:.0%}",
+                fmt(ddp),
+                fmt(plain),
+            )
         )
     return out  # CPU threads per rank: a deviation recorded by train, listed with the others
 

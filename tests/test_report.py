@@ -370,3 +370,24 @@ def test_gpu_missing_reasons_group_world_sizes(tmp_path):
     why = rs.gpu_missing_why(2)
     assert why.startswith("CPU run") and rs.gpu_reason(2) == f"world size 2: {why}"
     assert figures.gpu_missing_reason(rs) == f"world sizes 1, 2: {why}"
+
+
+FIRST_SCREEN_JS = """(() => { const t = document.querySelector('#ds-summary table');
+  if (!t) return null; const r = t.getBoundingClientRect();
+  return {top: r.top, bottom: r.bottom, right: r.right, width: window.innerWidth, height: window.innerHeight,
+          rows: t.querySelectorAll('tr').length, scroll: document.documentElement.scrollHeight}; })()"""
+
+
+@pytest.mark.chromium
+def test_summary_table_fits_the_first_screen(built, tmp_path):
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("no chromium on PATH (apt-get install -y chromium; .ci/run installs it in CI)")
+    with Chromium(binary) as browser:
+        browser.open(built["html"].resolve().as_uri(), width=1400, height=900)
+        box = browser.evaluate(FIRST_SCREEN_JS)
+        browser.screenshot(tmp_path / "first-screen.png", full_page=False)
+    assert box is not None, "the report has a summary table"
+    assert box["rows"] == 3  # the header and one row per result set
+    assert box["height"] == 900 and 0 <= box["top"] < box["bottom"] <= 900, box
+    assert box["right"] <= box["width"], box

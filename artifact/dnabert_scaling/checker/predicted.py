@@ -109,7 +109,7 @@ def _check_rows(check: Check, predicted: dict, measured: dict, study: Iterable[i
             why = (
                 f"the forecast gives no per-world-size figure for {check.metric} ({check.test} test)"
                 if figure is None
-                else f"the forecast has no {figure} at world size {n}"
+                else f"the forecast gives no {figure}"
             )
             rows.append(row | {"verdict": NOT_PREDICTED, "why": why, "band": None})
             continue

@@ -51,7 +51,45 @@ def _claim_sizes(claim: dict) -> list[int]:
     return [int(n) for n in ws] if isinstance(ws, list) and ws else list(DEFAULT_SIZES)
 
 
-def claims_html(rs, pred: dict) -> str:
+def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list[dict]:
+    """Each claim's predicted verdict (``checker.predicted``) beside its measured one, with texts."""
+    from dnabert_scaling.analysis.predict_compare import measured_from_metrics
+    from dnabert_scaling.checker.predicted import predicted_verdicts
+    from dnabert_scaling.metrics_schema import MetricsFile
+    from dnabert_scaling.report.results import VERDICT_CLASS
+
+    try:
+        measured = measured_from_metrics(MetricsFile.from_json(rs.metrics))
+    except (KeyError, TypeError, ValueError):
+        measured = {}
+    rows = predicted_verdicts(pred, claims, study_sizes, measured)
+    for c in rows:
+        claim = rs.claim(c["id"]) or {}
+        c["measured"] = claim.get("verdict") or "NOT CHECKED"
+        c["measured_cls"] = VERDICT_CLASS.get(c["measured"], "notrun")
+        c["cls"] = VERDICT_CLASS.get(c["verdict"], "notrun")
+        for r in c["checks"]:
+            band = r.get("band") or {}
+            r["cls"] = VERDICT_CLASS.get(r["verdict"], "notrun")
+            r["band_text"] = f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]" if band else "–"
+            r["measured_text"] = fmt(r.get("measured")) if "measured" in r else "not measured"
+            r["error_text"] = f"{r['error']:+.3g}" if isinstance(r.get("error"), float) else "–"
+    return rows
+
+
+def claims_html(rs, pred: dict, claims: list | None = None, study_sizes: list[int] | None = None) -> str:
+    """Each claim's verdict (from measurements) beside its prediction held against the claim's bound
+    (labelled, never a verdict); without the claims file, the predicted figures alone."""
+    if not claims:
+        return _figures_html(rs, pred)
+    from dnabert_scaling.checker.predicted import BLIND_SPOTS
+    from dnabert_scaling.report.html import render
+
+    rows = predicted_rows(rs, pred, claims, study_sizes or list(DEFAULT_SIZES))
+    return str(render("predicted_bounds.html.j2", rows=rows, blind_spots=BLIND_SPOTS))
+
+
+def _figures_html(rs, pred: dict) -> str:
     """Each claim's verdict (from measurements) beside its prediction (labelled, never a verdict)."""
     rows = []
     for cid, (key, what, scale, unit) in CLAIM_FIGURES.items():
@@ -102,7 +140,7 @@ def comparison_html(pred: dict) -> str:
     )
 
 
-def section_html(rs) -> str:
+def section_html(rs, claims: list | None = None, study_sizes: list[int] | None = None) -> str:
     pred, why = load(rs)
     if pred is None:
         return f'<div class="ds-na"><b>No prediction:</b> {esc(why)}</div>'
@@ -131,7 +169,7 @@ def section_html(rs) -> str:
         )
     return (
         intro
-        + claims_html(rs, pred)
+        + claims_html(rs, pred, claims, study_sizes)
         + "<p><b>Predicted against measured</b></p>"
         + comparison_html(pred)
         + "<p><b>Predicted per world size</b> (band: the model at the favourable and the unfavourable end of "

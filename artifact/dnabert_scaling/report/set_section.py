@@ -111,7 +111,7 @@ def _figures(rs: Any, numbering: Numbering, keys: tuple[str, ...]) -> Markup:
     return out
 
 
-def _parts(rs: Any, numbering: Numbering, study_sizes: list[int]) -> dict[str, Markup]:
+def _parts(rs: Any, numbering: Numbering, study_sizes: list[int], claims: list | None) -> dict[str, Markup]:
     """The detail's parts, each HTML the section modules made (they escape what they interpolate)."""
     from dnabert_scaling.report import appendices as A, front as H, metric_tables as T, predictions as P
     from dnabert_scaling.report import timeline as Z, verdict_sections as V
@@ -124,7 +124,7 @@ def _parts(rs: Any, numbering: Numbering, study_sizes: list[int]) -> dict[str, M
         "timeline": _figures(rs, numbering, ("timeline",)) + Markup(Z.zoom_timeline_html(rs)),
         "steps": _figures(rs, numbering, ("overlap", "distributions")) + Markup(T.rank_skew_html(rs)),
         "throughput": _figures(rs, numbering, ("throughput",)),
-        "prediction": Markup(P.section_html(rs)),
+        "prediction": Markup(P.section_html(rs, claims, study_sizes)),
         "notes": Markup(A.notes_html(rs)),
     }
     if P.load(rs)[0] is not None:
@@ -132,14 +132,16 @@ def _parts(rs: Any, numbering: Numbering, study_sizes: list[int]) -> dict[str, M
     return parts
 
 
-def set_section_html(rs: Any, section: int, shared_fallbacks: list[str], study_sizes: list[int]) -> Markup:
+def set_section_html(
+    rs: Any, section: int, shared_fallbacks: list[str], study_sizes: list[int], claims: list | None = None
+) -> Markup:
     """The whole section of result set ``rs``, numbered ``section``; ``shared_fallbacks`` are the
     fallbacks every set has, said once before the sets and referred to here."""
     from dnabert_scaling.report import front as H
 
     no_gpu = not any(rs.gpu(n) for n in rs.world_sizes)
     numbering = Numbering(section, F.gpu_missing_reason(rs) if no_gpu and rs.world_sizes else None)
-    parts = _parts(rs, numbering, study_sizes)
+    parts = _parts(rs, numbering, study_sizes, claims)
     own = [Markup(f) for f in H.fallback_items(rs) if f not in shared_fallbacks]
     heads = [Markup(m.group(1)) if (m := _HEAD.match(f)) else Markup(f) for f in own]
     return render(

@@ -115,7 +115,7 @@ def _code(src: str, tag: str | None = None) -> Any:
 def set_cells(k: int, section: int) -> list:
     """The cell of one results folder's section (``report/set_section.py``): its heading, key numbers
     and own fallbacks, then the detail in collapsible blocks."""
-    return [_code(f"H.show(D.set_section_html(R.sets[{k}], {section}, SHARED, SIZES))", "set")]
+    return [_code(f"H.show(D.set_section_html(R.sets[{k}], {section}, SHARED, SIZES, CLAIMS_READ))", "set")]
 
 
 def notebook(results: list[dict], claims: str | None, params: dict[str, Any], labels: list[str]) -> Any:
@@ -133,6 +133,7 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
             "R = RS.Report.load(RESULTS, PARAMS)\n"
             "SIZES = H.study_setup()['world_sizes']\n"
             "SHARED = D.shared_fallbacks(R)\n"
+            "CLAIMS_READ = SU.load_claim_file(PARAMS.get('claims'))\n"
             "H.show(H.style() + H.title_html(R))",
             "title",
         ),

@@ -98,3 +98,16 @@ def test_blind_spots_are_stated():
     ids = {b["id"] for b in BLIND_SPOTS}
     assert ids == {"busy-wait", "rank-skew", "transport"}
     assert all(b["what"] and b["effect"] and b["figures"] for b in BLIND_SPOTS)
+
+
+def test_why_a_set_has_no_forecast(tmp_path):
+    from dnabert_scaling.report import predictions, results
+    from reportfixtures import cpu_results, gpu_results
+
+    cpu = results.ResultSet(0, tmp_path, "cpu", "cpu-smoke", cpu_results((1, 2))[0], None, "test")
+    assert predictions.load(cpu) == (None, predictions._why_none(cpu))
+    assert "this is a CPU run" in predictions.load(cpu)[1]
+    no_one = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((4, 8))[0], None, "test")
+    assert "no world-size-1 run" in predictions.load(no_one)[1]
+    gpu = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
+    assert "run `dnabert-scaling predict" in predictions.load(gpu)[1]

@@ -26,10 +26,7 @@ def load(rs) -> tuple[dict | None, str]:
     """(predictions, "") or (None, why there are none) for one results folder."""
     path = rs.path / "predictions.json"
     if not path.is_file():
-        return None, (
-            "no predictions.json in this results folder (run `dnabert-scaling predict "
-            f"{rs.path.name}` on a results folder whose world-size-1 trace has ds:bucket ranges)"
-        )
+        return None, _why_none(rs)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -37,6 +34,24 @@ def load(rs) -> tuple[dict | None, str]:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("world_sizes"), dict):
         return None, f"predictions.json is not a {SCHEMA} file"
     return data, ""
+
+
+def _why_none(rs) -> str:
+    """Why a results folder has no forecast, from what it holds: the forecast replays the GPU
+    kernels of a traced world-size-1 run with DDP bucket ranges."""
+    if rs.device == "cpu":
+        return (
+            "none can be made: this is a CPU run, and the forecast replays the GPU kernels and all-reduce "
+            "buckets of a traced one-GPU run"
+        )
+    if 1 not in rs.world_sizes:
+        return "none can be made: this set has no world-size-1 run to replay"
+    if not rs.traced(1):
+        return "none can be made: the world-size-1 run of this set was not traced"
+    return (
+        "no predictions.json in this results folder (run `dnabert-scaling predict "
+        f"{rs.path.name}`; it needs a world-size-1 trace with ds:bucket ranges and says why when it cannot)"
+    )
 
 
 def _band(entry: dict, key: str, scale: float = 1.0, unit: str = "") -> str:

@@ -168,7 +168,8 @@ def test_results_without_idle_causes_show_plain_idle(tmp_path):
         for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s", "kernel_classes"):
             e["traced"]["gpu"].pop(k)
     rs = _set(tmp_path, (m, t), "old")
-    assert content.idle_html(rs) == "" and content.kernel_classes_html(rs) == ""
+    assert "unknown for these traces" in content.idle_html(rs) and "<table" not in content.idle_html(rs)
+    assert content.kernel_classes_html(rs) == ""
     assert isinstance(figures.breakdown(rs), figures.Figure)
 
 
@@ -391,3 +392,16 @@ def test_summary_table_fits_the_first_screen(built, tmp_path):
     assert box["rows"] == 3  # the header and one row per result set
     assert box["height"] == 900 and 0 <= box["top"] < box["bottom"] <= 900, box
     assert box["right"] <= box["width"], box
+
+
+def test_an_unknown_idle_split_is_shown_as_unknown_never_zero(tmp_path):
+    m, t = gpu_results((1, 4))
+    for e in m["world_sizes"].values():
+        for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"):
+            e["traced"]["gpu"][k] = None  # Score-P sets: the split may be unknown
+    m["world_sizes"]["4"]["traced"]["gpu"]["idle_other_s"] = {"median": 0.001, "p10": 0.001, "p90": 0.001, "n": 1}
+    rs = _set(tmp_path, (m, t), "unknown")
+    html = content.idle_html(rs)
+    assert html.count(">unknown<") == 5  # three parts at two world sizes, one of them known
+    assert "the causes of the idle time are unknown" in html and "launch-bound" not in html
+    assert isinstance(figures.breakdown(rs), figures.Figure)  # plain idle, not a split of zeros

@@ -7,55 +7,54 @@ from dnabert_scaling.analysis import kernel_classes
 from dnabert_scaling.report.results import ResultSet, esc, fmt, median, ms, short as _short
 
 
-def metrics_table_html(rs: ResultSet) -> str:
-    cols = [
-        ("step", "step_time_s", "ms"),
-        ("compute", "compute_s", "ms"),
-        ("exposed comm", "exposed_comm_s", "ms"),
-        ("exposed memcpy", "exposed_memcpy_s", "ms"),
-        ("idle", "idle_s", "ms"),
-        ("NCCL kernels", "nccl_kernels_per_step", "n"),
-        ("AllReduce", "allreduce_kernel_s", "ms"),
-        ("backward", "backward_gpu_s", "ms"),
-        ("AR / bwd", "allreduce_to_backward", "x"),
-        ("overlap", "overlap_ratio", "x"),
-        ("exposed share", "exposed_comm_share", "%"),
-    ]
-    head = (
-        "<tr><th>world size</th>"
-        + "".join(f"<th class='num'>{esc(a)}{' (ms)' if u == 'ms' else ''}</th>" for a, _, u in cols)
-        + "<th class='num'>samples/s</th><th class='num'>efficiency (range)</th>"
-        "<th class='num'>traced / untraced step</th></tr>"
+PARTITION_COLUMNS = (
+    ("step", "step_time_s", "ms"),
+    ("compute", "compute_s", "ms"),
+    ("exposed comm", "exposed_comm_s", "ms"),
+    ("exposed memcpy", "exposed_memcpy_s", "ms"),
+    ("idle", "idle_s", "ms"),
+    ("NCCL kernels", "nccl_kernels_per_step", "n"),
+    ("AllReduce", "allreduce_kernel_s", "ms"),
+    ("backward", "backward_gpu_s", "ms"),
+    ("AR / bwd", "allreduce_to_backward", "x"),
+    ("overlap", "overlap_ratio", "x"),
+    ("exposed share", "exposed_comm_share", "%"),
+)
+
+
+def _gpu_cell(g: dict | None, key: str, unit: str) -> str:
+    st = (g or {}).get(key)
+    if not g:
+        return "<td class='num'>–</td>"
+    if unit == "ms":
+        return f"<td class='num'>{ms(st)}</td>"
+    if unit == "%":
+        return f"<td class='num'>{'–' if median(st) is None else f'{median(st):.1%}'}</td>"
+    if unit == "n":
+        return f"<td class='num'>{'–' if median(st) is None else f'{median(st):.0f}'}</td>"
+    return f"<td class='num'>{fmt(median(st))}</td>"
+
+
+def _partition_row(rs: ResultSet, n: int) -> str:
+    """One world size: its GPU medians, samples/s, efficiency with the repeats' range, dilation."""
+    g, e = rs.gpu(n), rs.entry(n)
+    cells = [_gpu_cell(g, key, unit) for _, key, unit in PARTITION_COLUMNS]
+    sps = median((e.get("throughput") or {}).get("samples_per_s"))
+    spread = e.get("efficiency_spread") or {}
+    rng = (
+        f" <span class='ds-small'>({spread['min']:.2f}–{spread['max']:.2f})</span>"
+        if spread.get("min") is not None and spread.get("max") is not None
+        else ""
     )
-    body = []
-    for n in rs.world_sizes:
-        g = rs.gpu(n)
-        e = rs.entry(n)
-        cells = []
-        for _, key, unit in cols:
-            st = (g or {}).get(key)
-            if not g:
-                cells.append("<td class='num'>–</td>")
-            elif unit == "ms":
-                cells.append(f"<td class='num'>{ms(st)}</td>")
-            elif unit == "%":
-                cells.append(f"<td class='num'>{'–' if median(st) is None else f'{median(st):.1%}'}</td>")
-            elif unit == "n":
-                cells.append(f"<td class='num'>{'–' if median(st) is None else f'{median(st):.0f}'}</td>")
-            else:
-                cells.append(f"<td class='num'>{fmt(median(st))}</td>")
-        sps = median((e.get("throughput") or {}).get("samples_per_s"))
-        spread = e.get("efficiency_spread") or {}
-        rng = (
-            f" <span class='ds-small'>({spread['min']:.2f}–{spread['max']:.2f})</span>"
-            if spread.get("min") is not None and spread.get("max") is not None
-            else ""
-        )
-        cells.append(
-            f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}{rng}</td>"
-            f"<td class='num'>{fmt(e.get('dilation'))}</td>"
-        )
-        body.append(f"<tr><td>{n}</td>{''.join(cells)}</tr>")
+    cells.append(
+        f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}{rng}</td>"
+        f"<td class='num'>{fmt(e.get('dilation'))}</td>"
+    )
+    return f"<tr><td>{esc(n)}</td>{''.join(cells)}</tr>"
+
+
+def _partition_notes(rs: ResultSet) -> list[str]:
+    """World sizes without GPU metrics (grouped by reason), the efficiency baselines, the CPU caveat."""
     notes = []
     missing: dict[str, list[int]] = {}
     for n in rs.world_sizes:
@@ -82,9 +81,20 @@ def metrics_table_html(rs: ResultSet) -> str:
             "CPU smoke run: samples/s of a tiny model on gloo ranks sharing this machine's cores. It shows "
             "that throughput and efficiency are computed end to end; it is not a scaling measurement."
         )
+    return notes
+
+
+def metrics_table_html(rs: ResultSet) -> str:
+    head = (
+        "<tr><th>world size</th>"
+        + "".join(f"<th class='num'>{esc(a)}{' (ms)' if u == 'ms' else ''}</th>" for a, _, u in PARTITION_COLUMNS)
+        + "<th class='num'>samples/s</th><th class='num'>efficiency (range)</th>"
+        "<th class='num'>traced / untraced step</th></tr>"
+    )
+    body = "".join(_partition_row(rs, n) for n in rs.world_sizes)
     return (
-        f"<table class='ds-table'>{head}{''.join(body)}</table>"
-        + "".join(f"<p class='ds-small'>{esc(x)}</p>" for x in notes)
+        f"<table class='ds-table'>{head}{body}</table>"
+        + "".join(f"<p class='ds-small'>{esc(x)}</p>" for x in _partition_notes(rs))
         + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Efficiency range: the "
         "slowest repeat at N over N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced "
         "step: the traced run's median step time over the untraced runs' median. They are separate processes, so the "
@@ -115,9 +125,16 @@ def ranking_html(rs: ResultSet, top: int = 8) -> str:
 
 def idle_html(rs: ResultSet) -> str:
     """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate."""
-    sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("idle_host_wait_s")]
+    # a null split (results from before it, Score-P traces that cannot give it) is "unknown", never 0
+    sizes = [n for n in rs.world_sizes if rs.gpu(n)]
     if not sizes:
         return ""
+    keys = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")
+    if all(rs.gpu(n).get(k) is None for n in sizes for k in keys):
+        return (
+            "<p class='ds-small'><b>Why the GPU is idle</b>: unknown for these traces (the split into host wait, "
+            "kernel wait and other was not recorded); the idle time itself is in the table above.</p>"
+        )
     body, lines = [], []
     for n in sizes:
         g = rs.gpu(n)
@@ -135,7 +152,7 @@ def idle_html(rs: ResultSet) -> str:
             f"<tr><td>{n}</td><td class='num'>{ms(g.get('step_time_s'))}</td><td class='num'>{ms(g.get('idle_s'))}"
             f"{f' <span class=ds-small>({idle_ / step:.0%})</span>' if step and idle_ is not None else ''}</td>"
             + "".join(
-                f"<td class='num'>{ms(g.get(k))}{share(x)}</td>"
+                f"<td class='num'>{ms(g.get(k)) if g.get(k) is not None else 'unknown'}{share(x)}</td>"
                 for k, x in zip(("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"), parts)
             )
             + f"<td class='num'>{fmt(median(g.get('launches_per_step')))}</td>"
@@ -143,7 +160,12 @@ def idle_html(rs: ResultSet) -> str:
             f"<td class='num'>{'–' if per is None else f'{per * 1e6:.1f}'}</td>"
             f"<td class='num'>{'–' if mean_kernel is None else f'{mean_kernel * 1e6:.1f}'}</td></tr>"
         )
-        if total and parts[0] is not None and step:
+        if any(x is None for x in parts):
+            lines.append(
+                f"World size {n}: the causes of the idle time are unknown for this trace (it does not give what "
+                "the split needs); the idle time itself is measured."
+            )
+        elif total and parts[0] is not None and step:
             verdict = (
                 "the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
                 if parts[0] / total >= 0.5

@@ -90,35 +90,52 @@ def build_report(
 ) -> dict[str, Any]:
     """Execute the report notebook for ``results`` and write ``out/report.html`` + ``out/report.ipynb``."""
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
-    from nbconvert import HTMLExporter
 
-    from dnabert_scaling import __version__, checker
+    from dnabert_scaling import checker
     from dnabert_scaling.outputs import writable_dir
-    from dnabert_scaling.provenance import now_iso
     from dnabert_scaling.report import template
-    from dnabert_scaling.report.results import distinct_labels
 
     t0 = time.monotonic()
-    labels = list(labels or [])
+    claims_path = Path(claims) if claims else checker.default_claims_path()
+    sets, titles = _load_sets(results, list(labels or []), claims_path)
+    out = writable_dir(out, "--out", create=True)
+    params = _params(claims_path, written_by)
+    nb = template.notebook(sets, params["claims"], params, titles)
+    _execute(nb, out, timeout)
+    nbformat.write(nb, out / "report.ipynb")
+    body = _html(nb, show_code)
+    tmp = out / ".report.html.tmp"
+    tmp.write_text(body, encoding="utf-8")
+    tmp.replace(out / "report.html")
+    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+
+
+def _load_sets(results: list[Path], labels: list[str], claims_path: Path) -> tuple[list[dict], list[str]]:
+    """Each results folder (a clear error for one without metrics.json) checked where its verdicts
+    are not current, with its label (given, else derived and made distinct)."""
+    from dnabert_scaling import checker
+    from dnabert_scaling.report.results import distinct_labels
+
     if not results:
         raise ArtifactError("give at least one results folder")
     if len(labels) > len(results):
         raise ArtifactError(f"{len(labels)} --label given for {len(results)} results folder(s)")
-    claims_path = Path(claims) if claims else checker.default_claims_path()
-    sets, titles, loaded = [], [], []
-    for i, r in enumerate(results):
-        metrics, mpath = checker.load_metrics(r)  # a clear error for a folder without metrics.json
-        folder = mpath.parent.resolve()
-        loaded.append((metrics, folder, labels[i] if i < len(labels) else None))
-    check_where_needed([(m, f) for m, f, _ in loaded], claims_path)
-    derived = distinct_labels([(m, f) for m, f, _ in loaded])
-    for (metrics, folder, label), auto in zip(loaded, derived):
-        sets.append({"path": str(folder), "label": label or auto})
-        titles.append(label or auto)
-    out = writable_dir(out, "--out", create=True)
-    params = {
+    loaded = []
+    for r in results:
+        metrics, mpath = checker.load_metrics(r)
+        loaded.append((metrics, mpath.parent.resolve()))
+    check_where_needed(loaded, claims_path)
+    derived = distinct_labels(loaded)
+    titles = [labels[i] if i < len(labels) else auto for i, auto in enumerate(derived)]
+    return [{"path": str(folder), "label": title} for (_, folder), title in zip(loaded, titles)], titles
+
+
+def _params(claims_path: Path, written_by: str | None) -> dict[str, Any]:
+    """The build's facts, injected into the notebook's parameters cell."""
+    from dnabert_scaling import __version__
+    from dnabert_scaling.provenance import now_iso
+
+    return {
         "created": now_iso(),
         "version": __version__,
         "prefix": sys.prefix,
@@ -128,7 +145,14 @@ def build_report(
         "claims": str(claims_path.resolve()) if claims_path.is_file() else None,
         "written_by": written_by or invocation(),
     }
-    nb = template.notebook(sets, params["claims"], params, titles)
+
+
+def _execute(nb: Any, out: Path, timeout: int) -> None:
+    """Run the notebook on a kernel of this interpreter; a failing cell is a clear error (the partly
+    executed notebook is written for inspection)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     with tempfile.TemporaryDirectory(prefix="dnabert-report-") as scratch:
         scratch_path = Path(scratch)
@@ -163,7 +187,11 @@ def build_report(
                 os.environ.pop("JUPYTER_RUNTIME_DIR", None)
             else:
                 os.environ["JUPYTER_RUNTIME_DIR"] = saved
-    nbformat.write(nb, out / "report.ipynb")
+
+
+def _html(nb: Any, show_code: bool) -> str:
+    """The executed notebook as one offline HTML page, code cells hidden unless asked for."""
+    from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
         template_name="lab",
@@ -174,10 +202,7 @@ def build_report(
     )
     exporter.raw_template = OFFLINE_TEMPLATE
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": nb.metadata["title"]}})
-    tmp = out / ".report.html.tmp"
-    tmp.write_text(body, encoding="utf-8")
-    tmp.replace(out / "report.html")
-    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+    return body
 
 
 def invocation() -> str:

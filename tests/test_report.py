@@ -326,6 +326,7 @@ def test_cross_tracer_agreement_table_pairs_the_scorep_and_torch_twins(tmp_path)
     from conftest import PYTHON
 
     sets = [ROOT / "expected" / "reference-results" / n for n in ("h200-scorep-b8", "h200-scorep-b8-torch", "h200-b32")]
+    shipped = {p: p.read_bytes() for d in sets for p in sorted(d.rglob("*")) if p.is_file()}
     proc = subprocess.run(
         [PYTHON, "-m", "dnabert_scaling", "report", *map(str, sets), "--out", str(tmp_path / "rep")],
         capture_output=True,
@@ -334,6 +335,9 @@ def test_cross_tracer_agreement_table_pairs_the_scorep_and_torch_twins(tmp_path)
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the shipped verdicts are tied to their metrics and claims (sha256): nothing re-checked, nothing rewritten
+    assert "ran `dnabert-scaling check`" not in proc.stderr
+    assert {p: p.read_bytes() for d in sets for p in sorted(d.rglob("*")) if p.is_file()} == shipped
     page = (tmp_path / "rep" / "report.html").read_text()
     section = page[page.index("Appendix C: cross-tracer agreement") : page.index("Appendix D")]
     assert "batch 8 per rank: set 1 (scorep) against set 2 (torch)" in section

@@ -151,3 +151,19 @@ def test_first_screen_placement_and_rehearsal_are_escaped(tmp_path):
     assert page.scripts == [] and page.handlers == [] and page.js_urls == []
     assert "4: 4 ranks on 2 GPUs of 1 host (ranks share a GPU), via &lt;script&gt;" in html
     assert ">rehearsal<" in html
+
+
+def test_show_refuses_live_markup_and_lets_the_reports_own_script_through(tmp_path):
+    from dnabert_scaling.report import front, html as H, results, timeline
+
+    for bad in (SCRIPT, IMG, LINK, "<svg onload=alert(1)>", '<a href=" JaVaScRiPt:alert(1)">', "<iframe src=x>"):
+        with pytest.raises(H.LiveMarkup):
+            front.show(bad)
+    front.show(f"<p>{H.escape(PAYLOAD)}</p>")  # the same values as text: shown
+    # the zoomable timeline's script is the report's own: it passes, and a changed copy does not
+    folder = write_results(tmp_path / "g", *gpu_results((1, 4), tracer="torch"))
+    zoom = timeline.zoom_timeline_html(results.load_set(0, folder))
+    assert "<script>" in zoom
+    H.assert_inert(zoom, (timeline.OWN_SCRIPT,))
+    with pytest.raises(H.LiveMarkup):
+        H.assert_inert(zoom.replace("show();})();", "show();alert(1);})();"), (timeline.OWN_SCRIPT,))

@@ -49,8 +49,14 @@ def study_setup() -> dict[str, Any]:
 
 
 def show(markup: str) -> None:
+    """Show HTML in the notebook, after :func:`~dnabert_scaling.report.html.assert_inert`: a value
+    that reached it unescaped stops the report instead of running in the reader's browser."""
     from IPython.display import HTML, display
 
+    from dnabert_scaling.report.html import assert_inert
+    from dnabert_scaling.report.timeline import OWN_SCRIPT
+
+    assert_inert(str(markup), (OWN_SCRIPT,))
     display(HTML(markup))
 
 

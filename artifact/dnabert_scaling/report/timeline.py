@@ -3,6 +3,7 @@ script that zooms it (no library, nothing fetched)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dnabert_scaling.phases import STEP_PHASES
@@ -28,6 +29,18 @@ window.addEventListener('mouseup',function(){drag=null;});
 svg.addEventListener('mousemove',function(e){if(!drag)return;var r=svg.getBoundingClientRect(),d=(e.clientX-drag.x)/r.width*(drag.b-drag.a);
 a=drag.a-d;b=drag.b-d;fit();show();});
 svg.addEventListener('dblclick',function(){a=T0;b=T1;show();});show();})();</script>"""
+
+
+def _own_script() -> "re.Pattern":
+    """ZOOM_JS as it is written into the page: any id of ours, any numbers, nothing else."""
+    text = re.escape(ZOOM_JS[len("<script>") : -len("</script>")])
+    for key, rx in (("id", r"ds-zoom-\d+"), ("t0", NUMBER), ("t1", NUMBER), ("h", NUMBER)):
+        text = text.replace(re.escape(f"%({key})s"), rx)
+    return re.compile(text, re.S)
+
+
+NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+OWN_SCRIPT = _own_script()  # what front.show lets through as the report's own script
 
 
 def zoom_timeline_html(rs: ResultSet) -> str:

@@ -91,6 +91,13 @@ def _poisoned(folder: Path) -> Path:
     verdicts["claims"][0]["id"] = f"C1{PAYLOAD}"  # verdicts.json is tied to metrics.json, not its own text
     verdicts["claims"][0]["title"] = PAYLOAD
     verdicts["claims"][0]["checks"][0]["reason"] = PAYLOAD
+    verdicts["claims"][0]["checks"][0]["world_size"] = PAYLOAD
+    verdicts["claims"][0]["statement"] = PAYLOAD
+    verdicts["claims"][1]["indicative"] = [
+        {"world_size": PAYLOAD, "instead_of": [PAYLOAD], "within_bounds": True, "why": PAYLOAD, "reason": PAYLOAD}
+    ]
+    verdicts["sanity"][0]["world_size"] = PAYLOAD
+    verdicts["sanity"][0]["run"] = PAYLOAD
     (folder / "verdicts.json").write_text(json.dumps(verdicts))
     return folder
 

@@ -326,79 +326,81 @@ def abstract_html(report: Report) -> str:
 
 
 def setup_html(rs: ResultSet) -> str:
-    m = rs.metrics
-    p = m.get("provenance") or {}
-    pk = p.get("packages") or {}
-    rows = []
+    """The set-up table (``resources/report/setup.html.j2``): rows of plain values, escaped there."""
+    from dnabert_scaling.report.html import Markup, render
 
-    def row(k, v):
-        if v not in (None, "", [], {}):
-            rows.append(f"<tr><td>{esc(k)}</td><td>{v}</td></tr>")
+    p = rs.metrics.get("provenance") or {}
+    folder = markup("<code class='ds'>{}</code>", shown(rs.path, rs.display_root)) + Markup(results_folder_note(rs.path))
+    rows = [
+        *_hardware_rows(rs, p),
+        ("Software", ", ".join(f"{k} {v}" for k, v in (p.get("packages") or {}).items() if v) + _python(p)),
+        ("Platform", p.get("platform")),
+        ("Model", _model_text(p)),
+        ("Weights", (p.get("weights") or {}).get("source")),
+        ("Task", _task_text(p)),
+        ("DDP", ", ".join(f"{k}={v}" for k, v in (p.get("ddp_options") or {}).items() if k != "device_ids")),
+        ("Traced runs (world size: tracer)", _traced_runs(rs)),
+        ("Steps", f"{p.get('warmup_steps')} warm-up + {p.get('measured_steps')} measured" if p.get("measured_steps") else None),
+        (
+            "Provenance",
+            f"artifact {p.get('artifact_version', '?')}, git {p.get('git_revision') or 'unknown'}, "
+            f"runs recorded {p.get('time', '?')}",
+        ),
+        ("Results folder", folder + markup(" (metrics created {})", rs.metrics.get("created", "?"))),
+        ("Verdicts", rs.verdicts_source),
+    ]
+    return str(render("setup.html.j2", rows=[(k, v) for k, v in rows if v not in (None, "", [], {})]))
 
+
+def _hardware_rows(rs: ResultSet, p: dict) -> list[tuple[str, Any]]:
     if rs.device == "cpu":
-        row(
+        return [("Hardware", f"CPU only ({p.get('cpu', '?')}, {p.get('cpu_count', '?')} cores), host {p.get('host', '?')}")]
+    gpus = p.get("gpus") or []
+    mem = f", {gpus[0].get('memory')}" if gpus and isinstance(gpus[0], dict) and gpus[0].get("memory") else ""
+    return [
+        (
             "Hardware",
-            f"CPU only ({esc(p.get('cpu', '?'))}, {esc(p.get('cpu_count', '?'))} cores), host {esc(p.get('host', '?'))}",
-        )
-    else:
-        gpus = p.get("gpus") or []
-        mem = f", {esc(gpus[0].get('memory'))}" if gpus and gpus[0].get("memory") else ""
-        row(
-            "Hardware",
-            f"{esc(p.get('gpu_count', len(gpus) or '?'))}x {esc(p.get('gpu_name', 'GPU'))}{mem}; "
-            f"{esc(p.get('cpu_count', '?'))} CPU cores; host {esc(p.get('host', '?'))}",
-        )
-        row("Driver / CUDA / NCCL", f"{esc(p.get('driver', '?'))} / {esc(p.get('torch_cuda', '?'))} / {esc(p.get('nccl', '?'))}")
-    row(
-        "Software",
-        ", ".join(f"{esc(k)} {esc(v)}" for k, v in pk.items() if v) + (f"; Python {esc(p['python'])}" if p.get("python") else ""),
+            f"{p.get('gpu_count', len(gpus) or '?')}x {p.get('gpu_name', 'GPU')}{mem}; "
+            f"{p.get('cpu_count', '?')} CPU cores; host {p.get('host', '?')}",
+        ),
+        ("Driver / CUDA / NCCL", f"{p.get('driver', '?')} / {p.get('torch_cuda', '?')} / {p.get('nccl', '?')}"),
+    ]
+
+
+def _python(p: dict) -> str:
+    return f"; Python {p['python']}" if p.get("python") else ""
+
+
+def _model_text(p: dict) -> Any:
+    if not p.get("model"):
+        return None
+    params = p.get("parameters")
+    return (
+        markup("DNABERT-2 <code class='ds'>{}</code>", p["model"])
+        + (f", {params / 1e6:.1f} M parameters" if isinstance(params, (int, float)) else "")
+        + (f", {p.get('precision')}" if p.get("precision") else "")
+        + (f", attention {p.get('attention')}" if p.get("attention") else "")
     )
-    row("Platform", esc(p.get("platform")) if p.get("platform") else None)
-    model = p.get("model")
-    if model:
-        params = p.get("parameters")
-        row(
-            "Model",
-            f"DNABERT-2 <code class='ds'>{esc(model)}</code>"
-            + (f", {params / 1e6:.1f} M parameters" if params else "")
-            + (f", {esc(p.get('precision'))}" if p.get("precision") else "")
-            + (f", attention {esc(p.get('attention'))}" if p.get("attention") else ""),
-        )
-    w = p.get("weights") or {}
-    row("Weights", esc(w.get("source")) if w else None)
+
+
+def _task_text(p: dict) -> str | None:
     task = p.get("task") or {}
-    if task:
-        row(
-            "Task",
-            f"{esc(task.get('name', '?'))}"
-            + (" (synthetic)" if task.get("synthetic") else "")
-            + (f", {esc(p.get('seq_len_tokens'))} tokens" if p.get("seq_len_tokens") else "")
-            + (f", batch {esc(p.get('batch_size_per_rank'))} per rank" if p.get("batch_size_per_rank") else ""),
-        )
-    if p.get("ddp_options"):
-        row("DDP", ", ".join(f"{esc(k)}={esc(v)}" for k, v in p["ddp_options"].items() if k != "device_ids"))
-    tr = []
+    if not task:
+        return None
+    return (
+        f"{task.get('name', '?')}"
+        + (" (synthetic)" if task.get("synthetic") else "")
+        + (f", {p.get('seq_len_tokens')} tokens" if p.get("seq_len_tokens") else "")
+        + (f", batch {p.get('batch_size_per_rank')} per rank" if p.get("batch_size_per_rank") else "")
+    )
+
+
+def _traced_runs(rs: ResultSet) -> list[str]:
+    out = []
     for n in rs.world_sizes:
         t = rs.entry(n).get("traced")
         if t:
-            tr.append(
-                f"{n}: {esc(t.get('tracer'))} ({esc(t.get('format') or 'no GPU trace')}, run {esc(t.get('run'))}, "
-                f"{esc(t.get('measured_steps'))} steps)"
+            out.append(
+                f"{n}: {t.get('tracer')} ({t.get('format') or 'no GPU trace'}, run {t.get('run')}, {t.get('measured_steps')} steps)"
             )
-    row("Traced runs (world size: tracer)", "<br>".join(tr))
-    row(
-        "Steps",
-        f"{esc(p.get('warmup_steps'))} warm-up + {esc(p.get('measured_steps'))} measured" if p.get("measured_steps") else None,
-    )
-    row(
-        "Provenance",
-        f"artifact {esc(p.get('artifact_version', '?'))}, git {esc(p.get('git_revision') or 'unknown')}, "
-        f"runs recorded {esc(p.get('time', '?'))}",
-    )
-    row(
-        "Results folder",
-        f"<code class='ds'>{esc(shown(rs.path, rs.display_root))}</code>{results_folder_note(rs.path)} "
-        f"(metrics created {esc(m.get('created', '?'))})",
-    )
-    row("Verdicts", esc(rs.verdicts_source))
-    return '<table class="ds-table ds-kv">' + "".join(rows) + "</table>"
+    return out

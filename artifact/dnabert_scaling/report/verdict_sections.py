@@ -29,52 +29,57 @@ def _bounds_cell(b: dict) -> str:
 
 
 def claims_html(rs: ResultSet) -> str:
+    """The claims table (``resources/report/claims.html.j2``) from verdicts.json, values escaped there."""
+    from dnabert_scaling.report.html import Markup, render
+
     claims = (rs.verdicts or {}).get("claims")
     if not claims:
-        return f'<div class="ds-na"><b>Claims not checked:</b> {esc(rs.verdicts_source)}</div>'
-    head = (
-        "<tr><th>claim</th><th>verdict</th><th>check</th><th>world size</th><th class='num'>measured</th>"
-        "<th>bounds</th><th>reason</th></tr>"
-    )
-    body = []
+        return str(render("not_available.html.j2", what="Claims not checked", why=rs.verdicts_source))
+    rows = []
     for c in claims:
-        checks = c["checks"]
-        cls = VERDICT_CLASS.get(c["verdict"], "notrun")
-        first = True
-        for ch in checks:
-            ws = ch["world_size"]
-            ws_text = "–" if not ws else (", ".join(map(str, ws)) if isinstance(ws, list) else str(ws))
-            cells = ""
-            if first:
-                cells = (
-                    f"<td rowspan='{len(checks)}' class='ds-claim-{cls}'><b>{esc(c['id'])}</b> {esc(c.get('title') or '')}"
-                    f"<div class='ds-small'>“{esc(c['statement'])}”</div></td>"
-                    f"<td rowspan='{len(checks)}'>{badge(c['verdict'])}</td>"
-                )
-            cells += (
-                f"<td>{esc(ch['what'])} {badge(ch['verdict']) if len(checks) > 1 else ''}</td><td>{esc(ws_text)}</td>"
-                f"<td class='num'>{_measured_cell(ch)}</td><td>{_bounds_cell(ch['bounds'])}</td>"
-                f"<td class='ds-small'>{esc(ch['reason'])}</td>"
-            )
-            body.append(f"<tr>{cells}</tr>")
-            first = False
-        for ind in c.get("indicative") or []:
-            within = {True: "within the bounds", False: "outside the bounds", None: "not measurable"}[ind.get("within_bounds")]
-            instead = ", ".join(map(str, ind["instead_of"] if isinstance(ind["instead_of"], list) else [ind["instead_of"]]))
-            body.append(
-                f"<tr><td class='ds-claim-{cls}'></td><td></td><td colspan='5' class='ds-ind'>ⓘ Indicative only, not a "
-                f"verdict: the same measurement at world size {ind['world_size']} (the claim is about {instead}) "
-                f"is {within}: {esc(ind['why'])}</td></tr>"
-            )
+        checks = [
+            {
+                "what": ch.get("what"),
+                "verdict": ch.get("verdict"),
+                "cls": VERDICT_CLASS.get(ch.get("verdict"), "notrun"),
+                "world_sizes": _ws_text(ch.get("world_size")),
+                "measured": Markup(_measured_cell(ch)),  # built with esc / fmt
+                "bounds": checker._bounds_text(ch.get("bounds") or {}),
+                "reason": ch.get("reason"),
+            }
+            for ch in c.get("checks") or []
+        ]
+        rows.append(
+            {
+                "id": c.get("id"),
+                "title": c.get("title") or "",
+                "statement": c.get("statement"),
+                "verdict": c.get("verdict"),
+                "cls": VERDICT_CLASS.get(c.get("verdict"), "notrun"),
+                "checks": checks,
+                "indicative": [_indicative(ind) for ind in c.get("indicative") or []],
+            }
+        )
     counts = (rs.verdicts or {}).get("summary", {}).get("counts", {})
-    summary = " ".join(f"{badge(v)} {counts.get(v, 0)}" for v in (PASS, FAIL, NOT_RUN, INVALID))
-    return (
-        f"<p>{summary}</p><table class='ds-table ds-claims'>{head}{''.join(body)}</table>"
-        "<p class='ds-small'>PASS: measured and within the bounds. FAIL: measured and outside (a NaN is never "
-        "within). NOT RUN: no data for that world size, or no GPU analysis (the reason says which); never a pass. "
-        "INVALID: the world size's sanity checks failed. The bounds and the reasoning behind each are in "
-        "<code class='ds'>expected/claims.toml</code> and in the rationale column of Appendix A.</p>"
+    badges = [({"cls": VERDICT_CLASS[v], "word": v}, counts.get(v, 0)) for v in (PASS, FAIL, NOT_RUN, INVALID)]
+    return str(render("claims.html.j2", claims=rows, counts=badges))
+
+
+def _ws_text(ws) -> str:
+    return "–" if not ws else (", ".join(map(str, ws)) if isinstance(ws, list) else str(ws))
+
+
+def _indicative(ind: dict) -> dict:
+    within = {True: "within the bounds", False: "outside the bounds", None: "not measurable"}.get(
+        ind.get("within_bounds"), "not measurable"
     )
+    instead = ind.get("instead_of")
+    return {
+        "world_size": ind.get("world_size"),
+        "instead_of": ", ".join(map(str, instead if isinstance(instead, list) else [instead])),
+        "within": within,
+        "why": ind.get("why"),
+    }
 
 
 def rationale_html(rs: ResultSet) -> str:
@@ -109,7 +114,7 @@ def sanity_html(rs: ResultSet) -> str:
     for r in rows:
         if not r.get("checks"):
             body.append(
-                f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td>"
+                f"<tr><td>{esc(r['world_size'])}</td><td>{esc(r.get('run') or '–')}</td>"
                 f"<td colspan='{len(checker.SANITY_ITEMS) + 1}'>{esc(r.get('note', ''))}</td></tr>"
             )
             continue
@@ -120,7 +125,7 @@ def sanity_html(rs: ResultSet) -> str:
         comp = ((rs.entry(r["world_size"]) or {}).get("traced") or {}).get("completeness") or {}
         figures = [f"completeness: {comp['reason']}"] if comp.get("reason") and r["checks"].get("trace_complete") == PASS else []
         body.append(
-            f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td>{cells}"
+            f"<tr><td>{esc(r['world_size'])}</td><td>{esc(r.get('run') or '–')}</td>{cells}"
             f"<td class='ds-small'>{esc('; '.join(figures + (r.get('problems') or []))) or '–'}</td></tr>"
         )
     return f"<table class='ds-table'>{head}{''.join(body)}</table>"

@@ -97,14 +97,17 @@ def style() -> str:
 
 
 def title_html(report: Report) -> str:
-    created = report.params.get("created", "")
-    return (
-        f'<div class="ds"><h1>Where does GPU time go when DNABERT-2 fine-tuning scales over GPUs?</h1>'
-        f'<p class="ds-sub">Compute against NCCL communication under PyTorch DDP, from per-rank traces: '
-        f"the study's claims re-checked on {len(report.sets)} result set{'s' if len(report.sets) != 1 else ''} "
-        f"(listed in the table below).<br><span class='ds-small'>Generated {esc(created)} by <code class='ds'>"
-        f"{esc(report.params.get('written_by') or 'dnabert-scaling report')}</code>"
-        f"{' (dnabert-scaling ' + esc(report.params['version']) + ')' if report.params.get('version') else ''}.</span></p></div>"
+    from dnabert_scaling.report.html import render
+
+    p = report.params
+    return str(
+        render(
+            "title.html.j2",
+            sets=len(report.sets),
+            created=p.get("created", ""),
+            written_by=p.get("written_by") or "dnabert-scaling report",
+            version=p.get("version"),
+        )
     )
 
 

@@ -105,7 +105,7 @@ def _check_rows(check: Check, predicted: dict, measured: dict, study: Iterable[i
             "bounds_text": check.bounds_text(),
         }
         band = (predicted.get(str(n)) or {}).get(figure) if figure else None
-        if not isinstance(band, dict) or "mid" not in band:
+        if figure is None or not isinstance(band, dict) or "mid" not in band:
             why = (
                 f"the forecast gives no per-world-size figure for {check.metric} ({check.test} test)"
                 if figure is None

@@ -111,7 +111,7 @@ def _measured_cell(claim: dict | None, rs: ResultSet, notes: Notes) -> dict[str,
                 n = notes.ref(not_run_reason(ch, rs))
                 if n not in refs:
                     refs.append(n)
-    return {"verdict": verdict, "cls": VERDICT_CLASS.get(verdict, "notrun"), "notes": sorted(refs)}
+    return {"verdict": verdict, "cls": VERDICT_CLASS.get(str(verdict), "notrun"), "notes": sorted(refs)}
 
 
 def _deciding_check(pred: dict) -> dict | None:
@@ -176,7 +176,7 @@ def summary(report: Report, claims_path: str | None, study_world_sizes: list[int
                 ids.append(str(c.get("id")))
                 titles[str(c.get("id"))] = str(c.get("title") or "")
     notes = Notes()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for rs in report.sets:
         preds = _predictions(rs, claims, study_world_sizes)
         cells = [

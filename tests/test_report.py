@@ -409,3 +409,20 @@ def test_an_unknown_idle_split_is_shown_as_unknown_never_zero(tmp_path):
     assert html.count(">unknown<") == 5  # three parts at two world sizes, one of them known
     assert "the causes of the idle time are unknown" in html and "launch-bound" not in html
     assert isinstance(figures.breakdown(rs), figures.Figure)  # plain idle, not a split of zeros
+
+
+@pytest.mark.chromium
+def test_shipped_report_first_screen_holds_every_set(tmp_path):
+    """The shipped report of the seven reference sets: its summary table, one row per set, fits the
+    first screen at 1400x900, and the whole page is a fraction of the 46,787 px it was."""
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("no chromium on PATH (apt-get install -y chromium; .ci/run installs it in CI)")
+    shipped = ROOT / "expected" / "reference-results" / "report.html"
+    sets = sorted(p for p in shipped.parent.iterdir() if p.is_dir())
+    with Chromium(binary) as browser:
+        browser.open(shipped.resolve().as_uri(), width=1400, height=900)
+        box = browser.evaluate(FIRST_SCREEN_JS)
+    assert box["rows"] == len(sets) + 1
+    assert 0 <= box["top"] < box["bottom"] <= 900 and box["right"] <= box["width"], box
+    assert box["scroll"] < 46787 / 4, box["scroll"]

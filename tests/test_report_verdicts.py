@@ -190,3 +190,15 @@ def test_verdicts_judged_against_another_claims_file_are_not_current(tmp_path):
     (folder / "verdicts.json").write_text(json.dumps(v))
     verdicts, why = checker.read_verdicts(folder, m, CLAIMS_FILE)
     assert verdicts is None and "sha256 of the claims file" in why
+
+
+def test_verdicts_edited_with_their_sources_intact_are_checked_again(tmp_path, capsys):
+    m, t = cpu_results((1,))
+    folder = _checked(write_results(tmp_path / "r", m, t))
+    _all_pass(folder, keep_sources=True)  # the digests still match: only the verdicts were edited
+    assert checker.read_verdicts(folder, m, CLAIMS_FILE)[0] is not None
+    assert build.check_where_needed([(m, folder)], CLAIMS_FILE) == [folder]
+    assert "does not hold the verdicts its metrics.json gives" in capsys.readouterr().err
+    verdicts = checker.read_verdicts(folder, m, CLAIMS_FILE)[0]
+    assert verdicts is not None and not any(c["verdict"] == "PASS" for c in verdicts["claims"])
+    assert build.check_where_needed([(m, folder)], CLAIMS_FILE) == [], "as check wrote it: nothing to do"

@@ -226,7 +226,9 @@ def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> l
     for metrics, folder in folders:
         verdicts, why = checker.read_verdicts(folder, metrics, claims_path)
         if verdicts is not None:
-            continue
+            why = _edited(verdicts, metrics, claims_path)
+            if not why:
+                continue
         if not claims_path.is_file():
             print(f"report: {folder}: {why} and no claims file {claims_path}: its claims show as not checked", file=sys.stderr)
             continue
@@ -247,6 +249,25 @@ def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> l
             file=sys.stderr,
         )
     return [folder for folder, _ in todo]
+
+
+def _edited(verdicts: dict, metrics: dict, claims_path: Path) -> str:
+    """Why a verdicts.json tied to its files by digest still cannot be shown: its verdicts are not
+    the ones its metrics give against the claims file (edited by hand); "" when they are."""
+    from dnabert_scaling import checker
+
+    if not claims_path.is_file():
+        return ""
+    fresh = checker.evaluate(metrics, checker.load_claims(claims_path), checker.load_sanity_bounds(claims_path))
+
+    def words(v: dict) -> list:
+        return [
+            (c.get("id"), c.get("verdict"), [ch.get("verdict") for ch in c.get("checks") or []]) for c in v.get("claims") or []
+        ]
+
+    if words(verdicts) != words(fresh):
+        return "verdicts.json does not hold the verdicts its metrics.json gives against the claims file (edited?)"
+    return ""
 
 
 def _first_lines(text: str, n: int = 25) -> str:

@@ -202,3 +202,14 @@ def test_verdicts_edited_with_their_sources_intact_are_checked_again(tmp_path, c
     verdicts = checker.read_verdicts(folder, m, CLAIMS_FILE)[0]
     assert verdicts is not None and not any(c["verdict"] == "PASS" for c in verdicts["claims"])
     assert build.check_where_needed([(m, folder)], CLAIMS_FILE) == [], "as check wrote it: nothing to do"
+
+
+def test_the_report_names_the_command_that_wrote_it(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["/venv/lib/python3/site-packages/dnabert_scaling/__main__.py", "report", "r", "--out", "o"])
+    assert build.invocation() == "dnabert-scaling report r --out o"
+    monkeypatch.setattr("sys.argv", ["/venv/bin/dnabert-scaling", "report", "r"])
+    assert build.invocation() == "dnabert-scaling report r"
+    parser = __import__("argparse").ArgumentParser()
+    build.add_arguments(parser)
+    args = parser.parse_args(["r", "--out", "o", "--written-by", "make kick-tires (scripts/reproduce.py --kick-tires)"])
+    assert args.written_by == "make kick-tires (scripts/reproduce.py --kick-tires)"

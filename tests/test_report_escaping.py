@@ -158,6 +158,11 @@ def test_first_screen_placement_and_rehearsal_are_escaped(tmp_path):
     assert page.scripts == [] and page.handlers == [] and page.js_urls == []
     assert "4: 4 ranks on 2 GPUs of 1 host (ranks share a GPU), via &lt;script&gt;" in html
     assert ">rehearsal<" in html
+    from dnabert_scaling.report import front
+
+    setup = front.setup_html(rs)
+    assert "4: 4 ranks on 2 GPUs of 1 host (ranks share a GPU), via &lt;script&gt;" in setup
+    assert live(setup).scripts == [] and live(setup).handlers == []
 
 
 def test_show_refuses_live_markup_and_lets_the_reports_own_script_through(tmp_path):

@@ -343,6 +343,7 @@ def setup_html(rs: ResultSet) -> str:
         ("Task", _task_text(p)),
         ("DDP", ", ".join(f"{k}={v}" for k, v in (p.get("ddp_options") or {}).items() if k != "device_ids")),
         ("Traced runs (world size: tracer)", _traced_runs(rs)),
+        ("Placement (world size: ranks, GPUs, hosts, transports)", _placements(rs)),
         ("Steps", f"{p.get('warmup_steps')} warm-up + {p.get('measured_steps')} measured" if p.get("measured_steps") else None),
         (
             "Provenance",
@@ -396,6 +397,12 @@ def _task_text(p: dict) -> str | None:
         + (f", {p.get('seq_len_tokens')} tokens" if p.get("seq_len_tokens") else "")
         + (f", batch {p.get('batch_size_per_rank')} per rank" if p.get("batch_size_per_rank") else "")
     )
+
+
+def _placements(rs: ResultSet) -> list[str]:
+    from dnabert_scaling.report.summary import placements
+
+    return placements(rs)
 
 
 def _traced_runs(rs: ResultSet) -> list[str]:

@@ -63,22 +63,27 @@ def hardware(rs: ResultSet) -> dict[str, Any]:
     """What the set ran on: GPU (or CPU), world sizes, tracer, per-rank batch, placement, rehearsal."""
     prov = rs.metrics.get("provenance") or {}
     if rs.device == "cpu":
-        device = f"CPU only ({prov.get('cpu_count', '?')} cores)"
+        device = f"node: CPU only ({prov.get('cpu_count', '?')} cores)"
     else:
         count = prov.get("gpu_count")
-        device = f"{count}x {prov.get('gpu_name') or 'GPU'}" if count else str(prov.get("gpu_name") or "GPU")
+        device = f"node: {count}x {prov.get('gpu_name') or 'GPU'}" if count else str(prov.get("gpu_name") or "GPU")
     tracers = sorted({str(rs.traced(n).get("tracer")) for n in rs.world_sizes if rs.traced(n).get("tracer")})
-    placements = [p for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
+    recorded = [p for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
     rehearsal = any(isinstance(f, dict) and f.get("kind") == "rehearsal" for f in rs.metrics.get("fallbacks") or [])
-    rehearsal = rehearsal or any(p.get("rehearsal") for p in placements)
+    rehearsal = rehearsal or any(p.get("rehearsal") for p in recorded)
     return {
         "device": device,
         "world_sizes": _sizes(rs),
         "tracer": ", ".join(tracers) or "untraced",
         "batch": prov.get("batch_size_per_rank"),
-        "placement": [_placement_text(n, p) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)],
+        "placement": placements(rs),
         "rehearsal": rehearsal,
     }
+
+
+def placements(rs: ResultSet) -> list[str]:
+    """Where the metrics carry it (``traced.placement``, read with .get), each world size's placement."""
+    return [_placement_text(n, p) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
 
 
 def _placement_text(ws: int, p: dict) -> str:

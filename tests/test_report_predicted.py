@@ -111,3 +111,23 @@ def test_why_a_set_has_no_forecast(tmp_path):
     assert "no world-size-1 run" in predictions.load(no_one)[1]
     gpu = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
     assert "run `dnabert-scaling predict" in predictions.load(gpu)[1]
+
+
+def test_a_malformed_forecast_is_refused_with_the_reason(tmp_path):
+    from dnabert_scaling.report import predictions, results
+    from reportfixtures import gpu_results
+
+    rs = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
+    good = json.loads(SHIPPED.read_text())
+    for broken, word in (
+        ({**good, "world_sizes": {"8": "x"}}, "world_sizes['8']"),
+        ({**good, "world_sizes": {"<b>": {}}}, "world_sizes['<b>']"),
+        ({**good, "comparison": {"4": []}}, "comparison['4']"),
+        ({**good, "model": []}, "model is not an object"),
+        ({**good, "schema": "other"}, "is not a dnabert-scaling/predictions/1 file"),
+    ):
+        (tmp_path / "predictions.json").write_text(json.dumps(broken))
+        pred, why = predictions.load(rs)
+        assert pred is None and word in why
+    (tmp_path / "predictions.json").write_text(json.dumps(good))
+    assert predictions.load(rs)[0] == good

@@ -33,6 +33,16 @@ def load(rs) -> tuple[dict | None, str]:
         return None, f"predictions.json cannot be read: {exc}"
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("world_sizes"), dict):
         return None, f"predictions.json is not a {SCHEMA} file"
+    for part in ("world_sizes", "comparison"):
+        entries = data.get(part) if data.get(part) is not None else {}
+        if not isinstance(entries, dict):
+            return None, f"predictions.json is not a {SCHEMA} file: {part} is not an object"
+        for n, entry in entries.items():
+            if not str(n).isdigit() or not isinstance(entry, dict):
+                return None, f"predictions.json is not a {SCHEMA} file: {part}[{n!r}] is not a world size's object"
+    for part in ("source", "model", "goal"):
+        if data.get(part) is not None and not isinstance(data[part], dict):
+            return None, f"predictions.json is not a {SCHEMA} file: {part} is not an object"
     return data, ""
 
 

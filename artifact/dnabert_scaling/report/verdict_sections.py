@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
-from dnabert_scaling.report.results import VERDICT_CLASS, ResultSet, badge, esc, fmt, short as _short
+from dnabert_scaling.report.results import VERDICT_CLASS, ResultSet, esc, fmt, short as _short
 
 
 def _measured_cell(check: dict) -> str:
@@ -83,49 +83,41 @@ def _indicative(ind: dict) -> dict:
 
 
 def rationale_html(rs: ResultSet) -> str:
-    claims = (rs.verdicts or {}).get("claims") or []
-    rows = []
-    for c in claims:
-        for name, b in (c.get("bounds") or {}).items():
-            rows.append(
-                f"<tr><td>{esc(c['id'])}</td><td>{esc(b.get('what', name))}<div class='ds-small'><code class='ds'>"
-                f"{esc(b.get('metric', ''))}</code></div></td><td>{_bounds_cell(b)}</td>"
-                f"<td class='ds-small'>{esc(b.get('rationale', ''))}</td></tr>"
-            )
-    if not rows:
-        return ""
-    return (
-        "<table class='ds-table'><tr><th>claim</th><th>check (metric)</th><th>bounds</th><th>rationale</th></tr>"
-        + "".join(rows)
-        + "</table>"
-    )
+    from dnabert_scaling.report.html import render
+
+    rows = [
+        {
+            "id": c.get("id"),
+            "what": b.get("what", name),
+            "metric": b.get("metric", ""),
+            "bounds": checker._bounds_text(b),
+            "rationale": b.get("rationale", ""),
+        }
+        for c in (rs.verdicts or {}).get("claims") or []
+        for name, b in (c.get("bounds") or {}).items()
+        if isinstance(b, dict)
+    ]
+    return str(render("rationale.html.j2", rows=rows)) if rows else ""
 
 
 def sanity_html(rs: ResultSet) -> str:
+    from dnabert_scaling.report.html import render
+
     rows = (rs.verdicts or {}).get("sanity")
     if rows is None:
         rows = checker.sanity_rows(rs.metrics)
-    head = (
-        "<tr><th>world size</th><th>traced run</th>"
-        + "".join(f"<th>{esc(w)}</th>" for w in checker.SANITY_WORDS.values())
-        + "<th>problems</th></tr>"
-    )
-    body = []
-    for r in rows:
-        if not r.get("checks"):
-            body.append(
-                f"<tr><td>{esc(r['world_size'])}</td><td>{esc(r.get('run') or '–')}</td>"
-                f"<td colspan='{len(checker.SANITY_ITEMS) + 1}'>{esc(r.get('note', ''))}</td></tr>"
-            )
-            continue
-        cells = "".join(
-            f"<td>{badge(v) if v in (PASS, FAIL) else esc(v)}</td>"
-            for v in (r["checks"].get(k, "–") for k in checker.SANITY_ITEMS)
-        )
-        comp = ((rs.entry(r["world_size"]) or {}).get("traced") or {}).get("completeness") or {}
-        figures = [f"completeness: {comp['reason']}"] if comp.get("reason") and r["checks"].get("trace_complete") == PASS else []
-        body.append(
-            f"<tr><td>{esc(r['world_size'])}</td><td>{esc(r.get('run') or '–')}</td>{cells}"
-            f"<td class='ds-small'>{esc('; '.join(figures + (r.get('problems') or []))) or '–'}</td></tr>"
-        )
-    return f"<table class='ds-table'>{head}{''.join(body)}</table>"
+    return str(render("sanity.html.j2", words=list(checker.SANITY_WORDS.values()), rows=[_sanity_row(rs, r) for r in rows]))
+
+
+def _sanity_row(rs: ResultSet, r: dict) -> dict:
+    row = {"world_size": r.get("world_size"), "run": r.get("run") or "–", "note": r.get("note", ""), "cells": None}
+    checks = r.get("checks")
+    if not checks:
+        return row
+    values = [checks.get(k, "–") for k in checker.SANITY_ITEMS]
+    row["cells"] = [{"text": v, "badge": VERDICT_CLASS.get(v) if v in (PASS, FAIL) else None} for v in values]
+    ws = r.get("world_size")
+    comp = ((rs.entry(ws) if isinstance(ws, int) else {}).get("traced") or {}).get("completeness") or {}
+    figures = [f"completeness: {comp['reason']}"] if comp.get("reason") and checks.get("trace_complete") == PASS else []
+    row["problems"] = "; ".join(figures + [str(p) for p in r.get("problems") or []]) or "–"
+    return row

@@ -209,7 +209,7 @@ def test_figures_are_pngs_or_reasons(tmp_path):
         assert isinstance(fig, figures.NotAvailable) and len(fig.reason) > 20, fn.__name__
     assert "world sizes 1, 2: CPU run (gloo, no GPU)" in figures.breakdown(cpu).reason
     html = content.figure_html(figures.overlap(cpu), "9.9", "caption")
-    assert "Figure 9.9 not available:" in html and "<img" not in html
+    assert "Figure 9.9 not available:</b>" in html and "<img" not in html
 
 
 def test_one_gpu_reference_set(tmp_path):

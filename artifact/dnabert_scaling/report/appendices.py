@@ -5,6 +5,7 @@ interpreter."""
 from __future__ import annotations
 
 from dnabert_scaling.report.front import figure_html
+from dnabert_scaling.report.html import render
 from dnabert_scaling.report.results import Report, ResultSet, esc, fmt, results_folder_note, shown
 
 
@@ -22,13 +23,7 @@ def notes_html(rs: ResultSet) -> str:
             if agree:
                 text += " (the Score-P methods agree with it on " + ", ".join(agree) + ")"
             notes.append(text)
-    if not notes:
-        return ""
-    return (
-        "<p class='ds-small'><b>Analysis notes:</b></p><ul class='ds-small'>"
-        + "".join(f"<li>{esc(x)}</li>" for x in notes)
-        + "</ul>"
-    )
+    return str(render("notes.html.j2", notes=[str(x) for x in notes]))
 
 
 def busy_wait_html(report: Report, figures, section: str) -> str:
@@ -47,8 +42,8 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
             for n, b in items
         )
         caption = (
-            f"Busy-wait, {esc(rs.label)}: {words}. The excess over the pure transfer time is time the LL kernels "
-            "spend waiting for peers, not moving data (bus bandwidth from <code class='ds'>dnabert-scaling busbw</code>)."
+            f"Busy-wait, {rs.label}: {words}. The excess over the pure transfer time is time the LL kernels "
+            "spend waiting for peers, not moving data (bus bandwidth from dnabert-scaling busbw)."
         )
         out.append(figure_html(figures.busy_wait(rs), f"{section}.{k}", caption))
     if without:
@@ -56,14 +51,11 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
         for rs in report.sets:
             if rs.label in without:
                 by_reason.setdefault(_no_busy_wait_why(rs), []).append(rs.number)
-        reasons = [
-            f"{esc(why)} (set{'s' if len(nums) > 1 else ''} {', '.join(map(str, nums))})" for why, nums in by_reason.items()
-        ]
-        out.append(
-            "<div class='ds-na'><b>Busy-wait figure not available</b>: "
-            + "; ".join(reasons)
-            + ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost.</div>"
+        reasons = [f"{why} (set{'s' if len(nums) > 1 else ''} {', '.join(map(str, nums))})" for why, nums in by_reason.items()]
+        why = "; ".join(reasons) + (
+            ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost."
         )
+        out.append(str(render("not_available.html.j2", what="Busy-wait figure not available", why=why)))
     return "".join(out)
 
 
@@ -120,12 +112,12 @@ def build_info_html(report: Report) -> str:
             (
                 f"Set {s.number}",
                 f"{shown(s.path, report.display_root)} — metrics {s.metrics.get('created', '?')}"
-                + (f", claims sha256 {src['claims_sha256'][:12]}…" if src.get("claims_sha256") else ""),
+                + (f", metrics sha256 {str(src['metrics_sha256'])[:12]}…" if src.get("metrics_sha256") else "")
+                + (f", claims sha256 {str(src['claims_sha256'])[:12]}…" if src.get("claims_sha256") else ""),
             )
         )
-    return (
-        "<table class='ds-table ds-kv'>" + "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for a, b in rows) + "</table>"
-    )
+    rows.insert(2, ("Written by", p.get("written_by") or "dnabert-scaling report"))
+    return str(render("setup.html.j2", rows=rows))
 
 
 def check_kernel(params: dict) -> None:

@@ -5,7 +5,6 @@ set-up."""
 from __future__ import annotations
 
 import argparse
-import base64
 import functools
 from importlib import resources
 from typing import Any
@@ -14,7 +13,6 @@ from dnabert_scaling.report.html import markup
 from dnabert_scaling.report.results import (
     Report,
     ResultSet,
-    esc,
     fmt,
     median,
     ms,
@@ -61,18 +59,14 @@ def show(markup: str) -> None:
 
 
 def figure_html(fig, number: str, caption: str) -> str:
+    """A figure with its number and caption (text), or the note that it is not available and why."""
     from dnabert_scaling.report.figures import NotAvailable
+    from dnabert_scaling.report.html import render
+    from dnabert_scaling.report.set_section import figure_block
 
     if isinstance(fig, NotAvailable):
-        return (
-            f'<div class="ds-na"><b>Figure {esc(number)} not available:</b> {esc(fig.reason)}'
-            f'<div class="ds-small">({esc(caption)})</div></div>'
-        )
-    data = base64.b64encode(fig.png).decode("ascii")
-    return (
-        f'<figure class="ds-fig"><img src="data:image/png;base64,{data}" alt="{esc(fig.alt)}">'
-        f"<figcaption><b>Figure {esc(number)}.</b> {caption}</figcaption></figure>"
-    )
+        return str(render("not_available.html.j2", what=f"Figure {number} not available", why=f"{fig.reason} ({caption})"))
+    return str(figure_block(fig, number, caption))
 
 
 def collapsed(summary: str, body: str) -> str:

@@ -73,6 +73,9 @@ def _poisoned(folder: Path) -> Path:
     prov["ddp_options"] = {PAYLOAD: PAYLOAD, "find_unused_parameters": PAYLOAD}
     prov["training_loop"] = prov["optimizer_impl"] = prov["seq_len_tokens"] = PAYLOAD
     m["world_sizes"]["4"]["traced"]["run"] = f"ws4-{PAYLOAD}"
+    gpu8 = m["world_sizes"]["8"]["traced"]["gpu"]
+    gpu8["ranking"][1]["activity"] = PAYLOAD  # a kernel name comes from the trace
+    gpu8["kernel_classes"][0]["example"] = PAYLOAD
     m["fallbacks"] = [
         {"what": PAYLOAD, "used": PAYLOAD, "reason": PAYLOAD, "runs": [PAYLOAD]},
         {"kind": "rehearsal", "what": "placement", "used": PAYLOAD, "reason": PAYLOAD},

@@ -103,24 +103,34 @@ def metrics_table_html(rs: ResultSet) -> str:
     )
 
 
+def _ms_text(x) -> str:
+    return f"{x * 1e3:.2f}" if isinstance(x, (int, float)) else "–"
+
+
+def _share_text(x) -> str:
+    return f"{x:.1%}" if isinstance(x, (int, float)) else "–"
+
+
 def ranking_html(rs: ResultSet, top: int = 8) -> str:
+    from dnabert_scaling.report.html import render
+
     sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("ranking")]
     if not sizes:
         return ""
     n = max(sizes)
-    rows = rs.gpu(n)["ranking"][:top]
-    body = "".join(
-        f"<tr><td>{i + 1}</td><td class='ds-act' title='{esc(r['activity'])}'>{'<b>' if r.get('kind') == 'nccl' else ''}"
-        f"{esc(_short(r['activity'], 90))}{'</b>' if r.get('kind') == 'nccl' else ''}</td><td>{esc(r.get('kind'))}</td>"
-        f"<td class='num'>{r['sum_s_per_step'] * 1e3:.2f}</td><td class='num'>{fmt(r.get('count_per_step'))}</td>"
-        f"<td class='num'>{r.get('share', 0):.1%}</td></tr>"
-        for i, r in enumerate(rows)
-    )
-    return (
-        f"<p><b>Largest GPU activities at world size {n}</b> (summed kernel time per step and rank; NCCL kernels grouped "
-        "by collective, other kernels by name):</p><table class='ds-table'><tr><th>#</th><th>activity</th><th>kind</th>"
-        f"<th class='num'>ms / step</th><th class='num'>count / step</th><th class='num'>share</th></tr>{body}</table>"
-    )
+    rows = [
+        {
+            "activity": str(r.get("activity")),
+            "short": _short(r.get("activity"), 90),
+            "nccl": r.get("kind") == "nccl",
+            "kind": r.get("kind"),
+            "ms": _ms_text(r.get("sum_s_per_step")),
+            "count": fmt(r.get("count_per_step")),
+            "share": _share_text(r.get("share", 0)),
+        }
+        for r in rs.gpu(n)["ranking"][:top]
+    ]
+    return str(render("ranking.html.j2", n=n, rows=rows))
 
 
 def idle_html(rs: ResultSet) -> str:
@@ -201,27 +211,25 @@ def idle_html(rs: ResultSet) -> str:
 
 def kernel_classes_html(rs: ResultSet) -> str:
     """GPU time by kernel class at the largest world size with classes, next to the by-name ranking."""
+    from dnabert_scaling.report.html import render
+
     sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("kernel_classes")]
     if not sizes:
         return ""
     n = max(sizes)
-    rows = rs.gpu(n)["kernel_classes"]
-    body = "".join(
-        f"<tr><td>{'<b>' if r['class'].startswith('nccl:') else ''}{esc(r['class'])}"
-        f"{'</b>' if r['class'].startswith('nccl:') else ''}</td><td class='num'>{r['sum_s_per_step'] * 1e3:.2f}</td>"
-        f"<td class='num'>{fmt(r.get('count_per_step'))}</td><td class='num'>{r.get('share', 0):.1%}</td>"
-        f"<td class='ds-act' title='{esc(r.get('example', ''))}'>{esc(_short(r.get('example', ''), 70))}</td></tr>"
-        for r in rows
-    )
-    return (
-        f"<p><b>GPU time by kernel class at world size {n}</b> (the same kernel time as the ranking above, grouped "
-        "by what the kernels do, so AllReduce is compared with GEMM or attention as a whole rather than with one "
-        "compute kernel; C3's verdict keeps the study's by-name ranking):</p>"
-        "<table class='ds-table'><tr><th>class</th><th class='num'>ms / step</th><th class='num'>count / step</th>"
-        f"<th class='num'>share</th><th>most frequent kernel</th></tr>{body}</table>"
-        f"<p class='ds-small'>Class rule: {esc(kernel_classes.RULE_SUMMARY)} "
-        "(<code class='ds'>dnabert_scaling.analysis.kernel_classes</code>).</p>"
-    )
+    rows = [
+        {
+            "cls": str(r.get("class")),
+            "nccl": str(r.get("class")).startswith("nccl:"),
+            "ms": _ms_text(r.get("sum_s_per_step")),
+            "count": fmt(r.get("count_per_step")),
+            "share": _share_text(r.get("share", 0)),
+            "example": str(r.get("example", "")),
+            "short": _short(r.get("example", ""), 70),
+        }
+        for r in rs.gpu(n)["kernel_classes"]
+    ]
+    return str(render("kernel_classes.html.j2", n=n, rows=rows, rule=kernel_classes.RULE_SUMMARY))
 
 
 def rank_skew_html(rs: ResultSet) -> str:

@@ -195,7 +195,6 @@ def summary(report: Report, claims_path: str | None, study_world_sizes: list[int
         "rows": rows,
         "notes": notes.texts,
         "blind_spots": list(BLIND_SPOTS) if predicted_any else [],
-        "written_by": report.params.get("written_by") or "dnabert-scaling report",
     }
 
 

@@ -232,38 +232,62 @@ def kernel_classes_html(rs: ResultSet) -> str:
     return str(render("kernel_classes.html.j2", n=n, rows=rows, rule=kernel_classes.RULE_SUMMARY))
 
 
+def _cell(text, small: str | None = None, num: bool = True) -> dict:
+    return {"text": text, "small": small, "num": num}
+
+
+def _head(*names: str, text_columns: tuple[int, ...] = ()) -> list[dict]:
+    return [{"text": h, "num": i not in text_columns} for i, h in enumerate(names)]
+
+
+def _us(x) -> str:
+    return "–" if not isinstance(x, (int, float)) else f"{x * 1e6:.1f}"
+
+
+def _skew_row(n: int, g: dict) -> list[dict] | None:
+    sk, per = g.get("rank_skew"), g.get("per_rank") or []
+    if n < 2 or not (sk or len(per) > 1):
+        return None
+    st = (sk or {}).get("allreduce_start_skew_s") or {}
+    late = (sk or {}).get("late_rank_share") or {}
+    worst = max(late, key=late.get) if late else None
+    steps = [p["step_time_s"] for p in per if isinstance(p.get("step_time_s"), (int, float))]
+    return [
+        _cell(n, num=False),
+        *[_cell(_us(st.get(k))) for k in ("median", "p90", "max")],
+        _cell((sk or {}).get("clock") or "–", num=False),
+        _cell(f"rank {worst} ({late[worst]:.0%} of buckets)" if worst is not None else "–", num=False),
+        _cell(f"{min(steps) * 1e3:.2f}–{max(steps) * 1e3:.2f}" if steps else "–"),
+    ]
+
+
 def rank_skew_html(rs: ResultSet) -> str:
     """Per-rank imbalance of the multi-rank world sizes: AllReduce start skew and per-rank medians."""
-    rows = []
-    for n in rs.world_sizes:
-        g = rs.gpu(n) or {}
-        sk = g.get("rank_skew")
-        per = g.get("per_rank") or []
-        if n < 2 or not (sk or len(per) > 1):
-            continue
-        st = (sk or {}).get("allreduce_start_skew_s") or {}
-        late = (sk or {}).get("late_rank_share") or {}
-        worst = max(late, key=late.get) if late else None
-        steps = [p["step_time_s"] for p in per]
-        clock = (sk or {}).get("clock")
-        rows.append(
-            f"<tr><td>{n}</td>"
-            + "".join(
-                f"<td class='num'>{'–' if st.get(k) is None else f'{st[k] * 1e6:.1f}'}</td>" for k in ("median", "p90", "max")
-            )
-            + f"<td>{esc(clock or '–')}</td>"
-            f"<td>{f'rank {esc(worst)} ({late[worst]:.0%} of buckets)' if worst is not None else '–'}</td>"
-            f"<td class='num'>{f'{min(steps) * 1e3:.2f}–{max(steps) * 1e3:.2f}' if steps else '–'}</td></tr>"
-        )
+    from dnabert_scaling.report.html import render
+
+    rows = [r for n in rs.world_sizes if (r := _skew_row(n, rs.gpu(n) or {})) is not None]
     if not rows:
         return ""
-    return (
-        "<p><b>Ranks</b> (multi-rank world sizes): how far apart the ranks start each AllReduce bucket (the last rank "
-        "to arrive keeps the others' NCCL kernels spinning), and the spread of the ranks' median step times.</p>"
-        "<table class='ds-table'><tr><th>world size</th><th class='num'>start skew median (µs)</th>"
-        "<th class='num'>p90</th><th class='num'>max</th><th>clock</th><th>most often last</th>"
-        f"<th class='num'>per-rank median step (ms)</th></tr>{''.join(rows)}</table>"
-        "<p class='ds-small'>Clock <i>common</i>: the ranks' traces share one clock (Kineto on one node), the skew is "
-        "in wall time. <i>per-rank step start</i>: each start is measured from its rank's own step start (OTF2: one "
-        "timer per rank), so the skew is how differently the ranks' steps unfold, not when they joined.</p>"
+    head = _head(
+        "world size",
+        "start skew median (µs)",
+        "p90",
+        "max",
+        "clock",
+        "most often last",
+        "per-rank median step (ms)",
+        text_columns=(0, 4, 5),
     )
+    before = [
+        "Ranks (multi-rank world sizes): how far apart the ranks start each AllReduce bucket (the last rank to arrive "
+        "keeps the others' NCCL kernels spinning), and the spread of the ranks' median step times."
+    ]
+    after = [
+        {
+            "small": True,
+            "text": "Clock common: the ranks' traces share one clock (Kineto on one node), the skew is in wall time. "
+            "per-rank step start: each start is measured from its rank's own step start (OTF2: one timer per rank), so "
+            "the skew is how differently the ranks' steps unfold, not when they joined.",
+        }
+    ]
+    return str(render("table.html.j2", head=head, rows=rows, before=before, after=after))

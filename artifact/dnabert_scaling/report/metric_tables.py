@@ -133,80 +133,94 @@ def ranking_html(rs: ResultSet, top: int = 8) -> str:
     return str(render("ranking.html.j2", n=n, rows=rows))
 
 
+IDLE_PARTS = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")
+IDLE_NOTE = (
+    "Host wait: idle with no launched activity outstanding, the GPU waits for the host to launch. Kernel wait: idle "
+    "while an activity was launched (its launch call had begun) but had not started on the GPU: launch latency or a "
+    "wait between streams. Other: gaps ending at an activity whose launch time the trace does not give. Launches: "
+    "kernel-launch and copy/memset calls in the step's host window, every thread; host µs per launch = the step's "
+    "host time / launches."
+)
+
+
+def _idle_row(n: int, g: dict) -> tuple[list[dict], str]:
+    """One world size's idle causes as cells, and the sentence that reads them."""
+    step, idle_ = median(g.get("step_time_s")), median(g.get("idle_s"))
+    parts = [median(g.get(k)) for k in IDLE_PARTS]
+    total = sum(x for x in parts if x is not None) or None
+    call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
+    kernels, compute = median(g.get("kernels_per_step")), median(g.get("compute_s"))
+    mean_kernel = compute / kernels if kernels and compute is not None else None
+    cells = [
+        _cell(n, num=False),
+        _cell(ms(g.get("step_time_s"))),
+        _cell(ms(g.get("idle_s")), f"{idle_ / step:.0%}" if step and idle_ is not None else None),
+        *[
+            _cell(ms(g.get(k)) if g.get(k) is not None else "unknown", f"{x / total:.0%}" if x is not None and total else None)
+            for k, x in zip(IDLE_PARTS, parts)
+        ],
+        _cell(fmt(median(g.get("launches_per_step")))),
+        _cell(_us(call)),
+        _cell(_us(per)),
+        _cell(_us(mean_kernel)),
+    ]
+    if any(x is None for x in parts):
+        return cells, (
+            f"World size {n}: the causes of the idle time are unknown for this trace (it does not give what the split "
+            "needs); the idle time itself is measured."
+        )
+    if not (total and step and idle_ is not None):
+        return cells, ""
+    verdict = (
+        "the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
+        if parts[0] / total >= 0.5
+        else "host wait is not the main part of the idle time"
+    )
+    text = (
+        f"World size {n}: the GPU is idle {idle_ / step:.0%} of the median step and {parts[0] / total:.0%} of that "
+        f"idle time is host wait; {verdict}."
+    )
+    if per and mean_kernel:
+        text += (
+            f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
+            f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)."
+        )
+    return cells, text
+
+
 def idle_html(rs: ResultSet) -> str:
-    """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate."""
-    # a null split (results from before it, Score-P traces that cannot give it) is "unknown", never 0
+    """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate. A null
+    split (results from before it, traces that cannot give it) is "unknown", never 0."""
+    from dnabert_scaling.report.html import markup, render
+
     sizes = [n for n in rs.world_sizes if rs.gpu(n)]
     if not sizes:
         return ""
-    keys = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")
-    if all(rs.gpu(n).get(k) is None for n in sizes for k in keys):
-        return (
-            "<p class='ds-small'><b>Why the GPU is idle</b>: unknown for these traces (the split into host wait, "
-            "kernel wait and other was not recorded); the idle time itself is in the table above.</p>"
+    if all(rs.gpu(n).get(k) is None for n in sizes for k in IDLE_PARTS):
+        return str(
+            markup(
+                "<p class='ds-small'>{}</p>",
+                "Why the GPU is idle: unknown for these traces (the split into host wait, kernel wait and other was not "
+                "recorded); the idle time itself is in the table above.",
+            )
         )
-    body, lines = [], []
-    for n in sizes:
-        g = rs.gpu(n)
-        step, idle_ = median(g.get("step_time_s")), median(g.get("idle_s"))
-        parts = [median(g.get(k)) for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")]
-        total = sum(x for x in parts if x is not None) or None
-
-        def share(x, total=total):
-            return f" <span class='ds-small'>({x / total:.0%})</span>" if x is not None and total else ""
-
-        call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
-        kernels = median(g.get("kernels_per_step"))
-        mean_kernel = median(g.get("compute_s")) / kernels if kernels and median(g.get("compute_s")) is not None else None
-        body.append(
-            f"<tr><td>{n}</td><td class='num'>{ms(g.get('step_time_s'))}</td><td class='num'>{ms(g.get('idle_s'))}"
-            f"{f' <span class=ds-small>({idle_ / step:.0%})</span>' if step and idle_ is not None else ''}</td>"
-            + "".join(
-                f"<td class='num'>{ms(g.get(k)) if g.get(k) is not None else 'unknown'}{share(x)}</td>"
-                for k, x in zip(("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"), parts)
-            )
-            + f"<td class='num'>{fmt(median(g.get('launches_per_step')))}</td>"
-            f"<td class='num'>{'–' if call is None else f'{call * 1e6:.1f}'}</td>"
-            f"<td class='num'>{'–' if per is None else f'{per * 1e6:.1f}'}</td>"
-            f"<td class='num'>{'–' if mean_kernel is None else f'{mean_kernel * 1e6:.1f}'}</td></tr>"
-        )
-        if any(x is None for x in parts):
-            lines.append(
-                f"World size {n}: the causes of the idle time are unknown for this trace (it does not give what "
-                "the split needs); the idle time itself is measured."
-            )
-        elif total and parts[0] is not None and step:
-            verdict = (
-                "the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
-                if parts[0] / total >= 0.5
-                else "host wait is not the main part of the idle time"
-            )
-            lines.append(
-                f"World size {n}: the GPU is idle {idle_ / step:.0%} of the median step and "
-                f"{parts[0] / total:.0%} of that idle time is host wait; {verdict}."
-                + (
-                    f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
-                    f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)."
-                    if per and mean_kernel
-                    else ""
-                )
-            )
-    head = (
-        "<tr><th>world size</th><th class='num'>step (ms)</th><th class='num'>idle (ms)</th>"
-        "<th class='num'>host wait (ms)</th><th class='num'>kernel wait (ms)</th><th class='num'>other (ms)</th>"
-        "<th class='num'>launches / step</th><th class='num'>µs per launch call</th>"
-        "<th class='num'>host µs per launch</th><th class='num'>µs per compute kernel</th></tr>"
+    rows, lines = zip(*(_idle_row(n, rs.gpu(n)) for n in sizes))
+    head = _head(
+        "world size",
+        "step (ms)",
+        "idle (ms)",
+        "host wait (ms)",
+        "kernel wait (ms)",
+        "other (ms)",
+        "launches / step",
+        "µs per launch call",
+        "host µs per launch",
+        "µs per compute kernel",
+        text_columns=(0,),
     )
-    return (
-        "<p><b>Why the GPU is idle</b> (per step; medians over (rank, step) samples, shares of the summed parts):</p>"
-        f"<table class='ds-table'>{head}{''.join(body)}</table>"
-        + "".join(f"<p>{esc(x)}</p>" for x in lines)
-        + "<p class='ds-small'>Host wait: idle with no launched activity outstanding, the GPU waits for the host to "
-        "launch. Kernel wait: idle while an activity was launched (its launch call had begun) but had not started "
-        "on the GPU: launch latency or a wait between streams. Other: gaps ending at an activity whose launch time "
-        "the trace does not give. Launches: kernel-launch and copy/memset calls in the step's host window, every "
-        "thread; host µs per launch = the step's host time / launches.</p>"
-    )
+    before = ["Why the GPU is idle (per step; medians over (rank, step) samples, shares of the summed parts):"]
+    after = [{"small": False, "text": x} for x in lines if x] + [{"small": True, "text": IDLE_NOTE}]
+    return str(render("table.html.j2", head=head, rows=list(rows), before=before, after=after))
 
 
 def kernel_classes_html(rs: ResultSet) -> str:

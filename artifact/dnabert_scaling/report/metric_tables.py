@@ -4,7 +4,7 @@ GPU activities, idle time by cause, time by kernel class and the skew between ra
 from __future__ import annotations
 
 from dnabert_scaling.analysis import kernel_classes
-from dnabert_scaling.report.results import ResultSet, esc, fmt, median, ms, short as _short
+from dnabert_scaling.report.results import ResultSet, fmt, median, ms, short as _short
 
 
 PARTITION_COLUMNS = (
@@ -22,35 +22,31 @@ PARTITION_COLUMNS = (
 )
 
 
-def _gpu_cell(g: dict | None, key: str, unit: str) -> str:
+def _gpu_cell(g: dict | None, key: str, unit: str) -> dict:
     st = (g or {}).get(key)
     if not g:
-        return "<td class='num'>–</td>"
+        return _cell("–")
     if unit == "ms":
-        return f"<td class='num'>{ms(st)}</td>"
+        return _cell(ms(st))
     if unit == "%":
-        return f"<td class='num'>{'–' if median(st) is None else f'{median(st):.1%}'}</td>"
+        return _cell("–" if median(st) is None else f"{median(st):.1%}")
     if unit == "n":
-        return f"<td class='num'>{'–' if median(st) is None else f'{median(st):.0f}'}</td>"
-    return f"<td class='num'>{fmt(median(st))}</td>"
+        return _cell("–" if median(st) is None else f"{median(st):.0f}")
+    return _cell(fmt(median(st)))
 
 
-def _partition_row(rs: ResultSet, n: int) -> str:
+def _partition_row(rs: ResultSet, n: int) -> list[dict]:
     """One world size: its GPU medians, samples/s, efficiency with the repeats' range, dilation."""
     g, e = rs.gpu(n), rs.entry(n)
-    cells = [_gpu_cell(g, key, unit) for _, key, unit in PARTITION_COLUMNS]
-    sps = median((e.get("throughput") or {}).get("samples_per_s"))
     spread = e.get("efficiency_spread") or {}
-    rng = (
-        f" <span class='ds-small'>({spread['min']:.2f}–{spread['max']:.2f})</span>"
-        if spread.get("min") is not None and spread.get("max") is not None
-        else ""
-    )
-    cells.append(
-        f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}{rng}</td>"
-        f"<td class='num'>{fmt(e.get('dilation'))}</td>"
-    )
-    return f"<tr><td>{esc(n)}</td>{''.join(cells)}</tr>"
+    rng = f"{spread['min']:.2f}–{spread['max']:.2f}" if spread.get("min") is not None and spread.get("max") is not None else None
+    return [
+        _cell(n, num=False),
+        *[_gpu_cell(g, key, unit) for _, key, unit in PARTITION_COLUMNS],
+        _cell(fmt(median((e.get("throughput") or {}).get("samples_per_s")))),
+        _cell(fmt(e.get("efficiency")), rng),
+        _cell(fmt(e.get("dilation"))),
+    ]
 
 
 def _partition_notes(rs: ResultSet) -> list[str]:
@@ -84,23 +80,23 @@ def _partition_notes(rs: ResultSet) -> list[str]:
     return notes
 
 
+PARTITION_NOTE = (
+    "Medians over all (rank, measured step) samples; times per step. Efficiency range: the slowest repeat at N over "
+    "N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced step: the traced run's median "
+    "step time over the untraced runs' median. They are separate processes, so the ratio holds run-to-run variation "
+    "as well as the tracer's cost; make bench-trace times traced and untraced steps in one process, which isolates "
+    "the tracer."
+)
+
+
 def metrics_table_html(rs: ResultSet) -> str:
-    head = (
-        "<tr><th>world size</th>"
-        + "".join(f"<th class='num'>{esc(a)}{' (ms)' if u == 'ms' else ''}</th>" for a, _, u in PARTITION_COLUMNS)
-        + "<th class='num'>samples/s</th><th class='num'>efficiency (range)</th>"
-        "<th class='num'>traced / untraced step</th></tr>"
-    )
-    body = "".join(_partition_row(rs, n) for n in rs.world_sizes)
-    return (
-        f"<table class='ds-table'>{head}{body}</table>"
-        + "".join(f"<p class='ds-small'>{esc(x)}</p>" for x in _partition_notes(rs))
-        + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Efficiency range: the "
-        "slowest repeat at N over N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced "
-        "step: the traced run's median step time over the untraced runs' median. They are separate processes, so the "
-        "ratio holds run-to-run variation as well as the tracer's cost; <code class='ds'>make bench-trace</code> "
-        "times traced and untraced steps in one process, which isolates the tracer.</p>"
-    )
+    from dnabert_scaling.report.html import render
+
+    names = [f"{a}{' (ms)' if u == 'ms' else ''}" for a, _, u in PARTITION_COLUMNS]
+    head = _head("world size", *names, "samples/s", "efficiency (range)", "traced / untraced step", text_columns=(0,))
+    after = [{"small": True, "text": x} for x in [*_partition_notes(rs), PARTITION_NOTE]]
+    rows = [_partition_row(rs, n) for n in rs.world_sizes]
+    return str(render("table.html.j2", head=head, rows=rows, before=[], after=after))
 
 
 def _ms_text(x) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dnabert_scaling.report.front import figure_html
 from dnabert_scaling.report.html import render
-from dnabert_scaling.report.results import Report, ResultSet, esc, fmt, results_folder_note, shown
+from dnabert_scaling.report.results import Report, ResultSet, fmt, results_folder_note, shown
 
 
 def notes_html(rs: ResultSet) -> str:
@@ -69,23 +69,7 @@ def _no_busy_wait_why(rs: ResultSet) -> str:
 
 def reproduce_html(report: Report) -> str:
     paths = " ".join(shown(s.path, report.display_root) for s in report.sets)
-    return f"""<p>Everything in this report is rebuilt from files, by commands that can be rerun one at a time:</p>
-<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, under a minute)
-make reproduce      # the GPU sweep where GPUs exist (1, 2, 4, 8 that fit), else the CPU smoke run; then analysis, check, report
-make sweep-slurm    # submit the 1 -> 4 -> 8 GPU sweep to SLURM (scripts/slurm/)
-
-# the same steps inside the container image (its runscript is the dnabert-scaling command)
-apptainer run --nv --cleanenv -B "$PWD" dnabert-scaling.sif sweep --gpus 1,4,8 --out runs
-apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif analyze runs --out results
-apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif check results
-apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif report results --out report
-
-# stage by stage
-dnabert-scaling analyze RUNS/ --out results/                               # traces -> metrics.json + tables/
-dnabert-scaling check results/ --expected expected/claims.toml [--strict]  # -> verdicts.json, verdicts.txt
-dnabert-scaling report {esc(paths)} --out report/   # the folders of this report{esc(_made_by(report))}</pre>
-<p class="ds-small">The executed notebook <code class="ds">report.ipynb</code> next to this page holds the code of
-every table and figure; <code class="ds">dnabert-scaling report --show-code</code> keeps it in the page.</p>"""
+    return str(render("reproduce.html.j2", paths=paths, made_by=_made_by(report)))
 
 
 def _made_by(report: Report) -> str:

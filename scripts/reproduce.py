@@ -263,7 +263,10 @@ def main(argv=None) -> int:
         say("nothing was analysed")
         return 1
     report_dir = out / "report"
-    run([*CLI, "report", *[str(r) for _, r, _ in result_sets], "--out", str(report_dir)])
+    written_by = (
+        "make kick-tires (scripts/reproduce.py --kick-tires)" if args.kick_tires else "make reproduce (scripts/reproduce.py)"
+    )
+    run([*CLI, "report", *[str(r) for _, r, _ in result_sets], "--out", str(report_dir), "--written-by", written_by])
     lines = summary_lines(result_sets, "kick-tires" if args.kick_tires else "reproduce", time.monotonic() - t0, report_dir)
     if args.kick_tires:
         lines += compare_with_shipped(result_sets)

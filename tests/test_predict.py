@@ -151,16 +151,20 @@ def test_report_shows_predictions_beside_verdicts(tmp_path, runs):
     (results / "predictions.json").write_text((tmp_path / "predictions.json").read_text())
     res = build.build_report([results], tmp_path / "report", claims=claims)
     html = res["html"].read_text(encoding="utf-8")
-    part = html.split("Prediction from the one-GPU trace (not a verdict)")[1]
+    part = html.split("Prediction from the one-GPU trace</b> (not a verdict)")[1]
     assert "Prediction, not a verdict." in part
     for c in verdicts["claims"]:
         if c["id"] in ("C2", "C3", "C4", "C5", "C6"):
             assert f"<b>{c['id']}</b>" in part
-    assert part.count('<span class="ds-ind">prediction</span>') == 5
+    # each claim's forecast held against its bound, with the predicted verdict and, where measured, the error
+    assert "predicted verdict" in part and "error (pred. − meas.)" in part
+    overlap8 = part.split("overlap at 8")[1].split("</tr>")[0]
+    assert "[0.6, +inf]" in overlap8 and "not measured" not in overlap8
     assert "within goal" in part and "+0.0%" in part  # N=8 follows the model
     slow = json.loads((results / "predictions.json").read_text())["comparison"]["4"]["error"]["step_time_rel"]
     assert f"{100 * slow:+.1f}%" in part  # N=4 does not: its error is shown
-    assert "data:image/png;base64" in part.split("Figure 2.6")[0]
+    curves = part.split("A prediction, never a verdict.")[0].rsplit("<figure", 1)[1]
+    assert "data:image/png;base64" in curves
     assert json.loads((results / "verdicts.json").read_text()) == json.loads(json.dumps(verdicts, default=str))
 
 

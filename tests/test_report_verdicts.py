@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import DATA, PYTHON, ROOT, can_mount_read_only
-from reportfixtures import gpu_results, write_results
+from reportfixtures import cpu_results, gpu_results, write_results
 
 from dnabert_scaling import checker, outputs
 from dnabert_scaling.errors import ArtifactError
@@ -149,3 +149,67 @@ def test_report_command_on_a_read_only_folder_refuses_clearly(tmp_path):
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert str(folder) in proc.stderr and "no verdicts.json" in proc.stderr and "dnabert-scaling check" in proc.stderr
     assert sorted(p.name for p in folder.iterdir()) == before and not out.exists()
+
+
+def _all_pass(folder, keep_sources):
+    """verdicts.json edited by hand: every claim PASS, with or without its sources."""
+    v = json.loads((folder / "verdicts.json").read_text())
+    for c in v["claims"]:
+        c["verdict"] = "PASS"
+    if not keep_sources:
+        v.pop("sources")
+    (folder / "verdicts.json").write_text(json.dumps(v))
+    return v
+
+
+def test_verdicts_without_their_sources_are_not_presented(tmp_path, capsys):
+    m, t = cpu_results((1,))  # one CPU rank: no GPU claim can pass
+    folder = _checked(write_results(tmp_path / "r", m, t))
+    _all_pass(folder, keep_sources=False)
+    verdicts, why = checker.read_verdicts(folder, m, CLAIMS_FILE)
+    assert verdicts is None and "does not record the sha256 of the metrics.json" in why
+    rs = results.load_set(0, folder, claims=CLAIMS_FILE)
+    assert rs.verdicts is None and "does not record the sha256" in rs.verdicts_source
+    # the report re-runs check on it, says so, and what it then presents is the real verdicts
+    assert build.check_where_needed([(m, folder)], CLAIMS_FILE) == [folder]
+    assert "does not record the sha256" in capsys.readouterr().err
+    rs = results.load_set(0, folder, claims=CLAIMS_FILE)
+    assert rs.verdicts is not None and not any(c["verdict"] == "PASS" for c in rs.verdicts["claims"])
+
+
+def test_verdicts_judged_against_another_claims_file_are_not_current(tmp_path):
+    m, t = gpu_results((1, 4))
+    folder = _checked(write_results(tmp_path / "r", m, t))
+    other = tmp_path / "claims.toml"
+    other.write_text(CLAIMS_FILE.read_text().replace("lo = 0.6", "lo = 0.5"))
+    assert checker.read_verdicts(folder, m, CLAIMS_FILE)[0] is not None
+    verdicts, why = checker.read_verdicts(folder, m, other)
+    assert verdicts is None and "judged against another claims file" in why
+    v = json.loads((folder / "verdicts.json").read_text())
+    del v["sources"]["claims_sha256"]
+    (folder / "verdicts.json").write_text(json.dumps(v))
+    verdicts, why = checker.read_verdicts(folder, m, CLAIMS_FILE)
+    assert verdicts is None and "sha256 of the claims file" in why
+
+
+def test_verdicts_edited_with_their_sources_intact_are_checked_again(tmp_path, capsys):
+    m, t = cpu_results((1,))
+    folder = _checked(write_results(tmp_path / "r", m, t))
+    _all_pass(folder, keep_sources=True)  # the digests still match: only the verdicts were edited
+    assert checker.read_verdicts(folder, m, CLAIMS_FILE)[0] is not None
+    assert build.check_where_needed([(m, folder)], CLAIMS_FILE) == [folder]
+    assert "does not hold the verdicts its metrics.json gives" in capsys.readouterr().err
+    verdicts = checker.read_verdicts(folder, m, CLAIMS_FILE)[0]
+    assert verdicts is not None and not any(c["verdict"] == "PASS" for c in verdicts["claims"])
+    assert build.check_where_needed([(m, folder)], CLAIMS_FILE) == [], "as check wrote it: nothing to do"
+
+
+def test_the_report_names_the_command_that_wrote_it(monkeypatch):
+    monkeypatch.setattr("sys.argv", ["/venv/lib/python3/site-packages/dnabert_scaling/__main__.py", "report", "r", "--out", "o"])
+    assert build.invocation() == "dnabert-scaling report r --out o"
+    monkeypatch.setattr("sys.argv", ["/venv/bin/dnabert-scaling", "report", "r"])
+    assert build.invocation() == "dnabert-scaling report r"
+    parser = __import__("argparse").ArgumentParser()
+    build.add_arguments(parser)
+    args = parser.parse_args(["r", "--out", "o", "--written-by", "make kick-tires (scripts/reproduce.py --kick-tires)"])
+    assert args.written_by == "make kick-tires (scripts/reproduce.py --kick-tires)"

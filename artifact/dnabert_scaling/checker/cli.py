@@ -50,9 +50,9 @@ def check_results(results: str | Path, claims_path: str | Path | None = None) ->
     verdicts["sources"] = {
         "metrics": str(metrics_path),
         "metrics_created": metrics.get("created"),
-        "metrics_sha256": hashlib.sha256(metrics_path.read_bytes()).hexdigest(),
+        "metrics_sha256": _sha256(metrics_path),
         "claims": str(claims_path),
-        "claims_sha256": hashlib.sha256(claims_path.read_bytes()).hexdigest(),
+        "claims_sha256": _sha256(claims_path),
     }
     return verdicts
 
@@ -88,10 +88,15 @@ def check_folder(results: str | Path, claims_path: str | Path | None, out: Path,
     return verdicts
 
 
-def read_verdicts(results: str | Path, metrics: dict) -> tuple[dict | None, str]:
-    """The verdicts.json of a results folder if ``check`` wrote it for these ``metrics`` (its
-    ``sources.metrics_created`` is their ``created`` and its ``sources.metrics_sha256``, where
-    recorded, the folder's metrics.json's); else None and why it is not current."""
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def read_verdicts(results: str | Path, metrics: dict, claims_path: str | Path | None = None) -> tuple[dict | None, str]:
+    """The verdicts.json of a results folder if ``check`` wrote it for these ``metrics``: it must
+    record the sha256 of the metrics.json it judged (``sources.metrics_sha256``) and that must be
+    the folder's metrics.json's; with ``claims_path``, its ``sources.claims_sha256`` must also be
+    that file's. Else None and why it is not current: a verdict is only shown tied to its data."""
     path = Path(results) / "verdicts.json"
     if not path.is_file():
         return None, "no verdicts.json"
@@ -101,14 +106,22 @@ def read_verdicts(results: str | Path, metrics: dict) -> tuple[dict | None, str]
         return None, f"{path.name} is not valid JSON"
     if not isinstance(verdicts, dict) or not isinstance(verdicts.get("claims"), list):
         return None, f"{path.name} holds no list of claims"
-    sources = verdicts.get("sources") or {}
+    sources = verdicts.get("sources") if isinstance(verdicts.get("sources"), dict) else {}
     made_for = sources.get("metrics_created")
     if made_for and metrics.get("created") and made_for != metrics.get("created"):
         return None, f"{path.name} was written for other metrics (created {made_for}; metrics.json: {metrics['created']})"
-    digest = sources.get("metrics_sha256")  # two analyses within one second share ``created``
     metrics_file = Path(results) / "metrics.json"
-    if digest and metrics_file.is_file() and digest != hashlib.sha256(metrics_file.read_bytes()).hexdigest():
+    digest = sources.get("metrics_sha256")
+    if not digest:
+        return None, f"{path.name} does not record the sha256 of the metrics.json it judged"
+    if not metrics_file.is_file() or digest != _sha256(metrics_file):
         return None, f"{path.name} was written for other metrics (metrics.json changed since `check` ran)"
+    if claims_path is not None and Path(claims_path).is_file():
+        claims_digest = sources.get("claims_sha256")
+        if not claims_digest:
+            return None, f"{path.name} does not record the sha256 of the claims file it was judged against"
+        if claims_digest != _sha256(Path(claims_path)):
+            return None, f"{path.name} was judged against another claims file than {claims_path}"
     return verdicts, ""
 
 

@@ -74,36 +74,33 @@ def _fmt(x: float | None, unit: str) -> str:
     return f"{x * 1e3:.3f}" if unit == "ms" else f"{x:,.0f}"
 
 
-def agreement_html(sets: list, esc) -> str:
-    """The agreement tables (empty string when no configuration was traced by two tools)."""
+def agreement_html(sets: list, esc=None) -> str:
+    """The agreement tables (empty string when no configuration was traced by two tools), from the
+    plain-cell template (``esc``, once the escaping function, is no longer needed: kept for callers)."""
+    from dnabert_scaling.report.html import render
+
     blocks = []
     for ws, a, b in pairs(sets):
-        ta, tb = a.traced(ws)["tracer"], b.traced(ws)["tracer"]
-        head = (
-            f"<tr><th>per-step median</th><th class='num'>{esc(ta)}</th><th class='num'>{esc(tb)}</th>"
-            f"<th class='num'>{esc(ta)} / {esc(tb)}</th></tr>"
-        )
+        ta, tb = str(a.traced(ws)["tracer"]), str(b.traced(ws)["tracer"])
+        head = [{"text": "per-step median", "num": False}] + [{"text": t, "num": True} for t in (ta, tb, f"{ta} / {tb}")]
         rows = []
         for label, metric, unit in ROWS:
             x, y = _value(a, ws, metric), _value(b, ws, metric)
             ratio = f"{x / y:.3f}" if x is not None and y else "–"
+            name = f"{label}{' (ms)' if unit == 'ms' else ''}"
             rows.append(
-                f"<tr><td>{esc(label)}{' (ms)' if unit == 'ms' else ''}</td><td class='num'>{_fmt(x, unit)}</td>"
-                f"<td class='num'>{_fmt(y, unit)}</td><td class='num'>{ratio}</td></tr>"
+                [{"text": name, "small": None, "num": False}]
+                + [{"text": v, "small": None, "num": True} for v in (_fmt(x, unit), _fmt(y, unit), ratio)]
             )
         comp = []
         for rs, t in ((a, ta), (b, tb)):
             c = rs.traced(ws).get("completeness") or {}
-            comp.append(
-                f"{esc(t)}: {esc(c.get('status', 'not measured'))}" + (f" ({esc(c['reason'])})" if c.get("reason") else "")
-            )
+            comp.append(f"{t}: {c.get('status', 'not measured')}" + (f" ({c['reason']})" if c.get("reason") else ""))
         prov = a.metrics.get("provenance") or {}
         title = (
-            f"{esc(prov.get('gpu_name', 'GPU'))}, world size {ws}, {esc(prov.get('model'))} model, batch "
-            f"{esc(prov.get('batch_size_per_rank'))} per rank: set {a.number} ({esc(ta)}) against set {b.number} ({esc(tb)})"
+            f"{prov.get('gpu_name', 'GPU')}, world size {ws}, {prov.get('model')} model, batch "
+            f"{prov.get('batch_size_per_rank')} per rank: set {a.number} ({ta}) against set {b.number} ({tb})"
         )
-        blocks.append(
-            f"<p><b>{title}</b></p><table class='ds-table'>{head}{''.join(rows)}</table>"
-            f"<p class='ds-small'>Completeness: {'; '.join(comp)}.</p>"
-        )
+        after = [{"small": True, "text": f"Completeness: {'; '.join(comp)}."}]
+        blocks.append(str(render("table.html.j2", head=head, rows=rows, before=[title], after=after)))
     return "".join(blocks)

@@ -5,7 +5,8 @@ interpreter."""
 from __future__ import annotations
 
 from dnabert_scaling.report.front import figure_html
-from dnabert_scaling.report.results import Report, ResultSet, esc, fmt, results_folder_note, shown
+from dnabert_scaling.report.html import render
+from dnabert_scaling.report.results import Report, ResultSet, fmt, results_folder_note, shown
 
 
 def notes_html(rs: ResultSet) -> str:
@@ -22,13 +23,7 @@ def notes_html(rs: ResultSet) -> str:
             if agree:
                 text += " (the Score-P methods agree with it on " + ", ".join(agree) + ")"
             notes.append(text)
-    if not notes:
-        return ""
-    return (
-        "<p class='ds-small'><b>Analysis notes:</b></p><ul class='ds-small'>"
-        + "".join(f"<li>{esc(x)}</li>" for x in notes)
-        + "</ul>"
-    )
+    return str(render("notes.html.j2", notes=[str(x) for x in notes]))
 
 
 def busy_wait_html(report: Report, figures, section: str) -> str:
@@ -47,49 +42,34 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
             for n, b in items
         )
         caption = (
-            f"Busy-wait, {esc(rs.label)}: {words}. The excess over the pure transfer time is time the LL kernels "
-            "spend waiting for peers, not moving data (bus bandwidth from <code class='ds'>dnabert-scaling busbw</code>)."
+            f"Busy-wait, {rs.label}: {words}. The excess over the pure transfer time is time the LL kernels "
+            "spend waiting for peers, not moving data (bus bandwidth from dnabert-scaling busbw)."
         )
         out.append(figure_html(figures.busy_wait(rs), f"{section}.{k}", caption))
     if without:
-        reasons = []
+        by_reason: dict[str, list[int]] = {}
         for rs in report.sets:
-            if rs.label not in without:
-                continue
-            if rs.device == "cpu":
-                why = "a CPU run: the bus bandwidth may have been measured (gloo), but there are no GPU AllReduce kernels to compare it with"
-            elif rs.metrics.get("busbw"):
-                why = "the bus bandwidth was measured, but no AllReduce kernel time to compare it with"
-            else:
-                why = "no bus-bandwidth measurement (busbw) came with these runs (it runs at world sizes of 2 and more)"
-            reasons.append(f"{esc(rs.label)}: {why}")
-        out.append(
-            "<div class='ds-na'><b>Busy-wait figure not available</b> for "
-            + "; ".join(reasons)
-            + ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost.</div>"
+            if rs.label in without:
+                by_reason.setdefault(_no_busy_wait_why(rs), []).append(rs.number)
+        reasons = [f"{why} (set{'s' if len(nums) > 1 else ''} {', '.join(map(str, nums))})" for why, nums in by_reason.items()]
+        why = "; ".join(reasons) + (
+            ". Where AllReduce kernels were traced without it, read their time as an upper bound of the transfer cost."
         )
+        out.append(str(render("not_available.html.j2", what="Busy-wait figure not available", why=why)))
     return "".join(out)
+
+
+def _no_busy_wait_why(rs: ResultSet) -> str:
+    if rs.device == "cpu":
+        return "a CPU run: the bus bandwidth may have been measured (gloo), but there are no GPU AllReduce kernels to compare it with"
+    if rs.metrics.get("busbw"):
+        return "the bus bandwidth was measured, but no AllReduce kernel time to compare it with"
+    return "no bus-bandwidth measurement (busbw) came with these runs (it runs at world sizes of 2 and more)"
 
 
 def reproduce_html(report: Report) -> str:
     paths = " ".join(shown(s.path, report.display_root) for s in report.sets)
-    return f"""<p>Everything in this report is rebuilt from files, by commands that can be rerun one at a time:</p>
-<pre class="ds">make kick-tires     # analysis, checker and report on the reference traces shipped in expected/ (no GPU, under a minute)
-make reproduce      # the GPU sweep where GPUs exist (1, 2, 4, 8 that fit), else the CPU smoke run; then analysis, check, report
-make sweep-slurm    # submit the 1 -> 4 -> 8 GPU sweep to SLURM (scripts/slurm/)
-
-# the same steps inside the container image (its runscript is the dnabert-scaling command)
-apptainer run --nv --cleanenv -B "$PWD" dnabert-scaling.sif sweep --gpus 1,4,8 --out runs
-apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif analyze runs --out results
-apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif check results
-apptainer run --cleanenv -B "$PWD" dnabert-scaling.sif report results --out report
-
-# stage by stage
-dnabert-scaling analyze RUNS/ --out results/                               # traces -> metrics.json + tables/
-dnabert-scaling check results/ --expected expected/claims.toml [--strict]  # -> verdicts.json, verdicts.txt
-dnabert-scaling report {esc(paths)} --out report/   # the folders of this report{esc(_made_by(report))}</pre>
-<p class="ds-small">The executed notebook <code class="ds">report.ipynb</code> next to this page holds the code of
-every table and figure; <code class="ds">dnabert-scaling report --show-code</code> keeps it in the page.</p>"""
+    return str(render("reproduce.html.j2", paths=paths, made_by=_made_by(report)))
 
 
 def _made_by(report: Report) -> str:
@@ -116,12 +96,12 @@ def build_info_html(report: Report) -> str:
             (
                 f"Set {s.number}",
                 f"{shown(s.path, report.display_root)} — metrics {s.metrics.get('created', '?')}"
-                + (f", claims sha256 {src['claims_sha256'][:12]}…" if src.get("claims_sha256") else ""),
+                + (f", metrics sha256 {str(src['metrics_sha256'])[:12]}…" if src.get("metrics_sha256") else "")
+                + (f", claims sha256 {str(src['claims_sha256'])[:12]}…" if src.get("claims_sha256") else ""),
             )
         )
-    return (
-        "<table class='ds-table ds-kv'>" + "".join(f"<tr><td>{esc(a)}</td><td>{esc(b)}</td></tr>" for a, b in rows) + "</table>"
-    )
+    rows.insert(2, ("Written by", p.get("written_by") or "dnabert-scaling report"))
+    return str(render("setup.html.j2", rows=rows))
 
 
 def check_kernel(params: dict) -> None:

@@ -87,36 +87,54 @@ def build_report(
     claims: Path | None = None,
     timeout: int = 300,
     show_code: bool = False,
+    written_by: str | None = None,
 ) -> dict[str, Any]:
     """Execute the report notebook for ``results`` and write ``out/report.html`` + ``out/report.ipynb``."""
     import nbformat
 
-    from dnabert_scaling import __version__, checker
+    from dnabert_scaling import checker
     from dnabert_scaling.outputs import refuse_overlap, writable_dir
-    from dnabert_scaling.provenance import now_iso
     from dnabert_scaling.report import template
-    from dnabert_scaling.report.results import distinct_labels
 
     t0 = time.monotonic()
-    labels = list(labels or [])
+    claims_path = Path(claims) if claims else checker.default_claims_path()
+    sets, titles = _load_sets(results, list(labels or []), claims_path)
+    out = writable_dir(out, "--out", create=True)
+    refuse_overlap([("--out", out / name) for name in REPORT_FILES], report_inputs([Path(s["path"]) for s in sets], claims_path))
+    params = _params(claims_path, written_by)
+    nb = template.notebook(sets, params["claims"], params, titles)
+    execute_notebook(nb, out, timeout)
+    body = notebook_html(nb, show_code)
+    write_report(out, nbformat.writes(nb), body)
+    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
+
+
+def _load_sets(results: list[Path], labels: list[str], claims_path: Path) -> tuple[list[dict], list[str]]:
+    """Each results folder (a clear error for one without metrics.json) checked where its verdicts
+    are not current, with its label (given, else derived and made distinct)."""
+    from dnabert_scaling import checker
+    from dnabert_scaling.report.results import distinct_labels
+
     if not results:
         raise ArtifactError("give at least one results folder")
     if len(labels) > len(results):
         raise ArtifactError(f"{len(labels)} --label given for {len(results)} results folder(s)")
-    claims_path = Path(claims) if claims else checker.default_claims_path()
-    sets, titles, loaded = [], [], []
-    for i, r in enumerate(results):
-        metrics, mpath = checker.load_metrics(r)  # a clear error for a folder without metrics.json
-        folder = mpath.parent.resolve()
-        loaded.append((metrics, folder, labels[i] if i < len(labels) else None))
-    check_where_needed([(m, f) for m, f, _ in loaded], claims_path)
-    derived = distinct_labels([(m, f) for m, f, _ in loaded])
-    for (metrics, folder, label), auto in zip(loaded, derived):
-        sets.append({"path": str(folder), "label": label or auto})
-        titles.append(label or auto)
-    out = writable_dir(out, "--out", create=True)
-    refuse_overlap([("--out", out / name) for name in REPORT_FILES], report_inputs([f for _, f, _ in loaded], claims_path))
-    params = {
+    loaded = []
+    for r in results:
+        metrics, mpath = checker.load_metrics(r)
+        loaded.append((metrics, mpath.parent.resolve()))
+    check_where_needed(loaded, claims_path)
+    derived = distinct_labels(loaded)
+    titles = [labels[i] if i < len(labels) else auto for i, auto in enumerate(derived)]
+    return [{"path": str(folder), "label": title} for (_, folder), title in zip(loaded, titles)], titles
+
+
+def _params(claims_path: Path, written_by: str | None) -> dict[str, Any]:
+    """The build's facts, injected into the notebook's parameters cell."""
+    from dnabert_scaling import __version__
+    from dnabert_scaling.provenance import now_iso
+
+    return {
         "created": now_iso(),
         "version": __version__,
         "prefix": sys.prefix,
@@ -124,13 +142,8 @@ def build_report(
         "cwd": str(Path.cwd().resolve()),
         "strict_kernel": True,
         "claims": str(claims_path.resolve()) if claims_path.is_file() else None,
+        "written_by": written_by or invocation(),
     }
-    nb = template.notebook(sets, params["claims"], params, titles)
-
-    execute_notebook(nb, out, timeout)
-    body = notebook_html(nb, show_code)
-    write_report(out, nbformat.writes(nb), body)
-    return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
 
 
 def execute_notebook(nb, out: Path, timeout: int) -> None:
@@ -242,6 +255,14 @@ def write_report(out: Path, notebook: str, html: str) -> None:
     (out / FAILED_NOTEBOOK).unlink(missing_ok=True)
 
 
+def invocation() -> str:
+    """The command line that is building this report, as the reader would type it."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program in ("__main__.py", "dnabert-scaling", ""):
+        program = "dnabert-scaling"
+    return " ".join([program, *sys.argv[1:]])
+
+
 def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> list[Path]:
     """Run ``check`` (the same function as the command) on every results folder whose verdicts.json
     is missing or was written for other metrics, saying so, one line per folder; the notebook then
@@ -253,9 +274,11 @@ def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> l
 
     todo = []
     for metrics, folder in folders:
-        verdicts, why = checker.read_verdicts(folder, metrics)
+        verdicts, why = checker.read_verdicts(folder, metrics, claims_path)
         if verdicts is not None:
-            continue
+            why = _edited(verdicts, metrics, claims_path)
+            if not why:
+                continue
         if not claims_path.is_file():
             print(f"report: {folder}: {why} and no claims file {claims_path}: its claims show as not checked", file=sys.stderr)
             continue
@@ -276,6 +299,25 @@ def check_where_needed(folders: list[tuple[dict, Path]], claims_path: Path) -> l
             file=sys.stderr,
         )
     return [folder for folder, _ in todo]
+
+
+def _edited(verdicts: dict, metrics: dict, claims_path: Path) -> str:
+    """Why a verdicts.json tied to its files by digest still cannot be shown: its verdicts are not
+    the ones its metrics give against the claims file (edited by hand); "" when they are."""
+    from dnabert_scaling import checker
+
+    if not claims_path.is_file():
+        return ""
+    fresh = checker.evaluate(metrics, checker.load_claims(claims_path), checker.load_sanity_bounds(claims_path))
+
+    def words(v: dict) -> list:
+        return [
+            (c.get("id"), c.get("verdict"), [ch.get("verdict") for ch in c.get("checks") or []]) for c in v.get("claims") or []
+        ]
+
+    if words(verdicts) != words(fresh):
+        return "verdicts.json does not hold the verdicts its metrics.json gives against the claims file (edited?)"
+    return ""
 
 
 def _first_lines(text: str, n: int = 25) -> str:
@@ -301,10 +343,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--timeout", type=positive_int, default=300, help="seconds per notebook cell (default 300)")
     p.add_argument("--show-code", action="store_true", help="keep the code cells in the HTML")
+    p.add_argument(
+        "--written-by",
+        metavar="TEXT",
+        default=None,
+        help="the command to name as this report's author (default: this command line; make kick-tires passes its own)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    res = build_report(args.results, args.out, args.label, args.expected, args.timeout, args.show_code)
+    res = build_report(args.results, args.out, args.label, args.expected, args.timeout, args.show_code, args.written_by)
     print(
         f"report: wrote {res['html']} and {res['notebook']} ({len(res['sets'])} result set(s), {res['seconds']:.1f} s)",
         file=sys.stderr,

@@ -24,7 +24,6 @@ from dnabert_scaling.report.front import (
     show_figure,
     style,
     title_html,
-    _not_run_why,
 )
 from dnabert_scaling.report.metric_tables import idle_html, kernel_classes_html, metrics_table_html, rank_skew_html, ranking_html
 from dnabert_scaling.report.results import (
@@ -53,7 +52,6 @@ __all__ = [
     "VERDICT_WORD",
     "Report",
     "ResultSet",
-    "_not_run_why",
     "abstract_html",
     "badge",
     "build_info_html",

@@ -192,13 +192,9 @@ def _host_threads(host, rank: int, limit: int = 4) -> list[str]:
     return list(counts.sort_values(["phases", "launches"], ascending=False).index[:limit])
 
 
-def timeline(rs) -> Figure | NotAvailable:
-    if not _gpu_sizes(rs):
-        return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
+def _timeline_tables(rs, ws: int):
+    """The largest world size's timeline rows: GPU activities, step phases, host rows (or None)."""
     tl = rs.table("timeline")
-    if tl is None or tl.empty:
-        return NotAvailable(f"no timeline table ({rs.table_reason('timeline')})")
-    ws = int(tl["world_size"].max())
     tl = tl[tl["world_size"] == ws]
     ph = rs.table("timeline_phases")
     if ph is not None and not ph.empty:
@@ -206,7 +202,13 @@ def timeline(rs) -> Figure | NotAvailable:
     host = rs.table("timeline_host")  # results from before the host rows lack it: GPU rows only
     if host is not None and not host.empty:
         host = host[host["world_size"] == ws]
-    rows = []  # (rank, key, label): key is ("host", thread) or ("gpu", stream)
+    return tl, ph, host
+
+
+def _timeline_rows(tl, host) -> list[tuple]:
+    """(rank, key, label) per drawn row: key is ("host", thread) or ("gpu", stream); per rank its host
+    threads, then its streams (compute, memory, NCCL)."""
+    rows = []
     order = {"compute": 0, "memory": 1, "nccl": 2}
     for rank in sorted(int(r) for r in tl["rank"].unique()):
         for thread in _host_threads(host, rank):
@@ -218,9 +220,11 @@ def timeline(rs) -> Figure | NotAvailable:
             streams.append((order.get(role, 3), int(stream), role))
         for _, stream, role in sorted(streams):
             rows.append((rank, ("gpu", stream), f"rank {rank} · {role if role != 'memory' else 'memcpy'} (stream {stream})"))
-    ranks = sorted({r[0] for r in rows})
-    height = min(11.0, 1.4 + 0.32 * len(rows))
-    fig, ax = plt.subplots(figsize=(10, height))
+    return rows
+
+
+def _row_positions(rows: list[tuple], ranks: list[int]) -> tuple[dict, dict, dict, float]:
+    """The y of every row, and per rank the y range of its host rows and of its GPU rows."""
     ypos, gpu_band, host_band = {}, {}, {}
     y = 0.0
     for rank in ranks:
@@ -234,10 +238,12 @@ def timeline(rs) -> Figure | NotAvailable:
                 y += 1.0
             (host_band if kind == "host" else gpu_band)[rank] = (top - 0.5, y - 0.5)
         y += 0.4
-    tmax = float(tl["end_s"].max()) * 1e3
-    tmin = min(0.0, float(host["start_s"].min()) * 1e3) if host is not None and not host.empty else 0.0
+    return ypos, gpu_band, host_band, y
+
+
+def _draw_phase_shading(ax, tl, ph, ranks, gpu_band, host_band, tmax: float) -> float:
+    """GPU rows: each phase shaded where the GPU ran the kernels the host launched in it; step edges."""
     for rank in ranks:
-        # GPU rows: each phase shaded where the GPU ran the kernels the host launched in it
         b0, b1 = gpu_band[rank]
         mine = tl[(tl["rank"] == rank) & (tl["category"] == "compute")]
         for name, color in PHASE_COLORS.items():
@@ -251,28 +257,65 @@ def timeline(rs) -> Figure | NotAvailable:
                 for edge in (p["start_s"], p["end_s"]):
                     ax.plot([edge * 1e3] * 2, [lo, b1], color="#555555", lw=0.8, ls=":", zorder=1)
             tmax = max(tmax, float(ph[ph["rank"] == rank]["end_s"].max()) * 1e3)
-    if host is not None and not host.empty:
-        for rank, key, _ in [r for r in rows if r[1][0] == "host"]:
-            yy = ypos[(rank, key)]
-            g = host[(host["rank"] == rank) & (host["thread"].astype(str) == key[1])]
-            for _, p in g[(g["kind"] == "phase") & g["name"].isin(list(PHASE_COLORS))].iterrows():
-                ax.add_patch(
-                    plt.Rectangle(
-                        (p["start_s"] * 1e3, yy - 0.45),
-                        (p["end_s"] - p["start_s"]) * 1e3,
-                        0.9,
-                        color=PHASE_COLORS[p["name"]],
-                        alpha=0.9,
-                        lw=0,
-                        zorder=1,
-                    )
+    return tmax
+
+
+def _draw_host_rows(ax, host, rows, ypos, tmin: float, tmax: float) -> float:
+    """Host rows: phase ranges and launch calls (at least a hair wide)."""
+    for rank, key, _ in [r for r in rows if r[1][0] == "host"]:
+        yy = ypos[(rank, key)]
+        g = host[(host["rank"] == rank) & (host["thread"].astype(str) == key[1])]
+        for _, p in g[(g["kind"] == "phase") & g["name"].isin(list(PHASE_COLORS))].iterrows():
+            ax.add_patch(
+                plt.Rectangle(
+                    (p["start_s"] * 1e3, yy - 0.45),
+                    (p["end_s"] - p["start_s"]) * 1e3,
+                    0.9,
+                    color=PHASE_COLORS[p["name"]],
+                    alpha=0.9,
+                    lw=0,
+                    zorder=1,
                 )
-            la = g[g["kind"] == "launch"]
-            if len(la):
-                width = max(tmax - tmin, 1e-9) * 1.5e-4  # a launch is drawn at least a hair wide
-                spans = [(a * 1e3, max((b - a) * 1e3, width)) for a, b in zip(la["start_s"], la["end_s"])]
-                ax.broken_barh(spans, (yy - 0.3, 0.6), facecolors="#111827", linewidth=0, zorder=2)
-            tmax = max(tmax, float(g["end_s"].max()) * 1e3)
+            )
+        la = g[g["kind"] == "launch"]
+        if len(la):
+            width = max(tmax - tmin, 1e-9) * 1.5e-4
+            spans = [(a * 1e3, max((b - a) * 1e3, width)) for a, b in zip(la["start_s"], la["end_s"])]
+            ax.broken_barh(spans, (yy - 0.3, 0.6), facecolors="#111827", linewidth=0, zorder=2)
+        tmax = max(tmax, float(g["end_s"].max()) * 1e3)
+    return tmax
+
+
+def _timeline_legend(ax, with_host: bool) -> None:
+    handles = [
+        Patch(color=COLORS["compute"], label="compute kernel"),
+        Patch(color=COLORS["nccl"], label="NCCL kernel"),
+        Patch(color=COLORS["memory"], label="memcpy / memset"),
+    ]
+    if with_host:
+        handles.append(Patch(color="#111827", label="launch call (host)"))
+    handles += [Patch(color=c, alpha=0.7, label=f"{n}") for n, c in PHASE_COLORS.items()]
+    ax.legend(handles=handles, fontsize=7, ncol=7, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
+
+
+def timeline(rs) -> Figure | NotAvailable:
+    if not _gpu_sizes(rs):
+        return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
+    tl = rs.table("timeline")
+    if tl is None or tl.empty:
+        return NotAvailable(f"no timeline table ({rs.table_reason('timeline')})")
+    ws = int(tl["world_size"].max())
+    tl, ph, host = _timeline_tables(rs, ws)
+    has_host = host is not None and not host.empty
+    rows = _timeline_rows(tl, host)
+    ranks = sorted({r[0] for r in rows})
+    fig, ax = plt.subplots(figsize=(10, min(11.0, 1.4 + 0.32 * len(rows))))
+    ypos, gpu_band, host_band, y = _row_positions(rows, ranks)
+    tmax = float(tl["end_s"].max()) * 1e3
+    tmin = min(0.0, float(host["start_s"].min()) * 1e3) if has_host else 0.0
+    tmax = _draw_phase_shading(ax, tl, ph, ranks, gpu_band, host_band, tmax)
+    if has_host:
+        tmax = _draw_host_rows(ax, host, rows, ypos, tmin, tmax)
     for (rank, stream), g in tl.groupby(["rank", "stream"], sort=False):
         yy = ypos[(int(rank), ("gpu", int(stream)))]
         for cat, gg in g.groupby("category"):
@@ -282,15 +325,7 @@ def timeline(rs) -> Figure | NotAvailable:
     ax.set_ylim(y - 0.4, -0.9)
     ax.set_xlim(tmin, tmax * 1.01)
     ax.set_xlabel(f"ms since the step's first GPU activity (world size {ws}, one measured step, each rank on its own clock)")
-    handles = [
-        Patch(color=COLORS["compute"], label="compute kernel"),
-        Patch(color=COLORS["nccl"], label="NCCL kernel"),
-        Patch(color=COLORS["memory"], label="memcpy / memset"),
-    ]
-    if host_band:
-        handles.append(Patch(color="#111827", label="launch call (host)"))
-    handles += [Patch(color=c, alpha=0.7, label=f"{n}") for n, c in PHASE_COLORS.items()]
-    ax.legend(handles=handles, fontsize=7, ncol=7, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
+    _timeline_legend(ax, bool(host_band))
     ax.spines[["top", "right"]].set_visible(False)
     return _png(
         fig,

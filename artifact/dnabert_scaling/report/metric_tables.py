@@ -4,58 +4,53 @@ GPU activities, idle time by cause, time by kernel class and the skew between ra
 from __future__ import annotations
 
 from dnabert_scaling.analysis import kernel_classes
-from dnabert_scaling.report.results import ResultSet, esc, fmt, median, ms, short as _short
+from dnabert_scaling.report.results import ResultSet, fmt, median, ms, short as _short
 
 
-def metrics_table_html(rs: ResultSet) -> str:
-    cols = [
-        ("step", "step_time_s", "ms"),
-        ("compute", "compute_s", "ms"),
-        ("exposed comm", "exposed_comm_s", "ms"),
-        ("exposed memcpy", "exposed_memcpy_s", "ms"),
-        ("idle", "idle_s", "ms"),
-        ("NCCL kernels", "nccl_kernels_per_step", "n"),
-        ("AllReduce", "allreduce_kernel_s", "ms"),
-        ("backward", "backward_gpu_s", "ms"),
-        ("AR / bwd", "allreduce_to_backward", "x"),
-        ("overlap", "overlap_ratio", "x"),
-        ("exposed share", "exposed_comm_share", "%"),
+PARTITION_COLUMNS = (
+    ("step", "step_time_s", "ms"),
+    ("compute", "compute_s", "ms"),
+    ("exposed comm", "exposed_comm_s", "ms"),
+    ("exposed memcpy", "exposed_memcpy_s", "ms"),
+    ("idle", "idle_s", "ms"),
+    ("NCCL kernels", "nccl_kernels_per_step", "n"),
+    ("AllReduce", "allreduce_kernel_s", "ms"),
+    ("backward", "backward_gpu_s", "ms"),
+    ("AR / bwd", "allreduce_to_backward", "x"),
+    ("overlap", "overlap_ratio", "x"),
+    ("exposed share", "exposed_comm_share", "%"),
+)
+
+
+def _gpu_cell(g: dict | None, key: str, unit: str) -> dict:
+    st = (g or {}).get(key)
+    if not g:
+        return _cell("–")
+    if unit == "ms":
+        return _cell(ms(st))
+    if unit == "%":
+        return _cell("–" if median(st) is None else f"{median(st):.1%}")
+    if unit == "n":
+        return _cell("–" if median(st) is None else f"{median(st):.0f}")
+    return _cell(fmt(median(st)))
+
+
+def _partition_row(rs: ResultSet, n: int) -> list[dict]:
+    """One world size: its GPU medians, samples/s, efficiency with the repeats' range, dilation."""
+    g, e = rs.gpu(n), rs.entry(n)
+    spread = e.get("efficiency_spread") or {}
+    rng = f"{spread['min']:.2f}–{spread['max']:.2f}" if spread.get("min") is not None and spread.get("max") is not None else None
+    return [
+        _cell(n, num=False),
+        *[_gpu_cell(g, key, unit) for _, key, unit in PARTITION_COLUMNS],
+        _cell(fmt(median((e.get("throughput") or {}).get("samples_per_s")))),
+        _cell(fmt(e.get("efficiency")), rng),
+        _cell(fmt(e.get("dilation"))),
     ]
-    head = (
-        "<tr><th>world size</th>"
-        + "".join(f"<th class='num'>{esc(a)}{' (ms)' if u == 'ms' else ''}</th>" for a, _, u in cols)
-        + "<th class='num'>samples/s</th><th class='num'>efficiency (range)</th>"
-        "<th class='num'>traced / untraced step</th></tr>"
-    )
-    body = []
-    for n in rs.world_sizes:
-        g = rs.gpu(n)
-        e = rs.entry(n)
-        cells = []
-        for _, key, unit in cols:
-            st = (g or {}).get(key)
-            if not g:
-                cells.append("<td class='num'>–</td>")
-            elif unit == "ms":
-                cells.append(f"<td class='num'>{ms(st)}</td>")
-            elif unit == "%":
-                cells.append(f"<td class='num'>{'–' if median(st) is None else f'{median(st):.1%}'}</td>")
-            elif unit == "n":
-                cells.append(f"<td class='num'>{'–' if median(st) is None else f'{median(st):.0f}'}</td>")
-            else:
-                cells.append(f"<td class='num'>{fmt(median(st))}</td>")
-        sps = median((e.get("throughput") or {}).get("samples_per_s"))
-        spread = e.get("efficiency_spread") or {}
-        rng = (
-            f" <span class='ds-small'>({spread['min']:.2f}–{spread['max']:.2f})</span>"
-            if spread.get("min") is not None and spread.get("max") is not None
-            else ""
-        )
-        cells.append(
-            f"<td class='num'>{fmt(sps)}</td><td class='num'>{fmt(e.get('efficiency'))}{rng}</td>"
-            f"<td class='num'>{fmt(e.get('dilation'))}</td>"
-        )
-        body.append(f"<tr><td>{n}</td>{''.join(cells)}</tr>")
+
+
+def _partition_notes(rs: ResultSet) -> list[str]:
+    """World sizes without GPU metrics (grouped by reason), the efficiency baselines, the CPU caveat."""
     notes = []
     missing: dict[str, list[int]] = {}
     for n in rs.world_sizes:
@@ -82,158 +77,227 @@ def metrics_table_html(rs: ResultSet) -> str:
             "CPU smoke run: samples/s of a tiny model on gloo ranks sharing this machine's cores. It shows "
             "that throughput and efficiency are computed end to end; it is not a scaling measurement."
         )
-    return (
-        f"<table class='ds-table'>{head}{''.join(body)}</table>"
-        + "".join(f"<p class='ds-small'>{esc(x)}</p>" for x in notes)
-        + "<p class='ds-small'>Medians over all (rank, measured step) samples; times per step. Efficiency range: the "
-        "slowest repeat at N over N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced "
-        "step: the traced run's median step time over the untraced runs' median. They are separate processes, so the "
-        "ratio holds run-to-run variation as well as the tracer's cost; <code class='ds'>make bench-trace</code> "
-        "times traced and untraced steps in one process, which isolates the tracer.</p>"
-    )
+    return notes
+
+
+PARTITION_NOTE = (
+    "Medians over all (rank, measured step) samples; times per step. Efficiency range: the slowest repeat at N over "
+    "N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced step: the traced run's median "
+    "step time over the untraced runs' median. They are separate processes, so the ratio holds run-to-run variation "
+    "as well as the tracer's cost; make bench-trace times traced and untraced steps in one process, which isolates "
+    "the tracer."
+)
+
+
+def metrics_table_html(rs: ResultSet) -> str:
+    from dnabert_scaling.report.html import render
+
+    names = [f"{a}{' (ms)' if u == 'ms' else ''}" for a, _, u in PARTITION_COLUMNS]
+    head = _head("world size", *names, "samples/s", "efficiency (range)", "traced / untraced step", text_columns=(0,))
+    after = [{"small": True, "text": x} for x in [*_partition_notes(rs), PARTITION_NOTE]]
+    rows = [_partition_row(rs, n) for n in rs.world_sizes]
+    return str(render("table.html.j2", head=head, rows=rows, before=[], after=after))
+
+
+def _ms_text(x) -> str:
+    return f"{x * 1e3:.2f}" if isinstance(x, (int, float)) else "–"
+
+
+def _share_text(x) -> str:
+    return f"{x:.1%}" if isinstance(x, (int, float)) else "–"
 
 
 def ranking_html(rs: ResultSet, top: int = 8) -> str:
+    from dnabert_scaling.report.html import render
+
     sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("ranking")]
     if not sizes:
         return ""
     n = max(sizes)
-    rows = rs.gpu(n)["ranking"][:top]
-    body = "".join(
-        f"<tr><td>{i + 1}</td><td class='ds-act' title='{esc(r['activity'])}'>{'<b>' if r.get('kind') == 'nccl' else ''}"
-        f"{esc(_short(r['activity'], 90))}{'</b>' if r.get('kind') == 'nccl' else ''}</td><td>{esc(r.get('kind'))}</td>"
-        f"<td class='num'>{r['sum_s_per_step'] * 1e3:.2f}</td><td class='num'>{fmt(r.get('count_per_step'))}</td>"
-        f"<td class='num'>{r.get('share', 0):.1%}</td></tr>"
-        for i, r in enumerate(rows)
+    rows = [
+        {
+            "activity": str(r.get("activity")),
+            "short": _short(r.get("activity"), 90),
+            "nccl": r.get("kind") == "nccl",
+            "kind": r.get("kind"),
+            "ms": _ms_text(r.get("sum_s_per_step")),
+            "count": fmt(r.get("count_per_step")),
+            "share": _share_text(r.get("share", 0)),
+        }
+        for r in rs.gpu(n)["ranking"][:top]
+    ]
+    return str(render("ranking.html.j2", n=n, rows=rows))
+
+
+IDLE_PARTS = ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")
+IDLE_NOTE = (
+    "Host wait: idle with no launched activity outstanding, the GPU waits for the host to launch. Kernel wait: idle "
+    "while an activity was launched (its launch call had begun) but had not started on the GPU: launch latency or a "
+    "wait between streams. Other: gaps ending at an activity whose launch time the trace does not give. Launches: "
+    "kernel-launch and copy/memset calls in the step's host window, every thread; host µs per launch = the step's "
+    "host time / launches."
+)
+
+
+def _idle_row(n: int, g: dict) -> tuple[list[dict], str]:
+    """One world size's idle causes as cells, and the sentence that reads them."""
+    step, idle_ = median(g.get("step_time_s")), median(g.get("idle_s"))
+    parts = [median(g.get(k)) for k in IDLE_PARTS]
+    total = sum(x for x in parts if x is not None) or None
+    call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
+    kernels, compute = median(g.get("kernels_per_step")), median(g.get("compute_s"))
+    mean_kernel = compute / kernels if kernels and compute is not None else None
+    cells = [
+        _cell(n, num=False),
+        _cell(ms(g.get("step_time_s"))),
+        _cell(ms(g.get("idle_s")), f"{idle_ / step:.0%}" if step and idle_ is not None else None),
+        *[
+            _cell(ms(g.get(k)) if g.get(k) is not None else "unknown", f"{x / total:.0%}" if x is not None and total else None)
+            for k, x in zip(IDLE_PARTS, parts)
+        ],
+        _cell(fmt(median(g.get("launches_per_step")))),
+        _cell(_us(call)),
+        _cell(_us(per)),
+        _cell(_us(mean_kernel)),
+    ]
+    if any(x is None for x in parts):
+        return cells, (
+            f"World size {n}: the causes of the idle time are unknown for this trace (it does not give what the split "
+            "needs); the idle time itself is measured."
+        )
+    if not (total and step and idle_ is not None):
+        return cells, ""
+    verdict = (
+        "the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
+        if parts[0] / total >= 0.5
+        else "host wait is not the main part of the idle time"
     )
-    return (
-        f"<p><b>Largest GPU activities at world size {n}</b> (summed kernel time per step and rank; NCCL kernels grouped "
-        "by collective, other kernels by name):</p><table class='ds-table'><tr><th>#</th><th>activity</th><th>kind</th>"
-        f"<th class='num'>ms / step</th><th class='num'>count / step</th><th class='num'>share</th></tr>{body}</table>"
+    text = (
+        f"World size {n}: the GPU is idle {idle_ / step:.0%} of the median step and {parts[0] / total:.0%} of that "
+        f"idle time is host wait; {verdict}."
     )
+    if per and mean_kernel:
+        text += (
+            f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
+            f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)."
+        )
+    return cells, text
 
 
 def idle_html(rs: ResultSet) -> str:
-    """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate."""
-    sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("idle_host_wait_s")]
+    """Why the GPU is idle: host wait / kernel wait / other per world size, with the launch rate. A null
+    split (results from before it, traces that cannot give it) is "unknown", never 0."""
+    from dnabert_scaling.report.html import markup, render
+
+    sizes = [n for n in rs.world_sizes if rs.gpu(n)]
     if not sizes:
         return ""
-    body, lines = [], []
-    for n in sizes:
-        g = rs.gpu(n)
-        step, idle_ = median(g.get("step_time_s")), median(g.get("idle_s"))
-        parts = [median(g.get(k)) for k in ("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s")]
-        total = sum(x for x in parts if x is not None) or None
-
-        def share(x, total=total):
-            return f" <span class='ds-small'>({x / total:.0%})</span>" if x is not None and total else ""
-
-        call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
-        kernels = median(g.get("kernels_per_step"))
-        mean_kernel = median(g.get("compute_s")) / kernels if kernels and median(g.get("compute_s")) is not None else None
-        body.append(
-            f"<tr><td>{n}</td><td class='num'>{ms(g.get('step_time_s'))}</td><td class='num'>{ms(g.get('idle_s'))}"
-            f"{f' <span class=ds-small>({idle_ / step:.0%})</span>' if step and idle_ is not None else ''}</td>"
-            + "".join(
-                f"<td class='num'>{ms(g.get(k))}{share(x)}</td>"
-                for k, x in zip(("idle_host_wait_s", "idle_kernel_wait_s", "idle_other_s"), parts)
+    if all(rs.gpu(n).get(k) is None for n in sizes for k in IDLE_PARTS):
+        return str(
+            markup(
+                "<p class='ds-small'>{}</p>",
+                "Why the GPU is idle: unknown for these traces (the split into host wait, kernel wait and other was not "
+                "recorded); the idle time itself is in the table above.",
             )
-            + f"<td class='num'>{fmt(median(g.get('launches_per_step')))}</td>"
-            f"<td class='num'>{'–' if call is None else f'{call * 1e6:.1f}'}</td>"
-            f"<td class='num'>{'–' if per is None else f'{per * 1e6:.1f}'}</td>"
-            f"<td class='num'>{'–' if mean_kernel is None else f'{mean_kernel * 1e6:.1f}'}</td></tr>"
         )
-        if total and parts[0] is not None and step:
-            verdict = (
-                "the step is launch-bound: the GPU mostly waits for the host to launch the next activity"
-                if parts[0] / total >= 0.5
-                else "host wait is not the main part of the idle time"
-            )
-            lines.append(
-                f"World size {n}: the GPU is idle {idle_ / step:.0%} of the median step and "
-                f"{parts[0] / total:.0%} of that idle time is host wait; {verdict}."
-                + (
-                    f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
-                    f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)."
-                    if per and mean_kernel
-                    else ""
-                )
-            )
-    head = (
-        "<tr><th>world size</th><th class='num'>step (ms)</th><th class='num'>idle (ms)</th>"
-        "<th class='num'>host wait (ms)</th><th class='num'>kernel wait (ms)</th><th class='num'>other (ms)</th>"
-        "<th class='num'>launches / step</th><th class='num'>µs per launch call</th>"
-        "<th class='num'>host µs per launch</th><th class='num'>µs per compute kernel</th></tr>"
+    rows, lines = zip(*(_idle_row(n, rs.gpu(n)) for n in sizes))
+    head = _head(
+        "world size",
+        "step (ms)",
+        "idle (ms)",
+        "host wait (ms)",
+        "kernel wait (ms)",
+        "other (ms)",
+        "launches / step",
+        "µs per launch call",
+        "host µs per launch",
+        "µs per compute kernel",
+        text_columns=(0,),
     )
-    return (
-        "<p><b>Why the GPU is idle</b> (per step; medians over (rank, step) samples, shares of the summed parts):</p>"
-        f"<table class='ds-table'>{head}{''.join(body)}</table>"
-        + "".join(f"<p>{esc(x)}</p>" for x in lines)
-        + "<p class='ds-small'>Host wait: idle with no launched activity outstanding, the GPU waits for the host to "
-        "launch. Kernel wait: idle while an activity was launched (its launch call had begun) but had not started "
-        "on the GPU: launch latency or a wait between streams. Other: gaps ending at an activity whose launch time "
-        "the trace does not give. Launches: kernel-launch and copy/memset calls in the step's host window, every "
-        "thread; host µs per launch = the step's host time / launches.</p>"
-    )
+    before = ["Why the GPU is idle (per step; medians over (rank, step) samples, shares of the summed parts):"]
+    after = [{"small": False, "text": x} for x in lines if x] + [{"small": True, "text": IDLE_NOTE}]
+    return str(render("table.html.j2", head=head, rows=list(rows), before=before, after=after))
 
 
 def kernel_classes_html(rs: ResultSet) -> str:
     """GPU time by kernel class at the largest world size with classes, next to the by-name ranking."""
+    from dnabert_scaling.report.html import render
+
     sizes = [n for n in rs.world_sizes if rs.gpu(n) and rs.gpu(n).get("kernel_classes")]
     if not sizes:
         return ""
     n = max(sizes)
-    rows = rs.gpu(n)["kernel_classes"]
-    body = "".join(
-        f"<tr><td>{'<b>' if r['class'].startswith('nccl:') else ''}{esc(r['class'])}"
-        f"{'</b>' if r['class'].startswith('nccl:') else ''}</td><td class='num'>{r['sum_s_per_step'] * 1e3:.2f}</td>"
-        f"<td class='num'>{fmt(r.get('count_per_step'))}</td><td class='num'>{r.get('share', 0):.1%}</td>"
-        f"<td class='ds-act' title='{esc(r.get('example', ''))}'>{esc(_short(r.get('example', ''), 70))}</td></tr>"
-        for r in rows
-    )
-    return (
-        f"<p><b>GPU time by kernel class at world size {n}</b> (the same kernel time as the ranking above, grouped "
-        "by what the kernels do, so AllReduce is compared with GEMM or attention as a whole rather than with one "
-        "compute kernel; C3's verdict keeps the study's by-name ranking):</p>"
-        "<table class='ds-table'><tr><th>class</th><th class='num'>ms / step</th><th class='num'>count / step</th>"
-        f"<th class='num'>share</th><th>most frequent kernel</th></tr>{body}</table>"
-        f"<p class='ds-small'>Class rule: {esc(kernel_classes.RULE_SUMMARY)} "
-        "(<code class='ds'>dnabert_scaling.analysis.kernel_classes</code>).</p>"
-    )
+    rows = [
+        {
+            "cls": str(r.get("class")),
+            "nccl": str(r.get("class")).startswith("nccl:"),
+            "ms": _ms_text(r.get("sum_s_per_step")),
+            "count": fmt(r.get("count_per_step")),
+            "share": _share_text(r.get("share", 0)),
+            "example": str(r.get("example", "")),
+            "short": _short(r.get("example", ""), 70),
+        }
+        for r in rs.gpu(n)["kernel_classes"]
+    ]
+    return str(render("kernel_classes.html.j2", n=n, rows=rows, rule=kernel_classes.RULE_SUMMARY))
+
+
+def _cell(text, small: str | None = None, num: bool = True) -> dict:
+    return {"text": text, "small": small, "num": num}
+
+
+def _head(*names: str, text_columns: tuple[int, ...] = ()) -> list[dict]:
+    return [{"text": h, "num": i not in text_columns} for i, h in enumerate(names)]
+
+
+def _us(x) -> str:
+    return "–" if not isinstance(x, (int, float)) else f"{x * 1e6:.1f}"
+
+
+def _skew_row(n: int, g: dict) -> list[dict] | None:
+    sk, per = g.get("rank_skew"), g.get("per_rank") or []
+    if n < 2 or not (sk or len(per) > 1):
+        return None
+    st = (sk or {}).get("allreduce_start_skew_s") or {}
+    late = (sk or {}).get("late_rank_share") or {}
+    worst = max(late, key=late.get) if late else None
+    steps = [p["step_time_s"] for p in per if isinstance(p.get("step_time_s"), (int, float))]
+    return [
+        _cell(n, num=False),
+        *[_cell(_us(st.get(k))) for k in ("median", "p90", "max")],
+        _cell((sk or {}).get("clock") or "–", num=False),
+        _cell(f"rank {worst} ({late[worst]:.0%} of buckets)" if worst is not None else "–", num=False),
+        _cell(f"{min(steps) * 1e3:.2f}–{max(steps) * 1e3:.2f}" if steps else "–"),
+    ]
 
 
 def rank_skew_html(rs: ResultSet) -> str:
     """Per-rank imbalance of the multi-rank world sizes: AllReduce start skew and per-rank medians."""
-    rows = []
-    for n in rs.world_sizes:
-        g = rs.gpu(n) or {}
-        sk = g.get("rank_skew")
-        per = g.get("per_rank") or []
-        if n < 2 or not (sk or len(per) > 1):
-            continue
-        st = (sk or {}).get("allreduce_start_skew_s") or {}
-        late = (sk or {}).get("late_rank_share") or {}
-        worst = max(late, key=late.get) if late else None
-        steps = [p["step_time_s"] for p in per]
-        clock = (sk or {}).get("clock")
-        rows.append(
-            f"<tr><td>{n}</td>"
-            + "".join(
-                f"<td class='num'>{'–' if st.get(k) is None else f'{st[k] * 1e6:.1f}'}</td>" for k in ("median", "p90", "max")
-            )
-            + f"<td>{esc(clock or '–')}</td>"
-            f"<td>{f'rank {esc(worst)} ({late[worst]:.0%} of buckets)' if worst is not None else '–'}</td>"
-            f"<td class='num'>{f'{min(steps) * 1e3:.2f}–{max(steps) * 1e3:.2f}' if steps else '–'}</td></tr>"
-        )
+    from dnabert_scaling.report.html import render
+
+    rows = [r for n in rs.world_sizes if (r := _skew_row(n, rs.gpu(n) or {})) is not None]
     if not rows:
         return ""
-    return (
-        "<p><b>Ranks</b> (multi-rank world sizes): how far apart the ranks start each AllReduce bucket (the last rank "
-        "to arrive keeps the others' NCCL kernels spinning), and the spread of the ranks' median step times.</p>"
-        "<table class='ds-table'><tr><th>world size</th><th class='num'>start skew median (µs)</th>"
-        "<th class='num'>p90</th><th class='num'>max</th><th>clock</th><th>most often last</th>"
-        f"<th class='num'>per-rank median step (ms)</th></tr>{''.join(rows)}</table>"
-        "<p class='ds-small'>Clock <i>common</i>: the ranks' traces share one clock (Kineto on one node), the skew is "
-        "in wall time. <i>per-rank step start</i>: each start is measured from its rank's own step start (OTF2: one "
-        "timer per rank), so the skew is how differently the ranks' steps unfold, not when they joined.</p>"
+    head = _head(
+        "world size",
+        "start skew median (µs)",
+        "p90",
+        "max",
+        "clock",
+        "most often last",
+        "per-rank median step (ms)",
+        text_columns=(0, 4, 5),
     )
+    before = [
+        "Ranks (multi-rank world sizes): how far apart the ranks start each AllReduce bucket (the last rank to arrive "
+        "keeps the others' NCCL kernels spinning), and the spread of the ranks' median step times."
+    ]
+    after = [
+        {
+            "small": True,
+            "text": "Clock common: the ranks' traces share one clock (Kineto on one node), the skew is in wall time. "
+            "per-rank step start: each start is measured from its rank's own step start (OTF2: one timer per rank), so "
+            "the skew is how differently the ranks' steps unfold, not when they joined.",
+        }
+    ]
+    return str(render("table.html.j2", head=head, rows=rows, before=before, after=after))

@@ -26,17 +26,42 @@ def load(rs) -> tuple[dict | None, str]:
     """(predictions, "") or (None, why there are none) for one results folder."""
     path = rs.path / "predictions.json"
     if not path.is_file():
-        return None, (
-            "no predictions.json in this results folder (run `dnabert-scaling predict "
-            f"{rs.path.name}` on a results folder whose world-size-1 trace has ds:bucket ranges)"
-        )
+        return None, _why_none(rs)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         return None, f"predictions.json cannot be read: {exc}"
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("world_sizes"), dict):
         return None, f"predictions.json is not a {SCHEMA} file"
+    for part in ("world_sizes", "comparison"):
+        entries = data.get(part) if data.get(part) is not None else {}
+        if not isinstance(entries, dict):
+            return None, f"predictions.json is not a {SCHEMA} file: {part} is not an object"
+        for n, entry in entries.items():
+            if not str(n).isdigit() or not isinstance(entry, dict):
+                return None, f"predictions.json is not a {SCHEMA} file: {part}[{n!r}] is not a world size's object"
+    for part in ("source", "model", "goal"):
+        if data.get(part) is not None and not isinstance(data[part], dict):
+            return None, f"predictions.json is not a {SCHEMA} file: {part} is not an object"
     return data, ""
+
+
+def _why_none(rs) -> str:
+    """Why a results folder has no forecast, from what it holds: the forecast replays the GPU
+    kernels of a traced world-size-1 run with DDP bucket ranges."""
+    if rs.device == "cpu":
+        return (
+            "none can be made: this is a CPU run, and the forecast replays the GPU kernels and all-reduce "
+            "buckets of a traced one-GPU run"
+        )
+    if 1 not in rs.world_sizes:
+        return "none can be made: this set has no world-size-1 run to replay"
+    if not rs.traced(1):
+        return "none can be made: the world-size-1 run of this set was not traced"
+    return (
+        "no predictions.json in this results folder (run `dnabert-scaling predict "
+        f"{rs.path.name}`; it needs a world-size-1 trace with ds:bucket ranges and says why when it cannot)"
+    )
 
 
 def _band(entry: dict, key: str, scale: float = 1.0, unit: str = "") -> str:
@@ -51,7 +76,45 @@ def _claim_sizes(claim: dict) -> list[int]:
     return [int(n) for n in ws] if isinstance(ws, list) and ws else list(DEFAULT_SIZES)
 
 
-def claims_html(rs, pred: dict) -> str:
+def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list[dict]:
+    """Each claim's predicted verdict (``checker.predicted``) beside its measured one, with texts."""
+    from dnabert_scaling.analysis.predict_compare import measured_from_metrics
+    from dnabert_scaling.checker.predicted import predicted_verdicts
+    from dnabert_scaling.metrics_schema import MetricsFile
+    from dnabert_scaling.report.results import VERDICT_CLASS
+
+    try:
+        measured = measured_from_metrics(MetricsFile.from_json(rs.metrics))
+    except (KeyError, TypeError, ValueError):
+        measured = {}
+    rows = predicted_verdicts(pred, claims, study_sizes, measured)
+    for c in rows:
+        claim = rs.claim(c["id"]) or {}
+        c["measured"] = claim.get("verdict") or "NOT CHECKED"
+        c["measured_cls"] = VERDICT_CLASS.get(c["measured"], "notrun")
+        c["cls"] = VERDICT_CLASS.get(c["verdict"], "notrun")
+        for r in c["checks"]:
+            band = r.get("band") or {}
+            r["cls"] = VERDICT_CLASS.get(r["verdict"], "notrun")
+            r["band_text"] = f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]" if band else "–"
+            r["measured_text"] = fmt(r.get("measured")) if "measured" in r else "not measured"
+            r["error_text"] = f"{r['error']:+.3g}" if isinstance(r.get("error"), float) else "–"
+    return rows
+
+
+def claims_html(rs, pred: dict, claims: list | None = None, study_sizes: list[int] | None = None) -> str:
+    """Each claim's verdict (from measurements) beside its prediction held against the claim's bound
+    (labelled, never a verdict); without the claims file, the predicted figures alone."""
+    if not claims:
+        return _figures_html(rs, pred)
+    from dnabert_scaling.checker.predicted import BLIND_SPOTS
+    from dnabert_scaling.report.html import render
+
+    rows = predicted_rows(rs, pred, claims, study_sizes or list(DEFAULT_SIZES))
+    return str(render("predicted_bounds.html.j2", rows=rows, blind_spots=BLIND_SPOTS))
+
+
+def _figures_html(rs, pred: dict) -> str:
     """Each claim's verdict (from measurements) beside its prediction (labelled, never a verdict)."""
     rows = []
     for cid, (key, what, scale, unit) in CLAIM_FIGURES.items():
@@ -72,73 +135,99 @@ def claims_html(rs, pred: dict) -> str:
     )
 
 
-def comparison_html(pred: dict) -> str:
-    comp = pred.get("comparison") or {}
-    if not comp:
-        return (
-            "<p class='ds-small'>No multi-GPU measurement to check the prediction against yet: it is a forecast "
-            "until a measured sweep (or <code class='ds'>predict --measured</code>) provides one.</p>"
-        )
+def _num(x, scale: float = 1.0) -> str:
+    """A number from predictions.json, scaled and formatted; anything else as it is (escaped later)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return fmt(x * scale)
+    return "–" if x is None else str(x)
+
+
+def _band_of(entry: dict, key: str, scale: float = 1.0) -> dict | None:
+    b = entry.get(key)
+    if not isinstance(b, dict) or b.get("mid") is None:
+        return None
+    return {k: _num(b.get(k), scale) for k in ("mid", "low", "high")}
+
+
+def _signed(x, pattern: str) -> str:
+    return pattern.format(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else "–"
+
+
+def _comparison_rows(pred: dict) -> list[dict]:
     rows = []
-    for n, c in sorted(comp.items(), key=lambda kv: int(kv[0])):
+    for n, c in sorted((pred.get("comparison") or {}).items(), key=lambda kv: str(kv[0]).zfill(8)):
         m, p, e = c.get("measured") or {}, c.get("predicted") or {}, c.get("error") or {}
-        st, ov = e.get("step_time_rel"), e.get("overlap_ratio_abs")
-        goal = {True: "yes", False: "no", None: "–"}[c.get("within_goal")]
+        st = e.get("step_time_rel")
         rows.append(
-            f"<tr><td>{esc(n)}</td><td class='num'>{fmt((m.get('step_time_s') or 0) * 1e3)}</td>"
-            f"<td class='num'>{fmt((p.get('step_time_s') or 0) * 1e3)}</td>"
-            f"<td class='num'>{'–' if st is None else f'{100 * st:+.1f}%'}</td>"
-            f"<td class='num'>{fmt(m.get('overlap_ratio'))}</td><td class='num'>{fmt(p.get('overlap_ratio'))}</td>"
-            f"<td class='num'>{'–' if ov is None else f'{ov:+.3f}'}</td><td>{goal}</td>"
-            f"<td class='ds-small'>{esc(c.get('note') or m.get('source') or '')}</td></tr>"
+            {
+                "n": n,
+                "measured_ms": _num(m.get("step_time_s"), 1e3),
+                "predicted_ms": _num(p.get("step_time_s"), 1e3),
+                "step_error": _signed(100 * st if isinstance(st, (int, float)) else None, "{:+.1f}%"),
+                "measured_overlap": _num(m.get("overlap_ratio")),
+                "predicted_overlap": _num(p.get("overlap_ratio")),
+                "overlap_error": _signed(e.get("overlap_ratio_abs"), "{:+.3f}"),
+                "goal": {True: "yes", False: "no"}.get(c.get("within_goal"), "–"),
+                "by": c.get("note") or m.get("source") or "",
+            }
         )
-    g = pred.get("goal") or {}
-    return (
-        "<table class='ds-table'><tr><th>N</th><th class='num'>measured step ms</th><th class='num'>predicted step ms</th>"
-        "<th class='num'>error</th><th class='num'>measured overlap</th><th class='num'>predicted overlap</th>"
-        "<th class='num'>error</th><th>within goal</th><th>measured by</th></tr>" + "".join(rows) + "</table>"
-        f"<p class='ds-small'>Goal: step time within {100 * g.get('step_time_rel', 0.1):.0f}% and overlap ratio within "
-        f"{g.get('overlap_ratio_abs', 0.1)} of the measurement. The error is shown as it is, whatever it is.</p>"
-    )
+    return rows
 
 
-def section_html(rs) -> str:
+def _size_rows(pred: dict) -> list[dict]:
+    rows = []
+    for n, e in sorted(pred["world_sizes"].items(), key=lambda kv: str(kv[0]).zfill(8)):
+        bw = e.get("busbw_GBps") or {}
+        rows.append(
+            {
+                "n": n,
+                "nodes": _num(e.get("nodes")),
+                "busbw": f"{e.get('busbw')} {_num(bw.get('mid'))}{' GB/s' if bw else ''}",
+                "step": _band_of(e, "step_time_s", 1e3),
+                "exposed": _band_of(e, "exposed_comm_s", 1e3),
+                "overlap": _band_of(e, "overlap_ratio"),
+                "allreduce": _band_of(e, "allreduce_kernel_s", 1e3),
+                "efficiency": _band_of(e, "efficiency"),
+            }
+        )
+    return rows
+
+
+def section_html(rs, claims: list | None = None, study_sizes: list[int] | None = None) -> str:
+    """The prediction subsection (``resources/report/prediction.html.j2``), or why there is none."""
+    from dnabert_scaling.report.html import Markup, render
+
     pred, why = load(rs)
     if pred is None:
-        return f'<div class="ds-na"><b>No prediction:</b> {esc(why)}</div>'
+        return str(render("not_available.html.j2", what="No prediction", why=why))
     src, model = pred.get("source") or {}, pred.get("model") or {}
-    node, cont = model.get("node") or {}, model.get("contention") or {}
-    intro = (
-        f"<p><span class='ds-ind'>Prediction, not a verdict.</span> From the world-size-1 trace "
-        f"<code class='ds'>{esc(src.get('source'))}</code> ({fmt(src.get('buckets_per_step'))} buckets, "
-        f"{fmt((src.get('gradient_bytes') or 0) / 2**20)} MiB per step; bucket readiness by "
-        f"{esc(src.get('readiness_method'))}), node layout <b>{esc(node.get('name'))}</b> ({esc(node.get('description'))}), "
-        f"contention {fmt(cont.get('mid'))} [{fmt(cont.get('low'))}, {fmt(cont.get('high'))}] ({esc(cont.get('source'))}). "
-        f"All-reduce model: {esc(model.get('all_reduce'))}.</p>"
-    )
-    fallbacks = "".join(f"<li>{esc(f['what'])}: {esc(f['used'])} ({esc(f['why'])})</li>" for f in pred.get("fallbacks") or [])
-    table = [
-        "<tr><th>N</th><th>nodes</th><th>busbw</th><th>step ms</th><th>exposed comm ms</th><th>overlap</th>"
-        "<th>AllReduce ms</th><th>efficiency</th></tr>"
-    ]
-    for n, e in sorted(pred["world_sizes"].items(), key=lambda kv: int(kv[0])):
-        bw = e.get("busbw_GBps") or {}
-        table.append(
-            f"<tr><td>{esc(n)}</td><td>{fmt(e.get('nodes'))}</td><td>{esc(e.get('busbw'))} "
-            f"{fmt(bw.get('mid'))}{' GB/s' if bw else ''}</td><td>{_band(e, 'step_time_s', 1e3)}</td>"
-            f"<td>{_band(e, 'exposed_comm_s', 1e3)}</td><td>{_band(e, 'overlap_ratio')}</td>"
-            f"<td>{_band(e, 'allreduce_kernel_s', 1e3)}</td><td>{_band(e, 'efficiency')}</td></tr>"
+    cont = model.get("contention") or {}
+    grad = src.get("gradient_bytes")
+    goal = pred.get("goal") or {}
+    return str(
+        render(
+            "prediction.html.j2",
+            src={
+                "source": src.get("source"),
+                "buckets": _num(src.get("buckets_per_step")),
+                "mib": _num(grad / 2**20 if isinstance(grad, (int, float)) else 0),
+                "readiness": src.get("readiness_method"),
+            },
+            node={k: (model.get("node") or {}).get(k) for k in ("name", "description")},
+            contention={k: _num(cont.get(k)) for k in ("mid", "low", "high")} if cont else None,
+            contention_source=cont.get("source"),
+            all_reduce=model.get("all_reduce"),
+            claims=Markup(claims_html(rs, pred, claims, study_sizes)),
+            comparison=_comparison_rows(pred),
+            goal_step=_num(
+                100 * goal.get("step_time_rel", 0.1) if isinstance(goal.get("step_time_rel", 0.1), (int, float)) else None
+            ),
+            goal_overlap=_num(goal.get("overlap_ratio_abs", 0.1)),
+            sizes=_size_rows(pred),
+            fallbacks=[
+                {k: f.get(k) for k in ("what", "used", "why")} for f in pred.get("fallbacks") or [] if isinstance(f, dict)
+            ],
         )
-    return (
-        intro
-        + claims_html(rs, pred)
-        + "<p><b>Predicted against measured</b></p>"
-        + comparison_html(pred)
-        + "<p><b>Predicted per world size</b> (band: the model at the favourable and the unfavourable end of "
-        "busbw, alpha and contention)</p><table class='ds-table'>"
-        + "".join(table)
-        + "</table>"
-        + (f"<p class='ds-small'>Fallbacks of the prediction:</p><ul class='ds-small'>{fallbacks}</ul>" if fallbacks else "")
     )
 
 

@@ -52,7 +52,8 @@ def results_folder_note(path: Path) -> str:
         shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-") :]
         if shipped.is_dir():
             return (
-                f" (written by <code class='ds'>make kick-tires</code>; a fresh clone ships the same results as "
+                " (the shipped reference traces re-derived by <code class='ds'>make kick-tires</code> or "
+                f"<code class='ds'>make reproduce</code>; a fresh clone ships the same results as "
                 f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)"
             )
     return ""
@@ -247,13 +248,13 @@ def distinct_labels(items: list[tuple[dict, Path]]) -> list[str]:
     return labels
 
 
-def load_set(index: int, path: str | Path, label: str | None = None) -> ResultSet:
+def load_set(index: int, path: str | Path, label: str | None = None, claims: str | Path | None = None) -> ResultSet:
     """One results folder: its metrics and its current verdicts.json, read as they are (never evaluated
     here: without current verdicts the claims are shown as not checked, with the reason)."""
     path = Path(path)
     metrics, metrics_path = checker.load_metrics(path)
     path = metrics_path.parent
-    verdicts, why = checker.read_verdicts(path, metrics)
+    verdicts, why = checker.read_verdicts(path, metrics, claims)
     source = (
         "verdicts.json (written by dnabert-scaling check)"
         if verdicts is not None
@@ -269,8 +270,8 @@ class Report:
 
     @classmethod
     def load(cls, results: list[dict], params: dict | None = None) -> "Report":
-        sets = [load_set(i, r["path"], r.get("label")) for i, r in enumerate(results)]
         params = dict(params or {})
+        sets = [load_set(i, r["path"], r.get("label"), params.get("claims")) for i, r in enumerate(results)]
         for rs in sets:
             rs.display_root = params.get("cwd")
         return cls(sets, params)

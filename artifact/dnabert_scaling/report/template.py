@@ -112,88 +112,10 @@ def _code(src: str, tag: str | None = None) -> Any:
     return new_code_cell(src, metadata={"tags": [tag]} if tag else {})
 
 
-def set_cells(k: int, section: int, label: str) -> list:
-    """The cells of one results folder's section."""
-    s = f"{section}"
-    n = f"R.sets[{k}]"
-    cells = [
-        _md(f"## {s} Results: {label}"),
-        _code(f"S = {n}\nH.show(H.setup_html(S))", "setup"),
-        _md(f"### {s}.1 Claims and verdicts"),
-        _code("H.show(V.claims_html(S))", "claims"),
-        _md(f"### {s}.2 Where the GPU time goes"),
-        _code("H.show(T.metrics_table_html(S))", "metrics"),
-        _code(
-            f"H.show_figure(F.breakdown(S), '{s}.1',\n"
-            "    'GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no '\n"
-            "    'compute under it), exposed memcpy and idle (split into host wait, kernel wait and other, Method). Medians '\n"
-            "    'over all (rank, step) samples, so the stacked parts '\n"
-            "    'need not add up exactly to the median step time (black bar).')",
-            "figure",
-        ),
-        _code(
-            f"H.show_figure(F.allreduce_vs_backward(S), '{s}.2',\n"
-            "    'Summed AllReduce kernel time against the backward pass\\'s GPU time per step (medians; error bars p10 to p90 '\n"
-            "    'over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes '\n"
-            "    'busy-waiting (Caveat 1).')",
-            "figure",
-        ),
-        _code("H.show(T.idle_html(S))", "idle"),
-        _code("H.show(T.ranking_html(S))", "ranking"),
-        _code("H.show(T.kernel_classes_html(S))", "kernel-classes"),
-        _md(f"### {s}.3 One step, every rank: compute and communication side by side"),
-        _code(
-            f"H.show_figure(F.timeline(S), '{s}.3',\n"
-            "    'One measured step (the one nearest the median step time on rank 0) of the largest world size, as a '\n"
-            "    'Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams '\n"
-            "    '(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. Gaps on a '\n"
-            "    'stream under a busy host row are the GPU waiting for launches; AllReduce buckets running while the '\n"
-            "    'backward compute continues on the other stream are the overlap of claim C5.')",
-            "figure",
-        ),
-        _code("H.show(Z.zoom_timeline_html(S))", "zoom-timeline"),
-        _code(
-            f"H.show_figure(F.overlap(S, S.bound('C5', 'overlap')), '{s}.4',\n"
-            "    'Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU '\n"
-            "    'world size; dashed: the bound of claim C5.')",
-            "figure",
-        ),
-        _code(
-            f"H.show_figure(F.distributions(S), '{s}.5',\n"
-            "    'Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, '\n"
-            "    'dots beyond; red: median.')",
-            "figure",
-        ),
-        _code("H.show(T.rank_skew_html(S))", "ranks"),
-        _md(f"### {s}.4 Throughput"),
-        _code(
-            f"H.show_figure(F.throughput(S, S.bound('C6', 'efficiency')), '{s}.6',\n"
-            "    'Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear '\n"
-            "    'scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of '\n"
-            "    'claim C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and '\n"
-            "    'the reverse).')",
-            "figure",
-        ),
-        *prediction_cells(s),
-        _code("H.show(A.notes_html(S))", "notes"),
-    ]
-    return cells
-
-
-def prediction_cells(s: str) -> list:
-    """The prediction subsection of a results folder's section (``report/predictions.py``)."""
-    return [
-        _md(f"### {s}.5 Prediction from the one-GPU trace (not a verdict)"),
-        _code(
-            f"from dnabert_scaling.report import predictions as P\nH.show(P.section_html(S))\n"
-            f"if P.load(S)[0] is not None:  # without predictions the section's note says why\n"
-            f"    H.show_figure(P.curves(S), '{s}.6',\n"
-            "    'Predicted step time (left) and weak-scaling efficiency (right, one-GPU traced step time over the '\n"
-            "    'predicted one) against the number of GPUs; shaded: the band from the parameter ranges; squares: '\n"
-            "    'measured traced runs where they exist. A prediction, never a verdict.')",
-            "prediction",
-        ),
-    ]
+def set_cells(k: int, section: int) -> list:
+    """The cell of one results folder's section (``report/set_section.py``): its heading, key numbers
+    and own fallbacks, then the detail in collapsible blocks."""
+    return [_code(f"H.show(D.set_section_html(R.sets[{k}], {section}, SHARED, SIZES, CLAIMS_READ))", "set")]
 
 
 def notebook(results: list[dict], claims: str | None, params: dict[str, Any], labels: list[str]) -> Any:
@@ -205,19 +127,24 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     cells = [
         parameters_cell(results, claims, params),
         _code(
-            "from dnabert_scaling.report import appendices as A, figures as F, front as H, metric_tables as T\n"
-            "from dnabert_scaling.report import results as RS, timeline as Z, verdict_sections as V\n"
+            "from dnabert_scaling.report import appendices as A, figures as F, front as H, set_section as D\n"
+            "from dnabert_scaling.report import results as RS, summary as SU, verdict_sections as V\n"
             "A.check_kernel(PARAMS)\n"
             "R = RS.Report.load(RESULTS, PARAMS)\n"
+            "SIZES = H.study_setup()['world_sizes']\n"
+            "SHARED = D.shared_fallbacks(R)\n"
+            "CLAIMS_READ = SU.load_claim_file(PARAMS.get('claims'))\n"
             "H.show(H.style() + H.title_html(R))",
             "title",
         ),
+        _code("H.show(SU.summary_html(R, SIZES))", "summary"),
         _code("H.show(H.abstract_html(R))", "abstract"),
         _md(METHOD),
+        _code("H.show(D.shared_fallbacks_html(R))", "fallbacks"),
     ]
     section = 2
-    for k, label in enumerate(labels):
-        cells += set_cells(k, section, label)
+    for k in range(len(labels)):
+        cells += set_cells(k, section)
         section += 1
     cells.append(_md(CAVEATS.format(n=section)))
     cells.append(_code("H.show(A.busy_wait_html(R, F, '%d'))" % section, "caveats"))
@@ -228,7 +155,8 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     cells.append(
         _code(
             "S0 = next((S for S in R.sets if S.verdicts), None)\n"
-            "H.show(V.rationale_html(S0) if S0 else '<p>No claims were checked.</p>')",
+            "H.show(H.collapsed('Every check with its bound and rationale', V.rationale_html(S0)) if S0 else "
+            "'<p>No claims were checked.</p>')",
             "appendix",
         )
     )
@@ -243,7 +171,12 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
             "(a trace without launch records) is shown, not failed."
         )
     )
-    cells.append(_code("for S in R.sets:\n    H.show(f'<p><b>{RS.esc(S.label)}</b></p>' + V.sanity_html(S))", "appendix"))
+    cells.append(
+        _code(
+            "for S in R.sets:\n    H.show(H.collapsed(f'Set {S.number}: {S.label}', V.sanity_html(S)))",
+            "appendix",
+        )
+    )
     cells.append(
         _md(
             "## Appendix C: cross-tracer agreement\n\nWhere one configuration was traced by two tools "

@@ -3,10 +3,11 @@ script that zooms it (no library, nothing fetched)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dnabert_scaling.phases import STEP_PHASES
-from dnabert_scaling.report.results import ResultSet, esc
+from dnabert_scaling.report.results import ResultSet
 
 ZOOM_COLORS = {
     "compute": "#3b6fb6",
@@ -30,17 +31,22 @@ a=drag.a-d;b=drag.b-d;fit();show();});
 svg.addEventListener('dblclick',function(){a=T0;b=T1;show();});show();})();</script>"""
 
 
-def zoom_timeline_html(rs: ResultSet) -> str:
-    """The timeline figure's step as inline SVG that zooms (wheel), pans (drag) and resets (double
-    click); every bar names itself on hover. Self-contained: no file or network at view time."""
-    tl = rs.table("timeline")
-    if tl is None or tl.empty:
-        return ""
-    ws = int(tl["world_size"].max())
-    tl = tl[tl["world_size"] == ws]
-    host = rs.table("timeline_host")
-    host = host[host["world_size"] == ws] if host is not None and not host.empty else None
-    rows: list[tuple[str, Any]] = []  # (label, frame of bars with start_s, end_s, color, title)
+def _own_script() -> "re.Pattern":
+    """ZOOM_JS as it is written into the page: any id of ours, any numbers, nothing else."""
+    text = re.escape(ZOOM_JS[len("<script>") : -len("</script>")])
+    for key, rx in (("id", r"ds-zoom-\d+"), ("t0", NUMBER), ("t1", NUMBER), ("h", NUMBER)):
+        text = text.replace(re.escape(f"%({key})s"), rx)
+    return re.compile(text, re.S)
+
+
+NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+OWN_SCRIPT = _own_script()  # what front.show lets through as the report's own script
+
+
+def _zoom_rows(tl, host) -> list[tuple[str, Any]]:
+    """(label, frame of bars with start_s, end_s, color, title) per row: each rank's host threads
+    (step phases and launch calls), then its GPU streams."""
+    rows: list[tuple[str, Any]] = []
     for rank in sorted(int(r) for r in tl["rank"].unique()):
         if host is not None:
             mine = host[host["rank"] == rank]
@@ -57,34 +63,43 @@ def zoom_timeline_html(rs: ResultSet) -> str:
                 title=[f"{n} [{p}]" for n, p in zip(g["name"].astype(str), g["phase"].astype(str))],
             )
             rows.append((f"rank {rank} · stream {stream}", bars))
+    return rows
+
+
+def zoom_timeline_html(rs: ResultSet) -> str:
+    """The timeline figure's step as inline SVG that zooms (wheel), pans (drag) and resets (double
+    click); every bar names itself on hover. Self-contained: no file or network at view time."""
+    from dnabert_scaling.report.html import Markup, render
+
+    tl = rs.table("timeline")
+    if tl is None or tl.empty:
+        return ""
+    ws = int(tl["world_size"].max())
+    tl = tl[tl["world_size"] == ws]
+    host = rs.table("timeline_host")
+    host = host[host["world_size"] == ws] if host is not None and not host.empty else None
+    rows = _zoom_rows(tl, host)
     row_h = 18
     t0 = min(float(min(b["start_s"].min() for _, b in rows if len(b))), 0.0) * 1e6
     t1 = float(max(b["end_s"].max() for _, b in rows if len(b))) * 1e6
-    shapes, labels = [], []
-    for i, (label, bars) in enumerate(rows):
-        y = i * row_h
-        labels.append(f"<div style='height:{row_h}px;line-height:{row_h}px'>{esc(label)}</div>")
-        for a, b, c, t in zip(bars["start_s"] * 1e6, bars["end_s"] * 1e6, bars["color"], bars["title"]):
-            shapes.append(
-                f"<rect x='{a:.3f}' y='{y + 2}' width='{max(b - a, 0.3):.3f}' height='{row_h - 4}' fill='{c}'>"
-                f"<title>{esc(t)} ({(b - a):.1f} µs)</title></rect>"
-            )
-    height = len(rows) * row_h
-    uid = f"ds-zoom-{rs.index}"
-    svg = (
-        f"<svg id='{uid}' viewBox='{t0} 0 {t1 - t0} {height}' preserveAspectRatio='none' "
-        f"style='width:100%;height:{height}px;cursor:grab;background:#fafafa' xmlns='http://www.w3.org/2000/svg'>"
-        + "".join(shapes)
-        + "</svg>"
-    )
-    return (
-        f"<p><b>Zoomable timeline</b> of the same step (world size {ws}): wheel to zoom, drag to pan, double click "
-        f"to reset; hover a bar for its name. Showing <span id='{uid}-range'></span>. For a deeper look at every "
-        "step: the Kineto traces open in Perfetto as they are, and <code class='ds'>dnabert-scaling convert TRACE... "
-        "--out DIR --merged</code> writes <code class='ds'>DIR/all-ranks/traces.otf2</code>, all ranks in one "
-        "archive for Vampir.</p>"
-        f"<div style='display:flex;gap:6px;font-size:11px'><div style='flex:0 0 190px;white-space:nowrap;"
-        f"overflow:hidden'>{''.join(labels)}</div><div style='flex:1 1 auto;min-width:0'>{svg}</div></div>"
-        + ZOOM_JS
-        % {"id": uid, "t0": f"{t0:.3f}", "t1": f"{t1:.3f}", "h": height}
+    bars = [
+        {"x": f"{a:.3f}", "y": i * row_h + 2, "w": f"{max(b - a, 0.3):.3f}", "fill": c, "title": f"{t} ({(b - a):.1f} µs)"}
+        for i, (_, frame) in enumerate(rows)
+        for a, b, c, t in zip(frame["start_s"] * 1e6, frame["end_s"] * 1e6, frame["color"], frame["title"])
+    ]
+    height, uid = len(rows) * row_h, f"ds-zoom-{rs.index}"
+    script = Markup(ZOOM_JS % {"id": uid, "t0": f"{t0:.3f}", "t1": f"{t1:.3f}", "h": height})  # the module's own code
+    return str(
+        render(
+            "zoom_timeline.html.j2",
+            ws=ws,
+            uid=uid,
+            labels=[label for label, _ in rows],
+            row_h=row_h,
+            t0=t0,
+            width=t1 - t0,
+            height=height,
+            bars=bars,
+            script=script,
+        )
     )

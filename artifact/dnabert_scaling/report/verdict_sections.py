@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
-from dnabert_scaling.report.results import VERDICT_CLASS, ResultSet, badge, esc, fmt, short as _short
+from dnabert_scaling.report.results import VERDICT_CLASS, ResultSet, esc, fmt, short as _short
 
 
 def _measured_cell(check: dict) -> str:
@@ -29,98 +29,95 @@ def _bounds_cell(b: dict) -> str:
 
 
 def claims_html(rs: ResultSet) -> str:
+    """The claims table (``resources/report/claims.html.j2``) from verdicts.json, values escaped there."""
+    from dnabert_scaling.report.html import Markup, render
+
     claims = (rs.verdicts or {}).get("claims")
     if not claims:
-        return f'<div class="ds-na"><b>Claims not checked:</b> {esc(rs.verdicts_source)}</div>'
-    head = (
-        "<tr><th>claim</th><th>verdict</th><th>check</th><th>world size</th><th class='num'>measured</th>"
-        "<th>bounds</th><th>reason</th></tr>"
-    )
-    body = []
+        return str(render("not_available.html.j2", what="Claims not checked", why=rs.verdicts_source))
+    rows = []
     for c in claims:
-        checks = c["checks"]
-        cls = VERDICT_CLASS.get(c["verdict"], "notrun")
-        first = True
-        for ch in checks:
-            ws = ch["world_size"]
-            ws_text = "–" if not ws else (", ".join(map(str, ws)) if isinstance(ws, list) else str(ws))
-            cells = ""
-            if first:
-                cells = (
-                    f"<td rowspan='{len(checks)}' class='ds-claim-{cls}'><b>{esc(c['id'])}</b> {esc(c.get('title') or '')}"
-                    f"<div class='ds-small'>“{esc(c['statement'])}”</div></td>"
-                    f"<td rowspan='{len(checks)}'>{badge(c['verdict'])}</td>"
-                )
-            cells += (
-                f"<td>{esc(ch['what'])} {badge(ch['verdict']) if len(checks) > 1 else ''}</td><td>{esc(ws_text)}</td>"
-                f"<td class='num'>{_measured_cell(ch)}</td><td>{_bounds_cell(ch['bounds'])}</td>"
-                f"<td class='ds-small'>{esc(ch['reason'])}</td>"
-            )
-            body.append(f"<tr>{cells}</tr>")
-            first = False
-        for ind in c.get("indicative") or []:
-            within = {True: "within the bounds", False: "outside the bounds", None: "not measurable"}[ind.get("within_bounds")]
-            instead = ", ".join(map(str, ind["instead_of"] if isinstance(ind["instead_of"], list) else [ind["instead_of"]]))
-            body.append(
-                f"<tr><td class='ds-claim-{cls}'></td><td></td><td colspan='5' class='ds-ind'>ⓘ Indicative only, not a "
-                f"verdict: the same measurement at world size {ind['world_size']} (the claim is about {instead}) "
-                f"is {within}: {esc(ind['why'])}</td></tr>"
-            )
+        checks = [
+            {
+                "what": ch.get("what"),
+                "verdict": ch.get("verdict"),
+                "cls": VERDICT_CLASS.get(ch.get("verdict"), "notrun"),
+                "world_sizes": _ws_text(ch.get("world_size")),
+                "measured": Markup(_measured_cell(ch)),  # built with esc / fmt
+                "bounds": checker._bounds_text(ch.get("bounds") or {}),
+                "reason": ch.get("reason"),
+            }
+            for ch in c.get("checks") or []
+        ]
+        rows.append(
+            {
+                "id": c.get("id"),
+                "title": c.get("title") or "",
+                "statement": c.get("statement"),
+                "verdict": c.get("verdict"),
+                "cls": VERDICT_CLASS.get(c.get("verdict"), "notrun"),
+                "checks": checks,
+                "indicative": [_indicative(ind) for ind in c.get("indicative") or []],
+            }
+        )
     counts = (rs.verdicts or {}).get("summary", {}).get("counts", {})
-    summary = " ".join(f"{badge(v)} {counts.get(v, 0)}" for v in (PASS, FAIL, NOT_RUN, INVALID))
-    return (
-        f"<p>{summary}</p><table class='ds-table ds-claims'>{head}{''.join(body)}</table>"
-        "<p class='ds-small'>PASS: measured and within the bounds. FAIL: measured and outside (a NaN is never "
-        "within). NOT RUN: no data for that world size, or no GPU analysis (the reason says which); never a pass. "
-        "INVALID: the world size's sanity checks failed. The bounds and the reasoning behind each are in "
-        "<code class='ds'>expected/claims.toml</code> and in the rationale column of Appendix A.</p>"
+    badges = [({"cls": VERDICT_CLASS[v], "word": v}, counts.get(v, 0)) for v in (PASS, FAIL, NOT_RUN, INVALID)]
+    return str(render("claims.html.j2", claims=rows, counts=badges))
+
+
+def _ws_text(ws) -> str:
+    return "–" if not ws else (", ".join(map(str, ws)) if isinstance(ws, list) else str(ws))
+
+
+def _indicative(ind: dict) -> dict:
+    within = {True: "within the bounds", False: "outside the bounds", None: "not measurable"}.get(
+        ind.get("within_bounds"), "not measurable"
     )
+    instead = ind.get("instead_of")
+    return {
+        "world_size": ind.get("world_size"),
+        "instead_of": ", ".join(map(str, instead if isinstance(instead, list) else [instead])),
+        "within": within,
+        "why": ind.get("why"),
+    }
 
 
 def rationale_html(rs: ResultSet) -> str:
-    claims = (rs.verdicts or {}).get("claims") or []
-    rows = []
-    for c in claims:
-        for name, b in (c.get("bounds") or {}).items():
-            rows.append(
-                f"<tr><td>{esc(c['id'])}</td><td>{esc(b.get('what', name))}<div class='ds-small'><code class='ds'>"
-                f"{esc(b.get('metric', ''))}</code></div></td><td>{_bounds_cell(b)}</td>"
-                f"<td class='ds-small'>{esc(b.get('rationale', ''))}</td></tr>"
-            )
-    if not rows:
-        return ""
-    return (
-        "<table class='ds-table'><tr><th>claim</th><th>check (metric)</th><th>bounds</th><th>rationale</th></tr>"
-        + "".join(rows)
-        + "</table>"
-    )
+    from dnabert_scaling.report.html import render
+
+    rows = [
+        {
+            "id": c.get("id"),
+            "what": b.get("what", name),
+            "metric": b.get("metric", ""),
+            "bounds": checker._bounds_text(b),
+            "rationale": b.get("rationale", ""),
+        }
+        for c in (rs.verdicts or {}).get("claims") or []
+        for name, b in (c.get("bounds") or {}).items()
+        if isinstance(b, dict)
+    ]
+    return str(render("rationale.html.j2", rows=rows)) if rows else ""
 
 
 def sanity_html(rs: ResultSet) -> str:
+    from dnabert_scaling.report.html import render
+
     rows = (rs.verdicts or {}).get("sanity")
     if rows is None:
         rows = checker.sanity_rows(rs.metrics)
-    head = (
-        "<tr><th>world size</th><th>traced run</th>"
-        + "".join(f"<th>{esc(w)}</th>" for w in checker.SANITY_WORDS.values())
-        + "<th>problems</th></tr>"
-    )
-    body = []
-    for r in rows:
-        if not r.get("checks"):
-            body.append(
-                f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td>"
-                f"<td colspan='{len(checker.SANITY_ITEMS) + 1}'>{esc(r.get('note', ''))}</td></tr>"
-            )
-            continue
-        cells = "".join(
-            f"<td>{badge(v) if v in (PASS, FAIL) else esc(v)}</td>"
-            for v in (r["checks"].get(k, "–") for k in checker.SANITY_ITEMS)
-        )
-        comp = ((rs.entry(r["world_size"]) or {}).get("traced") or {}).get("completeness") or {}
-        figures = [f"completeness: {comp['reason']}"] if comp.get("reason") and r["checks"].get("trace_complete") == PASS else []
-        body.append(
-            f"<tr><td>{r['world_size']}</td><td>{esc(r.get('run') or '–')}</td>{cells}"
-            f"<td class='ds-small'>{esc('; '.join(figures + (r.get('problems') or []))) or '–'}</td></tr>"
-        )
-    return f"<table class='ds-table'>{head}{''.join(body)}</table>"
+    return str(render("sanity.html.j2", words=list(checker.SANITY_WORDS.values()), rows=[_sanity_row(rs, r) for r in rows]))
+
+
+def _sanity_row(rs: ResultSet, r: dict) -> dict:
+    row = {"world_size": r.get("world_size"), "run": r.get("run") or "–", "note": r.get("note", ""), "cells": None}
+    checks = r.get("checks")
+    if not checks:
+        return row
+    values = [checks.get(k, "–") for k in checker.SANITY_ITEMS]
+    row["cells"] = [{"text": v, "badge": VERDICT_CLASS.get(v) if v in (PASS, FAIL) else None} for v in values]
+    ws = r.get("world_size")
+    comp = ((rs.entry(ws) if isinstance(ws, int) else {}).get("traced") or {}).get("completeness") or {}
+    figures = [f"completeness: {comp['reason']}"] if comp.get("reason") and checks.get("trace_complete") == PASS else []
+    row["problems"] = "; ".join(figures + [str(p) for p in r.get("problems") or []]) or "–"
+    return row

@@ -1,0 +1,202 @@
+"""The report's first screen: one table, claims by result set, that decides the badge.
+
+Per result set (a row): the hardware it ran on, the world sizes and tracer, the placement and
+transport where the metrics record them, and "rehearsal" for a set whose ranks share GPUs. Per
+claim (a column): the measured verdict from ``verdicts.json`` with the reason it was not run (from
+the checks' reason codes: which hardware was missing), and where the set has a forecast
+(``predictions.json``), the predicted verdict against the claim's bound for the world sizes not
+measured (:func:`dnabert_scaling.checker.predicted.predicted_verdicts`). A reason shared by several
+cells is written once, as a numbered note, and referred to.
+
+:func:`summary` computes the table as data; :func:`summary_html` renders it with the autoescaping
+template ``resources/report/summary.html.j2``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dnabert_scaling import checker
+from dnabert_scaling.checker import INVALID, NOT_RUN
+from dnabert_scaling.checker.predicted import BLIND_SPOTS, predicted_verdicts
+from dnabert_scaling.report.html import Markup, render
+from dnabert_scaling.report.results import VERDICT_CLASS, Report, ResultSet, fmt
+
+
+@dataclass
+class Notes:
+    """Reasons given once and referred to by number."""
+
+    texts: list[str] = field(default_factory=list)
+
+    def ref(self, text: str) -> int:
+        if text not in self.texts:
+            self.texts.append(text)
+        return self.texts.index(text) + 1
+
+
+def _sizes(rs: ResultSet) -> str:
+    return ", ".join(map(str, rs.world_sizes)) or "none"
+
+
+def not_run_reason(check: dict, rs: ResultSet) -> str:
+    """Why a check was not judged, in the hardware's terms, from its reason code and fields."""
+    code, ws = check.get("code"), check.get("world_size")
+    if code == "no_world_size":
+        return f"needs >= {check.get('at_least') or 2} GPUs; this set has {_sizes(rs)}"
+    if code == "not_measured":
+        return f"needs {ws} GPUs; this set has {_sizes(rs)}"
+    if code == "too_few_points":
+        need = (check.get("bounds") or {}).get("min_points") or 2
+        return f"a trend needs {need} multi-GPU world sizes; this set has {len([n for n in rs.world_sizes if n > 1])}"
+    if code == "wrong_device":
+        return "ran on CPU (a smoke run: no GPU time to measure); the claim needs CUDA GPUs"
+    if code == "sanity_failed":
+        return f"a sanity check failed at world size {ws} (Appendix B)"
+    if code == "missing_value" and isinstance(ws, int):
+        return f"world size {ws}: {rs.gpu_missing_why(ws)}"
+    return str(check.get("reason") or "no reason recorded")
+
+
+def hardware(rs: ResultSet) -> dict[str, Any]:
+    """What the set ran on: GPU (or CPU), world sizes, tracer, per-rank batch, placement, rehearsal."""
+    prov = rs.metrics.get("provenance") or {}
+    if rs.device == "cpu":
+        device = f"node: CPU only ({prov.get('cpu_count', '?')} cores)"
+    else:
+        count = prov.get("gpu_count")
+        device = f"node: {count}x {prov.get('gpu_name') or 'GPU'}" if count else str(prov.get("gpu_name") or "GPU")
+    tracers = sorted({str(rs.traced(n).get("tracer")) for n in rs.world_sizes if rs.traced(n).get("tracer")})
+    recorded = [p for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
+    rehearsal = any(isinstance(f, dict) and f.get("kind") == "rehearsal" for f in rs.metrics.get("fallbacks") or [])
+    rehearsal = rehearsal or any(p.get("rehearsal") for p in recorded)
+    return {
+        "device": device,
+        "world_sizes": _sizes(rs),
+        "tracer": ", ".join(tracers) or "untraced",
+        "batch": prov.get("batch_size_per_rank"),
+        "placement": placements(rs),
+        "rehearsal": rehearsal,
+    }
+
+
+def placements(rs: ResultSet) -> list[str]:
+    """Where the metrics carry it (``traced.placement``, read with .get), each world size's placement."""
+    return [_placement_text(n, p) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
+
+
+def _placement_text(ws: int, p: dict) -> str:
+    """e.g. "4: 4 ranks on 2 GPUs of 1 host (shared GPU), via SHM, P2P" (unknown parts left out)."""
+    bits = [f"{p.get('ranks', '?')} ranks"]
+    if p.get("gpus") is not None:
+        bits.append(f"on {p['gpus']} GPU{'s' if p['gpus'] != 1 else ''}")
+    if p.get("hosts") is not None:
+        bits.append(f"of {p['hosts']} host{'s' if p['hosts'] != 1 else ''}")
+    text = f"{ws}: " + " ".join(bits)
+    if p.get("shared_gpu"):
+        text += " (ranks share a GPU)"
+    if p.get("transports"):
+        text += ", via " + ", ".join(map(str, p["transports"]))
+    if p.get("identity") == "unknown":
+        text += " (GPU identity unknown)"
+    return text
+
+
+def _measured_cell(claim: dict | None, rs: ResultSet, notes: Notes) -> dict[str, Any]:
+    if rs.verdicts is None:
+        return {"verdict": "NOT CHECKED", "cls": "notrun", "notes": [notes.ref(f"claims not checked: {rs.verdicts_source}")]}
+    if claim is None:
+        return {"verdict": "ABSENT", "cls": "notrun", "notes": [notes.ref("this claim is not in the set's verdicts.json")]}
+    verdict = claim.get("verdict")
+    refs: list[int] = []
+    if verdict in (NOT_RUN, INVALID):
+        for ch in claim.get("checks") or []:
+            if ch.get("verdict") in (NOT_RUN, INVALID):
+                n = notes.ref(not_run_reason(ch, rs))
+                if n not in refs:
+                    refs.append(n)
+    return {"verdict": verdict, "cls": VERDICT_CLASS.get(str(verdict), "notrun"), "notes": sorted(refs)}
+
+
+def _deciding_check(pred: dict) -> dict | None:
+    """The check row that decides a predicted verdict (a FAIL first, then an undecided band)."""
+    rows = sorted((r for r in pred["checks"] if r.get("band")), key=lambda r: -r["world_size"])  # the largest first
+    for verdict in (pred["verdict"], "UNDECIDED", "PASS"):
+        for r in rows:
+            if r["verdict"] == verdict:
+                return r
+    return None
+
+
+def _predicted_cell(pred: dict | None, rs: ResultSet) -> dict[str, Any] | None:
+    if pred is None or pred["verdict"] == "NOT PREDICTED":
+        return None
+    unmeasured = [n for n in pred["world_sizes"] if n not in rs.world_sizes]
+    if not unmeasured:
+        return None
+    row = _deciding_check(pred)
+    band = row["band"] if row else None
+    return {
+        "verdict": pred["verdict"],
+        "cls": VERDICT_CLASS.get(pred["verdict"], "notrun"),
+        "world_size": row["world_size"] if row else None,
+        "figure": row["figure"] if row else None,
+        "band": f"{fmt(band['mid'])} [{fmt(band['low'])}, {fmt(band['high'])}]" if band else "",
+        "bound": row["bounds_text"] if row else "",
+    }
+
+
+def _predictions(rs: ResultSet, claims: list | None, study: list[int]) -> dict[str, dict]:
+    from dnabert_scaling.report import predictions as P
+
+    data, _ = P.load(rs)
+    if data is None or not claims:
+        return {}
+    from dnabert_scaling.analysis.predict_compare import measured_from_metrics
+    from dnabert_scaling.metrics_schema import MetricsFile
+
+    try:
+        measured = measured_from_metrics(MetricsFile.from_json(rs.metrics))
+    except (KeyError, TypeError, ValueError):
+        measured = {}
+    return {p["id"]: p for p in predicted_verdicts(data, claims, study, measured)}
+
+
+def load_claim_file(path: str | None) -> list | None:
+    """The claims of the report's claims file, or None without one (then nothing is predicted)."""
+    if not path or not Path(path).is_file():
+        return None
+    return checker.load_claims(path)
+
+
+def summary(report: Report, claims_path: str | None, study_world_sizes: list[int]) -> dict[str, Any]:
+    """The first-screen table as data: claim columns, one row per set, the numbered notes."""
+    claims = load_claim_file(claims_path)
+    ids = [c.id for c in claims] if claims else []
+    titles = {c.id: c.title for c in claims} if claims else {}
+    for rs in report.sets:
+        for c in (rs.verdicts or {}).get("claims") or []:
+            if c.get("id") not in titles:
+                ids.append(str(c.get("id")))
+                titles[str(c.get("id"))] = str(c.get("title") or "")
+    notes = Notes()
+    rows: list[dict[str, Any]] = []
+    for rs in report.sets:
+        preds = _predictions(rs, claims, study_world_sizes)
+        cells = [
+            {"measured": _measured_cell(rs.claim(cid), rs, notes), "predicted": _predicted_cell(preds.get(cid), rs)}
+            for cid in ids
+        ]
+        rows.append({"number": rs.number, "label": rs.label, "hardware": hardware(rs), "cells": cells})
+    predicted_any = any(c["predicted"] for r in rows for c in r["cells"])
+    return {
+        "claims": [{"id": cid, "title": titles.get(cid, "")} for cid in ids],
+        "rows": rows,
+        "notes": notes.texts,
+        "blind_spots": list(BLIND_SPOTS) if predicted_any else [],
+    }
+
+
+def summary_html(report: Report, study_world_sizes: list[int]) -> Markup:
+    return render("summary.html.j2", s=summary(report, report.params.get("claims"), study_world_sizes))

@@ -21,6 +21,8 @@ def test_reference_results_are_shipped():
         "h200-b32",
         "h200-b8",
         "h200-buckets-b8",
+        "h200-rehearsal",
+        "h200-rehearsal-scorep",
         "h200-scorep-b32",
         "h200-scorep-b32-torch",
         "h200-scorep-b8",

@@ -145,18 +145,21 @@ def rank_step_table(gpu: pd.DataFrame, att: Attribution, windows: Windows) -> pd
     return out[out["valid"]].drop(columns=["valid"]).reset_index(drop=True)
 
 
-def stream_busy(gpu: pd.DataFrame, windows: Windows) -> pd.DataFrame:
-    """Busy time per stream per step (median over steps), and the stream's role."""
+def stream_busy(gpu: pd.DataFrame, windows: Windows, measured: np.ndarray | None = None) -> pd.DataFrame:
+    """Busy time per stream per step (median over steps), and the stream's role: from the
+    activities of the measured steps (``measured``, a mask over ``gpu``'s rows; all rows without it),
+    so that set-up work before the first step (DDP's constructor collectives) does not decide it."""
     ws, we, valid = windows
     ws, we = ws[valid], we[valid]
     rows = []
     stream = gpu["stream"].to_numpy(np.int64)
     cat = gpu["category"].astype(str).to_numpy()
     dur = gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64)
+    in_steps = np.ones(len(gpu), dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
     for s in np.unique(stream):
         m = stream == s
         busy = iv.length_in_windows(_union(gpu, m), ws, we) * NS
-        by_cat = {c: int(dur[m & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
+        by_cat = {c: int(dur[m & in_steps & (cat == c)].sum()) for c in ("compute", "nccl", "memory")}
         total = sum(by_cat.values()) or 1
         role = stream_role(by_cat)
         rows.append(

@@ -150,13 +150,14 @@ def _add_rank(acc: _Ranks, trace, r: int, expected_steps: int | None, bound: flo
     rk = partition.ranking(gpu, att)
     rk["rank"] = r
     acc.ranking.append(rk)
-    sb = partition.stream_busy(gpu, windows)
+    in_steps = att.step >= 0  # roles and the AllReduce's stream from the measured steps' activities
+    sb = partition.stream_busy(gpu, windows, in_steps)
     sb.insert(0, "rank", r)
     acc.streams.append(sb)
     cat = gpu["category"].astype(str).to_numpy()
     stream = gpu["stream"].to_numpy()
-    ar = set(stream[(cat == "nccl") & (gpu["collective"].astype(object).to_numpy() == "AllReduce")].tolist())
-    cs = set(stream[cat == "compute"].tolist())
+    ar = set(stream[in_steps & (cat == "nccl") & (gpu["collective"].astype(object).to_numpy() == "AllReduce")].tolist())
+    cs = set(stream[in_steps & (cat == "compute")].tolist())
     acc.allreduce_streams |= ar
     acc.compute_streams |= cs
     acc.shared_stream = acc.shared_stream or bool(ar & cs)

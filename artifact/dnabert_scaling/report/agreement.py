@@ -74,6 +74,18 @@ def _fmt(x: float | None, unit: str) -> str:
     return f"{x * 1e3:.3f}" if unit == "ms" else f"{x:,.0f}"
 
 
+def _not_the_same_workload(a, b, ka: float, kb: float) -> str:
+    """Two sets of one configuration whose steps launch different numbers of kernels were not the
+    same workload (e.g. one recorded before the DDP bucket hook, which changes the gradient copies):
+    their phase times differ for that reason too, not only by tracer."""
+    when = [str((rs.metrics.get("provenance") or {}).get("time") or "?")[:10] for rs in (a, b)]
+    return (
+        f"Not the same workload: set {a.number} launches {ka:,.0f} kernels per step (recorded {when[0]}), "
+        f"set {b.number} {kb:,.0f} (recorded {when[1]}); the code or options differed between the two recordings, "
+        "so this table compares more than the tracers."
+    )
+
+
 def agreement_html(sets: list, esc=None) -> str:
     """The agreement tables (empty string when no configuration was traced by two tools), from the
     plain-cell template (``esc``, once the escaping function, is no longer needed: kept for callers)."""
@@ -102,5 +114,8 @@ def agreement_html(sets: list, esc=None) -> str:
             f"{prov.get('batch_size_per_rank')} per rank: set {a.number} ({ta}) against set {b.number} ({tb})"
         )
         after = [{"small": True, "text": f"Completeness: {'; '.join(comp)}."}]
+        ka, kb = _value(a, ws, "kernels_per_step"), _value(b, ws, "kernels_per_step")
+        if ka and kb and abs(ka - kb) > 0.01 * max(ka, kb):
+            after.append({"small": True, "text": _not_the_same_workload(a, b, ka, kb)})
         blocks.append(str(render("table.html.j2", head=head, rows=rows, before=[title], after=after)))
     return "".join(blocks)

@@ -284,8 +284,11 @@ def _scorep_pairs(facts: Facts) -> list[tuple[ShippedSet, ShippedSet]]:
 
 
 def scorep_agreement(facts: Facts, _: str | None) -> str:
-    head = "| sets (Score-P / torch.profiler) | batch | kernels per step | GPU compute (ms) | forward (ms) | backward (ms) | optimizer (ms) | exposed copy (ms) |"
-    rows = [head, "|" + "---|" * 8]
+    head = (
+        "| sets (Score-P / torch.profiler) | recorded | DDP bucket hook | batch | kernels per step | GPU compute (ms) "
+        "| forward (ms) | backward (ms) | optimizer (ms) | exposed copy (ms) |"
+    )
+    rows = [head, "|" + "---|" * 10]
     for sp, tp in _scorep_pairs(facts):
         a, b = sp.gpu(), tp.gpu()
 
@@ -293,7 +296,9 @@ def scorep_agreement(facts: Facts, _: str | None) -> str:
             return f"{_ms(_median(a, key), digits)} / {_ms(_median(b, key), digits)}"
 
         kernels = f"{_n(_median(a, 'kernels_per_step'))} / {_n(_median(b, 'kernels_per_step'))}"
-        cells = [f"`{sp.name}` / `{tp.name}`", _batch(sp), kernels, both("compute_s"), both("forward_gpu_s")]
+        recorded = " / ".join(str(get(x.metrics, "provenance", "time", default="?"))[:10] for x in (sp, tp))
+        hook = " / ".join("on" if x.buckets() is not None else "off" for x in (sp, tp))
+        cells = [f"`{sp.name}` / `{tp.name}`", recorded, hook, _batch(sp), kernels, both("compute_s"), both("forward_gpu_s")]
         cells += [both("backward_gpu_s"), both("optimizer_gpu_s"), both("exposed_memcpy_s")]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) if len(rows) > 2 else "(no Score-P set with a torch.profiler twin is shipped)"
@@ -308,8 +313,9 @@ def scorep_completeness(facts: Facts, _: str | None) -> str:
             kinds = ", ".join(r["kinds_not_recorded"])
             left = f"; left out of the count as kinds the trace holds none of: {kinds}" if kinds else ""
             verdict = s.claim_verdicts().get("C1", "-")
+            at = f" world size {r['world_size']}" if len(s.world_sizes()) > 1 else ""
             lines.append(
-                f"- `{s.name}`: {r['status']}, GPU activities for {_n(r['found'])} of {_n(r['launches'])} launches and "
+                f"- `{s.name}`{at}: {r['status']}, GPU activities for {_n(r['found'])} of {_n(r['launches'])} launches and "
                 f"copy calls in the measured steps ({_pct(r['share'], 2)}){left}; C1 {verdict}"
             )
     return "\n".join(lines) or "- (no Score-P set is shipped)"
@@ -411,6 +417,69 @@ def bench_trace(facts: Facts, _: str | None) -> str:
             cells.append(f"{med:.3f}{spread}" if isinstance(med, (int, float)) else "-")
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) if len(rows) > 2 else "(no `h200-bench/bench_trace.json` shipped)"
+
+
+def bench_trace_scorep(facts: Facts, _: str | None) -> str:
+    """``bench-trace-scorep.json``: step time over the untraced process of the same round, per mode
+    and configuration (median and range of the rounds), trace bytes per step, kernels found."""
+    data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
+    names = {
+        "torch": "torch.profiler (CUDA)",
+        "scorep-all": "Score-P, every driver call",
+        "scorep-launch": "Score-P, launch-only (default)",
+        "scorep-nodriver": "Score-P without `driver`",
+    }
+    rows = [
+        "| mode | config | ratio median (range) | rounds | trace per step | kernels found |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in data.get("modes") or []:
+        if m.get("mode") not in names:
+            continue
+        size = m.get("trace_bytes_per_step")
+        found = m.get("kernels_found_share")
+        rows.append(
+            f"| {names[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
+            f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('rounds')} | "
+            f"{f'{size / 1e3:,.0f} kB' if isinstance(size, (int, float)) else '-'} | "
+            f"{_pct(found, 1) if isinstance(found, (int, float)) else '-'} |"
+        )
+    for c in data.get("per_call") or []:
+        if c.get("mode") in names or c.get("mode") == "untraced":
+            label = names.get(c["mode"], "untraced")
+            rows.append(
+                f"| {label}: one `cuCtxGetDevice` / one launch (host ns, best of 3) | - | "
+                f"{c.get('cuCtxGetDevice_ns', 0):,.0f} / {c.get('launch_ns', 0):,.0f} | - | - | - |"
+            )
+    if len(rows) <= 2:
+        return "(no `h200-bench/bench-trace-scorep.json` shipped)"
+    return "\n".join(rows) + "\n\n" + _scorep_targets(data.get("modes") or [])
+
+
+# issue 24's targets for the launch-only mode: (config, highest ratio)
+SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
+
+
+def _scorep_targets(modes: list[dict]) -> str:
+    """The launch-only mode against its targets, each met or missed, from the benchmark's medians."""
+    by = {(m.get("mode"), m.get("config")): m for m in modes}
+    out = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        launch, torch = by.get(("scorep-launch", config)), by.get(("torch", config))
+        if not launch:
+            continue
+        r = launch.get("ratio_median", float("nan"))
+        out.append(f"{config}: {r:.2f}x against <= {bound:.2f}x ({'met' if r <= bound else 'missed'})")
+        if torch:
+            t = torch.get("ratio_median", float("nan"))
+            out.append(f"{config}: {r:.2f}x against torch.profiler's {t:.2f}x ({'met' if r <= t else 'missed'})")
+    sizes = [m.get("trace_bytes_per_step") for m in modes if m.get("mode") == "scorep-launch"]
+    if sizes and isinstance(sizes[0], (int, float)):
+        out.append(f"trace {sizes[0] / 1e3:,.0f} kB per step against <= 100 kB ({'met' if sizes[0] <= 100e3 else 'missed'})")
+    found = [m.get("kernels_found_share") for m in modes if m.get("mode") == "scorep-launch"]
+    if found and all(isinstance(f, (int, float)) for f in found):
+        out.append(f"kernels found: {_pct(min(found), 2)} ({'met' if min(found) >= 1 else 'missed'})")
+    return "Targets of the launch-only mode: " + "; ".join(out) + "."
 
 
 _HOOK_HEADER = re.compile(
@@ -540,6 +609,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "make-help": make_help,
     "bench-train": bench_train,
     "bench-trace": bench_trace,
+    "bench-trace-scorep": bench_trace_scorep,
     "bench-hook": bench_hook,
     "bench-read": bench_read,
 }

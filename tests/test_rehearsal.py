@@ -161,3 +161,34 @@ def test_reproduce_rehearses_the_world_sizes_beyond_the_gpus(monkeypatch, tmp_pa
         assert ("--rehearse" in cmd) == (name == "rehearsal")
     if "rehearsal" in expected:
         assert plan["rehearsed"] == [int(n) for n in expected["rehearsal"].split(",")[1:]]
+
+
+@pytest.mark.parametrize("name", ["h200-rehearsal", "h200-rehearsal-scorep"])
+def test_the_shipped_rehearsal_is_judged_as_a_rehearsal(name):
+    """The one-GPU rehearsals recorded on the H200 (every rank on the one GPU, NCCL over loopback
+    sockets), re-judged from their shipped metrics: C1 and C2's structure are judged and PASS;
+    every check that rests on magnitudes is INVALID with the placement and the transport in its
+    reason; nothing is PASS or FAIL on a magnitude."""
+    from dnabert_scaling import checker
+
+    claims_path = ROOT / "expected" / "claims.toml"
+    metrics, _ = checker.load_metrics(ROOT / "expected" / "reference-results" / name)
+    placement = metrics["world_sizes"]["2"]["traced"]["placement"]
+    assert placement["shared_gpu"] is True and placement["rehearsal"] is True and placement["gpus"] == 1
+    assert placement["transports"] == ["NET/Socket"]
+    verdicts = checker.evaluate(metrics, checker.load_claims(claims_path), checker.load_sanity_bounds(claims_path))
+    claims = {c["id"]: c for c in verdicts["claims"]}
+    assert claims["C1"]["verdict"] == "PASS"
+    structural = [ch for ch in claims["C2"]["checks"] if ch["name"] in ("allreduce_present", "own_stream")]
+    assert structural and all(ch["verdict"] == "PASS" for ch in structural)
+    measured = set(metrics["measured_world_sizes"])
+    for cid in ("C2", "C3", "C4", "C5", "C6"):
+        for ch in claims[cid]["checks"]:
+            if ch in structural:
+                continue
+            sizes = ch["world_size"] if isinstance(ch["world_size"], list) else [ch["world_size"]]
+            if any(ws in measured and ws > 1 for ws in sizes):
+                assert ch["verdict"] == "INVALID", (cid, ch["name"], ch["verdict"], ch["reason"])
+                assert "shared a GPU" in ch["reason"] and "NET/Socket" in ch["reason"], ch["reason"]
+            else:
+                assert ch["verdict"] == "NOT RUN", (cid, ch["name"], ch["verdict"])

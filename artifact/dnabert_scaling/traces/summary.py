@@ -57,17 +57,50 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
     first = int(gpu["start_ns"].min())
     last = int(gpu["end_ns"].max())
     part = {k: int(v[0]) for k, v in partition_ns(gpu, np.array([first]), np.array([last])).items()}
-    total = part["window"]
-    compute_ns, nccl_ns, overlap_ns = part["compute"], part["nccl_union"], part["overlap"]
-    exposed_comm_ns, exposed_mem_ns, idle_ns, busy_ns = part["exposed_comm"], part["exposed_memcpy"], part["idle"], part["busy"]
     nccl_sum_ns = int((nccl_rows["end_ns"] - nccl_rows["start_ns"]).sum())
-
     kinds = gpu["kind"].to_numpy()
     is_kernel = kinds == "kernel"
-    streams = []
+    return {
+        "kernel_count": int(is_kernel.sum()),
+        "nccl_kernel_count": int((is_kernel & (cat == "nccl")).sum()),
+        "memcpy_count": int((kinds == "memcpy").sum()),
+        "memset_count": int((kinds == "memset").sum()),
+        "compute_s": _s(part["compute"]),
+        "nccl_s": _s(part["nccl_union"]),
+        "nccl_kernel_sum_s": _s(nccl_sum_ns),
+        "overlap_s": _s(part["overlap"]),
+        "overlap_ratio": (part["overlap"] / part["nccl_union"]) if part["nccl_union"] else None,
+        "exposed_comm_s": _s(part["exposed_comm"]),
+        "exposed_memcpy_s": _s(part["exposed_memcpy"]),
+        "idle_s": _s(part["idle"]),
+        "total_s": _s(part["window"]),
+        "ns": {
+            "first_start": first,
+            "last_end": last,
+            "total": part["window"],
+            "busy": part["busy"],
+            "compute": part["compute"],
+            "nccl": part["nccl_union"],
+            "nccl_kernel_sum": nccl_sum_ns,
+            "overlap": part["overlap"],
+            "exposed_comm": part["exposed_comm"],
+            "exposed_memcpy": part["exposed_memcpy"],
+            "idle": part["idle"],
+        },
+        "collectives": _collectives(nccl_rows),
+        "streams": _streams(gpu),
+        "top_kernels": _top_kernels(gpu, top),
+    }
+
+
+def _streams(gpu: pd.DataFrame) -> list[dict]:
+    """Per (device, stream): activities, kernels, busy time and the stream's role."""
+    cat = gpu["category"].to_numpy()
+    is_kernel = gpu["kind"].to_numpy() == "kernel"
     dev_a = gpu["device"].to_numpy()
     st_a = gpu["stream"].to_numpy()
     dur = (gpu["end_ns"] - gpu["start_ns"]).to_numpy(np.int64)
+    streams = []
     for dev, st in sorted(set(zip(dev_a.tolist(), st_a.tolist()))):
         sel = (dev_a == dev) & (st_a == st)
         rows = gpu[sel]
@@ -83,17 +116,23 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
                 "role": stream_role(by_cat),
             }
         )
-    kdur = dur[is_kernel]
+    return streams
+
+
+def _top_kernels(gpu: pd.DataFrame, top: int) -> list[dict]:
+    """The ``top`` kernel names by summed time (ties by name), with category, count and share."""
+    is_kernel = gpu["kind"].to_numpy() == "kernel"
+    kdur = (gpu["end_ns"] - gpu["start_ns"]).to_numpy(np.int64)[is_kernel]
     kernel_sum = int(kdur.sum())
     codes, uniq = pd.factorize(gpu["name"][is_kernel], sort=False)
     sums = np.bincount(codes, weights=kdur, minlength=len(uniq)).astype(np.int64) if len(uniq) else np.zeros(0, np.int64)
     counts = np.bincount(codes, minlength=len(uniq)) if len(uniq) else np.zeros(0, np.int64)
-    kcat = cat[is_kernel]
+    kcat = gpu["category"].to_numpy()[is_kernel]
     first_row = np.full(len(uniq), -1, np.int64)
     first_row[codes[::-1]] = np.arange(codes.size)[::-1]
     names = np.asarray(uniq, dtype=object)
     order = sorted(range(len(uniq)), key=lambda i: (-int(sums[i]), str(names[i])))[:top]
-    top_kernels = [
+    return [
         {
             "name": str(names[i]),
             "category": str(kcat[first_row[i]]),
@@ -103,42 +142,16 @@ def summarize_rank(gpu: pd.DataFrame, top: int = TOP_KERNELS) -> dict:
         }
         for i in order
     ]
+
+
+def _collectives(nccl_rows: pd.DataFrame) -> dict:
+    """NCCL kernels by collective (``unknown`` where the trace names none): count and summed time."""
     collectives = {}
     if len(nccl_rows):
         named = nccl_rows["collective"].astype(object).where(nccl_rows["collective"].notna(), "unknown")
         for c, rows in nccl_rows.groupby(named.to_numpy(), sort=True):
             collectives[str(c)] = {"count": int(len(rows)), "sum_s": _s(int((rows["end_ns"] - rows["start_ns"]).sum()))}
-    return {
-        "kernel_count": int(is_kernel.sum()),
-        "nccl_kernel_count": int((is_kernel & (cat == "nccl")).sum()),
-        "memcpy_count": int((kinds == "memcpy").sum()),
-        "memset_count": int((kinds == "memset").sum()),
-        "compute_s": _s(compute_ns),
-        "nccl_s": _s(nccl_ns),
-        "nccl_kernel_sum_s": _s(nccl_sum_ns),
-        "overlap_s": _s(overlap_ns),
-        "overlap_ratio": (overlap_ns / nccl_ns) if nccl_ns else None,
-        "exposed_comm_s": _s(exposed_comm_ns),
-        "exposed_memcpy_s": _s(exposed_mem_ns),
-        "idle_s": _s(idle_ns),
-        "total_s": _s(total),
-        "ns": {
-            "first_start": first,
-            "last_end": last,
-            "total": total,
-            "busy": busy_ns,
-            "compute": compute_ns,
-            "nccl": nccl_ns,
-            "nccl_kernel_sum": nccl_sum_ns,
-            "overlap": overlap_ns,
-            "exposed_comm": exposed_comm_ns,
-            "exposed_memcpy": exposed_mem_ns,
-            "idle": idle_ns,
-        },
-        "collectives": collectives,
-        "streams": streams,
-        "top_kernels": top_kernels,
-    }
+    return collectives
 
 
 def summarize(trace: Trace, top: int = TOP_KERNELS) -> dict:

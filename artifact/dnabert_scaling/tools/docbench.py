@@ -1,0 +1,76 @@
+"""The generated parts of the documents that quote the Score-P tracing-cost benchmark
+(``expected/reference/h200-bench/bench-trace-scorep.json``): the table per mode and configuration,
+and the launch-only mode against its targets (issue 24), each met or missed from the medians."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dnabert_scaling.tools.docfacts import Facts
+
+
+def _pct(x: Any, digits: int = 0) -> str:
+    return "-" if not isinstance(x, (int, float)) else f"{x * 100:.{digits}f}%"
+
+
+def bench_trace_scorep(facts: Facts, _: str | None) -> str:
+    """``bench-trace-scorep.json``: step time over the untraced process of the same round, per mode
+    and configuration (median and range of the rounds), trace bytes per step, kernels found."""
+    data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
+    names = {
+        "torch": "torch.profiler (CUDA)",
+        "scorep-all": "Score-P, every driver call",
+        "scorep-launch": "Score-P, launch-only (default)",
+        "scorep-nodriver": "Score-P without `driver`",
+    }
+    rows = [
+        "| mode | config | ratio median (range) | rounds | trace per step | kernels found |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in data.get("modes") or []:
+        if m.get("mode") not in names:
+            continue
+        size = m.get("trace_bytes_per_step")
+        found = m.get("kernels_found_share")
+        rows.append(
+            f"| {names[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
+            f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('rounds')} | "
+            f"{f'{size / 1e3:,.0f} kB' if isinstance(size, (int, float)) else '-'} | "
+            f"{_pct(found, 1) if isinstance(found, (int, float)) else '-'} |"
+        )
+    for c in data.get("per_call") or []:
+        if c.get("mode") in names or c.get("mode") == "untraced":
+            label = names.get(c["mode"], "untraced")
+            rows.append(
+                f"| {label}: one `cuCtxGetDevice` / one launch (host ns, best of 3) | - | "
+                f"{c.get('cuCtxGetDevice_ns', 0):,.0f} / {c.get('launch_ns', 0):,.0f} | - | - | - |"
+            )
+    if len(rows) <= 2:
+        return "(no `h200-bench/bench-trace-scorep.json` shipped)"
+    return "\n".join(rows) + "\n\n" + _scorep_targets(data.get("modes") or [])
+
+
+# issue 24's targets for the launch-only mode: (config, highest ratio)
+SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
+
+
+def _scorep_targets(modes: list[dict]) -> str:
+    """The launch-only mode against its targets, each met or missed, from the benchmark's medians."""
+    by = {(m.get("mode"), m.get("config")): m for m in modes}
+    out = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        launch, torch = by.get(("scorep-launch", config)), by.get(("torch", config))
+        if not launch:
+            continue
+        r = launch.get("ratio_median", float("nan"))
+        out.append(f"{config}: {r:.2f}x against <= {bound:.2f}x ({'met' if r <= bound else 'missed'})")
+        if torch:
+            t = torch.get("ratio_median", float("nan"))
+            out.append(f"{config}: {r:.2f}x against torch.profiler's {t:.2f}x ({'met' if r <= t else 'missed'})")
+    sizes = [m.get("trace_bytes_per_step") for m in modes if m.get("mode") == "scorep-launch"]
+    if sizes and isinstance(sizes[0], (int, float)):
+        out.append(f"trace {sizes[0] / 1e3:,.0f} kB per step against <= 100 kB ({'met' if sizes[0] <= 100e3 else 'missed'})")
+    found = [m.get("kernels_found_share") for m in modes if m.get("mode") == "scorep-launch"]
+    if found and all(isinstance(f, (int, float)) for f in found):
+        out.append(f"kernels found: {_pct(min(found), 2)} ({'met' if min(found) >= 1 else 'missed'})")
+    return "Targets of the launch-only mode: " + "; ".join(out) + "."

@@ -22,7 +22,17 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "artifact" / "dnabert_scaling"
 
-GROUND_FLOOR = {"errors", "options", "outputs", "layout", "phases", "intervals", "provenance", "metrics_schema", "metrics_invariants"}
+GROUND_FLOOR = {
+    "errors",
+    "options",
+    "outputs",
+    "layout",
+    "phases",
+    "intervals",
+    "provenance",
+    "metrics_schema",
+    "metrics_invariants",
+}
 ENTRY_POINTS = {"__init__", "__main__", "cli", "selftest"}
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80

@@ -414,8 +414,9 @@ def test_an_unknown_idle_split_is_shown_as_unknown_never_zero(tmp_path):
 
 @pytest.mark.chromium
 def test_shipped_report_first_screen_holds_every_set(tmp_path):
-    """The shipped report of the seven reference sets: its summary table, one row per set, fits the
-    first screen at 1400x900, and the whole page is a fraction of the 46,787 px it was."""
+    """The shipped report of the reference sets: its summary table, one row per set, fits the first
+    screen at 1400x900, and the whole page is under a quarter of the 46,787 px the report of the
+    seven sets shipped then took, per set (the shipped sets have grown since)."""
     binary = chromium_binary()
     if binary is None:
         pytest.skip("no chromium on PATH (apt-get install -y chromium; .ci/run installs it in CI)")
@@ -426,4 +427,4 @@ def test_shipped_report_first_screen_holds_every_set(tmp_path):
         box = browser.evaluate(FIRST_SCREEN_JS)
     assert box["rows"] == len(sets) + 1
     assert 0 <= box["top"] < box["bottom"] <= 900 and box["right"] <= box["width"], box
-    assert box["scroll"] < 46787 / 4, box["scroll"]
+    assert box["scroll"] < 46787 / 4 * len(sets) / 7, box["scroll"]

@@ -27,9 +27,10 @@ SHARED_GPU = (
 )
 
 
-def measured_from_metrics(metrics: MetricsFile) -> dict[int, dict[str, Any]]:
+def measured_from_metrics(metrics: MetricsFile, left_out: list[str] | None = None) -> dict[int, dict[str, Any]]:
     """Measured per world size (> 1) from a metrics.json: the medians the prediction is judged by.
-    A world size whose ranks shared a GPU is left out (``SHARED_GPU``), and says so on stderr."""
+    A world size whose ranks shared a GPU is left out (``SHARED_GPU``), said in ``left_out`` where
+    the caller gives a list (the report shows it once), else on stderr (the command)."""
     import sys
 
     out: dict[int, dict[str, Any]] = {}
@@ -39,7 +40,11 @@ def measured_from_metrics(metrics: MetricsFile) -> dict[int, dict[str, Any]]:
             continue
         placement = entry.traced.placement if entry.traced else None
         if placement is not None and (placement.shared_gpu or placement.rehearsal):
-            print(f"predict: world size {key} is not compared: {SHARED_GPU}", file=sys.stderr)
+            why = f"world size {key} is not compared: {SHARED_GPU}"
+            if left_out is None:
+                print(f"predict: {why}", file=sys.stderr)
+            else:
+                left_out.append(why)
             continue
         out[int(key)] = _medians(gpu) | {"source": "metrics.json", "placement": _placement_label(placement)}
     return out

@@ -84,7 +84,9 @@ def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list
     from dnabert_scaling.report.results import VERDICT_CLASS
 
     try:
-        measured = measured_from_metrics(MetricsFile.from_json(rs.metrics))
+        measured = measured_from_metrics(
+            MetricsFile.from_json(rs.metrics), left_out=[]
+        )  # the set's placement in the table says why
     except (KeyError, TypeError, ValueError):
         measured = {}
     rows = predicted_verdicts(pred, claims, study_sizes, measured)

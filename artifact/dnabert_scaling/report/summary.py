@@ -59,6 +59,15 @@ def not_run_reason(check: dict, rs: ResultSet) -> str:
     return str(check.get("reason") or "no reason recorded")
 
 
+def short_name(rs: ResultSet) -> str:
+    """The set's folder name (``h200-b8`` for ``expected/reference-results/h200-b8`` or
+    ``kick-tires/reference-h200-b8/results``): the first screen's row label; the set's full label
+    heads its section."""
+    folder = Path(rs.path)
+    name = folder.parent.name if folder.name == "results" else folder.name
+    return name.removeprefix("reference-") or rs.label
+
+
 def hardware(rs: ResultSet) -> dict[str, Any]:
     """What the set ran on: GPU (or CPU), world sizes, tracer, per-rank batch, placement, rehearsal."""
     prov = rs.metrics.get("provenance") or {}
@@ -76,9 +85,35 @@ def hardware(rs: ResultSet) -> dict[str, Any]:
         "world_sizes": _sizes(rs),
         "tracer": ", ".join(tracers) or "untraced",
         "batch": prov.get("batch_size_per_rank"),
-        "placement": placements(rs),
+        "placement": placement_line(rs),
         "rehearsal": rehearsal,
     }
+
+
+def placement_line(rs: ResultSet) -> list[str]:
+    """Where the metrics carry it (``traced.placement``, read with .get): one line for the set, e.g.
+    "1, 2, 4, 8 ranks on 1 GPU of 1 host; ranks share a GPU at 2, 4, 8; via NET/Socket"."""
+    recorded = [(n, p) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
+    if not recorded:
+        return []
+    ranks = ", ".join(str(p.get("ranks", "?")) for _, p in recorded)
+    bits = [f"{ranks} rank{'s' if ranks != '1' else ''}"]
+    gpus = sorted({p["gpus"] for _, p in recorded if p.get("gpus") is not None})
+    hosts = sorted({p["hosts"] for _, p in recorded if p.get("hosts") is not None})
+    if gpus:
+        bits.append(f"on {'/'.join(map(str, gpus))} GPU{'s' if gpus != [1] else ''}")
+    if hosts:
+        bits.append(f"of {'/'.join(map(str, hosts))} host{'s' if hosts != [1] else ''}")
+    text = " ".join(bits)
+    shared = [str(n) for n, p in recorded if p.get("shared_gpu")]
+    if shared:
+        text += f"; ranks share a GPU at {', '.join(shared)}"
+    transports = sorted({str(t) for _, p in recorded for t in p.get("transports") or []})
+    if transports:
+        text += "; via " + ", ".join(transports)
+    if any(p.get("identity") == "unknown" for _, p in recorded):
+        text += " (GPU identity unknown)"
+    return [text]
 
 
 def placements(rs: ResultSet) -> list[str]:
@@ -157,7 +192,9 @@ def _predictions(rs: ResultSet, claims: list | None, study: list[int]) -> dict[s
     from dnabert_scaling.metrics_schema import MetricsFile
 
     try:
-        measured = measured_from_metrics(MetricsFile.from_json(rs.metrics))
+        measured = measured_from_metrics(
+            MetricsFile.from_json(rs.metrics), left_out=[]
+        )  # the set's placement in the table says why
     except (KeyError, TypeError, ValueError):
         measured = {}
     return {p["id"]: p for p in predicted_verdicts(data, claims, study, measured)}
@@ -188,7 +225,7 @@ def summary(report: Report, claims_path: str | None, study_world_sizes: list[int
             {"measured": _measured_cell(rs.claim(cid), rs, notes), "predicted": _predicted_cell(preds.get(cid), rs)}
             for cid in ids
         ]
-        rows.append({"number": rs.number, "label": rs.label, "hardware": hardware(rs), "cells": cells})
+        rows.append({"number": rs.number, "label": rs.label, "name": short_name(rs), "hardware": hardware(rs), "cells": cells})
     predicted_any = any(c["predicted"] for r in rows for c in r["cells"])
     return {
         "claims": [{"id": cid, "title": titles.get(cid, "")} for cid in ids],

@@ -53,13 +53,15 @@ def test_reference_results_are_rederived(tmp_path, name):
         text=True,
         cwd=ROOT,
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     verdicts = {c["id"]: c["verdict"] for c in json.loads((out / "verdicts.json").read_text())["claims"]}
     shipped_v = {
         c["id"]: c["verdict"]
         for c in json.loads((ROOT / "expected" / "reference-results" / name / "verdicts.json").read_text())["claims"]
     }
     assert verdicts == shipped_v
+    # check's exit status: 1 where a claim FAILs or is INVALID (the rehearsals: ranks shared a GPU)
+    failing = {"FAIL", "INVALID"} & set(shipped_v.values())
+    assert proc.returncode == (1 if failing else 0), proc.stdout[-2000:] + proc.stderr[-2000:]
     # one H200: zero NCCL kernels in every measured step
     assert verdicts["C1"] == "PASS"
     assert compare_results(out, ROOT / "expected" / "reference-results" / name) == []

@@ -134,7 +134,7 @@ def test_the_values_are_shown_as_text(pages):
     assert "Prediction, not a verdict." in html, "the poisoned predictions.json was shown"
     # the first screen says rehearsal for a set whose ranks share GPUs
     summary = html.split('id="ds-summary"')[1].split("</table>")[0]
-    assert ">rehearsal<" in summary and "ranks share GPUs: never scaling evidence" in summary
+    assert ">rehearsal<" in summary and "never scaling evidence" in summary
 
 
 def test_first_screen_placement_and_rehearsal_are_escaped(tmp_path):
@@ -159,7 +159,7 @@ def test_first_screen_placement_and_rehearsal_are_escaped(tmp_path):
     html = str(summary.summary_html(report, [1, 4, 8]))
     page = live(html)
     assert page.scripts == [] and page.handlers == [] and page.js_urls == []
-    assert "4: 4 ranks on 2 GPUs of 1 host (ranks share a GPU), via &lt;script&gt;" in html
+    assert "4 ranks on 2 GPUs of 1 host; ranks share a GPU at 4; via &lt;script&gt;" in html
     assert ">rehearsal<" in html
     from dnabert_scaling.report import front
 

@@ -50,7 +50,7 @@ typecheck: $(STAMP) ## type check of the ground-floor modules and the metrics sc
 reproduce: $(STAMP) ## the main job: GPU sweep where GPUs exist, else the embedded CPU default; then analysis, check, report
 	$(VPY) scripts/reproduce.py --out $(OUT)
 
-kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU, under a minute)
+kick-tires: $(STAMP) ## analysis, checker and report on the traces shipped in expected/ (no GPU; median time in docs/timings/kick-tires.json)
 	$(VPY) scripts/reproduce.py --kick-tires --out kick-tires
 
 refresh-reference: kick-tires ## after an analysis change: copy what kick-tires re-derived into expected/reference-results/

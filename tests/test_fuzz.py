@@ -292,3 +292,45 @@ def test_the_unmutated_inputs_pass_through(tmp_path):
     _write_trace(tmp_path / "rank0.json", TRACE)
     _analyze_and_check(tmp_path, tmp_path / "rank0.json")
     assert (tmp_path / "r" / "metrics.json").is_file()
+
+
+# ---- verdicts.json: the report shows only verdicts tied to its data --------------------------
+
+REHEARSAL = ROOT / "expected" / "reference-results" / "h200-rehearsal"  # PASS, INVALID and their checks
+
+
+def _verdict_words(verdicts: dict) -> list:
+    return [(c.get("id"), c.get("verdict"), [ch.get("verdict") for ch in c.get("checks") or []]) for c in verdicts["claims"]]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_mutated_verdicts_are_never_presented(tmp_path_factory, data):
+    """A verdicts.json mutated in any way (a verdict turned into PASS, claims deleted, duplicated,
+    reordered, its sources stripped or retyped): what the report goes on to present (after
+    ``check_where_needed``, the report's first step) is exactly what the metrics give against the
+    claims file, and metrics.json and the claims file are unchanged."""
+    import shutil
+
+    from dnabert_scaling import checker
+    from dnabert_scaling.report.build import check_where_needed
+
+    tmp = tmp_path_factory.mktemp("verdicts")
+    folder = tmp / "results"
+    shutil.copytree(REHEARSAL, folder, ignore=shutil.ignore_patterns("tables"))
+    doc = json.loads((folder / "verdicts.json").read_text())
+    paths = [p for p, _ in _nodes(doc) if len(p) <= 4]
+    op, path, mutated = data.draw(json_mutation(doc, paths))
+    if data.draw(st.booleans()):  # the forger's move: every claim PASS, sources kept
+        for c in mutated.get("claims") or [] if isinstance(mutated.get("claims"), list) else []:
+            if isinstance(c, dict):
+                c["verdict"] = "PASS"
+    (folder / "verdicts.json").write_text(json.dumps(mutated))
+    before = _sha([folder / "metrics.json", CLAIMS])
+    metrics, _ = checker.load_metrics(folder)
+    check_where_needed([(metrics, folder.resolve())], CLAIMS)
+    shown, why = checker.read_verdicts(folder, metrics, CLAIMS)
+    assert shown is not None, why
+    fresh = checker.evaluate(metrics, checker.load_claims(CLAIMS), checker.load_sanity_bounds(CLAIMS))
+    assert _verdict_words(shown) == _verdict_words(fresh), (op, path)
+    assert _sha([folder / "metrics.json", CLAIMS]) == before

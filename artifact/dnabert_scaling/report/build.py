@@ -310,10 +310,19 @@ def _edited(verdicts: dict, metrics: dict, claims_path: Path) -> str:
         return ""
     fresh = checker.evaluate(metrics, checker.load_claims(claims_path), checker.load_sanity_bounds(claims_path))
 
-    def words(v: dict) -> list:
-        return [
-            (c.get("id"), c.get("verdict"), [ch.get("verdict") for ch in c.get("checks") or []]) for c in v.get("claims") or []
-        ]
+    def words(v: dict) -> list | None:
+        """Each claim's id, verdict and its checks' verdicts; None for a document not of that shape
+        (a claim or a check that is not an object, checks that are not a list: edited too)."""
+        claims = v.get("claims")
+        if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+            return None
+        out = []
+        for c in claims:
+            checks = c.get("checks") or []
+            if not isinstance(checks, list) or not all(isinstance(ch, dict) for ch in checks):
+                return None
+            out.append((c.get("id"), c.get("verdict"), [ch.get("verdict") for ch in checks]))
+        return out
 
     if words(verdicts) != words(fresh):
         return "verdicts.json does not hold the verdicts its metrics.json gives against the claims file (edited?)"

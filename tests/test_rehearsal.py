@@ -87,6 +87,24 @@ def test_sweep_rehearsal_options():
         rehearsal_options(argparse.Namespace(executor="slurm", repeats=3, baseline_no_ddp=True), [])
 
 
+def _failed_runs(out) -> str:
+    """What a failed run of the sweep left: its manifest's message, each rank's error.txt and the
+    launcher log's tail (a failure of this test must say why)."""
+    text = []
+    for manifest in sorted(out.glob("sweep-*/ws*/manifest.json")):
+        record = json.loads(manifest.read_text())
+        if record.get("status") == "ok":
+            continue
+        run = manifest.parent
+        text.append(f"\n--- {run.name}: {record.get('status')} rc={record.get('returncode')}: {record.get('message')}")
+        for err in sorted(run.glob("rank*/error.txt")):
+            text.append(f"--- {err.relative_to(run)}:\n{err.read_text()[-2000:]}")
+        log = run / "logs" / "launcher.log"
+        if log.is_file():
+            text.append(f"--- logs/launcher.log (tail):\n{log.read_text()[-2000:]}")
+    return "\n".join(text)
+
+
 @pytest.mark.slow
 def test_reference_run_rehearsal_on_the_cpu(tmp_path):
     """The evidence script end to end without a GPU: a rehearsal sweep at world sizes 1 and 2,
@@ -97,7 +115,7 @@ def test_reference_run_rehearsal_on_the_cpu(tmp_path):
          "--tracer", "torch:1,2", "--steps", "3", "--warmup", "1", "--budget", "400", "--pack", str(pack), str(out)],
         capture_output=True, text=True, timeout=900, env={**__import__("os").environ, "PYTHON": PYTHON},
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:] + _failed_runs(out)
     assert sorted(p.name for p in pack.iterdir()) == ["ref.log", "reference-set-rehearsal.tar.xz", "run-logs.tar.xz"]
     sets = tmp_path / "sets"
     with tarfile.open(pack / "reference-set-rehearsal.tar.xz") as tar:

@@ -17,8 +17,9 @@
 #   --bucket-hook MODE     auto|on|off, passed to train (default auto: on in traced runs)
 #   --no-busbw             no bus-bandwidth runs (default: in the first tracer's sweeps)
 #   --bench LIST           benchmarks: train,trace or none (default train,trace; with --rehearse none)
-#   --kit DIR              Score-P kit (/work/shared/scorep/prepare-kit.sh; default .gpu-kit), set up
-#                          when a tracer is scorep: `source DIR/setup-on-gpu.sh DIR`
+#   --kit DIR              Score-P kit (default .gpu-kit): a folder whose setup-on-gpu.sh puts a Score-P
+#                          install (containers/build-scorep.sh) on PATH; sourced when a tracer is scorep:
+#                          `source DIR/setup-on-gpu.sh DIR`
 #   --wheels DIR           Python wheels this machine lacks (e.g. datasets), installed into a
 #                          private folder first (default .whl, when it exists)
 #   --budget S             start no sweep after S seconds, and cut each run's timeout to the time left
@@ -35,7 +36,7 @@
 # Import at home: tar -xJf reference-set-<label>.tar.xz -C expected/reference/ (or
 # scripts/import_reference.py OUT_DIR --name LABEL from an unpacked OUT_DIR), then `make kick-tires`.
 set -uo pipefail
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "reference_run: $*" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

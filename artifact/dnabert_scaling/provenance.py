@@ -65,12 +65,14 @@ def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
     return out
 
 
-def _nvidia_smi() -> dict[str, Any] | None:
+def nvidia_smi_query(fields: str) -> list[list[str]] | None:
+    """``nvidia-smi --query-gpu=FIELDS`` as one row of stripped cells per GPU; None where
+    nvidia-smi is missing or fails."""
     if not shutil.which("nvidia-smi"):
         return None
     try:
         out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             timeout=20,
@@ -78,9 +80,14 @@ def _nvidia_smi() -> dict[str, Any] | None:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    gpus = [
-        dict(zip(("name", "driver", "memory"), [x.strip() for x in line.split(",")])) for line in out.splitlines() if line.strip()
-    ]
+    return [[x.strip() for x in line.split(",")] for line in out.splitlines() if line.strip()]
+
+
+def _nvidia_smi() -> dict[str, Any] | None:
+    rows = nvidia_smi_query("name,driver_version,memory.total")
+    if rows is None:
+        return None
+    gpus = [dict(zip(("name", "driver", "memory"), row)) for row in rows]
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 

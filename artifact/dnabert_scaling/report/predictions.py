@@ -76,19 +76,24 @@ def _claim_sizes(claim: dict) -> list[int]:
     return [int(n) for n in ws] if isinstance(ws, list) and ws else list(DEFAULT_SIZES)
 
 
-def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list[dict]:
-    """Each claim's predicted verdict (``checker.predicted``) beside its measured one, with texts."""
+def measured_of(rs) -> dict[int, dict]:
+    """The set's measured figures per world size > 1 that a forecast is held against (none for
+    world sizes whose ranks shared a GPU: the set's placement in the first screen says why)."""
     from dnabert_scaling.analysis.predict_compare import measured_from_metrics
-    from dnabert_scaling.checker.predicted import predicted_verdicts
     from dnabert_scaling.metrics_schema import MetricsFile
-    from dnabert_scaling.report.results import VERDICT_CLASS
 
     try:
-        measured = measured_from_metrics(
-            MetricsFile.from_json(rs.metrics), left_out=[]
-        )  # the set's placement in the table says why
+        return measured_from_metrics(MetricsFile.from_json(rs.metrics), left_out=[])
     except (KeyError, TypeError, ValueError):
-        measured = {}
+        return {}
+
+
+def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list[dict]:
+    """Each claim's predicted verdict (``checker.predicted``) beside its measured one, with texts."""
+    from dnabert_scaling.checker.predicted import predicted_verdicts
+    from dnabert_scaling.report.results import VERDICT_CLASS
+
+    measured = measured_of(rs)
     rows = predicted_verdicts(pred, claims, study_sizes, measured)
     for c in rows:
         claim = rs.claim(c["id"]) or {}

@@ -188,15 +188,7 @@ def _predictions(rs: ResultSet, claims: list | None, study: list[int]) -> dict[s
     data, _ = P.load(rs)
     if data is None or not claims:
         return {}
-    from dnabert_scaling.analysis.predict_compare import measured_from_metrics
-    from dnabert_scaling.metrics_schema import MetricsFile
-
-    try:
-        measured = measured_from_metrics(
-            MetricsFile.from_json(rs.metrics), left_out=[]
-        )  # the set's placement in the table says why
-    except (KeyError, TypeError, ValueError):
-        measured = {}
+    measured = P.measured_of(rs)
     return {p["id"]: p for p in predicted_verdicts(data, claims, study, measured)}
 
 

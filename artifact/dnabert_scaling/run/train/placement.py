@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -52,19 +51,10 @@ def nccl_environment(rank: int, log: Path | None, rehearse: bool, env: dict[str,
 
 def _nvidia_smi_bus_ids() -> dict[str, str]:
     """UUID (without ``GPU-``) -> PCI bus id, from ``nvidia-smi``; empty where it is missing."""
-    try:
-        text = subprocess.run(
-            ["nvidia-smi", "--query-gpu=uuid,pci.bus_id", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
+    from dnabert_scaling.provenance import nvidia_smi_query
+
     out = {}
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
+    for parts in nvidia_smi_query("uuid,pci.bus_id") or []:
         if len(parts) == 2:
             key = uuid_text(parts[0])
             if key:

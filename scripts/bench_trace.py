@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Tracing cost: traced / untraced step time per tracer mode, in many short processes (needs CUDA).
+"""Tracing cost: traced / untraced step time per tracer mode, step by step in lockstep (needs CUDA).
 
 Score-P cannot be unloaded inside a process, and its recording-off windows still pay every CUPTI
-callback, so the modes cannot alternate inside one process. Identical processes differ by up to
-2x on the lent H200, so single runs say little. The figure is therefore taken over rounds: each
-round starts one short process per mode (the order rotated from round to round), each process
-builds the model for every configuration and times ``--warmup`` + ``--steps`` training steps of
-it (the median of the measured steps, CUDA events). A mode's cost at a configuration is, per
-round, its median step over the untraced process's median step of the same round; the JSON gives
-the median, min and max of these ratios over the rounds.
+callback, so each mode needs processes of its own. Identical processes differ by up to 2x on the
+lent H200, and the step times of one process drift by a third within seconds, so processes run
+one after the other compare badly. Here each round starts one process per mode at once, and the
+parent then lets them take turns, one training step at a time: a step of each mode in turn (the
+order rotated from step to step), every step ended by a device synchronisation, the others
+waiting on their pipe meanwhile (no CPU and no GPU work). So the steps compared are seconds
+apart, on one machine state, and the GPU runs one process's work at a time.
+
+Per round and configuration, a mode's ratio is the median over the measured steps of its step
+time over the untraced process's step time in the same turn (host wall time of the step, from
+its first call to the end of its synchronisation). The JSON gives, per mode and configuration,
+the median, min and max of these per-round ratios over the rounds, and the median of all the
+paired step ratios of all rounds (``pooled_ratio_median``, with its quartiles).
 
 Modes:
   untraced          no tracer
@@ -21,12 +27,14 @@ Modes:
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
-is in the trace (``scripts/scorep_count.py``; null without launch records).
+is in the trace (``scripts/scorep_count.py``, counted once all rounds are done; null without
+launch records).
 
-Per call (the processes of the second round, after their configurations; ``--no-micro`` skips
-it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small kernel
-launch from PyTorch (``x.add_(1)`` on one element), so that the ratios can be read as callbacks x
-cost per callback. Trace figures are taken from the processes without these loops.
+Per call (in the second round, after the configurations, in turns like the steps; ``--no-micro``
+skips it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small
+kernel launch from PyTorch (``x.add_(1)`` on one element), the median over ``MICRO_TURNS`` turns,
+so that the ratios can be read as callbacks x cost per callback. Trace figures come from the
+rounds without these loops.
 
     scripts/bench_trace.py [--rounds 5] [--configs 8x70,32x70,128x128] [--json OUT]
 """
@@ -36,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import selectors
 import statistics
 import subprocess
 import sys
@@ -54,7 +63,9 @@ MODES = {  # mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS); None: not
     "scorep-launch": (SCOREP_ENABLE, "launch"),
     "scorep-nodriver": ("kernel,memcpy", "all"),
 }
-MICRO_QUERIES, MICRO_LAUNCHES = 5000, 1000
+MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
+REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
+REPLY_TIMEOUT_S = 300.0
 
 
 def parse_configs(text: str) -> list[tuple[int, int]]:
@@ -65,71 +76,96 @@ def parse_configs(text: str) -> list[tuple[int, int]]:
     return out
 
 
-# ---- inside one measured process ---------------------------------------------------------------
+# ---- the child: one process of one mode, serving the parent's commands ----------------------------
 
 
-def child_configs(args) -> dict:
-    """Time warm-up + measured steps per configuration; torch mode traces each configuration."""
-    import torch
-    from bench_train import Bench
+class Served:
+    """The child's state: the model of the current configuration and, in torch mode, its tracer."""
 
-    from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
+    def __init__(self, args):
+        import torch
 
-    device = torch.device("cuda")
-    out = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for batch, seq in parse_configs(args.configs):
-            bench = Bench(torch, args.model, "sdpa", batch, seq, device, "bf16", "default")
-            tracer = None
-            if args.child == "torch":
-                tracer = TorchProfilerTracer(Path(tmp) / f"{batch}x{seq}.json.gz", args.warmup, args.steps, "cuda", cpu_ops=False)
-            events = [torch.cuda.Event(enable_timing=True) for _ in range(args.steps + 1)]
-            for i in range(args.warmup + args.steps):
-                if tracer:
-                    tracer.step_begin(i)
-                if i == args.warmup:
-                    events[0].record()
-                bench.step(bench.ids, bench.mask, bench.labels, measured=i >= args.warmup)
-                if i >= args.warmup:
-                    events[i - args.warmup + 1].record()
-                if tracer:
-                    tracer.step_end(i)
-            events[-1].synchronize()
-            steps = [events[i].elapsed_time(events[i + 1]) for i in range(args.steps)]
-            out[f"{batch}x{seq}"] = {"step_ms_median": statistics.median(steps), "step_ms": steps}
-            del bench, tracer
-            torch.cuda.empty_cache()
-    return out
+        self.torch, self.args = torch, args
+        self.device = torch.device(args.device)
+        self.bench = self.tracer = self.micro_prof = None
+        self.tmp = tempfile.TemporaryDirectory()
 
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize()
 
-def child_micro(args) -> dict:
-    """Host ns per driver query and per small PyTorch kernel launch, best of 3 batches."""
-    import ctypes
+    def config(self, cfg: str) -> dict:
+        from bench_train import Bench
 
-    import torch
+        from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
 
-    x = torch.zeros(1, device="cuda")
-    torch.cuda.synchronize()
-    prof = None
-    if args.child == "torch":
-        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
-        prof.__enter__()
-    cuda = ctypes.CDLL("libcuda.so.1")
-    dev = ctypes.c_int()
-    query, launch = [], []
-    for _ in range(3):  # small counts: under Score-P these calls are recorded too
+        batch, seq = parse_configs(cfg)[0]
+        precision = "bf16" if self.device.type == "cuda" else "fp32"
+        self.bench = Bench(self.torch, self.args.model, "sdpa", batch, seq, self.device, precision, "default")
+        self.tracer = None
+        if self.args.child == "torch":
+            path = Path(self.tmp.name) / f"{cfg}.json.gz"
+            self.tracer = TorchProfilerTracer(path, self.args.warmup, self.args.steps, self.device.type, cpu_ops=False)
+        self.sync()
+        return {}
+
+    def step(self, i: int) -> dict:
+        """One training step, timed from its first call to the end of the device synchronisation."""
+        if self.tracer:
+            self.tracer.step_begin(i)
         t0 = time.perf_counter_ns()
-        for _ in range(MICRO_QUERIES):
-            cuda.cuCtxGetDevice(ctypes.byref(dev))
-        query.append((time.perf_counter_ns() - t0) / MICRO_QUERIES)
+        self.bench.step(self.bench.ids, self.bench.mask, self.bench.labels, measured=i >= self.args.warmup)
+        self.sync()
+        ms = (time.perf_counter_ns() - t0) / 1e6
+        if self.tracer:
+            self.tracer.step_end(i)  # the last measured step exports the trace: not timed
+        return {"ms": ms}
+
+    def release(self) -> dict:
+        self.bench = self.tracer = None
+        if self.device.type == "cuda":
+            self.torch.cuda.empty_cache()
+        return {}
+
+    def micro(self) -> dict:
+        """Host ns per driver query and per small PyTorch kernel launch, one batch of each."""
+        import ctypes
+
+        torch = self.torch
+        if not hasattr(self, "_x"):
+            self._x = torch.zeros(1, device=self.device)
+            self._cuda = ctypes.CDLL("libcuda.so.1") if self.device.type == "cuda" else None
+            if self.args.child == "torch":
+                activities = [
+                    torch.profiler.ProfilerActivity.CUDA if self.device.type == "cuda" else torch.profiler.ProfilerActivity.CPU
+                ]
+                self.micro_prof = torch.profiler.profile(activities=activities)
+                self.micro_prof.__enter__()
+        self.sync()
+        out = {"cuCtxGetDevice_ns": None}
+        if self._cuda is not None:
+            dev = ctypes.c_int()
+            t0 = time.perf_counter_ns()
+            for _ in range(MICRO_QUERIES):
+                self._cuda.cuCtxGetDevice(ctypes.byref(dev))
+            out["cuCtxGetDevice_ns"] = (time.perf_counter_ns() - t0) / MICRO_QUERIES
         t0 = time.perf_counter_ns()
         for _ in range(MICRO_LAUNCHES):
-            x.add_(1)
-        launch.append((time.perf_counter_ns() - t0) / MICRO_LAUNCHES)
-        torch.cuda.synchronize()
-    if prof is not None:
-        prof.__exit__(None, None, None)
-    return {"cuCtxGetDevice_ns": min(query), "launch_ns": min(launch), "cuCtxGetDevice_ns_all": query, "launch_ns_all": launch}
+            self._x.add_(1)
+        out["launch_ns"] = (time.perf_counter_ns() - t0) / MICRO_LAUNCHES
+        self.sync()
+        return out
+
+    def quit(self) -> dict:
+        if self.micro_prof is not None:
+            self.micro_prof.__exit__(None, None, None)
+        self.tmp.cleanup()
+        return {}
+
+
+def reply(doc: dict) -> None:
+    sys.stdout.write(REPLY + json.dumps(doc) + "\n")
+    sys.stdout.flush()
 
 
 def child(args) -> int:
@@ -138,157 +174,330 @@ def child(args) -> int:
 
         if not under_scorep():
             raise SystemExit(f"bench-trace: mode {args.child} must run under python -m scorep")
-    result = child_configs(args)
-    if args.micro:  # after the configurations: the per-call figures of this mode
-        result["micro"] = child_micro(args)
-    Path(args.json).write_text(json.dumps(result))
-    return 0
+    served = Served(args)
+    reply({"op": "ready", "pid": os.getpid()})
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd["op"]
+        if op == "config":
+            out = served.config(cmd["config"])
+        elif op == "step":
+            out = served.step(cmd["i"])
+        elif op == "release":
+            out = served.release()
+        elif op == "micro":
+            out = served.micro()
+        elif op == "quit":
+            reply({"op": "quit", **served.quit()})
+            return 0
+        else:
+            raise SystemExit(f"bench-trace child: unknown command {op!r}")
+        reply({"op": op, **out})
+    return 1  # the parent went away
 
 
-# ---- the parent: rounds of processes -----------------------------------------------------------
+# ---- the parent: rounds of processes that take turns ---------------------------------------------
 
 
-def child_argv(mode: str, args, out_json: Path, micro: bool) -> list[str]:
+class Child:
+    """One child process and its command pipe; ``ask`` sends a command and waits for the reply."""
+
+    def __init__(self, mode: str, args, work: Path, tag: str):
+        from dnabert_scaling.run.tracing.scorep import scorep_environment
+
+        self.mode, self.tag, self.exp = mode, tag, None
+        env = dict(os.environ)
+        if MODES[mode] is not None:
+            cuda_enable, callbacks = MODES[mode]
+            env.update(scorep_environment(0, work / tag, cuda_enable=cuda_enable, base_env={}))
+            env["SCOREP_CUDA_DRIVER_CALLBACKS"] = callbacks
+            self.exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
+            self.exp.parent.mkdir(parents=True)
+        self.log = open(work / f"{tag}.log", "w")
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            child_argv(mode, args), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, bufsize=0
+        )
+        self.buf = b""
+
+    def send(self, op: str, **kw) -> None:
+        self.proc.stdin.write((json.dumps({"op": op, **kw}) + "\n").encode())
+
+    def recv(self, timeout: float = REPLY_TIMEOUT_S) -> dict:
+        """The next reply line; other lines on the child's stdout are passed over."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line, self.buf = self.buf[:nl].decode(errors="replace"), self.buf[nl + 1 :]
+                if line.startswith(REPLY):
+                    return json.loads(line[len(REPLY) :])
+                continue
+            left = deadline - time.monotonic()
+            with selectors.DefaultSelector() as sel:
+                sel.register(fd, selectors.EVENT_READ)
+                if left <= 0 or not sel.select(left):
+                    raise RuntimeError(f"{self.tag}: no reply within {timeout:.0f} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise RuntimeError(f"{self.tag}: exited with status {self.proc.wait()} (see {self.log.name})")
+            self.buf += chunk
+
+    def ask(self, op: str, **kw) -> dict:
+        self.send(op, **kw)
+        return self.recv()
+
+    def close(self, timeout: float = 300.0) -> int:
+        """Ask the child to quit and wait for it (Score-P writes its experiment at exit)."""
+        try:
+            if self.proc.poll() is None:
+                self.ask("quit")
+            status = self.proc.wait(timeout)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            status = self.proc.wait()
+        self.log.close()
+        return status
+
+
+def child_argv(mode: str, args) -> list[str]:
     argv = [sys.executable]
     if MODES[mode] is not None:
         argv += ["-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
-    argv += [str(Path(__file__).resolve()), "--child", mode, "--json", str(out_json), "--model", args.model]
-    argv += ["--configs", args.configs, "--warmup", str(args.warmup), "--steps", str(args.steps)]
-    return argv + (["--micro"] if micro else [])
+    argv += [str(Path(__file__).resolve()), "--child", mode, "--model", args.model, "--device", args.device]
+    return argv + ["--warmup", str(args.warmup), "--steps", str(args.steps)]
 
 
-def run_process(mode: str, args, work: Path, tag: str, micro: bool = False) -> dict:
-    """One measured process; its timings plus, under Score-P, its trace figures."""
-    from dnabert_scaling.run.tracing.scorep import scorep_environment
+def turn_order(modes: list[str], k: int) -> list[str]:
+    """The modes in turn ``k``: rotated by one from turn to turn, so no mode always goes first."""
+    return [modes[(j + k) % len(modes)] for j in range(len(modes))]
 
-    out_json = work / f"{tag}.json"
-    env = dict(os.environ)
-    exp = None
-    if MODES[mode] is not None:
-        cuda_enable, callbacks = MODES[mode]
-        env.update(scorep_environment(0, work / tag, cuda_enable=cuda_enable, base_env={}))
-        env["SCOREP_CUDA_DRIVER_CALLBACKS"] = callbacks
-        exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
-        exp.parent.mkdir(parents=True)
-    t0 = time.monotonic()
-    proc = subprocess.run(child_argv(mode, args, out_json, micro), env=env, capture_output=True, text=True)
-    row = {"mode": mode, "tag": tag, "micro": micro, "wall_s": round(time.monotonic() - t0, 2), "exit_status": proc.returncode}
-    if proc.returncode != 0 or not out_json.is_file():
-        row["error"] = (proc.stderr or proc.stdout)[-2000:]
-        return row
-    row["result"] = json.loads(out_json.read_text())
-    if exp is not None:
-        row.update(trace_figures(exp, args))
+
+def ask_all(children: dict[str, Child], op: str, **kw) -> dict[str, dict]:
+    """The same command to every child at once (set-up work, not timed), then every reply."""
+    for c in children.values():
+        c.send(op, **kw)
+    return {m: c.recv() for m, c in children.items()}
+
+
+def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict:
+    """One round: a process per mode, the configurations step by step in turns, then (``micro``)
+    the per-call loops in turns. Returns the step times per configuration and mode."""
+    children: dict[str, Child] = {}
+    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, "per_call": {}, "processes": {}}
+    try:
+        for m in modes:
+            children[m] = Child(m, args, work, f"r{rnd}-{m}")
+        for m, c in children.items():
+            c.recv()  # ready
+        for cfg in args.config_names:
+            ask_all(children, "config", config=cfg)
+            times: dict[str, list[float]] = {m: [] for m in modes}
+            for i in range(args.warmup + args.steps):
+                for m in turn_order(modes, i + rnd):
+                    ms = children[m].ask("step", i=i)["ms"]
+                    if i >= args.warmup:
+                        times[m].append(ms)
+            row["steps_ms"][cfg] = times
+            ask_all(children, "release")
+        if micro:
+            calls: dict[str, list[dict]] = {m: [] for m in modes}
+            for k in range(MICRO_TURNS):
+                for m in turn_order(modes, k):
+                    calls[m].append(children[m].ask("micro"))
+            row["per_call"] = calls
+    except RuntimeError as exc:
+        row["error"] = str(exc)
+    for m, c in children.items():
+        status = c.close()
+        row["processes"][m] = {"exit_status": status, "wall_s": round(time.monotonic() - c.started, 2)}
+        if c.exp is not None:
+            row["processes"][m]["experiment"] = str(c.exp)
+            row["processes"][m]["trace_bytes"] = (
+                sum(f.stat().st_size for f in c.exp.rglob("*") if f.is_file()) if c.exp.is_dir() else None
+            )
+    if any(p["exit_status"] != 0 for p in row["processes"].values()) and "error" not in row:
+        row["error"] = "a process exited with a status other than 0: " + json.dumps(row["processes"])
     return row
 
 
-def trace_figures(exp: Path, args) -> dict:
-    from scorep_count import count
-
-    size = sum(f.stat().st_size for f in exp.rglob("*") if f.is_file())
-    executed = len(parse_configs(args.configs)) * (args.warmup + args.steps)
-    c = count(exp)
-    return {
-        "trace_bytes": size,
-        "trace_bytes_per_step": size / executed,
-        "launches": c["launches"],
-        "kernels": c["kernels"],
-        "kernels_found_share": (min(c["kernels"], c["launches"]) / c["launches"]) if c["launches"] else None,
-        "host_enters": c["host_enters"],
-        "top_host_regions": c["top_host_regions"],
-    }
+# ---- the figures -----------------------------------------------------------------------------
 
 
-def summarise(runs: list[dict], configs: list[str]) -> list[dict]:
-    """Per mode and configuration: the ratio to the untraced process of the same round."""
-    by_round: dict[int, dict[str, dict]] = {}
-    for r in runs:
-        if "round" in r and "result" in r:
-            by_round.setdefault(r["round"], {})[r["mode"]] = r
+def quantile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (pos - lo)
+
+
+def paired_ratios(row: dict, cfg: str, mode: str) -> list[float]:
+    """Each measured step of ``mode`` over the untraced step of the same turn."""
+    times = row.get("steps_ms", {}).get(cfg, {})
+    mine, base = times.get(mode) or [], times.get("untraced") or []
+    if len(mine) != len(base):  # a round cut short: its turns are not paired
+        return []
+    return [t / u for t, u in zip(mine, base) if u > 0]
+
+
+def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | None = None) -> list[dict]:
+    """Per mode and configuration: the per-round medians of the paired step ratios, their median
+    and range over the rounds, and the median and quartiles of all pairs pooled."""
+    counts = counts or {}
     rows = []
     for mode in MODES:
         for cfg in configs:
-            ratios, steps, figures = [], [], []
-            for procs in by_round.values():
-                if mode in procs and "untraced" in procs:
-                    t = procs[mode]["result"][cfg]["step_ms_median"]
-                    ratios.append(t / procs["untraced"]["result"][cfg]["step_ms_median"])
-                    steps.append(t)
-                    figures.append(procs[mode])
-            if not ratios:
+            per_round, pooled, steps = [], [], []
+            for row in rounds:
+                ratios = paired_ratios(row, cfg, mode)
+                if ratios:
+                    per_round.append(statistics.median(ratios))
+                    pooled += ratios
+                    steps.append(statistics.median(row["steps_ms"][cfg][mode]))
+            if not per_round:
                 continue
-            row = {
-                "mode": mode,
-                "config": cfg,
-                "ratio_median": statistics.median(ratios),
-                "ratio_min": min(ratios),
-                "ratio_max": max(ratios),
-                "rounds": len(ratios),
-                "step_ms_median": statistics.median(steps),
-                "trace_bytes_per_step": None,
-                "kernels_found_share": None,
-            }
-            figures = [f for f in figures if not f["micro"]] or figures  # the per-call loops add records
-            if figures and "trace_bytes_per_step" in figures[0]:
-                row["trace_bytes_per_step"] = statistics.median(f["trace_bytes_per_step"] for f in figures)
-                shares = [f["kernels_found_share"] for f in figures if f["kernels_found_share"] is not None]
-                row["kernels_found_share"] = min(shares) if shares else None
-            rows.append(row)
+            rows.append(
+                {
+                    "mode": mode,
+                    "config": cfg,
+                    "ratio_median": statistics.median(per_round),
+                    "ratio_min": min(per_round),
+                    "ratio_max": max(per_round),
+                    "rounds": len(per_round),
+                    "pooled_ratio_median": statistics.median(pooled),
+                    "pooled_ratio_q1": quantile(pooled, 0.25),
+                    "pooled_ratio_q3": quantile(pooled, 0.75),
+                    "pairs": len(pooled),
+                    "step_ms_median": statistics.median(steps),
+                    **trace_figures(rounds, mode, counts.get(mode)),
+                }
+            )
     return rows
 
 
-def parent(args) -> int:
+def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
+    """Bytes per executed step (rounds without the per-call loops) and the share of launches whose
+    kernel is in the trace; null outside Score-P and without launch records."""
+    sizes = [
+        r["processes"][mode]["trace_bytes"] / r["executed_steps"]
+        for r in rounds
+        if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
+    ]
+    share = None
+    if count and count.get("launches"):
+        share = min(count["kernels"], count["launches"]) / count["launches"]
+    return {"trace_bytes_per_step": statistics.median(sizes) if sizes else None, "kernels_found_share": share}
+
+
+def count_kernels(rounds: list[dict], modes: list[str]) -> dict[str, dict]:
+    """``scorep_count`` of one experiment per Score-P mode (the first round without per-call loops)."""
+    from scorep_count import count
+
+    out: dict[str, dict] = {}
+    for mode in modes:
+        if MODES[mode] is None:
+            continue
+        for r in rounds:
+            exp = r.get("processes", {}).get(mode, {}).get("experiment")
+            if not r["micro"] and "error" not in r and exp and Path(exp, "traces.otf2").is_file():
+                c = count(Path(exp))
+                out[mode] = {k: c[k] for k in ("launches", "kernels", "host_enters", "top_host_regions")}
+                out[mode]["round"] = r["round"]
+                break
+    return out
+
+
+def per_call(rounds: list[dict]) -> list[dict]:
+    """The per-call figures: per mode, the median of the turns (and every turn)."""
+    out = []
+    for r in rounds:
+        for mode, turns in (r.get("per_call") or {}).items():
+            doc: dict = {"mode": mode, "turns": len(turns)}
+            for key in ("cuCtxGetDevice_ns", "launch_ns"):
+                xs = [t[key] for t in turns if isinstance(t.get(key), (int, float))]
+                doc[key] = statistics.median(xs) if xs else None
+                doc[f"{key}_all"] = xs
+            out.append(doc)
+    return out
+
+
+# ---- the parent ------------------------------------------------------------------------------
+
+
+def check_setup(args, modes: list[str]) -> str | None:
+    """Why the benchmark cannot run here, or None."""
     import torch
 
-    from dnabert_scaling.run.tracing.scorep import scorep_available
-
-    if not torch.cuda.is_available():
-        print("bench-trace: needs a CUDA GPU (tracing cost is a GPU figure); nothing measured", file=sys.stderr)
-        return 2
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.device == "cuda" and not torch.cuda.is_available():
+        return "bench-trace: needs a CUDA GPU (tracing cost is a GPU figure); nothing measured"
     unknown = [m for m in modes if m not in MODES]
     if unknown or "untraced" not in modes:
-        print(f"bench-trace: --modes must include 'untraced' and name only {', '.join(MODES)}", file=sys.stderr)
-        return 2
+        return f"bench-trace: --modes must include 'untraced' and name only {', '.join(MODES)}"
     if any(MODES[m] is not None for m in modes):
+        from dnabert_scaling.run.tracing.scorep import scorep_available
+
         ok, reason = scorep_available()
         if not ok:
-            print(f"bench-trace: the Score-P modes need Score-P: {reason}", file=sys.stderr)
-            return 2
-    configs = [f"{b}x{s}" for b, s in parse_configs(args.configs)]
+            return f"bench-trace: the Score-P modes need Score-P: {reason}"
+    return None
+
+
+def machine() -> dict:
+    import platform
+
+    import torch
+
+    doc = {"host_cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}
+    if torch.cuda.is_available():
+        doc.update(device=torch.cuda.get_device_name(0), cuda=torch.version.cuda)
+    return doc
+
+
+def parent(args) -> int:
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    why = check_setup(args, modes)
+    if why:
+        print(why, file=sys.stderr)
+        return 2
+    args.config_names = [f"{b}x{s}" for b, s in parse_configs(args.configs)]
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
-    runs: list[dict] = []
+    rounds: list[dict] = []
     started = time.monotonic()
     for rnd in range(args.rounds):
         if rnd and time.monotonic() - started > args.budget_s:
             print(f"# bench-trace: time budget spent after {rnd} rounds", flush=True)
             break
-        for k in range(len(modes)):
-            mode = modes[(k + rnd) % len(modes)]
-            micro = rnd == 1 and not args.no_micro  # the per-call figures in the second round
-            row = run_process(mode, args, work, f"r{rnd}-{mode}", micro=micro)
-            row["round"] = rnd
-            runs.append(row)
-            print(f"# round {rnd} {mode}: {row['wall_s']} s {row.get('result') or row.get('error')}", flush=True)
+        t0 = time.monotonic()
+        row = run_round(rnd, modes, args, work, micro=rnd == 1 and not args.no_micro)
+        row["executed_steps"] = len(args.config_names) * (args.warmup + args.steps)
+        row["wall_s"] = round(time.monotonic() - t0, 1)
+        rounds.append(row)
+        print(f"# round {rnd}: {row['wall_s']} s{' ' + row['error'] if 'error' in row else ''}", flush=True)
+    counts = count_kernels(rounds, modes)
     doc = {
-        "device": torch.cuda.get_device_name(0),
+        "method": "lockstep: one process per mode and round, taking turns step by step (see the script's docstring)",
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": machine(),
+        "device": machine().get("device", args.device),
         "model": args.model,
         "warmup": args.warmup,
         "steps": args.steps,
-        "configs": configs,
-        "modes": summarise(runs, configs),
-        "per_call": [{"mode": r["mode"], **r["result"]["micro"]} for r in runs if "micro" in r.get("result", {})],
-        "runs": runs,
+        "configs": args.config_names,
+        "modes": summarise(rounds, args.config_names, counts),
+        "per_call": per_call(rounds),
+        "counts": counts,
+        "rounds": rounds,
         "wall_s": round(time.monotonic() - started, 1),
     }
     for r in doc["modes"]:
-        print(json.dumps(r))
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
     for r in doc["per_call"]:
         print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
-    return 0
+    return 0 if doc["modes"] else 1
 
 
 def main(argv=None) -> int:
@@ -297,12 +506,12 @@ def main(argv=None) -> int:
     p.add_argument("--configs", default="8x70,32x70,128x128")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--steps", type=int, default=30)
     p.add_argument("--budget-s", type=float, default=1e9, help="start no new round after this many seconds")
     p.add_argument("--no-micro", action="store_true", help="skip the per-call figures")
-    p.add_argument("--micro", action="store_true", help=argparse.SUPPRESS)  # in a child: the per-call figures
     p.add_argument("--json", default=None)
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help=argparse.SUPPRESS)  # cpu: the tests' protocol run
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:

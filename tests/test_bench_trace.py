@@ -1,9 +1,12 @@
-"""scripts/bench_trace.py on the CPU: the per-round ratios it reports, the child command lines, and
-its refusal without a GPU (the measurement itself needs CUDA)."""
+"""scripts/bench_trace.py on the CPU: the paired ratios it reports, the child command lines, its
+refusal without a GPU, and its lockstep protocol with real processes (the tiny model on the CPU:
+the protocol, not the figures; the measurement itself needs CUDA)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import subprocess
 
 import pytest
@@ -19,37 +22,49 @@ def bt():
     return mod
 
 
-def _run(rnd, mode, ms, micro=False, **figures):
-    return {"round": rnd, "mode": mode, "micro": micro, "result": {"8x70": {"step_ms_median": ms}}, **figures}
+def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
+    procs = {"untraced": {"exit_status": 0}, "scorep-launch": {"exit_status": 0, "trace_bytes": trace_bytes}}
+    return {
+        "round": rnd,
+        "micro": micro,
+        "executed_steps": 10,
+        "steps_ms": {"8x70": {"untraced": untraced, "scorep-launch": launch}},
+        "processes": procs,
+    }
 
 
-def test_ratio_is_per_round_against_the_untraced_process(bt):
-    runs = [
-        _run(0, "untraced", 40.0),
-        _run(0, "scorep-launch", 50.0, trace_bytes_per_step=1000.0, kernels_found_share=1.0),
-        _run(1, "untraced", 50.0),
-        _run(1, "scorep-launch", 55.0, micro=True, trace_bytes_per_step=1400.0, kernels_found_share=0.5),
-        _run(2, "untraced", 45.0),
-        _run(2, "scorep-launch", 63.0, trace_bytes_per_step=1200.0, kernels_found_share=0.99),
-        _run(3, "scorep-launch", 10.0),  # no untraced process in this round: not a ratio
-        {"round": 4, "mode": "scorep-launch", "micro": False, "exit_status": 1, "error": "boom"},  # failed
+def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
+    rounds = [
+        _round(0, [40.0, 50.0, 60.0], [44.0, 60.0, 66.0], trace_bytes=10_000),  # 1.1, 1.2, 1.1
+        _round(1, [50.0, 50.0, 50.0], [75.0, 60.0, 65.0], micro=True, trace_bytes=99_000),  # 1.5, 1.2, 1.3
+        _round(2, [10.0, 10.0, 10.0], [12.0, 14.0, 13.0], trace_bytes=12_000),  # 1.2, 1.4, 1.3
+        _round(3, [10.0, 10.0], [99.0]),  # cut short: its turns are not paired
     ]
-    rows = {r["mode"]: r for r in bt.summarise(runs, ["8x70"])}
+    counts = {"scorep-launch": {"launches": 200, "kernels": 199}}
+    rows = {r["mode"]: r for r in bt.summarise(rounds, ["8x70"], counts)}
     row = rows["scorep-launch"]
-    assert row["rounds"] == 3
-    assert row["ratio_median"] == pytest.approx(1.25) and row["ratio_min"] == pytest.approx(1.1)
-    assert row["ratio_max"] == pytest.approx(1.4)
-    # trace figures only from processes without the per-call loops; the kernel share is the worst one
-    assert row["trace_bytes_per_step"] == pytest.approx(1100.0) and row["kernels_found_share"] == pytest.approx(0.99)
+    assert row["rounds"] == 3 and row["pairs"] == 9
+    assert row["ratio_median"] == pytest.approx(1.3) and row["ratio_min"] == pytest.approx(1.1)
+    assert row["ratio_max"] == pytest.approx(1.3)
+    assert row["pooled_ratio_median"] == pytest.approx(1.2)
+    assert row["pooled_ratio_q1"] == pytest.approx(1.2) and row["pooled_ratio_q3"] == pytest.approx(1.3)
+    # bytes per step only from the rounds without the per-call loops; the share from the count
+    assert row["trace_bytes_per_step"] == pytest.approx(1100.0) and row["kernels_found_share"] == pytest.approx(0.995)
     assert rows["untraced"]["ratio_median"] == 1.0 and rows["untraced"]["trace_bytes_per_step"] is None
 
 
-def test_child_command_lines(bt, tmp_path):
-    args = bt.main.__globals__["argparse"].Namespace(model="base", configs="8x70", warmup=3, steps=12)
-    plain = bt.child_argv("torch", args, tmp_path / "x.json", micro=False)
+def test_turns_rotate_so_no_mode_always_goes_first(bt):
+    modes = ["untraced", "torch", "scorep-launch"]
+    firsts = {bt.turn_order(modes, k)[0] for k in range(3)}
+    assert firsts == set(modes) and sorted(bt.turn_order(modes, 5)) == sorted(modes)
+
+
+def test_child_command_lines(bt):
+    args = bt.main.__globals__["argparse"].Namespace(model="base", device="cuda", warmup=3, steps=12)
+    plain = bt.child_argv("torch", args)
     assert "-m" not in plain and plain[plain.index("--child") + 1] == "torch"
-    traced = bt.child_argv("scorep-launch", args, tmp_path / "x.json", micro=True)
-    assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced and traced[-1] == "--micro"
+    traced = bt.child_argv("scorep-launch", args)
+    assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced
     assert bt.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch")
     assert bt.MODES["scorep-nodriver"][0] == "kernel,memcpy"
 
@@ -63,3 +78,30 @@ def test_refuses_without_a_gpu():
         [PYTHON, str(ROOT / "scripts" / "bench_trace.py"), "--rounds", "1"], capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _bench(tmp_path, *extra):
+    out = tmp_path / "bt.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact")}
+    argv = [PYTHON, str(ROOT / "scripts" / "bench_trace.py"), "--device", "cpu", "--modes", "untraced,torch"]
+    argv += ["--configs", "2x16", "--warmup", "1", "--steps", "2", "--json", str(out), *extra]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+    return proc, (json.loads(out.read_text()) if out.is_file() else None)
+
+
+def test_lockstep_protocol_with_real_processes_on_the_cpu(tmp_path):
+    proc, doc = _bench(tmp_path, "--model", "tiny", "--rounds", "2")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r["mode"]: r for r in doc["modes"]}
+    assert set(rows) == {"untraced", "torch"} and rows["torch"]["rounds"] == 2 and rows["torch"]["pairs"] == 4
+    for rnd in doc["rounds"]:
+        assert "error" not in rnd and {p["exit_status"] for p in rnd["processes"].values()} == {0}
+        assert all(len(t) == 2 and min(t) > 0 for t in rnd["steps_ms"]["2x16"].values())
+    calls = {c["mode"]: c for c in doc["per_call"]}  # the second round's per-call turns
+    assert set(calls) == {"untraced", "torch"} and calls["torch"]["turns"] == 9 and calls["torch"]["launch_ns"] > 0
+
+
+def test_a_child_that_fails_is_reported_not_hidden(tmp_path):
+    proc, doc = _bench(tmp_path, "--model", "no-such-model", "--rounds", "1", "--no-micro")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert doc["modes"] == [] and "exited with status" in doc["rounds"][0]["error"]

@@ -68,6 +68,15 @@ REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (oth
 REPLY_TIMEOUT_S = 300.0
 
 
+def parse_cpus(text: str) -> set[int]:
+    """``2-7,9`` -> {2, 3, 4, 5, 6, 7, 9}."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
 def parse_configs(text: str) -> list[tuple[int, int]]:
     out = []
     for item in text.split(","):
@@ -110,12 +119,15 @@ class Served:
         return {}
 
     def step(self, i: int) -> dict:
-        """One training step, timed from its first call to the end of the device synchronisation."""
+        """One training step, timed from its first call to the end of its synchronisation."""
         if self.tracer:
             self.tracer.step_begin(i)
         t0 = time.perf_counter_ns()
         self.bench.step(self.bench.ids, self.bench.mask, self.bench.labels, measured=i >= self.args.warmup)
-        self.sync()
+        if self.device.type == "cuda" and self.args.step_sync == "stream":
+            self.torch.cuda.current_stream().synchronize()
+        else:
+            self.sync()
         ms = (time.perf_counter_ns() - t0) / 1e6
         if self.tracer:
             self.tracer.step_end(i)  # the last measured step exports the trace: not timed
@@ -174,8 +186,10 @@ def child(args) -> int:
 
         if not under_scorep():
             raise SystemExit(f"bench-trace: mode {args.child} must run under python -m scorep")
+    if args.cpus:  # every thread made from here on inherits it
+        os.sched_setaffinity(0, parse_cpus(args.cpus))
     served = Served(args)
-    reply({"op": "ready", "pid": os.getpid()})
+    reply({"op": "ready", "pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))})
     for line in sys.stdin:
         cmd = json.loads(line)
         op = cmd["op"]
@@ -266,7 +280,8 @@ def child_argv(mode: str, args) -> list[str]:
     if MODES[mode] is not None:
         argv += ["-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
     argv += [str(Path(__file__).resolve()), "--child", mode, "--model", args.model, "--device", args.device]
-    return argv + ["--warmup", str(args.warmup), "--steps", str(args.steps)]
+    argv += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--step-sync", args.step_sync]
+    return argv + (["--cpus", args.cpus] if getattr(args, "cpus", None) else [])
 
 
 def turn_order(modes: list[str], k: int) -> list[str]:
@@ -454,7 +469,18 @@ def machine() -> dict:
     return doc
 
 
+def revision() -> str | None:
+    """The code's revision: $DNABERT_SCALING_REVISION (a copy without git), else git's HEAD."""
+    rev = os.environ.get("DNABERT_SCALING_REVISION", "").strip()
+    if rev:
+        return rev
+    proc = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() or None
+
+
 def parent(args) -> int:
+    if args.merge:
+        return merge(args)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     why = check_setup(args, modes)
     if why:
@@ -481,6 +507,9 @@ def parent(args) -> int:
         "machine": machine(),
         "device": machine().get("device", args.device),
         "model": args.model,
+        "cpus": args.cpus,
+        "step_sync": args.step_sync,
+        "revision": revision(),
         "warmup": args.warmup,
         "steps": args.steps,
         "configs": args.config_names,
@@ -500,6 +529,48 @@ def parent(args) -> int:
     return 0 if doc["modes"] else 1
 
 
+MERGE_KEYS = ("model", "warmup", "steps", "configs", "step_sync")
+
+
+def merge(args) -> int:
+    """One document from the rounds of several runs of the same set-up (same model, configurations,
+    steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
+    the first source that has them."""
+    docs = []
+    for name in args.merge:
+        try:
+            doc = json.loads(Path(name).read_text())
+            doc.setdefault("step_sync", "device")  # the first lockstep version (d6ee75a) knew no other
+            if not isinstance(doc.get("rounds"), list):
+                raise ValueError("no rounds")
+        except (OSError, ValueError) as exc:
+            print(f"bench-trace: {name}: not a bench-trace output ({exc})", file=sys.stderr)
+            return 2
+        docs.append((name, doc))
+    first = docs[0][1]
+    for name, doc in docs[1:]:
+        differ = [k for k in MERGE_KEYS if doc.get(k) != first.get(k)]
+        if differ:
+            print(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged", file=sys.stderr)
+            return 2
+    rounds, counts, sources = [], {}, []
+    for name, doc in docs:
+        for r in doc["rounds"]:
+            rounds.append({**r, "round": len(rounds), "source": Path(name).name, "source_round": r["round"]})
+        for mode, c in (doc.get("counts") or {}).items():
+            counts.setdefault(mode, {**c, "source": Path(name).name})
+        keep = ("date", "revision", "cpus", "wall_s", "machine")
+        sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
+    out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
+    out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
+    out.update(counts=counts, rounds=rounds)
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    for r in out["modes"]:
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="base")
@@ -510,6 +581,15 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--budget-s", type=float, default=1e9, help="start no new round after this many seconds")
     p.add_argument("--no-micro", action="store_true", help="skip the per-call figures")
+    p.add_argument("--cpus", default=None, help="pin every measured process to these CPUs (e.g. 2-7)")
+    p.add_argument(
+        "--step-sync",
+        choices=("stream", "device"),
+        default="stream",
+        help="how a timed step waits for its GPU work: its stream (as the training loop does; default) or the "
+        "whole device (under Score-P a device synchronisation also flushes the CUPTI activity buffer)",
+    )
+    p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
     p.add_argument("--json", default=None)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help=argparse.SUPPRESS)  # cpu: the tests' protocol run
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)

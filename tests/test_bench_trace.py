@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -60,11 +61,12 @@ def test_turns_rotate_so_no_mode_always_goes_first(bt):
 
 
 def test_child_command_lines(bt):
-    args = bt.main.__globals__["argparse"].Namespace(model="base", device="cuda", warmup=3, steps=12)
+    args = bt.main.__globals__["argparse"].Namespace(model="base", device="cuda", warmup=3, steps=12, step_sync="stream")
     plain = bt.child_argv("torch", args)
     assert "-m" not in plain and plain[plain.index("--child") + 1] == "torch"
     traced = bt.child_argv("scorep-launch", args)
     assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced
+    assert traced[traced.index("--step-sync") + 1] == "stream" and "--cpus" not in traced
     assert bt.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch")
     assert bt.MODES["scorep-nodriver"][0] == "kernel,memcpy"
 
@@ -105,3 +107,49 @@ def test_a_child_that_fails_is_reported_not_hidden(tmp_path):
     proc, doc = _bench(tmp_path, "--model", "no-such-model", "--rounds", "1", "--no-micro")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert doc["modes"] == [] and "exited with status" in doc["rounds"][0]["error"]
+
+
+def _doc(path, rounds, **over):
+    doc = {"model": "base", "warmup": 1, "steps": 3, "configs": ["8x70"], "step_sync": "stream", "rounds": rounds}
+    doc.update(over)
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def _merge(*argv):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact")}
+    return subprocess.run(
+        [PYTHON, str(ROOT / "scripts" / "bench_trace.py"), "--merge", *argv], capture_output=True, text=True, env=env
+    )
+
+
+def test_merge_joins_the_rounds_of_runs_of_one_set_up(tmp_path):
+    a = _doc(
+        tmp_path / "a.json",
+        [_round(0, [10.0, 10.0, 10.0], [11.0, 11.0, 11.0])],
+        counts={"scorep-launch": {"launches": 5, "kernels": 5}},
+    )
+    b = _doc(tmp_path / "b.json", [_round(0, [10.0] * 3, [13.0] * 3), _round(1, [10.0] * 3, [15.0] * 3)])
+    out = tmp_path / "m.json"
+    proc = _merge(a, b, "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    row = {r["mode"]: r for r in doc["modes"]}["scorep-launch"]
+    assert row["rounds"] == 3 and row["ratio_median"] == pytest.approx(1.3) and row["kernels_found_share"] == 1.0
+    assert [(r["round"], r["source"], r["source_round"]) for r in doc["rounds"]] == [
+        (0, "a.json", 0),
+        (1, "b.json", 0),
+        (2, "b.json", 1),
+    ]
+    assert [s["rounds"] for s in doc["merged_from"]] == [1, 2] and doc["step_sync"] == "stream"
+
+
+def test_merge_refuses_other_set_ups_and_other_files(tmp_path):
+    a = _doc(tmp_path / "a.json", [_round(0, [10.0], [11.0])])
+    older = tmp_path / "old.json"  # an output of the first lockstep version: every step ended in a device sync
+    older.write_text(json.dumps({k: v for k, v in json.loads(Path(a).read_text()).items() if k != "step_sync"}))
+    proc = _merge(a, str(older))
+    assert proc.returncode == 2 and "another set-up" in proc.stderr and "step_sync" in proc.stderr
+    (tmp_path / "x.json").write_text("{not json")
+    proc = _merge(a, str(tmp_path / "x.json"))
+    assert proc.returncode == 2 and "x.json: not a bench-trace output" in proc.stderr and "Traceback" not in proc.stderr

@@ -48,7 +48,8 @@ __all__ = ["SCHEMA", "TABLES", "TracedResult", "analyze_trace", "build", "label_
 TRACER_PREFERENCE = ("scorep", "torch")
 DILATION_KIND = (
     "separate processes: the traced run's median step time over the untraced runs' median, so it holds "
-    "run-to-run variation as well as the tracer's cost (make bench-trace times both in one process)"
+    "run-to-run variation as well as the tracer's cost (make bench-trace pairs traced and untraced steps taken "
+    "seconds apart, which isolates the tracer)"
 )
 CPU_NO_GPU = (
     "CPU run (gloo, no GPU): the traces hold no GPU activity, so the GPU-time metrics "

@@ -84,8 +84,8 @@ PARTITION_NOTE = (
     "Medians over all (rank, measured step) samples; times per step. Efficiency range: the slowest repeat at N over "
     "N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced step: the traced run's median "
     "step time over the untraced runs' median. They are separate processes, so the ratio holds run-to-run variation "
-    "as well as the tracer's cost; make bench-trace times traced and untraced steps in one process, which isolates "
-    "the tracer."
+    "as well as the tracer's cost; make bench-trace pairs traced and untraced steps taken seconds apart (one process "
+    "per mode, taking turns step by step), which isolates the tracer."
 )
 
 

@@ -14,8 +14,9 @@ def _pct(x: Any, digits: int = 0) -> str:
 
 
 def bench_trace_scorep(facts: Facts, _: str | None) -> str:
-    """``bench-trace-scorep.json``: step time over the untraced process of the same round, per mode
-    and configuration (median and range of the rounds), trace bytes per step, kernels found."""
+    """``bench-trace-scorep.json``: per mode and configuration, the step time over the untraced
+    step of the same turn (median and range of the per-round medians, and the median and quartiles
+    of all step pairs), trace bytes per step, kernels found; the per-call figures; the targets."""
     data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
     names = {
         "torch": "torch.profiler (CUDA)",
@@ -24,8 +25,8 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
         "scorep-nodriver": "Score-P without `driver`",
     }
     rows = [
-        "| mode | config | ratio median (range) | rounds | trace per step | kernels found |",
-        "|---|---|---|---|---|---|",
+        "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in data.get("modes") or []:
         if m.get("mode") not in names:
@@ -34,7 +35,8 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
         found = m.get("kernels_found_share")
         rows.append(
             f"| {names[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
-            f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('rounds')} | "
+            f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('pooled_ratio_median', 0):.2f}x "
+            f"({m.get('pooled_ratio_q1', 0):.2f}-{m.get('pooled_ratio_q3', 0):.2f}) | {m.get('rounds')} / {m.get('pairs')} | "
             f"{f'{size / 1e3:,.0f} kB' if isinstance(size, (int, float)) else '-'} | "
             f"{_pct(found, 1) if isinstance(found, (int, float)) else '-'} |"
         )
@@ -42,12 +44,30 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
         if c.get("mode") in names or c.get("mode") == "untraced":
             label = names.get(c["mode"], "untraced")
             rows.append(
-                f"| {label}: one `cuCtxGetDevice` / one launch (host ns, best of 3) | - | "
-                f"{c.get('cuCtxGetDevice_ns', 0):,.0f} / {c.get('launch_ns', 0):,.0f} | - | - | - |"
+                f"| {label}: one `cuCtxGetDevice` / one launch (host ns, median of {c.get('turns')} turns) | - | "
+                f"{c.get('cuCtxGetDevice_ns') or 0:,.0f} / {c.get('launch_ns') or 0:,.0f} | - | - | - | - |"
             )
     if len(rows) <= 2:
         return "(no `h200-bench/bench-trace-scorep.json` shipped)"
-    return "\n".join(rows) + "\n\n" + _scorep_targets(data.get("modes") or [])
+    return "\n".join(rows) + "\n\n" + _method(data) + "\n\n" + _scorep_targets(data.get("modes") or [])
+
+
+def _method(data: dict) -> str:
+    """How the shipped figures were taken: sources, rounds, and how a timed step ended."""
+    sources = data.get("merged_from") or [{"rounds": len(data.get("rounds") or []), "date": data.get("date")}]
+    dates = sorted({str(s.get("date")) for s in sources})
+    rounds = sum(int(s.get("rounds") or 0) for s in sources)
+    text = (
+        f"{data.get('device', 'GPU')}, {', '.join(dates)}: {rounds} rounds ({len(sources)} run(s) of the benchmark), "
+        f"{data.get('steps')} measured steps per configuration and process after {data.get('warmup')} warm-up steps."
+    )
+    if data.get("step_sync", "device") == "device":
+        text += (
+            " Every timed step ended in a device synchronisation, which under Score-P also flushes the CUPTI activity "
+            "buffer (a flush per step that the training loop, waiting on its stream, does not pay): the Score-P "
+            "ratios include that flush; torch.profiler does not flush there."
+        )
+    return text
 
 
 # issue 24's targets for the launch-only mode: (config, highest ratio)
@@ -73,4 +93,16 @@ def _scorep_targets(modes: list[dict]) -> str:
     found = [m.get("kernels_found_share") for m in modes if m.get("mode") == "scorep-launch"]
     if found and all(isinstance(f, (int, float)) for f in found):
         out.append(f"kernels found: {_pct(min(found), 2)} ({'met' if min(found) >= 1 else 'missed'})")
-    return "Targets of the launch-only mode: " + "; ".join(out) + "."
+    floor = [
+        f"{by[('scorep-nodriver', c)]['ratio_median']:.2f}x at {c}"
+        for c, _ in SCOREP_RATIO_TARGETS
+        if ("scorep-nodriver", c) in by
+    ]
+    text = "Targets of the launch-only mode: " + "; ".join(out) + "."
+    if floor:
+        text += (
+            " In the same rounds Score-P without `driver` (kernel records only, no host callback) costs "
+            + ", ".join(floor)
+            + ": the floor, in this set-up, of any Score-P that records kernels, whatever its driver subscription."
+        )
+    return text

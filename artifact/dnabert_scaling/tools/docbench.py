@@ -49,7 +49,37 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
             )
     if len(rows) <= 2:
         return "(no `h200-bench/bench-trace-scorep.json` shipped)"
-    return "\n".join(rows) + "\n\n" + _method(data) + "\n\n" + _scorep_targets(data.get("modes") or [])
+    parts = [_method(data), _per_call_reading(data), _scorep_targets(data.get("modes") or [])]
+    return "\n".join(rows) + "\n\n" + "\n\n".join(p for p in parts if p)
+
+
+def _per_call_reading(data: dict) -> str:
+    """What the per-call rows say about the ratios: the host cost each subscription adds to a
+    launch and to a driver query, and how launch-bound the untraced steps are."""
+    calls = {c.get("mode"): c for c in data.get("per_call") or []}
+
+    def diff(a: str, b: str, key: str) -> float | None:
+        x, y = (calls.get(a) or {}).get(key), (calls.get(b) or {}).get(key)
+        return x - y if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
+
+    out = []
+    kernels, launch = diff("scorep-nodriver", "untraced", "launch_ns"), diff("scorep-launch", "scorep-nodriver", "launch_ns")
+    if kernels is not None and launch is not None:
+        out.append(
+            f"CUPTI's kernel records (Score-P without `driver`) add {kernels / 1e3:.1f} µs to a launch, the launch-only "
+            f"subscription {launch / 1e3:.1f} µs more"
+        )
+    query = [(calls.get(m) or {}).get("cuCtxGetDevice_ns") for m in ("scorep-all", "untraced")]
+    if all(isinstance(q, (int, float)) for q in query):
+        out.append(f"recording every driver call makes a `cuCtxGetDevice` take {query[0]:,.0f} ns instead of {query[1]:,.0f} ns")
+    steps = [
+        f"{m['step_ms_median']:.1f} ms at {m['config']}"
+        for m in data.get("modes") or []
+        if m.get("mode") == "untraced" and isinstance(m.get("step_ms_median"), (int, float))
+    ]
+    if steps:
+        out.append("the untraced step took " + ", ".join(steps))
+    return ("Per call: " + "; ".join(out) + ".") if out else ""
 
 
 def _method(data: dict) -> str:

@@ -1,0 +1,54 @@
+"""The generated block on Score-P's tracing cost (tools/docbench.py) says what its JSON says: the
+targets met or missed from the medians, the per-call reading from the per-call figures, and the
+device-synchronisation caveat only for rounds that ended their steps that way."""
+
+from __future__ import annotations
+
+import json
+
+from dnabert_scaling.tools import docbench
+from dnabert_scaling.tools.docfacts import Facts
+
+
+def _row(mode, config, ratio, **extra):
+    return {"mode": mode, "config": config, "ratio_median": ratio, "ratio_min": ratio, "ratio_max": ratio, "rounds": 3,
+            "pooled_ratio_median": ratio, "pooled_ratio_q1": ratio, "pooled_ratio_q3": ratio, "pairs": 90,
+            "step_ms_median": 20.0, "trace_bytes_per_step": None, "kernels_found_share": None, **extra}  # fmt: skip
+
+
+def _block(tmp_path, **doc):
+    folder = tmp_path / "expected" / "reference" / "h200-bench"
+    folder.mkdir(parents=True)
+    (folder / "bench-trace-scorep.json").write_text(json.dumps(doc))
+    return docbench.bench_trace_scorep(Facts(tmp_path), None)
+
+
+def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
+    modes = [
+        _row("untraced", "8x70", 1.0),
+        _row("torch", "8x70", 1.30),
+        _row("scorep-launch", "8x70", 1.20, trace_bytes_per_step=60e3, kernels_found_share=1.0),
+        _row("scorep-nodriver", "8x70", 1.10),
+        _row("torch", "32x70", 1.05),
+        _row("scorep-launch", "32x70", 1.10, trace_bytes_per_step=60e3, kernels_found_share=1.0),
+    ]
+    calls = [
+        {"mode": "untraced", "turns": 9, "cuCtxGetDevice_ns": 500.0, "launch_ns": 9000.0},
+        {"mode": "scorep-all", "turns": 9, "cuCtxGetDevice_ns": 1200.0, "launch_ns": 15000.0},
+        {"mode": "scorep-launch", "turns": 9, "cuCtxGetDevice_ns": 510.0, "launch_ns": 12400.0},
+        {"mode": "scorep-nodriver", "turns": 9, "cuCtxGetDevice_ns": 505.0, "launch_ns": 12000.0},
+    ]
+    text = _block(tmp_path, device="GPU", steps=30, warmup=5, step_sync="stream", modes=modes, per_call=calls, rounds=[{}] * 3)
+    assert "8x70: 1.20x against <= 1.25x (met)" in text and "8x70: 1.20x against torch.profiler's 1.30x (met)" in text
+    assert "32x70: 1.10x against <= 1.12x (met)" in text and "32x70: 1.10x against torch.profiler's 1.05x (missed)" in text
+    assert "trace 60 kB per step against <= 100 kB (met)" in text and "kernels found: 100.00% (met)" in text
+    assert "add 3.0 µs to a launch, the launch-only subscription 0.4 µs more" in text
+    assert "`cuCtxGetDevice` take 1,200 ns instead of 500 ns" in text
+    assert "costs 1.10x at 8x70" in text  # the no-driver floor, where measured
+    assert "device synchronisation" not in text  # these rounds waited on the stream
+
+
+def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
+    modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.3)]
+    text = _block(tmp_path, device="GPU", steps=30, warmup=5, modes=modes, rounds=[{}])  # no step_sync: the first version
+    assert "Every timed step ended in a device synchronisation" in text and "8x70: 1.30x against <= 1.25x (missed)" in text

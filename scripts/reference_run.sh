@@ -112,7 +112,7 @@ if [ -z "$SIZES" ]; then
     if [ $REHEARSE = 1 ] || [ "$n" -le "$NGPU" ] || { [ "$DEVICE" = cpu ] && [ "$n" -le 2 ]; }; then SIZES="${SIZES:+$SIZES,}$n"; fi
   done
 fi
-say "$NGPU GPU(s); tracers ${TRACERS[*]}; world sizes $SIZES; batches $BATCHES; rehearsal $REHEARSE; $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cat "$ROOT/REVISION" 2>/dev/null)"
+say "$NGPU GPU(s); tracers ${TRACERS[*]}; world sizes $SIZES; batches $BATCHES; rehearsal $REHEARSE; ${DNABERT_SCALING_REVISION:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || cat "$ROOT/REVISION" 2>/dev/null)}"
 nvidia-smi --query-gpu=name,uuid,pci.bus_id,driver_version,memory.total,clocks.max.sm --format=csv > "$OUTDIR/nvidia-smi.csv" 2>&1 || true
 nvidia-smi topo -m > "$OUTDIR/nvidia-topo.txt" 2>&1 || true
 

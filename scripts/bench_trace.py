@@ -6,9 +6,12 @@ callback, so each mode needs processes of its own. Identical processes differ by
 lent H200, and the step times of one process drift by a third within seconds, so processes run
 one after the other compare badly. Here each round starts one process per mode at once, and the
 parent then lets them take turns, one training step at a time: a step of each mode in turn (the
-order rotated from step to step), every step ended by a device synchronisation, the others
-waiting on their pipe meanwhile (no CPU and no GPU work). So the steps compared are seconds
-apart, on one machine state, and the GPU runs one process's work at a time.
+order rotated from step to step), every step ended by waiting for its GPU work (``--step-sync``:
+its stream by default, or the whole device), the others waiting on their pipe meanwhile (no CPU
+and no GPU work). So the steps compared are seconds apart, on one machine state, and the GPU runs
+one process's work at a time. The training loop itself does not wait inside its steps (its timing
+reads CUDA events without blocking); the wait here is what lets the modes take turns. A device
+synchronisation also makes Score-P flush its CUPTI activity buffer, which a stream wait does not.
 
 Per round and configuration, a mode's ratio is the median over the measured steps of its step
 time over the untraced process's step time in the same turn (host wall time of the step, from
@@ -586,8 +589,9 @@ def main(argv=None) -> int:
         "--step-sync",
         choices=("stream", "device"),
         default="stream",
-        help="how a timed step waits for its GPU work: its stream (as the training loop does; default) or the "
-        "whole device (under Score-P a device synchronisation also flushes the CUPTI activity buffer)",
+        help="how a timed step waits for its GPU work before the next process's turn: its stream (default) or the "
+        "whole device (under Score-P a device synchronisation also flushes the CUPTI activity buffer, once per "
+        "step; the training loop does not wait inside its steps at all)",
     )
     p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
     p.add_argument("--json", default=None)

@@ -52,3 +52,15 @@ def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.3)]
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, modes=modes, rounds=[{}])  # no step_sync: the first version
     assert "Every timed step ended in a device synchronisation" in text and "8x70: 1.30x against <= 1.25x (missed)" in text
+
+
+def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path):
+    modes = [_row("untraced", "8x70", 1.0), _row("torch", "8x70", 1.3), _row("scorep-launch", "8x70", 1.2)]
+
+    def rnd(torch, launch):
+        return {"steps_ms": {"8x70": {"untraced": [10.0, 10.0], "torch": torch, "scorep-launch": launch}}}
+
+    rounds = [rnd([13.0, 13.0], [12.0, 12.0]), rnd([12.0, 12.0], [13.0, 13.0]), rnd([14.0, 14.0], [11.0, 11.0])]
+    rounds.append(rnd([13.0, 13.0], [12.0]))  # cut short: not counted
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds)
+    assert "torch.profiler's 1.30x (met, the cheaper in 2 of 3 rounds)" in text

@@ -45,15 +45,20 @@ rounds without these loops.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import selectors
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.outputs import refuse_overlap, writable_file, write_text_atomic
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -100,6 +105,7 @@ class Served:
         self.torch, self.args = torch, args
         self.device = torch.device(args.device)
         self.bench = self.tracer = self.micro_prof = None
+        self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
         self.tmp = tempfile.TemporaryDirectory()
 
     def sync(self) -> None:
@@ -147,7 +153,7 @@ class Served:
         import ctypes
 
         torch = self.torch
-        if not hasattr(self, "_x"):
+        if self._x is None:
             self._x = torch.zeros(1, device=self.device)
             self._cuda = ctypes.CDLL("libcuda.so.1") if self.device.type == "cuda" else None
             if self.args.child == "torch":
@@ -238,7 +244,10 @@ class Child:
         self.buf = b""
 
     def send(self, op: str, **kw) -> None:
-        self.proc.stdin.write((json.dumps({"op": op, **kw}) + "\n").encode())
+        try:
+            self.proc.stdin.write((json.dumps({"op": op, **kw}) + "\n").encode())
+        except OSError as exc:  # the child is gone (a broken pipe)
+            raise RuntimeError(f"{self.tag}: cannot be reached ({exc}; see {self.log.name})") from exc
 
     def recv(self, timeout: float = REPLY_TIMEOUT_S) -> dict:
         """The next reply line; other lines on the child's stdout are passed over."""
@@ -366,11 +375,12 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
     rows = []
     for mode in MODES:
         for cfg in configs:
-            per_round, pooled, steps = [], [], []
+            per_round, pooled, steps, numbered = [], [], [], []
             for row in rounds:
                 ratios = paired_ratios(row, cfg, mode)
                 if ratios:
                     per_round.append(statistics.median(ratios))
+                    numbered.append([row.get("round"), per_round[-1]])
                     pooled += ratios
                     steps.append(statistics.median(row["steps_ms"][cfg][mode]))
             if not per_round:
@@ -387,6 +397,7 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     "pooled_ratio_q1": quantile(pooled, 0.25),
                     "pooled_ratio_q3": quantile(pooled, 0.75),
                     "pairs": len(pooled),
+                    "round_ratios": numbered,  # [round, its median ratio]: what the range is taken over
                     "step_ms_median": statistics.median(steps),
                     **trace_figures(rounds, mode, counts.get(mode)),
                 }
@@ -482,6 +493,13 @@ def revision() -> str | None:
 
 
 def parent(args) -> int:
+    if args.json:  # never over an input, never half-written
+        try:
+            refuse_overlap([("--json", args.json)], args.merge or [])
+            writable_file(args.json, "--json")
+        except ArtifactError as exc:
+            print(f"bench-trace: {exc}", file=sys.stderr)
+            return 2
     if args.merge:
         return merge(args)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -491,6 +509,14 @@ def parent(args) -> int:
         return 2
     args.config_names = [f"{b}x{s}" for b, s in parse_configs(args.configs)]
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
+    try:
+        return measure(args, modes, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the experiments are counted by then
+
+
+def measure(args, modes: list[str], work: Path) -> int:
+    """The rounds, the kernel counts, the document: printed, and written to ``--json``."""
     rounds: list[dict] = []
     started = time.monotonic()
     for rnd in range(args.rounds):
@@ -504,11 +530,12 @@ def parent(args) -> int:
         rounds.append(row)
         print(f"# round {rnd}: {row['wall_s']} s{' ' + row['error'] if 'error' in row else ''}", flush=True)
     counts = count_kernels(rounds, modes)
+    host = machine()
     doc = {
         "method": "lockstep: one process per mode and round, taking turns step by step (see the script's docstring)",
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": machine(),
-        "device": machine().get("device", args.device),
+        "machine": host,
+        "device": host.get("device", args.device),
         "model": args.model,
         "cpus": args.cpus,
         "step_sync": args.step_sync,
@@ -522,14 +549,18 @@ def parent(args) -> int:
         "rounds": rounds,
         "wall_s": round(time.monotonic() - started, 1),
     }
-    for r in doc["modes"]:
-        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
-    for r in doc["per_call"]:
-        print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
+    show(doc)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(doc, indent=1) + "\n")
+        write_text_atomic(args.json, json.dumps(doc, indent=1) + "\n")
     return 0 if doc["modes"] else 1
+
+
+def show(doc: dict) -> None:
+    """One line per mode and configuration, one per mode's per-call figures."""
+    for r in doc["modes"]:
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "round_ratios"}))
+    for r in doc.get("per_call") or []:
+        print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
 
 
 MERGE_KEYS = ("model", "warmup", "steps", "configs", "step_sync")
@@ -539,16 +570,23 @@ def merge(args) -> int:
     """One document from the rounds of several runs of the same set-up (same model, configurations,
     steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
     the first source that has them."""
-    docs = []
+    docs, seen = [], {}
     for name in args.merge:
         try:
-            doc = json.loads(Path(name).read_text())
+            raw = Path(name).read_bytes()
+            doc = json.loads(raw)
+            why = merge_input_problem(doc)
+            if why:
+                raise ValueError(why)
             doc.setdefault("step_sync", "device")  # the first lockstep version (d6ee75a) knew no other
-            if not isinstance(doc.get("rounds"), list):
-                raise ValueError("no rounds")
         except (OSError, ValueError) as exc:
             print(f"bench-trace: {name}: not a bench-trace output ({exc})", file=sys.stderr)
             return 2
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest in seen:  # the same rounds twice would count twice
+            print(f"bench-trace: {name}: the same content as {seen[digest]}; give each output once", file=sys.stderr)
+            return 2
+        seen[digest] = name
         docs.append((name, doc))
     first = docs[0][1]
     for name, doc in docs[1:]:
@@ -567,11 +605,28 @@ def merge(args) -> int:
     out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
     out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
     out.update(counts=counts, rounds=rounds)
+    show(out)
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
-    for r in out["modes"]:
-        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}))
+        write_text_atomic(args.json, json.dumps(out, indent=1) + "\n")
     return 0
+
+
+def merge_input_problem(doc) -> str | None:
+    """What makes ``doc`` unfit for a merge (the shapes ``summarise`` reads), or None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list):
+        return "no rounds"
+    configs = doc.get("configs")
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
+        return "no list of configurations"
+    for r in doc["rounds"]:
+        if not isinstance(r, dict) or type(r.get("round")) is not int or not isinstance(r.get("steps_ms", {}), dict):
+            return "a round without its number or its step times"
+        for times in r.get("steps_ms", {}).values():
+            for steps in times.values() if isinstance(times, dict) else [None]:
+                ok = isinstance(steps, list) and all(type(t) in (int, float) and 0 < t < float("inf") for t in steps)
+                if not ok:
+                    return f"round {r['round']}: step times that are not positive numbers"
+    return None
 
 
 def main(argv=None) -> int:

@@ -48,6 +48,7 @@ def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
     assert row["ratio_median"] == pytest.approx(1.3) and row["ratio_min"] == pytest.approx(1.1)
     assert row["ratio_max"] == pytest.approx(1.3)
     assert row["pooled_ratio_median"] == pytest.approx(1.2)
+    assert [r for r, _ in row["round_ratios"]] == [0, 1, 2]  # round 3, cut short, has none
     assert row["pooled_ratio_q1"] == pytest.approx(1.2) and row["pooled_ratio_q3"] == pytest.approx(1.3)
     # bytes per step only from the rounds without the per-call loops; the share from the count
     assert row["trace_bytes_per_step"] == pytest.approx(1100.0) and row["kernels_found_share"] == pytest.approx(0.995)
@@ -84,7 +85,8 @@ def test_refuses_without_a_gpu():
 
 def _bench(tmp_path, *extra):
     out = tmp_path / "bt.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact")}
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact"), "TMPDIR": str(tmp_path / "tmp")}
     argv = [PYTHON, str(ROOT / "scripts" / "bench_trace.py"), "--device", "cpu", "--modes", "untraced,torch"]
     argv += ["--configs", "2x16", "--warmup", "1", "--steps", "2", "--json", str(out), *extra]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
@@ -101,6 +103,7 @@ def test_lockstep_protocol_with_real_processes_on_the_cpu(tmp_path):
         assert all(len(t) == 2 and min(t) > 0 for t in rnd["steps_ms"]["2x16"].values())
     calls = {c["mode"]: c for c in doc["per_call"]}  # the second round's per-call turns
     assert set(calls) == {"untraced", "torch"} and calls["torch"]["turns"] == 9 and calls["torch"]["launch_ns"] > 0
+    assert list((tmp_path / "tmp").glob("bench-trace-*")) == []  # the processes' work folder is gone
 
 
 def test_a_child_that_fails_is_reported_not_hidden(tmp_path):
@@ -153,3 +156,23 @@ def test_merge_refuses_other_set_ups_and_other_files(tmp_path):
     (tmp_path / "x.json").write_text("{not json")
     proc = _merge(a, str(tmp_path / "x.json"))
     assert proc.returncode == 2 and "x.json: not a bench-trace output" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_merge_refuses_the_same_rounds_twice_an_output_over_an_input_and_edited_rounds(tmp_path):
+    a = _doc(tmp_path / "a.json", [_round(0, [10.0], [11.0])])
+    before = Path(a).read_bytes()
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(before)
+    proc = _merge(a, str(copy), "--json", str(tmp_path / "m.json"))
+    assert proc.returncode == 2 and "copy.json: the same content as" in proc.stderr and not (tmp_path / "m.json").exists()
+    proc = _merge(a, "--json", a)
+    assert proc.returncode == 2 and "--json: is also an input" in proc.stderr and Path(a).read_bytes() == before
+    edited = json.loads(before)
+    edited["rounds"][0]["steps_ms"]["8x70"]["untraced"] = ["10", 10.0]
+    (tmp_path / "e.json").write_text(json.dumps(edited))
+    proc = _merge(str(tmp_path / "e.json"))
+    assert proc.returncode == 2 and "step times that are not positive numbers" in proc.stderr
+    del edited["rounds"][0]["round"]
+    (tmp_path / "e.json").write_text(json.dumps(edited))
+    proc = _merge(str(tmp_path / "e.json"))
+    assert proc.returncode == 2 and "a round without its number" in proc.stderr and "Traceback" not in proc.stderr

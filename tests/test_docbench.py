@@ -55,12 +55,8 @@ def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
 
 
 def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path):
-    modes = [_row("untraced", "8x70", 1.0), _row("torch", "8x70", 1.3), _row("scorep-launch", "8x70", 1.2)]
-
-    def rnd(torch, launch):
-        return {"steps_ms": {"8x70": {"untraced": [10.0, 10.0], "torch": torch, "scorep-launch": launch}}}
-
-    rounds = [rnd([13.0, 13.0], [12.0, 12.0]), rnd([12.0, 12.0], [13.0, 13.0]), rnd([14.0, 14.0], [11.0, 11.0])]
-    rounds.append(rnd([13.0, 13.0], [12.0]))  # cut short: not counted
-    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds)
+    torch = _row("torch", "8x70", 1.3, round_ratios=[[0, 1.3], [1, 1.2], [2, 1.4], [3, 1.3]])
+    launch = _row("scorep-launch", "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.3], [2, 1.1]])  # round 3: none
+    modes = [_row("untraced", "8x70", 1.0), torch, launch]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 4)
     assert "torch.profiler's 1.30x (met, the cheaper in 2 of 3 rounds)" in text

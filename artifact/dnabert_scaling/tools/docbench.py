@@ -49,7 +49,7 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
             )
     if len(rows) <= 2:
         return "(no `h200-bench/bench-trace-scorep.json` shipped)"
-    parts = [_method(data), _per_call_reading(data), _scorep_targets(data.get("modes") or [], data)]
+    parts = [_method(data), _per_call_reading(data), _scorep_targets(data.get("modes") or [])]
     return "\n".join(rows) + "\n\n" + "\n\n".join(p for p in parts if p)
 
 
@@ -106,33 +106,23 @@ def _method(data: dict) -> str:
 SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
 
 
-def _round_medians(data: dict, mode: str, config: str) -> list[float | None]:
-    """Per round, the median of ``mode``'s steps over the untraced steps of the same turns (None
-    where the round has no such pairs), as ``scripts/bench_trace.py`` computes it."""
-    import statistics
+def _rounds_cheaper(by: dict, config: str) -> str:
+    """In how many rounds launch-only Score-P cost less than torch.profiler at ``config``: the
+    rounds both have a ratio in (``round_ratios``, as ``scripts/bench_trace.py`` summarises them)."""
 
-    out: list[float | None] = []
-    for r in data.get("rounds") or []:
-        times = ((r or {}).get("steps_ms") or {}).get(config) or {}
-        mine, base = times.get(mode) or [], times.get("untraced") or []
-        pairs = [a / b for a, b in zip(mine, base) if b] if len(mine) == len(base) else []
-        out.append(statistics.median(pairs) if pairs else None)
-    return out
+    def per_round(mode: str) -> dict:
+        return {
+            r[0]: r[1] for r in (by.get((mode, config)) or {}).get("round_ratios") or [] if isinstance(r, list) and len(r) == 2
+        }
 
-
-def _rounds_cheaper(data: dict, config: str) -> str:
-    """In how many rounds launch-only Score-P cost less than torch.profiler at ``config``."""
-    pairs = [
-        (a, b)
-        for a, b in zip(_round_medians(data, "scorep-launch", config), _round_medians(data, "torch", config))
-        if a is not None and b is not None
-    ]
+    launch, torch = per_round("scorep-launch"), per_round("torch")
+    pairs = [(launch[k], torch[k]) for k in launch if k in torch]
     if not pairs:
         return ""
     return f", the cheaper in {sum(a < b for a, b in pairs)} of {len(pairs)} rounds"
 
 
-def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
+def _scorep_targets(modes: list[dict]) -> str:
     """The launch-only mode against its targets, each met or missed, from the benchmark's medians."""
     by = {(m.get("mode"), m.get("config")): m for m in modes}
     out = []
@@ -144,7 +134,7 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
         out.append(f"{config}: {r:.2f}x against <= {bound:.2f}x ({'met' if r <= bound else 'missed'})")
         if torch:
             t = torch.get("ratio_median", float("nan"))
-            cheaper = _rounds_cheaper(data or {}, config)
+            cheaper = _rounds_cheaper(by, config)
             out.append(f"{config}: {r:.2f}x against torch.profiler's {t:.2f}x ({'met' if r <= t else 'missed'}{cheaper})")
     sizes = [m.get("trace_bytes_per_step") for m in modes if m.get("mode") == "scorep-launch"]
     if sizes and isinstance(sizes[0], (int, float)):

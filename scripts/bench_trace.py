@@ -579,7 +579,10 @@ def merge(args) -> int:
             if why:
                 raise ValueError(why)
             doc.setdefault("step_sync", "device")  # the first lockstep version (d6ee75a) knew no other
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            print(f"bench-trace: {name}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
+            return 2
+        except ValueError as exc:
             print(f"bench-trace: {name}: not a bench-trace output ({exc})", file=sys.stderr)
             return 2
         digest = hashlib.sha256(raw).hexdigest()

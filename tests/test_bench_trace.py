@@ -176,3 +176,5 @@ def test_merge_refuses_the_same_rounds_twice_an_output_over_an_input_and_edited_
     (tmp_path / "e.json").write_text(json.dumps(edited))
     proc = _merge(str(tmp_path / "e.json"))
     assert proc.returncode == 2 and "a round without its number" in proc.stderr and "Traceback" not in proc.stderr
+    proc = _merge(str(tmp_path / "missing.json"))
+    assert proc.returncode == 2 and "missing.json: cannot be read (No such file or directory)" in proc.stderr

@@ -27,6 +27,10 @@ Modes:
   scorep-launch     the same with SCOREP_CUDA_DRIVER_CALLBACKS=launch (the project's patch
                     8.4-cupti-launch-callbacks.patch): only launch, copy and memset calls
   scorep-nodriver   SCOREP_CUDA_ENABLE=kernel,memcpy: no host records (completeness unknowable)
+  scorep-launch-chunk4m
+                    scorep-launch with SCOREP_CUDA_BUFFER_CHUNK=4M: CUPTI fills 4 MB activity
+                    buffers instead of Score-P's default 8 kB ones, so it asks for a new buffer
+                    about 500 times less often (each request walks Score-P's buffer list)
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -64,12 +68,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 SCOREP_ENABLE = "driver,kernel,memcpy,references"
-MODES = {  # mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS); None: not under Score-P
+# mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS, other Score-P variables); None: not under Score-P
+MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "untraced": None,
     "torch": None,
-    "scorep-all": (SCOREP_ENABLE, "all"),
-    "scorep-launch": (SCOREP_ENABLE, "launch"),
-    "scorep-nodriver": ("kernel,memcpy", "all"),
+    "scorep-all": (SCOREP_ENABLE, "all", {}),
+    "scorep-launch": (SCOREP_ENABLE, "launch", {}),
+    "scorep-nodriver": ("kernel,memcpy", "all", {}),
+    "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
 }
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
@@ -226,14 +232,9 @@ class Child:
     """One child process and its command pipe; ``ask`` sends a command and waits for the reply."""
 
     def __init__(self, mode: str, args, work: Path, tag: str):
-        from dnabert_scaling.run.tracing.scorep import scorep_environment
-
         self.mode, self.tag, self.exp = mode, tag, None
-        env = dict(os.environ)
+        env = child_env(mode, work / tag, os.environ)
         if MODES[mode] is not None:
-            cuda_enable, callbacks = MODES[mode]
-            env.update(scorep_environment(0, work / tag, cuda_enable=cuda_enable, base_env={}))
-            env["SCOREP_CUDA_DRIVER_CALLBACKS"] = callbacks
             self.exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
             self.exp.parent.mkdir(parents=True)
         self.log = open(work / f"{tag}.log", "w")
@@ -285,6 +286,21 @@ class Child:
             status = self.proc.wait()
         self.log.close()
         return status
+
+
+def child_env(mode: str, run_dir: Path, base: dict) -> dict[str, str]:
+    """The environment of one child: ``base`` and, for a Score-P mode, the artifact's Score-P
+    variables with the mode's own on top (Score-P's buffer chunk only where the mode names one)."""
+    from dnabert_scaling.run.tracing.scorep import scorep_environment
+
+    env = dict(base)
+    if MODES[mode] is not None:
+        cuda_enable, callbacks, extra = MODES[mode]
+        env.update(scorep_environment(0, run_dir, cuda_enable=cuda_enable, base_env={}))
+        env["SCOREP_CUDA_DRIVER_CALLBACKS"] = callbacks
+        env.pop("SCOREP_CUDA_BUFFER_CHUNK", None)
+        env.update(extra)
+    return env
 
 
 def child_argv(mode: str, args) -> list[str]:
@@ -543,6 +559,7 @@ def measure(args, modes: list[str], work: Path) -> int:
         "warmup": args.warmup,
         "steps": args.steps,
         "configs": args.config_names,
+        "mode_settings": mode_settings(modes),
         "modes": summarise(rounds, args.config_names, counts),
         "per_call": per_call(rounds),
         "counts": counts,
@@ -553,6 +570,15 @@ def measure(args, modes: list[str], work: Path) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=1) + "\n")
     return 0 if doc["modes"] else 1
+
+
+def mode_settings(modes: list[str]) -> dict[str, dict | None]:
+    """The Score-P variables each mode sets beyond the artifact's own (None: not under Score-P)."""
+    out: dict[str, dict | None] = {}
+    for m in modes:
+        spec = MODES[m]
+        out[m] = None if spec is None else {"SCOREP_CUDA_ENABLE": spec[0], "SCOREP_CUDA_DRIVER_CALLBACKS": spec[1], **spec[2]}
+    return out
 
 
 def show(doc: dict) -> None:

@@ -68,8 +68,24 @@ def test_child_command_lines(bt):
     traced = bt.child_argv("scorep-launch", args)
     assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced
     assert traced[traced.index("--step-sync") + 1] == "stream" and "--cpus" not in traced
-    assert bt.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch")
+    assert bt.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch", {})
     assert bt.MODES["scorep-nodriver"][0] == "kernel,memcpy"
+
+
+def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, tmp_path):
+    outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k", "SCOREP_CUDA_DRIVER_CALLBACKS": "all"}
+    plain = bt.child_env("untraced", tmp_path / "u", outer)
+    assert plain == outer  # not under Score-P: the environment as it is
+    launch = bt.child_env("scorep-launch", tmp_path / "l", outer)
+    assert launch["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch" and "SCOREP_CUDA_BUFFER_CHUNK" not in launch
+    assert launch["SCOREP_CUDA_ENABLE"] == "driver,kernel,memcpy,references"
+    chunk = bt.child_env("scorep-launch-chunk4m", tmp_path / "c", outer)
+    assert chunk["SCOREP_CUDA_BUFFER_CHUNK"] == "4M" and chunk["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch"
+    assert chunk["SCOREP_EXPERIMENT_DIRECTORY"] != launch["SCOREP_EXPERIMENT_DIRECTORY"]
+    nodriver = bt.child_env("scorep-nodriver", tmp_path / "n", outer)
+    assert nodriver["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"
+    settings = bt.mode_settings(["untraced", "scorep-launch-chunk4m"])
+    assert settings["untraced"] is None and settings["scorep-launch-chunk4m"]["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
 
 
 def test_refuses_without_a_gpu():

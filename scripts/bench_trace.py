@@ -27,10 +27,13 @@ Modes:
   scorep-launch     the same with SCOREP_CUDA_DRIVER_CALLBACKS=launch (the project's patch
                     8.4-cupti-launch-callbacks.patch): only launch, copy and memset calls
   scorep-nodriver   SCOREP_CUDA_ENABLE=kernel,memcpy: no host records (completeness unknowable)
+Diagnostic modes (run only where --modes names them):
   scorep-launch-chunk4m
                     scorep-launch with SCOREP_CUDA_BUFFER_CHUNK=4M: CUPTI fills 4 MB activity
                     buffers instead of Score-P's default 8 kB ones, so it asks for a new buffer
                     about 500 times less often (each request walks Score-P's buffer list)
+  scorep-nocuda     Score-P loaded (python -m scorep --cuda) with SCOREP_CUDA_ENABLE=no: no CUPTI
+                    subscription, no GPU records; what Score-P's presence alone costs
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -75,8 +78,11 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "scorep-all": (SCOREP_ENABLE, "all", {}),
     "scorep-launch": (SCOREP_ENABLE, "launch", {}),
     "scorep-nodriver": ("kernel,memcpy", "all", {}),
+    # diagnostic modes, run only where --modes names them
     "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    "scorep-nocuda": ("no", "all", {}),
 }
+DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-nodriver")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
 REPLY_TIMEOUT_S = 300.0
@@ -446,24 +452,33 @@ def count_kernels(rounds: list[dict], modes: list[str]) -> dict[str, dict]:
         for r in rounds:
             exp = r.get("processes", {}).get(mode, {}).get("experiment")
             if not r["micro"] and "error" not in r and exp and Path(exp, "traces.otf2").is_file():
-                c = count(Path(exp))
-                out[mode] = {k: c[k] for k in ("launches", "kernels", "host_enters", "top_host_regions")}
+                try:
+                    c = count(Path(exp))
+                    out[mode] = {k: c[k] for k in ("launches", "kernels", "host_enters", "top_host_regions")}
+                except Exception as exc:  # noqa: BLE001 - an uncountable experiment must not cost the rounds
+                    out[mode] = {"error": f"{type(exc).__name__}: {exc}"}
                 out[mode]["round"] = r["round"]
                 break
     return out
 
 
 def per_call(rounds: list[dict]) -> list[dict]:
-    """The per-call figures: per mode, the median of the turns (and every turn)."""
-    out = []
+    """The per-call figures, one entry per mode: the median of every turn of every round that took
+    them (a merge of runs has one such round per run), each turn's figure, and the rounds."""
+    pooled: dict[str, dict] = {}
     for r in rounds:
         for mode, turns in (r.get("per_call") or {}).items():
-            doc: dict = {"mode": mode, "turns": len(turns)}
+            doc = pooled.setdefault(mode, {"mode": mode, "turns": 0, "rounds": []})
+            doc["turns"] += len(turns)
+            doc["rounds"].append(r.get("round"))
             for key in ("cuCtxGetDevice_ns", "launch_ns"):
-                xs = [t[key] for t in turns if isinstance(t.get(key), (int, float))]
-                doc[key] = statistics.median(xs) if xs else None
-                doc[f"{key}_all"] = xs
-            out.append(doc)
+                doc.setdefault(f"{key}_all", []).extend(t[key] for t in turns if isinstance(t.get(key), (int, float)))
+    out = []
+    for doc in pooled.values():
+        for key in ("cuCtxGetDevice_ns", "launch_ns"):
+            xs = doc[f"{key}_all"]
+            doc[key] = statistics.median(xs) if xs else None
+        out.append(doc)
     return out
 
 
@@ -662,7 +677,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="base")
     p.add_argument("--configs", default="8x70,32x70,128x128")
-    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"of {', '.join(MODES)}")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--steps", type=int, default=30)

@@ -55,6 +55,20 @@ def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
     assert rows["untraced"]["ratio_median"] == 1.0 and rows["untraced"]["trace_bytes_per_step"] is None
 
 
+def test_per_call_figures_pool_the_turns_of_every_round_that_took_them(bt):
+    rounds = [
+        {"round": 0, "per_call": {"scorep-launch": [{"launch_ns": 10.0, "cuCtxGetDevice_ns": 1.0}, {"launch_ns": 12.0}]}},
+        {"round": 1},  # no per-call loops in this round
+        {"round": 2, "per_call": {"scorep-launch": [{"launch_ns": 20.0}], "untraced": [{"launch_ns": 5.0}]}},
+    ]
+    calls = {c["mode"]: c for c in bt.per_call(rounds)}
+    assert len(bt.per_call(rounds)) == 2  # one entry per mode, never one per round
+    launch = calls["scorep-launch"]
+    assert launch["turns"] == 3 and launch["rounds"] == [0, 2] and launch["launch_ns_all"] == [10.0, 12.0, 20.0]
+    assert launch["launch_ns"] == 12.0 and launch["cuCtxGetDevice_ns"] == 1.0
+    assert calls["untraced"]["cuCtxGetDevice_ns"] is None and calls["untraced"]["launch_ns"] == 5.0
+
+
 def test_turns_rotate_so_no_mode_always_goes_first(bt):
     modes = ["untraced", "torch", "scorep-launch"]
     firsts = {bt.turn_order(modes, k)[0] for k in range(3)}

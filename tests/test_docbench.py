@@ -45,7 +45,23 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     assert "add 3.0 µs to a launch, the launch-only subscription 0.4 µs more" in text
     assert "`cuCtxGetDevice` take 1,200 ns instead of 500 ns" in text
     assert "costs 1.10x at 8x70" in text  # the no-driver floor, where measured
-    assert "device synchronisation" not in text  # these rounds waited on the stream
+    assert "ended in a device synchronisation" not in text  # these rounds waited on the stream
+    assert "Every timed step ended by waiting on its stream" in text
+    assert "4 MB CUPTI buffers" not in text  # no such mode in these rounds: no sentence about it
+
+
+def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(tmp_path):
+    launch = _row("scorep-launch", "8x70", 1.27, round_ratios=[[0, 1.3], [1, 1.2], [2, 1.3]])
+    chunk = _row("scorep-launch-chunk4m", "8x70", 1.24, round_ratios=[[0, 1.2], [1, 1.25], [2, 1.1]])
+    calls = [
+        {"mode": "untraced", "turns": 2, "rounds": [1, 7], "launch_ns": 9000.0, "launch_ns_all": [8000.0, 10000.0]},
+        {"mode": "torch", "turns": 2, "rounds": [1, 7], "launch_ns": 14000.0, "launch_ns_all": [10800.0, 18300.0]},
+    ]
+    modes = [_row("untraced", "8x70", 1.0), launch, chunk]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, per_call=calls, rounds=[{}] * 3)
+    assert "costs 1.24x against 1.27x at 8x70, the cheaper in 2 of 3 rounds" in text
+    assert "in 2 process(es) per mode, and one mode's turns lie up to 7.5 µs apart (torch: 10.8-18.3 µs a launch)" in text
+    assert "| Score-P, launch-only, 4 MB CUPTI buffers | 8x70 | 1.24x" in text
 
 
 def test_rounds_ended_by_a_device_sync_say_so(tmp_path):

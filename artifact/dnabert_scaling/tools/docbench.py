@@ -23,6 +23,8 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
         "scorep-all": "Score-P, every driver call",
         "scorep-launch": "Score-P, launch-only (default)",
         "scorep-nodriver": "Score-P without `driver`",
+        "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB CUPTI buffers",
+        "scorep-nocuda": "Score-P loaded, no CUDA recording",
     }
     rows = [
         "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",
@@ -71,6 +73,9 @@ def _per_call_reading(data: dict) -> str:
             f"Score-P's kernel records (Score-P without `driver`) add {kernels / 1e3:.1f} µs to a launch{also}, the "
             f"launch-only subscription {launch / 1e3:.1f} µs more"
         )
+    spread = _launch_spread(calls)
+    if spread:
+        out.append(spread)
     query = [(calls.get(m) or {}).get("cuCtxGetDevice_ns") for m in ("scorep-all", "untraced")]
     if all(isinstance(q, (int, float)) for q in query):
         out.append(f"recording every driver call makes a `cuCtxGetDevice` take {query[0]:,.0f} ns instead of {query[1]:,.0f} ns")
@@ -84,6 +89,25 @@ def _per_call_reading(data: dict) -> str:
     return ("Per call: " + "; ".join(out) + ".") if out else ""
 
 
+def _launch_spread(calls: dict) -> str:
+    """How far one mode's per-launch turns lie apart (the widest mode), and how many processes the
+    figures come from: a difference between two medians smaller than that spread is within the noise."""
+    widest = None
+    for mode, c in calls.items():
+        xs = [x for x in c.get("launch_ns_all") or [] if isinstance(x, (int, float))]
+        if len(xs) > 1 and (widest is None or max(xs) - min(xs) > widest[1] - widest[0]):
+            widest = (min(xs), max(xs), mode)
+    if widest is None:
+        return ""
+    procs = {len(c.get("rounds") or [None]) for c in calls.values()}
+    lo, hi, mode = widest
+    return (
+        f"each per-call figure is the median of its turns in {'/'.join(str(n) for n in sorted(procs))} process(es) per mode, "
+        f"and one mode's turns lie up to {(hi - lo) / 1e3:.1f} µs apart ({mode}: {lo / 1e3:.1f}-{hi / 1e3:.1f} µs a launch), "
+        "so these differences are indications, not measurements"
+    )
+
+
 def _method(data: dict) -> str:
     """How the shipped figures were taken: sources, rounds, and how a timed step ended."""
     sources = data.get("merged_from") or [{"rounds": len(data.get("rounds") or []), "date": data.get("date")}]
@@ -93,7 +117,12 @@ def _method(data: dict) -> str:
         f"{data.get('device', 'GPU')}, {', '.join(dates)}: {rounds} rounds ({len(sources)} run(s) of the benchmark), "
         f"{data.get('steps')} measured steps per configuration and process after {data.get('warmup')} warm-up steps."
     )
-    if data.get("step_sync", "device") == "device":
+    if data.get("step_sync", "device") == "stream":
+        text += (
+            " Every timed step ended by waiting on its stream, not on the device: under Score-P only a device "
+            "synchronisation flushes the CUPTI activity buffer, and the training loop does not synchronise inside its steps."
+        )
+    else:
         text += (
             " Every timed step ended in a device synchronisation, which under Score-P also flushes the CUPTI activity "
             "buffer: a flush per step that the training loop, which does not synchronise inside its steps, does not "
@@ -106,16 +135,16 @@ def _method(data: dict) -> str:
 SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
 
 
-def _rounds_cheaper(by: dict, config: str) -> str:
-    """In how many rounds launch-only Score-P cost less than torch.profiler at ``config``: the
-    rounds both have a ratio in (``round_ratios``, as ``scripts/bench_trace.py`` summarises them)."""
+def _rounds_cheaper(by: dict, config: str, mode: str = "scorep-launch", other: str = "torch") -> str:
+    """In how many rounds ``mode`` cost less than ``other`` at ``config``: the rounds both have a
+    ratio in (``round_ratios``, as ``scripts/bench_trace.py`` summarises them)."""
 
     def per_round(mode: str) -> dict:
         return {
             r[0]: r[1] for r in (by.get((mode, config)) or {}).get("round_ratios") or [] if isinstance(r, list) and len(r) == 2
         }
 
-    launch, torch = per_round("scorep-launch"), per_round("torch")
+    launch, torch = per_round(mode), per_round(other)
     pairs = [(launch[k], torch[k]) for k in launch if k in torch]
     if not pairs:
         return ""
@@ -153,6 +182,18 @@ def _scorep_targets(modes: list[dict]) -> str:
             " In the same rounds Score-P without `driver` (kernel records only, no host callback) costs "
             + ", ".join(floor)
             + ": the floor, in this set-up, of any Score-P that records kernels, whatever its driver subscription."
+        )
+    chunk = [
+        f"{by[('scorep-launch-chunk4m', c)]['ratio_median']:.2f}x against {by[('scorep-launch', c)]['ratio_median']:.2f}x "
+        f"at {c}{_rounds_cheaper(by, c, 'scorep-launch-chunk4m', 'scorep-launch')}"
+        for c, _ in SCOREP_RATIO_TARGETS
+        if ("scorep-launch-chunk4m", c) in by and ("scorep-launch", c) in by
+    ]
+    if chunk:
+        text += (
+            " Launch-only with 4 MB CUPTI buffers (SCOREP_CUDA_BUFFER_CHUNK=4M instead of Score-P's 8 kB) costs "
+            + "; ".join(chunk)
+            + "."
         )
     if any(m.get("trace_bytes_per_step") is not None for m in modes):
         text += " Trace per step and kernels found are figures of the whole process (all configurations)."

@@ -5,6 +5,7 @@ device-synchronisation caveat only for rounds that ended their steps that way.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from dnabert_scaling.tools import docbench
 from dnabert_scaling.tools.docfacts import Facts
@@ -76,3 +77,32 @@ def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path
     modes = [_row("untraced", "8x70", 1.0), torch, launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 4)
     assert "torch.profiler's 1.30x (met, the cheaper in 2 of 3 rounds)" in text
+
+
+def _presence(tmp_path, nocuda: float) -> str:
+    folder = tmp_path / "expected" / "reference" / Path(docbench.PRESENCE_BENCH).parent
+    folder.mkdir(parents=True)
+    modes = [_row("untraced", c, 1.0) for c in ("8x70", "32x70")]
+    modes += [_row("scorep-nodriver", c, 1.2, trace_bytes_per_step=25e3) for c in ("8x70", "32x70")]
+    modes += [_row("scorep-nocuda", c, nocuda, trace_bytes_per_step=300.0) for c in ("8x70", "32x70")]
+    calls = [{"mode": "scorep-nocuda", "launch_ns": 6300.0}, {"mode": "untraced", "launch_ns": 6400.0}]
+    doc = {
+        "device": "GPU",
+        "steps": 30,
+        "warmup": 5,
+        "step_sync": "stream",
+        "modes": modes,
+        "per_call": calls,
+        "rounds": [{}] * 9,
+    }
+    (tmp_path / "expected" / "reference" / docbench.PRESENCE_BENCH).write_text(json.dumps(doc))
+    return docbench.bench_trace_scorep_presence(Facts(tmp_path), None)
+
+
+def test_the_presence_run_says_whether_the_floor_is_score_p_being_loaded(tmp_path):
+    assert "(no `" in docbench.bench_trace_scorep_presence(Facts(tmp_path), None)  # nothing shipped: said so
+    text = _presence(tmp_path / "a", 1.01)
+    assert "1.01x against 1.20x at 8x70, 1.01x against 1.20x at 32x70; so the no-driver floor is the kernel recording" in text
+    assert "| Score-P loaded, no CUDA recording | 8x70 | 1.01x" in text and "| 300 B |" in text
+    assert "Score-P loaded, no CUDA recording 6.3" in text and "untraced 6.4" in text
+    assert "already accounts for part of the no-driver floor" in _presence(tmp_path / "b", 1.10)

@@ -9,6 +9,73 @@ from typing import Any
 from dnabert_scaling.tools.docfacts import Facts
 
 
+NAMES = {
+    "torch": "torch.profiler (CUDA)",
+    "scorep-all": "Score-P, every driver call",
+    "scorep-launch": "Score-P, launch-only (default)",
+    "scorep-nodriver": "Score-P without `driver`",
+    "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB CUPTI buffers",
+    "scorep-nocuda": "Score-P loaded, no CUDA recording",
+}
+TABLE_HEAD = (
+    "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",
+    "|---|---|---|---|---|---|---|",
+)
+# the run that measured Score-P loaded without CUDA recording (call F), beside kernel recording only
+PRESENCE_BENCH = "h200-bench/gpu-call-2026-12-04-stream-sync/bench-f.json"
+
+
+def _mode_row(m: dict) -> str:
+    size, found = m.get("trace_bytes_per_step"), m.get("kernels_found_share")
+    return (
+        f"| {NAMES[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
+        f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('pooled_ratio_median', 0):.2f}x "
+        f"({m.get('pooled_ratio_q1', 0):.2f}-{m.get('pooled_ratio_q3', 0):.2f}) | {m.get('rounds')} / {m.get('pairs')} | "
+        f"{_size(size)} | "
+        f"{_pct(found, 1) if isinstance(found, (int, float)) else '-'} |"
+    )
+
+
+def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
+    """Call F: Score-P loaded with no CUDA recording against kernel recording only, torch.profiler and
+    no tracer, in the same lockstep rounds; whether the no-driver floor is Score-P's presence or its
+    kernel recording, judged from the medians."""
+    data = facts.bench(PRESENCE_BENCH) or {}
+    modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
+    if not modes:
+        return f"(no `{PRESENCE_BENCH}` shipped)"
+    by = {(m["mode"], m["config"]): m for m in modes}
+    launch = {c["mode"]: c["launch_ns"] for c in data.get("per_call") or [] if isinstance(c.get("launch_ns"), (int, float))}
+    text = "\n".join([*TABLE_HEAD, *(_mode_row(m) for m in modes)]) + "\n\n" + _method(data)
+    if launch:
+        text += (
+            " One launch (host µs, median of the per-call turns): "
+            + ", ".join(f"{NAMES.get(k, k)} {v / 1e3:.1f}" for k, v in launch.items())
+            + "."
+        )
+    configs = [c for c, _ in SCOREP_RATIO_TARGETS if ("scorep-nocuda", c) in by and ("scorep-nodriver", c) in by]
+    if configs:
+        loaded = [by[("scorep-nocuda", c)]["ratio_median"] for c in configs]
+        figures = ", ".join(
+            f"{by[('scorep-nocuda', c)]['ratio_median']:.2f}x against {by[('scorep-nodriver', c)]['ratio_median']:.2f}x at {c}"
+            for c in configs
+        )
+        verdict = (
+            "so the no-driver floor is the kernel recording (CUPTI's activity records and Score-P's handling of them), "
+            "not Score-P being loaded"
+            if max(loaded) <= 1.05
+            else "so Score-P being loaded already accounts for part of the no-driver floor"
+        )
+        text += f" Score-P loaded without CUDA recording, against kernel recording only: {figures}; {verdict}."
+    return text
+
+
+def _size(size: Any) -> str:
+    if not isinstance(size, (int, float)):
+        return "-"
+    return f"{size / 1e3:,.0f} kB" if size >= 1e3 else f"{size:,.0f} B"
+
+
 def _pct(x: Any, digits: int = 0) -> str:
     return "-" if not isinstance(x, (int, float)) else f"{x * 100:.{digits}f}%"
 
@@ -18,30 +85,9 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
     step of the same turn (median and range of the per-round medians, and the median and quartiles
     of all step pairs), trace bytes per step, kernels found; the per-call figures; the targets."""
     data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
-    names = {
-        "torch": "torch.profiler (CUDA)",
-        "scorep-all": "Score-P, every driver call",
-        "scorep-launch": "Score-P, launch-only (default)",
-        "scorep-nodriver": "Score-P without `driver`",
-        "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB CUPTI buffers",
-        "scorep-nocuda": "Score-P loaded, no CUDA recording",
-    }
-    rows = [
-        "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for m in data.get("modes") or []:
-        if m.get("mode") not in names:
-            continue
-        size = m.get("trace_bytes_per_step")
-        found = m.get("kernels_found_share")
-        rows.append(
-            f"| {names[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
-            f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('pooled_ratio_median', 0):.2f}x "
-            f"({m.get('pooled_ratio_q1', 0):.2f}-{m.get('pooled_ratio_q3', 0):.2f}) | {m.get('rounds')} / {m.get('pairs')} | "
-            f"{f'{size / 1e3:,.0f} kB' if isinstance(size, (int, float)) else '-'} | "
-            f"{_pct(found, 1) if isinstance(found, (int, float)) else '-'} |"
-        )
+    names = NAMES
+    rows = list(TABLE_HEAD)
+    rows += [_mode_row(m) for m in data.get("modes") or [] if m.get("mode") in names]
     for c in data.get("per_call") or []:
         if c.get("mode") in names or c.get("mode") == "untraced":
             label = names.get(c["mode"], "untraced")

@@ -548,6 +548,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-train": bench_train,
     "bench-trace": bench_trace,
     "bench-trace-scorep": docbench.bench_trace_scorep,
+    "bench-trace-scorep-presence": docbench.bench_trace_scorep_presence,
     "bench-hook": bench_hook,
     "bench-read": bench_read,
 }

@@ -361,6 +361,9 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     for m, c in children.items():
         status = c.close()
         row["processes"][m] = {"exit_status": status, "wall_s": round(time.monotonic() - c.started, 2)}
+        messages = scorep_messages(Path(c.log.name))
+        if messages:
+            row["processes"][m]["scorep_messages"] = messages
         if c.exp is not None:
             row["processes"][m]["experiment"] = str(c.exp)
             row["processes"][m]["trace_bytes"] = (
@@ -369,6 +372,23 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     if any(p["exit_status"] != 0 for p in row["processes"].values()) and "error" not in row:
         row["error"] = "a process exited with a status other than 0: " + json.dumps(row["processes"])
     return row
+
+
+def scorep_messages(log: Path, keep: int = 30) -> list[str]:
+    """Score-P's own lines in a child's stderr (``[Score-P] ...``: dropped or skipped records, buffer
+    advice), each once, at most ``keep``: the processes' work folder is removed after the run."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in lines:
+        text = line.strip()
+        if text.startswith("[Score-P]") and text not in out:
+            out.append(text[:400])
+            if len(out) == keep:
+                break
+    return out
 
 
 # ---- the figures -----------------------------------------------------------------------------
@@ -435,10 +455,17 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         for r in rounds
         if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
     ]
-    share = None
-    if count and count.get("launches"):
-        share = min(count["kernels"], count["launches"]) / count["launches"]
-    return {"trace_bytes_per_step": statistics.median(sizes) if sizes else None, "kernels_found_share": share}
+    counted = [c for c in (count or {}).get("experiments") or [count or {}] if isinstance(c.get("launches"), int)]
+    launches = sum(c["launches"] for c in counted)
+    found = sum(min(c["kernels"], c["launches"]) for c in counted)
+    return {
+        "trace_bytes_per_step": statistics.median(sizes) if sizes else None,
+        "kernels_found_share": found / launches if launches else None,
+        # the counted experiments (one per run: a merge has one per source) and their sums
+        "kernels_found": found if launches else None,
+        "launches_counted": launches or None,
+        "experiments_counted": len(counted) if launches else None,
+    }
 
 
 def count_kernels(rounds: list[dict], modes: list[str]) -> dict[str, dict]:
@@ -610,7 +637,7 @@ MERGE_KEYS = ("model", "warmup", "steps", "configs", "step_sync")
 def merge(args) -> int:
     """One document from the rounds of several runs of the same set-up (same model, configurations,
     steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
-    the first source that has them."""
+    every source (``counts[mode]["experiments"]``), the share of kernels found taken over all of them."""
     docs, seen = [], {}
     for name in args.merge:
         try:
@@ -642,8 +669,8 @@ def merge(args) -> int:
     for name, doc in docs:
         for r in doc["rounds"]:
             rounds.append({**r, "round": len(rounds), "source": Path(name).name, "source_round": r["round"]})
-        for mode, c in (doc.get("counts") or {}).items():
-            counts.setdefault(mode, {**c, "source": Path(name).name})
+        for mode, c in (doc.get("counts") or {}).items():  # every source's counted experiment, none dropped
+            counts.setdefault(mode, {"experiments": []})["experiments"].append({**c, "source": Path(name).name})
         keep = ("date", "revision", "cpus", "wall_s", "machine")
         sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
     out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}

@@ -69,6 +69,20 @@ def test_per_call_figures_pool_the_turns_of_every_round_that_took_them(bt):
     assert calls["untraced"]["cuCtxGetDevice_ns"] is None and calls["untraced"]["launch_ns"] == 5.0
 
 
+def test_score_p_messages_of_a_child_are_kept_once_each(bt, tmp_path):
+    log = tmp_path / "child.log"
+    log.write_text(
+        "loading\n[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...\n"
+        "other\n[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...\n"
+        "  [Score-P] buffer advice\n"
+    )
+    assert bt.scorep_messages(log) == [
+        "[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...",
+        "[Score-P] buffer advice",
+    ]
+    assert bt.scorep_messages(tmp_path / "missing.log") == []
+
+
 def test_turns_rotate_so_no_mode_always_goes_first(bt):
     modes = ["untraced", "torch", "scorep-launch"]
     firsts = {bt.turn_order(modes, k)[0] for k in range(3)}
@@ -162,13 +176,21 @@ def test_merge_joins_the_rounds_of_runs_of_one_set_up(tmp_path):
         [_round(0, [10.0, 10.0, 10.0], [11.0, 11.0, 11.0])],
         counts={"scorep-launch": {"launches": 5, "kernels": 5}},
     )
-    b = _doc(tmp_path / "b.json", [_round(0, [10.0] * 3, [13.0] * 3), _round(1, [10.0] * 3, [15.0] * 3)])
+    b = _doc(
+        tmp_path / "b.json",
+        [_round(0, [10.0] * 3, [13.0] * 3), _round(1, [10.0] * 3, [15.0] * 3)],
+        counts={"scorep-launch": {"launches": 5, "kernels": 4}},  # one kernel lost in the second run
+    )
     out = tmp_path / "m.json"
     proc = _merge(a, b, "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     row = {r["mode"]: r for r in doc["modes"]}["scorep-launch"]
-    assert row["rounds"] == 3 and row["ratio_median"] == pytest.approx(1.3) and row["kernels_found_share"] == 1.0
+    assert row["rounds"] == 3 and row["ratio_median"] == pytest.approx(1.3)
+    # the kernels found over every source's counted experiment: the second run's loss is not dropped
+    assert (row["kernels_found"], row["launches_counted"], row["experiments_counted"]) == (9, 10, 2)
+    assert row["kernels_found_share"] == pytest.approx(0.9)
+    assert [e["source"] for e in doc["counts"]["scorep-launch"]["experiments"]] == ["a.json", "b.json"]
     assert [(r["round"], r["source"], r["source_round"]) for r in doc["rounds"]] == [
         (0, "a.json", 0),
         (1, "b.json", 0),

@@ -79,11 +79,11 @@ def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path
     assert "torch.profiler's 1.30x (met, the cheaper in 2 of 3 rounds)" in text
 
 
-def _presence(tmp_path, nocuda: float) -> str:
+def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
     folder = tmp_path / "expected" / "reference" / Path(docbench.PRESENCE_BENCH).parent
     folder.mkdir(parents=True)
     modes = [_row("untraced", c, 1.0) for c in ("8x70", "32x70")]
-    modes += [_row("scorep-nodriver", c, 1.2, trace_bytes_per_step=25e3) for c in ("8x70", "32x70")]
+    modes += [_row("scorep-nodriver", c, nodriver, trace_bytes_per_step=25e3) for c in ("8x70", "32x70")]
     modes += [_row("scorep-nocuda", c, nocuda, trace_bytes_per_step=300.0) for c in ("8x70", "32x70")]
     calls = [{"mode": "scorep-nocuda", "launch_ns": 6300.0}, {"mode": "untraced", "launch_ns": 6400.0}]
     doc = {
@@ -102,7 +102,30 @@ def _presence(tmp_path, nocuda: float) -> str:
 def test_the_presence_run_says_whether_the_floor_is_score_p_being_loaded(tmp_path):
     assert "(no `" in docbench.bench_trace_scorep_presence(Facts(tmp_path), None)  # nothing shipped: said so
     text = _presence(tmp_path / "a", 1.01)
-    assert "1.01x against 1.20x at 8x70, 1.01x against 1.20x at 32x70; so the no-driver floor is the kernel recording" in text
+    assert "1.01x against 1.20x at 8x70; 1.01x against 1.20x at 32x70: so the no-driver floor is the kernel recording" in text
     assert "| Score-P loaded, no CUDA recording | 8x70 | 1.01x" in text and "| 300 B |" in text
     assert "Score-P loaded, no CUDA recording 6.3" in text and "untraced 6.4" in text
     assert "already accounts for part of the no-driver floor" in _presence(tmp_path / "b", 1.10)
+    assert "too close, or too mixed" in _presence(tmp_path / "c", 1.00, nodriver=1.02)  # no floor to attribute
+
+
+def test_targets_say_how_the_rounds_and_the_runs_lie_around_the_bound(tmp_path):
+    launch = _row("scorep-launch", "8x70", 1.27, round_ratios=[[0, 1.30], [1, 1.28], [2, 1.20], [3, 1.24]])
+    counts = {"scorep-launch": {"experiments": [
+        {"launches": 10, "kernels": 10, "source": "d.json"}, {"launches": 10, "kernels": 9, "source": "e.json"}]}}  # fmt: skip
+    rounds = [{"round": 0, "source": "d.json"}, {"round": 1, "source": "d.json"}]
+    rounds += [{"round": 2, "source": "e.json"}, {"round": 3, "source": "e.json"}]
+    launch.update(kernels_found_share=0.95, kernels_found=19, launches_counted=20, experiments_counted=2)
+    modes = [_row("untraced", "8x70", 1.0), launch]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
+    assert "8x70: 1.27x against <= 1.25x (missed; 2 of 4 rounds at or below it; per run 1.29x (d.json), 1.22x (e.json))" in text
+    assert "(missed; per run 10 of 10 (d.json), 9 of 10 (e.json))" in text
+
+
+def test_one_kernel_lost_of_many_is_shown_as_counts_and_misses_the_target(tmp_path):
+    lost = dict(trace_bytes_per_step=62e3, kernels_found_share=214_801 / 214_802, kernels_found=214_801,
+                launches_counted=214_802, experiments_counted=2)  # fmt: skip
+    modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.27, **lost)]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2)
+    assert "| 214,801 of 214,802 |" in text and "100.0%" not in text  # never rounded up to complete
+    assert "kernels found: 214,801 of 214,802 launches in 2 counted experiment(s) (missed)" in text

@@ -300,13 +300,21 @@ def child_env(mode: str, run_dir: Path, base: dict) -> dict[str, str]:
     from dnabert_scaling.run.tracing.scorep import scorep_environment
 
     env = dict(base)
-    if MODES[mode] is not None:
-        cuda_enable, callbacks, extra = MODES[mode]
-        env.update(scorep_environment(0, run_dir, cuda_enable=cuda_enable, base_env={}))
-        env["SCOREP_CUDA_DRIVER_CALLBACKS"] = callbacks
+    own = mode_variables(mode)
+    if own is not None:
+        env.update(scorep_environment(0, run_dir, cuda_enable=own["SCOREP_CUDA_ENABLE"], base_env={}))
         env.pop("SCOREP_CUDA_BUFFER_CHUNK", None)
-        env.update(extra)
+        env.update(own)
     return env
+
+
+def mode_variables(mode: str) -> dict[str, str] | None:
+    """The Score-P variables a mode sets beyond the artifact's own (None: not under Score-P)."""
+    spec = MODES[mode]
+    if spec is None:
+        return None
+    cuda_enable, callbacks, extra = spec
+    return {"SCOREP_CUDA_ENABLE": cuda_enable, "SCOREP_CUDA_DRIVER_CALLBACKS": callbacks, **extra}
 
 
 def child_argv(mode: str, args) -> list[str]:
@@ -455,7 +463,7 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         for r in rounds
         if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
     ]
-    counted = [c for c in (count or {}).get("experiments") or [count or {}] if isinstance(c.get("launches"), int)]
+    counted = [c for c in experiments_of(count) if isinstance(c.get("launches"), int)]
     launches = sum(c["launches"] for c in counted)
     found = sum(min(c["kernels"], c["launches"]) for c in counted)
     return {
@@ -466,6 +474,14 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         "launches_counted": launches or None,
         "experiments_counted": len(counted) if launches else None,
     }
+
+
+def experiments_of(count: dict | None) -> list[dict]:
+    """The counted experiments behind one mode's count: a merge's ``{"experiments": [...]}``, else the
+    one count itself (an entry with ``error`` in place of the numbers was not counted)."""
+    if not count:
+        return []
+    return list(count["experiments"]) if "experiments" in count else [count]
 
 
 def count_kernels(rounds: list[dict], modes: list[str]) -> dict[str, dict]:
@@ -615,12 +631,8 @@ def measure(args, modes: list[str], work: Path) -> int:
 
 
 def mode_settings(modes: list[str]) -> dict[str, dict | None]:
-    """The Score-P variables each mode sets beyond the artifact's own (None: not under Score-P)."""
-    out: dict[str, dict | None] = {}
-    for m in modes:
-        spec = MODES[m]
-        out[m] = None if spec is None else {"SCOREP_CUDA_ENABLE": spec[0], "SCOREP_CUDA_DRIVER_CALLBACKS": spec[1], **spec[2]}
-    return out
+    """Per mode, the Score-P variables it sets beyond the artifact's own (None: not under Score-P)."""
+    return {m: mode_variables(m) for m in modes}
 
 
 def show(doc: dict) -> None:
@@ -669,8 +681,11 @@ def merge(args) -> int:
     for name, doc in docs:
         for r in doc["rounds"]:
             rounds.append({**r, "round": len(rounds), "source": Path(name).name, "source_round": r["round"]})
-        for mode, c in (doc.get("counts") or {}).items():  # every source's counted experiment, none dropped
-            counts.setdefault(mode, {"experiments": []})["experiments"].append({**c, "source": Path(name).name})
+        for mode, c in (doc.get("counts") or {}).items():  # every source's counted experiments, none dropped
+            found = counts.setdefault(mode, {"experiments": []})["experiments"]
+            found += [
+                {**e, "source": e.get("source") or Path(name).name} for e in experiments_of(c)
+            ]  # a merged input keeps its sources
         keep = ("date", "revision", "cpus", "wall_s", "machine")
         sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
     out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
@@ -697,6 +712,16 @@ def merge_input_problem(doc) -> str | None:
                 ok = isinstance(steps, list) and all(type(t) in (int, float) and 0 < t < float("inf") for t in steps)
                 if not ok:
                     return f"round {r['round']}: step times that are not positive numbers"
+    counts = doc.get("counts") or {}
+    if not isinstance(counts, dict) or not all(isinstance(c, dict) for c in counts.values()):
+        return "kernel counts that are not one entry per mode"
+    for mode, c in counts.items():
+        if "experiments" in c and not (isinstance(c["experiments"], list) and all(isinstance(e, dict) for e in c["experiments"])):
+            return f"{mode}: kernel counts that are not a list of experiments"
+        for e in experiments_of(c):
+            numbers = [e.get("launches"), e.get("kernels")]
+            if "error" not in e and not all(type(n) is int and n >= 0 for n in numbers):
+                return f"{mode}: kernel counts that are not whole numbers of launches and kernels"
     return None
 
 

@@ -230,3 +230,27 @@ def test_merge_refuses_the_same_rounds_twice_an_output_over_an_input_and_edited_
     assert proc.returncode == 2 and "a round without its number" in proc.stderr and "Traceback" not in proc.stderr
     proc = _merge(str(tmp_path / "missing.json"))
     assert proc.returncode == 2 and "missing.json: cannot be read (No such file or directory)" in proc.stderr
+
+
+def test_a_merged_output_merged_again_keeps_every_counted_experiment_and_edited_counts_are_refused(tmp_path):
+    a = _doc(tmp_path / "a.json", [_round(0, [10.0] * 3, [11.0] * 3)], counts={"scorep-launch": {"launches": 5, "kernels": 5}})
+    b = _doc(tmp_path / "b.json", [_round(0, [10.0] * 3, [12.0] * 3)], counts={"scorep-launch": {"launches": 5, "kernels": 4}})
+    c = _doc(tmp_path / "c.json", [_round(0, [10.0] * 3, [13.0] * 3)], counts={"scorep-launch": {"launches": 5, "kernels": 5}})
+    ab = tmp_path / "ab.json"
+    assert _merge(a, b, "--json", str(ab)).returncode == 0
+    out = tmp_path / "abc.json"
+    proc = _merge(str(ab), c, "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    # the lost kernel of b.json survives a second merge, under its own run's name
+    assert [e["source"] for e in doc["counts"]["scorep-launch"]["experiments"]] == ["a.json", "b.json", "c.json"]
+    row = {r["mode"]: r for r in doc["modes"]}["scorep-launch"]
+    assert (row["kernels_found"], row["launches_counted"], row["experiments_counted"]) == (14, 15, 3)
+    for bad in ({"launches": 5, "kernels": "5"}, {"launches": -1, "kernels": 0}, {"experiments": "x"}, ["5"]):
+        edited = tmp_path / "edited.json"
+        doc = json.loads(Path(a).read_text())
+        doc["counts"] = {"scorep-launch": bad}
+        edited.write_text(json.dumps(doc))
+        proc = _merge(str(edited), b)
+        assert proc.returncode == 2 and "edited.json: not a bench-trace output" in proc.stderr, bad
+        assert "kernel counts" in proc.stderr and "Traceback" not in proc.stderr

@@ -69,6 +69,7 @@ def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.3)]
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, modes=modes, rounds=[{}])  # no step_sync: the first version
     assert "Every timed step ended in a device synchronisation" in text and "8x70: 1.30x against <= 1.25x (missed)" in text
+    assert "kernels found: not counted (not met)" in text  # no count of launches: the target is not met by silence
 
 
 def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path):

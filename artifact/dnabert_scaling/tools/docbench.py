@@ -103,12 +103,11 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
     step of the same turn (median and range of the per-round medians, and the median and quartiles
     of all step pairs), trace bytes per step, kernels found; the per-call figures; the targets."""
     data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
-    names = NAMES
     rows = list(TABLE_HEAD)
-    rows += [_mode_row(m) for m in data.get("modes") or [] if m.get("mode") in names]
+    rows += [_mode_row(m) for m in data.get("modes") or [] if m.get("mode") in NAMES]
     for c in data.get("per_call") or []:
-        if c.get("mode") in names or c.get("mode") == "untraced":
-            label = names.get(c["mode"], "untraced")
+        if c.get("mode") in NAMES or c.get("mode") == "untraced":
+            label = NAMES.get(c["mode"], "untraced")
             rows.append(
                 f"| {label}: one `cuCtxGetDevice` / one launch (host ns, median of {c.get('turns')} turns) | - | "
                 f"{c.get('cuCtxGetDevice_ns') or 0:,.0f} / {c.get('launch_ns') or 0:,.0f} | - | - | - | - |"
@@ -273,6 +272,8 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
         else:
             what = _pct(share, 2)
         out.append(f"kernels found: {what} ({'met' if share >= 1 else 'missed'}{_kernels_per_run(data)})")
+    elif any(m.get("mode") == "scorep-launch" for m in modes):  # no launches counted: never met by silence
+        out.append("kernels found: not counted (not met)")
     floor = [
         f"{by[('scorep-nodriver', c)]['ratio_median']:.2f}x at {c}"
         for c, _ in SCOREP_RATIO_TARGETS

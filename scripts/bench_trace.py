@@ -37,8 +37,8 @@ Diagnostic modes (run only where --modes names them):
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
-is in the trace (``scripts/scorep_count.py``, counted once all rounds are done; null without
-launch records).
+is in the trace (``scripts/scorep_count.py`` over every round's experiment, or the first round's
+with ``--count first``, counted once all rounds are done; null without launch records).
 
 Per call (in the second round, after the configurations, in turns like the steps; ``--no-micro``
 skips it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small
@@ -484,24 +484,31 @@ def experiments_of(count: dict | None) -> list[dict]:
     return list(count["experiments"]) if "experiments" in count else [count]
 
 
-def count_kernels(rounds: list[dict], modes: list[str]) -> dict[str, dict]:
-    """``scorep_count`` of one experiment per Score-P mode (the first round without per-call loops)."""
-    from scorep_count import count
+def count_kernels(rounds: list[dict], modes: list[str], which: str = "every") -> dict[str, dict]:
+    """``scorep_count`` of the Score-P modes' experiments: of every round without per-call loops
+    (``which="every"``), or of the first such round only (``"first"``). Per mode
+    ``{"experiments": [count, ...]}``, each count naming its round; counted in parallel."""
+    from concurrent.futures import ProcessPoolExecutor
 
-    out: dict[str, dict] = {}
+    from scorep_count import count_summary
+
+    jobs: list[tuple[str, int, str]] = []
     for mode in modes:
         if MODES[mode] is None:
             continue
         for r in rounds:
             exp = r.get("processes", {}).get(mode, {}).get("experiment")
             if not r["micro"] and "error" not in r and exp and Path(exp, "traces.otf2").is_file():
-                try:
-                    c = count(Path(exp))
-                    out[mode] = {k: c[k] for k in ("launches", "kernels", "host_enters", "top_host_regions")}
-                except Exception as exc:  # noqa: BLE001 - an uncountable experiment must not cost the rounds
-                    out[mode] = {"error": f"{type(exc).__name__}: {exc}"}
-                out[mode]["round"] = r["round"]
-                break
+                jobs.append((mode, r["round"], exp))
+                if which == "first":
+                    break
+    out: dict[str, dict] = {}
+    if not jobs:
+        return out
+    with ProcessPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2, len(jobs)))) as pool:
+        results = list(pool.map(count_summary, [exp for _, _, exp in jobs]))
+    for (mode, rnd, _), c in zip(jobs, results):
+        out.setdefault(mode, {"experiments": []})["experiments"].append({**c, "round": rnd})
     return out
 
 
@@ -603,7 +610,7 @@ def measure(args, modes: list[str], work: Path) -> int:
         row["wall_s"] = round(time.monotonic() - t0, 1)
         rounds.append(row)
         print(f"# round {rnd}: {row['wall_s']} s{' ' + row['error'] if 'error' in row else ''}", flush=True)
-    counts = count_kernels(rounds, modes)
+    counts = count_kernels(rounds, modes, args.count)
     host = machine()
     doc = {
         "method": "lockstep: one process per mode and round, taking turns step by step (see the script's docstring)",
@@ -613,6 +620,7 @@ def measure(args, modes: list[str], work: Path) -> int:
         "model": args.model,
         "cpus": args.cpus,
         "step_sync": args.step_sync,
+        "counted": args.count,
         "revision": revision(),
         "warmup": args.warmup,
         "steps": args.steps,
@@ -743,6 +751,12 @@ def main(argv=None) -> int:
         help="how a timed step waits for its GPU work before the next process's turn: its stream (default) or the "
         "whole device (under Score-P a device synchronisation also flushes the CUPTI activity buffer, once per "
         "step; the training loop does not wait inside its steps at all)",
+    )
+    p.add_argument(
+        "--count",
+        choices=("every", "first"),
+        default="every",
+        help="count the kernels of every round's Score-P experiments (default) or of the first round's only",
     )
     p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
     p.add_argument("--json", default=None)

@@ -112,6 +112,16 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
     }
 
 
+def count_summary(path) -> dict:
+    """The launches, kernels and host figures of one experiment, for a caller that counts many (in
+    worker processes): an experiment that cannot be counted gives ``error`` instead of raising."""
+    try:
+        c = count(Path(path))
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one bad experiment must not cost the others
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {k: c[k] for k in ("launches", "kernels", "host_enters", "top_host_regions")}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace")

@@ -254,3 +254,26 @@ def test_a_merged_output_merged_again_keeps_every_counted_experiment_and_edited_
         proc = _merge(str(edited), b)
         assert proc.returncode == 2 and "edited.json: not a bench-trace output" in proc.stderr, bad
         assert "kernel counts" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt, tmp_path):
+    """Two real Score-P experiments of the H200 (shipped reference sets) stand for two rounds' processes;
+    a round with the per-call loops and an unreadable experiment never stop the count."""
+    real = [ROOT / f"expected/reference/h200-scorep-{b}/ws1-scorep-r0/traces/scorep-rank0" for b in ("b8", "b32")]
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "traces.otf2").write_text("not an OTF2 anchor\n")
+
+    def rnd(i, exp, micro=False):
+        return {"round": i, "micro": micro, "processes": {"scorep-launch": {"experiment": str(exp)}}}
+
+    rounds = [rnd(0, real[0]), rnd(1, real[1], micro=True), rnd(2, real[1]), rnd(3, broken)]
+    every = bt.count_kernels(rounds, ["untraced", "scorep-launch"], "every")["scorep-launch"]["experiments"]
+    assert [e["round"] for e in every] == [0, 2, 3]
+    assert every[0]["launches"] == every[0]["kernels"] == 25289  # scorep_count's figure for that set
+    assert every[1]["launches"] > 0 and every[1]["kernels"] == every[1]["launches"]
+    assert "error" in every[2] and "launches" not in every[2]
+    first = bt.count_kernels(rounds, ["scorep-launch"], "first")["scorep-launch"]["experiments"]
+    assert [e["round"] for e in first] == [0]
+    row = bt.trace_figures(rounds, "scorep-launch", {"experiments": every})
+    assert row["experiments_counted"] == 2 and row["kernels_found_share"] == 1.0  # the broken one is not counted

@@ -120,7 +120,7 @@ def test_targets_say_how_the_rounds_and_the_runs_lie_around_the_bound(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
     assert "8x70: 1.27x against <= 1.25x (missed; 2 of 4 rounds at or below it; per run 1.29x (d.json), 1.22x (e.json))" in text
-    assert "(missed; per run 10 of 10 (d.json), 9 of 10 (e.json))" in text
+    assert "(missed; per run 10 of 10 (d.json), 9 of 10 (e.json); lost: 1 in e.json's counted experiment)" in text
 
 
 def test_one_kernel_lost_of_many_is_shown_as_counts_and_misses_the_target(tmp_path):
@@ -130,3 +130,16 @@ def test_one_kernel_lost_of_many_is_shown_as_counts_and_misses_the_target(tmp_pa
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2)
     assert "| 214,801 of 214,802 |" in text and "100.0%" not in text  # never rounded up to complete
     assert "kernels found: 214,801 of 214,802 launches in 2 counted experiment(s) (missed)" in text
+
+
+def test_runs_that_count_every_round_are_summed_per_run_and_the_lost_round_named(tmp_path):
+    counts = {"scorep-launch": {"experiments": [
+        {"launches": 10, "kernels": 10, "source": "d.json"},
+        {"launches": 10, "kernels": 10, "round": 0, "source": "g.json"},
+        {"launches": 10, "kernels": 8, "round": 2, "source": "g.json"}]}}  # fmt: skip
+    launch = _row("scorep-launch", "8x70", 1.2, kernels_found_share=28 / 30, kernels_found=28, launches_counted=30,
+                  experiments_counted=3)  # fmt: skip
+    modes = [_row("untraced", "8x70", 1.0), launch]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2, counts=counts)
+    assert "kernels found: 28 of 30 launches in 3 counted experiment(s) (missed" in text
+    assert "per run 10 of 10 (d.json), 18 of 20 (g.json, 2 experiments); lost: 2 in g.json's round 2)" in text

@@ -231,14 +231,25 @@ def _against_bound(launch: dict, bound: float, data: dict) -> str:
 
 
 def _kernels_per_run(data: dict) -> str:
-    """Each run's counted launch-only experiment: kernels of launches (a merge keeps every run's)."""
+    """The counted launch-only experiments run by run (a merge keeps every run's; a run may count
+    one experiment or one per round): kernels of launches, and which experiments lost any."""
     experiments = ((data.get("counts") or {}).get("scorep-launch") or {}).get("experiments") or []
+    runs: dict = {}
+    lost = []
+    for e in experiments:
+        if not (isinstance(e.get("kernels"), int) and isinstance(e.get("launches"), int)):
+            continue
+        found, launches, count = runs.get(e.get("source"), (0, 0, 0))
+        runs[e.get("source")] = (found + min(e["kernels"], e["launches"]), launches + e["launches"], count + 1)
+        if e["kernels"] < e["launches"]:
+            where = f"round {e['round']}" if isinstance(e.get("round"), int) else "counted experiment"
+            lost.append(f"{e['launches'] - e['kernels']:,} in {e.get('source') or 'the run'}'s {where}")
     parts = [
-        f"{e['kernels']:,} of {e['launches']:,} ({e.get('source')})"
-        for e in experiments
-        if isinstance(e.get("kernels"), int) and isinstance(e.get("launches"), int)
+        f"{found:,} of {launches:,} ({name}{f', {count} experiments' if count > 1 else ''})"
+        for name, (found, launches, count) in runs.items()
     ]
-    return f"; per run {', '.join(parts)}" if len(parts) > 1 else ""
+    text = f"; per run {', '.join(parts)}" if len(parts) > 1 else ""
+    return text + (f"; lost: {', '.join(lost)}" if lost else "")
 
 
 def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:

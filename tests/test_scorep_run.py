@@ -210,6 +210,34 @@ def test_check_experiment_warnings_from_log_and_config(tmp_path):
     assert sp.check_experiment(exp) == []
 
 
+# Score-P's own lines from the H200 benchmark of 2026-12-04 (call G): every traced process printed them once
+ORDER = "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:351: Warning: [CUPTI Activity] Kernel: start time (356066650314) < (356066650440) last written timestamp!"  # noqa: E501
+NAMED = "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:354: Warning: [CUPTI Activity] Kernel: '_ZN8cublasLt19splitKreduce_kernel', CUdevice: 0, CUDA stream ID: 7"  # noqa: E501
+TRUNCATED = "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:360: Warning: [CUPTI Activity] Set kernel start time to sync-point time (truncate 0.0161%)"  # noqa: E501
+SKIPPED = "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:369: Warning: [CUPTI Activity] Skipping ..."
+ZERO = "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:372: Warning: [CUPTI Activity] Kernel 'pdl_secondary' ended before the last written timestamp of its stream (CUDA stream ID: 13): written with zero duration at that timestamp"  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    "lines,lost",
+    [
+        ([ORDER, NAMED, TRUNCATED], False),  # kept, its start moved by 0.016%: not a loss
+        ([ORDER, NAMED, ZERO], False),  # the overlap patch kept it with zero duration
+        ([ORDER, NAMED, TRUNCATED, SKIPPED], True),  # a later record of the same kind was skipped
+    ],
+)
+def test_a_record_before_the_last_written_timestamp_is_a_loss_only_when_skipped(lines, lost):
+    from dnabert_scaling.analysis.metrics import LOSS_WORDS
+
+    warnings = sp._log_findings("\n".join(lines))
+    losses = [w for w in warnings if any(k in w.lower() for k in LOSS_WORDS)]  # what the gate reads as a loss
+    assert bool(losses) is lost
+    if lost:
+        assert any("last written timestamp" in w for w in losses) and any("Skipping" in w for w in losses)
+    else:
+        assert warnings and all(w.startswith("Score-P shortened CUDA activity records") for w in warnings)
+
+
 def test_filter_file_syntax():
     lines = [l.strip() for l in sp.PYTHON_FILTER.read_text().splitlines() if l.strip() and not l.strip().startswith("#")]
     assert lines[0] == "SCOREP_REGION_NAMES_BEGIN" and lines[-1] == "SCOREP_REGION_NAMES_END"

@@ -189,3 +189,39 @@ def test_synthetic_study_rank_round_trip(tmp_path):
     assert locs[MAIN] >= 19 * gpu_events  # full Python instrumentation: ~20x host events
     phases = tr.host[tr.host["kind"] == "phase"]["name"].value_counts().to_dict()
     assert phases == {"warmup": 1, "step": 2, "forward": 3, "backward": 3, "optimizer": 3}
+
+
+def test_a_kernel_written_with_zero_duration_is_read_and_paired_with_its_launch(tmp_path):
+    """What Score-P 8.4 with 8.4-cupti-overlap-kept.patch writes for a kernel that ended inside the
+    previous kernel of its stream: Enter and Leave at that kernel's end. It is a kernel of the trace,
+    found for its launch; only its time is zero."""
+    from dnabert_scaling.analysis.completeness import trace_completeness
+    from dnabert_scaling.traces.otf2_writer import NO_VALUE, OP_ENTER, OP_LEAVE, ScoreP9Writer
+    from dnabert_scaling.traces.otf2_reader import ATTR_STREAM_REF
+    from tracegen import t
+
+    d = tmp_path / "scorep-rank0"
+    with ScoreP9Writer(d, creator="Score-P 8.4", timer_resolution=2_000_000_000) as w:
+        main, s7 = w.thread("Master thread"), w.stream(0, 7)
+        k = [w.region(n, "kernel")._ref for n in ("gemm_primary", "pdl_secondary", "elementwise")]
+        ev = [(100, OP_ENTER, k[0]), (300, OP_LEAVE, k[0]), (300, OP_ENTER, k[1]), (300, OP_LEAVE, k[1])]
+        ev += [(400, OP_ENTER, k[2]), (500, OP_LEAVE, k[2])]
+        ts, op, ref = zip(*ev)
+        z = [0] * len(ev)
+        w.write_events(s7, t(ts), op, ref, z, z, z)
+        step, launch = w.region("user:ds:step", "user")._ref, w.region("cuLaunchKernelEx", "launch")._ref
+        host = [(0, OP_ENTER, step, NO_VALUE)]
+        for start in (50, 60, 350):
+            host += [(start, OP_ENTER, launch, s7._ref), (start + 5, OP_LEAVE, launch, NO_VALUE)]
+        host += [(600, OP_LEAVE, step, NO_VALUE)]
+        ts, op, ref, sref = zip(*host)
+        w.write_events(main, t(ts), op, ref, attrs={ATTR_STREAM_REF: np.array(sref, dtype=np.int64)})
+    tr = read_trace(d)
+    kern = tr.gpu[tr.gpu["kind"] == "kernel"].sort_values("start_ns")
+    assert list(zip(kern["name"], kern["start_ns"], kern["end_ns"])) == [
+        ("gemm_primary", 100, 300),
+        ("pdl_secondary", 300, 300),
+        ("elementwise", 400, 500),
+    ]
+    c = trace_completeness(tr)
+    assert (c["launches"], c["activities"], c["status"]) == (3, 3, "complete")

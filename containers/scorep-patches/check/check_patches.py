@@ -13,7 +13,17 @@ the launch-callbacks patch) and counts the trace with ``scripts/scorep_count.py`
 * ``launch``: no host region of the driver API other than the launch, copy and memset calls
   (the subscription holds), and at most a tenth of the host events of ``all``.
 
-Prints one JSON line per mode and a verdict; exit status 0 passed, 1 failed, 2 cannot run here.
+Then the overlap lab, ``pdl_lab.py`` (built with nvcc from ``pdl_lab.cu``), in the default mode
+of the install: pairs of kernels on one stream whose second kernel, a programmatic dependent
+launch that does not wait, ends inside the first (the device clock counts the pairs where it did).
+Released Score-P 8.4 drops such a kernel ("[CUPTI Activity] Skipping ..."). Where the install
+lists ``8.4-cupti-overlap-kept.patch``, the lab must have produced such pairs and every kernel of
+its launches must be in the trace; where it does not, the lab's figures are printed as a
+contrast, not judged. The lab needs nvcc and a GPU of compute capability 9.0 or newer: without
+them, an install with the patch cannot be checked here (exit status 2, the patch not checked).
+
+Prints one JSON line per lab and mode and a verdict; exit status 0 passed, 1 failed, 2 cannot run
+here.
 """
 
 from __future__ import annotations
@@ -31,14 +41,18 @@ ROOT = HERE.parents[2]
 LAUNCH_PREFIXES = ("cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset")
 
 
-def modes_of(prefix: Path) -> list[str]:
+def patches_of(prefix: Path) -> str:
     listed = prefix / "share" / "scorep-patches.txt"
-    text = listed.read_text() if listed.is_file() else ""
-    return ["all", "launch"] if "-cupti-launch-callbacks.patch" in text else ["all"]
+    return listed.read_text() if listed.is_file() else ""
 
 
-def run_lab(mode: str, work: Path) -> tuple[dict, str]:
-    exp = work / f"lab-{mode}"
+def modes_of(prefix: Path) -> list[str]:
+    return ["all", "launch"] if "-cupti-launch-callbacks.patch" in patches_of(prefix) else ["all"]
+
+
+def run_lab(mode: str, work: Path, lab: list[str] | None = None, name: str = "lab") -> tuple[dict, str]:
+    """``lab`` (default: the two-thread lab) under Score-P in driver-callback ``mode``, counted."""
+    exp = work / f"{name}-{mode}"
     env = {
         **os.environ,
         "SCOREP_EXPERIMENT_DIRECTORY": str(exp),
@@ -50,14 +64,41 @@ def run_lab(mode: str, work: Path) -> tuple[dict, str]:
         "SCOREP_TIMER": "clock_gettime",
     }
     argv = [sys.executable, "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
-    proc = subprocess.run([*argv, str(HERE / "two_threads.py"), "--backward"], env=env, capture_output=True, text=True)
+    lab = lab or [str(HERE / "two_threads.py"), "--backward"]
+    proc = subprocess.run([*argv, *lab], env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
+    if proc.returncode == 2 and name != "lab":
+        raise CannotRun(f"{name}: cannot run here: {log[-600:].strip()}")
     if proc.returncode != 0:
         raise RuntimeError(f"the lab under Score-P ({mode}) failed with exit status {proc.returncode}: {log[-1500:]}")
     sys.path.insert(0, str(ROOT / "scripts"))
     from scorep_count import count
 
     return count(exp, step_region="ds:lab"), log
+
+
+class CannotRun(Exception):
+    """A lab that cannot run on this machine (no nvcc, a GPU too old for it)."""
+
+
+def run_overlap_lab(mode: str, work: Path, patched: bool) -> list[str]:
+    """The overlap lab in ``mode``: its figures printed; problems only where the install has the patch."""
+    c, log = run_lab(mode, work, [str(HERE / "pdl_lab.py"), "--build-dir", str(work)], name="pdl")
+    lab = next((json.loads(line) for line in log.splitlines() if line.startswith('{"pairs"')), None)
+    step = c["per_step"][0] if c["per_step"] else {"launches": 0, "kernels": 0}
+    kept = "[CUPTI Activity] Skipping" not in log
+    print(json.dumps({"lab": "pdl", "mode": mode, **(lab or {}), "launches": step["launches"],
+                      "kernels": step["kernels"], "no_skipping_message": kept}))  # fmt: skip
+    if not patched:
+        return []
+    problems = []
+    if not lab or not lab.get("contained"):
+        problems.append(f"pdl: no kernel ended inside its predecessor ({lab}): the overlap path was not exercised")
+    if not step["launches"] or step["kernels"] < step["launches"]:
+        problems.append(f"pdl ({mode}): {step['kernels']} kernels for {step['launches']} launches: kernels lost")
+    if not kept:
+        problems.append(f"pdl ({mode}): Score-P skipped CUDA activity records")
+    return problems
 
 
 def verdicts(mode: str, c: dict, log: str, host_all: int | None) -> list[str]:
@@ -99,7 +140,17 @@ def main(argv=None) -> int:
                 host_all = c["host_enters"]
             problems += verdicts(mode, c, log, host_all)
             keep = ("launches", "kernels", "host_enters", "step_windows", "steps_complete")
-            print(json.dumps({"mode": mode, **{k: c[k] for k in keep}}))
+            print(json.dumps({"lab": "two_threads", "mode": mode, **{k: c[k] for k in keep}}))
+        patched = "8.4-cupti-overlap-kept.patch" in patches_of(args.prefix)
+        try:
+            problems += run_overlap_lab(modes_of(args.prefix)[-1], Path(tmp), patched)
+        except CannotRun as exc:
+            if patched:
+                for msg in problems:
+                    print(f"check_patches: FAIL {msg}")
+                print(f"check_patches: 8.4-cupti-overlap-kept.patch NOT CHECKED ({exc})")
+                return 1 if problems else 2
+            print(f"check_patches: the overlap lab did not run ({exc}); this install lacks its patch")
     for msg in problems:
         print(f"check_patches: FAIL {msg}")
     print("check_patches: " + ("FAILED" if problems else "passed"))

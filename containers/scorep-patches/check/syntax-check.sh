@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 patches=$(cd "$here/.." && pwd)
 [ $# -ge 1 ] && [ -f "$1" ] || { echo "usage: $0 SCOREP_SOURCE_TARBALL [NVTX2_INCLUDE_DIR]" >&2; exit 2; }
-src_tar=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); nvtx2=${2:-}
+src_tar=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); nvtx2=${2:+$(cd "$2" && pwd)}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cat > "$work/headers.txt" <<'REQ'
 nvidia-cuda-cupti==13.0.85 --hash=sha256:4eb01c08e859bf924d222250d2e8f8b8ff6d3db4721288cf35d14252a4d933c8
@@ -64,6 +64,10 @@ compile() {  # compile TREE FILE: the adapter's diagnostics (its own lines only)
     | grep -E "^src/adapters/cuda/.*: (fatal error|error|warning)" | sed -E 's/:[0-9]+:[0-9]+:/:/' | sort || true
 }
 files=(scorep_cupti_callbacks.c scorep_cupti4_activity.c scorep_cuda_confvars.c)
+# and every other C file of the adapter a listed patch changes (an .inc.c is compiled through the file that includes it)
+while read -r f; do
+  case " ${files[*]} " in *" $f "*) ;; *) files+=("$f") ;; esac
+done < <(sed -n 's|^+++ b/src/adapters/cuda/\([A-Za-z0-9_]*\.c\)$|\1|p' "$patches"/8.4-*.patch | grep -v '[.]inc[.]c$' | sort -u)
 [ -n "$nvtx2" ] && files+=(SCOREP_Cuda_Init.c) || echo "syntax-check: no NVTX v2 headers given: SCOREP_Cuda_Init.c skipped"
 status=0
 for f in "${files[@]}"; do

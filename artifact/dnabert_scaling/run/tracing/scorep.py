@@ -77,6 +77,10 @@ _ADVICE_RE = re.compile(r"\[Score-P\].*(SCOREP_TOTAL_MEMORY|SCOREP_CUDA_BUFFER)"
 # last written timestamp", "Reached maximum CUDA buffer size", "Dropped N records".
 _SKIPPED_RE = re.compile(r"\[CUPTI Activity\].*\bSkipping\b|Reached maximum CUDA buffer size", re.IGNORECASE)
 _TIMESTAMP_ORDER_RE = re.compile(r"\[CUPTI Activity\].*start time.*<.*last written timestamp", re.IGNORECASE)
+# The same order problem where Score-P kept the record: its start moved to the last written timestamp
+# ("Set kernel start time to sync-point time (truncate ...)"), or, with the project's
+# 8.4-cupti-overlap-kept.patch, a kernel that ended before it written with zero duration.
+_KEPT_SHORTENED_RE = re.compile(r"\[CUPTI Activity\].*(start time to sync-point time|written with zero duration)", re.IGNORECASE)
 _CUPTI_FAIL_RE = re.compile(r"CUPTI.*(fail|error|could not|unable)|subscri(be|ption).*(fail|error)", re.IGNORECASE)
 
 
@@ -285,14 +289,20 @@ def scorep_command(
 
 def _log_findings(log_text: str) -> list[str]:
     found: dict[str, int] = {}
-    for line in log_text.splitlines():
-        text = line.strip()
-        if not text:
-            continue
-        if _TIMESTAMP_ORDER_RE.search(text):
+    lines = [line.strip() for line in log_text.splitlines() if line.strip()]
+    # Score-P warns once per kind: "start time < last written timestamp" is followed by what it did with
+    # the record, kept shortened or skipped; only a skip makes the order problem a loss.
+    skipped = any(_SKIPPED_RE.search(text) for text in lines)
+    for text in lines:
+        if _TIMESTAMP_ORDER_RE.search(text) and skipped:
             key = (
                 "Score-P lost CUDA activity records: it skips every record that starts before the last one it "
                 f"wrote on the same stream (the trace is incomplete): {text}"
+            )
+        elif _TIMESTAMP_ORDER_RE.search(text) or _KEPT_SHORTENED_RE.search(text):
+            key = (
+                "Score-P shortened CUDA activity records that began before the last one it wrote on the same "
+                f"stream (kept in the trace, their start moved or their duration set to zero): {text}"
             )
         elif _SKIPPED_RE.search(text):
             key = f"Score-P lost CUDA activity records (the trace is incomplete): {text}"

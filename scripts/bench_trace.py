@@ -558,7 +558,11 @@ def machine() -> dict:
 
     import torch
 
+    from dnabert_scaling.run.tracing.scorep import installed_patches, scorep_prefix
+
     doc = {"host_cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__}
+    # the Score-P build the Score-P modes ran with: the patches its share/scorep-patches.txt lists (None: unknown)
+    doc["scorep_patches"] = installed_patches(scorep_prefix())
     if torch.cuda.is_available():
         doc.update(device=torch.cuda.get_device_name(0), cuda=torch.version.cuda)
     return doc

@@ -52,7 +52,8 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
 
 
 def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(tmp_path):
-    launch = _row("scorep-launch", "8x70", 1.27, round_ratios=[[0, 1.3], [1, 1.2], [2, 1.3]])
+    # launch-only also ran round 3, without the 4 MB mode: the two are compared on rounds 0-2 only
+    launch = _row("scorep-launch", "8x70", 1.25, round_ratios=[[0, 1.3], [1, 1.2], [2, 1.3], [3, 1.0]])
     chunk = _row("scorep-launch-chunk4m", "8x70", 1.24, round_ratios=[[0, 1.2], [1, 1.25], [2, 1.1]])
     calls = [
         {"mode": "untraced", "turns": 2, "rounds": [1, 7], "launch_ns": 9000.0, "launch_ns_all": [8000.0, 10000.0]},
@@ -60,7 +61,7 @@ def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(t
     ]
     modes = [_row("untraced", "8x70", 1.0), launch, chunk]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, per_call=calls, rounds=[{}] * 3)
-    assert "costs 1.24x against 1.27x at 8x70, the cheaper in 2 of 3 rounds" in text
+    assert "costs 1.20x against 1.30x at 8x70 (medians of the 3 rounds that ran both), the cheaper in 2 of 3 rounds" in text
     assert "in 2 process(es) per mode, and one mode's turns lie up to 7.5 µs apart (torch: 10.8-18.3 µs a launch)" in text
     assert "| Score-P, launch-only, 4 MB CUPTI buffers | 8x70 | 1.24x" in text
 
@@ -137,9 +138,11 @@ def test_runs_that_count_every_round_are_summed_per_run_and_the_lost_round_named
         {"launches": 10, "kernels": 10, "source": "d.json"},
         {"launches": 10, "kernels": 10, "round": 0, "source": "g.json"},
         {"launches": 10, "kernels": 8, "round": 2, "source": "g.json"}]}}  # fmt: skip
-    launch = _row("scorep-launch", "8x70", 1.2, kernels_found_share=28 / 30, kernels_found=28, launches_counted=30,
+    launch = _row("scorep-launch", "8x70", 1.2, kernels_found_share=28 / 30, kernels_found=28, launches_counted=30, trace_bytes_per_step=6e4,
                   experiments_counted=3)  # fmt: skip
     modes = [_row("untraced", "8x70", 1.0), launch]
-    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2, counts=counts)
+    rounds = [{"round": i, "source": src} for i, src in enumerate(["d.json", "d.json", "g.json", "g.json"])]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
     assert "kernels found: 28 of 30 launches in 3 counted experiment(s) (missed" in text
     assert "per run 10 of 10 (d.json), 18 of 20 (g.json, 2 experiments); lost: 2 in g.json's round 2)" in text
+    assert "the launch-only processes counted: 1 of 2 rounds (d.json), 2 of 2 rounds (g.json)" in text

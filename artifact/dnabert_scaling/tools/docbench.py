@@ -298,10 +298,11 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
             + ": the floor, in this set-up, of any Score-P that records kernels, whatever its driver subscription."
         )
     chunk = [
-        f"{by[('scorep-launch-chunk4m', c)]['ratio_median']:.2f}x against {by[('scorep-launch', c)]['ratio_median']:.2f}x "
-        f"at {c}{_rounds_cheaper(by, c, 'scorep-launch-chunk4m', 'scorep-launch')}"
+        f"{a:.2f}x against {b:.2f}x at {c} (medians of the {n} rounds that ran both)"
+        f"{_rounds_cheaper(by, c, 'scorep-launch-chunk4m', 'scorep-launch')}"
         for c, _ in SCOREP_RATIO_TARGETS
-        if ("scorep-launch-chunk4m", c) in by and ("scorep-launch", c) in by
+        for a, b, n in [_paired_medians(by, c, "scorep-launch-chunk4m", "scorep-launch")]
+        if n
     ]
     if chunk:
         text += (
@@ -310,5 +311,39 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
             + "."
         )
     if any(m.get("trace_bytes_per_step") is not None for m in modes):
-        text += " Trace per step and kernels found are figures of whole processes (all configurations; one counted process per mode and run)."
+        text += (
+            " Trace per step and kernels found are figures of whole processes (all configurations)" + _counted_rounds(data) + "."
+        )
     return text
+
+
+def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:
+    """The medians of two modes' round ratios over the rounds both ran, and how many those are (0: none):
+    modes run in different sets of rounds are compared on their common rounds only."""
+
+    def per_round(m: str) -> dict:
+        rows = (by.get((m, config)) or {}).get("round_ratios") or []
+        return {r[0]: r[1] for r in rows if isinstance(r, list) and len(r) == 2}
+
+    a, b = per_round(mode), per_round(other)
+    common = [k for k in a if k in b]
+    if not common:
+        return float("nan"), float("nan"), 0
+    return statistics.median(a[k] for k in common), statistics.median(b[k] for k in common), len(common)
+
+
+def _counted_rounds(data: dict) -> str:
+    """Which processes the launch-only kernel count covers, run by run: counted experiments of rounds."""
+    experiments = ((data.get("counts") or {}).get("scorep-launch") or {}).get("experiments") or []
+    if not experiments:
+        return ""
+    rounds: dict = {}
+    for r in data.get("rounds") or []:
+        if isinstance(r, dict):
+            rounds[r.get("source")] = rounds.get(r.get("source"), 0) + 1
+    counted: dict = {}
+    for e in experiments:
+        if isinstance(e.get("launches"), int):
+            counted[e.get("source")] = counted.get(e.get("source"), 0) + 1
+    parts = [f"{n} of {rounds.get(src, '?')} rounds" + (f" ({src})" if src else "") for src, n in counted.items()]
+    return "; the launch-only processes counted: " + ", ".join(parts)

@@ -18,7 +18,9 @@
 #     --candidate-patches   also apply the patches the version's series lists as 'candidate'
 #     --list-patches        print the patches that would be applied (FILE STATUS) and exit
 #     --check               after the install, run the patches' regression check
-#                           (containers/scorep-patches/check/run.sh: needs a CUDA GPU and torch)
+#                           (containers/scorep-patches/check/run.sh: needs a CUDA GPU and torch;
+#                           its overlap lab nvcc and compute capability 9.0). A failed check stops
+#                           the build; one that cannot run here is a warning: NOT CHECKED)
 #
 # What it handles:
 #   * patches: containers/scorep-patches/series-<X.Y> lists the version's patches (FILE STATUS
@@ -166,7 +168,13 @@ grep -Eq "CUDA support:[[:space:]]*yes" "$PREFIX/share/config-summary.txt" || { 
 grep -E "CUDA support|libcupti|CUDA version|NVTX" "$PREFIX/share/config-summary.txt" || true
 if [ "$CHECK" = 1 ]; then
   echo "build-scorep: regression check of the patches (containers/scorep-patches/check/run.sh)"
+  rc=0
   PATH="$PREFIX/bin:$PATH" LD_LIBRARY_PATH="$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    bash "$here/scorep-patches/check/run.sh" "$PREFIX" || die "the regression check of the patches failed"
+    bash "$here/scorep-patches/check/run.sh" "$PREFIX" || rc=$?
+  case $rc in
+    0) ;;
+    2) echo "build-scorep: WARNING: the regression check cannot run on this machine (it needs a CUDA GPU, torch, and for the overlap lab nvcc and compute capability 9.0): the patches are NOT CHECKED here" >&2 ;;
+    *) die "the regression check of the patches failed" ;;
+  esac
 fi
 echo "build-scorep: done ($PREFIX)"

@@ -3,6 +3,7 @@ what containers/build-scorep.sh applies (its --list-patches, no build)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -103,7 +104,11 @@ def _build(tmp_path, *args):
 def test_build_applies_verified_patches_and_candidates_on_request(tmp_path):
     proc = _build(tmp_path, "--list-patches")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["8.4-cupti-stream-order.patch verified", "8.4-cupti-launch-callbacks.patch verified"]
+    assert proc.stdout.splitlines() == [
+        "8.4-cupti-stream-order.patch verified",
+        "8.4-cupti-launch-callbacks.patch verified",
+        "8.4-cupti-overlap-kept.patch verified",
+    ]
     # a candidate (not yet built and run on a GPU) is applied only on request
     copy = tmp_path / "containers"
     shutil.copytree(ROOT / "containers", copy)
@@ -135,3 +140,34 @@ def test_build_refuses_an_unlisted_patch(tmp_path):
     )
     assert proc.returncode == 1
     assert "8.4-new.patch is not listed in scorep-patches/series-8.4" in proc.stderr
+
+
+def _check_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_patches", ROOT / "containers/scorep-patches/check/check_patches.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _pdl_line(log_name: str) -> dict:
+    log = ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-counted" / log_name
+    return next(json.loads(x) for x in log.read_text().splitlines() if x.startswith('{"lab": "pdl"'))
+
+
+def test_overlap_lab_verdicts_on_the_h200_figures():
+    """The overlap lab's figures as the H200 printed them (call H): the two-patch build kept 268 of
+    400 kernels, the build with the overlap patch 400 of 400; judged only where the patch is listed."""
+    cp = _check_module()
+    before, after = _pdl_line("check-against-g-build.log"), _pdl_line("check-against-h-build.log")
+    assert (before["contained"], before["kernels"], before["launches"]) == (199, 268, 400)
+    skipped_log = "[Score-P] x.c:369: Warning: [CUPTI Activity] Skipping ..."
+    assert cp.overlap_verdicts("launch", before, before, skipped_log, patched=False) == []  # the contrast
+    problems = cp.overlap_verdicts("launch", before, before, skipped_log, patched=True)
+    assert any("268 kernels for 400 launches" in p for p in problems) and any("skipped" in p for p in problems)
+    assert cp.overlap_verdicts("launch", after, after, "", patched=True) == []
+    with pytest.raises(cp.CannotRun, match="not exercised"):  # no pair overlapped: never a pass
+        cp.overlap_verdicts("launch", {**after, "contained": 0}, after, "", patched=True)
+    with pytest.raises(cp.CannotRun):
+        cp.overlap_verdicts("launch", None, {"launches": 0, "kernels": 0}, "", patched=True)

@@ -20,7 +20,8 @@ Released Score-P 8.4 drops such a kernel ("[CUPTI Activity] Skipping ..."). Wher
 lists ``8.4-cupti-overlap-kept.patch``, the lab must have produced such pairs and every kernel of
 its launches must be in the trace; where it does not, the lab's figures are printed as a
 contrast, not judged. The lab needs nvcc and a GPU of compute capability 9.0 or newer: without
-them, an install with the patch cannot be checked here (exit status 2, the patch not checked).
+them, or when no pair ended inside its primary, an install with the patch cannot be checked here
+(exit status 2, the patch NOT CHECKED; never a pass).
 
 Prints one JSON line per lab and mode and a verdict; exit status 0 passed, 1 failed, 2 cannot run
 here.
@@ -82,21 +83,26 @@ class CannotRun(Exception):
 
 
 def run_overlap_lab(mode: str, work: Path, patched: bool) -> list[str]:
-    """The overlap lab in ``mode``: its figures printed; problems only where the install has the patch."""
+    """The overlap lab in ``mode``: its figures printed, then judged (:func:`overlap_verdicts`)."""
     c, log = run_lab(mode, work, [str(HERE / "pdl_lab.py"), "--build-dir", str(work)], name="pdl")
     lab = next((json.loads(line) for line in log.splitlines() if line.startswith('{"pairs"')), None)
     step = c["per_step"][0] if c["per_step"] else {"launches": 0, "kernels": 0}
-    kept = "[CUPTI Activity] Skipping" not in log
     print(json.dumps({"lab": "pdl", "mode": mode, **(lab or {}), "launches": step["launches"],
-                      "kernels": step["kernels"], "no_skipping_message": kept}))  # fmt: skip
+                      "kernels": step["kernels"], "no_skipping_message": "[CUPTI Activity] Skipping" not in log}))  # fmt: skip
+    return overlap_verdicts(mode, lab, step, log, patched)
+
+
+def overlap_verdicts(mode: str, lab: dict | None, step: dict, log: str, patched: bool) -> list[str]:
+    """The overlap lab's problems: none for an install without the patch (its figures are the
+    contrast); :class:`CannotRun` when the lab made no kernel end inside its predecessor."""
     if not patched:
         return []
+    if not lab or not lab.get("contained"):  # the lab did not make the case: nothing to judge, not a pass
+        raise CannotRun(f"pdl: no kernel ended inside its predecessor on this GPU ({lab}): the overlap path was not exercised")
     problems = []
-    if not lab or not lab.get("contained"):
-        problems.append(f"pdl: no kernel ended inside its predecessor ({lab}): the overlap path was not exercised")
     if not step["launches"] or step["kernels"] < step["launches"]:
         problems.append(f"pdl ({mode}): {step['kernels']} kernels for {step['launches']} launches: kernels lost")
-    if not kept:
+    if "[CUPTI Activity] Skipping" in log:
         problems.append(f"pdl ({mode}): Score-P skipped CUDA activity records")
     return problems
 

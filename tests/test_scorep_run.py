@@ -221,7 +221,7 @@ ZERO = "[Score-P] src/adapters/cuda/scorep_cupti_activity.c:372: Warning: [CUPTI
 @pytest.mark.parametrize(
     "lines,lost",
     [
-        ([ORDER, NAMED, TRUNCATED], False),  # kept, its start moved by 0.016%: not a loss
+        ([ORDER, NAMED, TRUNCATED], False),  # kept, its start moved by 1.6% of its duration: not a loss
         ([ORDER, NAMED, ZERO], False),  # the overlap patch kept it with zero duration
         ([ORDER, NAMED, TRUNCATED, SKIPPED], True),  # a later record of the same kind was skipped
     ],

@@ -296,8 +296,8 @@ def _log_findings(log_text: str) -> list[str]:
     for text in lines:
         if _TIMESTAMP_ORDER_RE.search(text) and skipped:
             key = (
-                "Score-P lost CUDA activity records: it skips every record that starts before the last one it "
-                f"wrote on the same stream (the trace is incomplete): {text}"
+                "Score-P lost CUDA activity records: it skips a record that starts and ends before the last "
+                f"timestamp it wrote on the same stream (the trace is incomplete): {text}"
             )
         elif _TIMESTAMP_ORDER_RE.search(text) or _KEPT_SHORTENED_RE.search(text):
             key = (

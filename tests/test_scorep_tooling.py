@@ -80,7 +80,17 @@ def test_recipe_wants_nvtx2_headers_for_scorep8_on_cuda13(tmp_path):
 
 def test_patches_are_named_for_their_version():
     patches = sorted((ROOT / "containers" / "scorep-patches").glob("*.patch"))
-    assert [p.name for p in patches] == ["8.4-cupti-launch-callbacks.patch", "8.4-cupti-stream-order.patch"]
+    assert [p.name for p in patches] == [
+        "8.4-cupti-launch-callbacks.patch",
+        "8.4-cupti-overlap-kept.patch",
+        "8.4-cupti-stream-order.patch",
+    ]
+    overlap = patches.pop(1).read_text()  # the kernel writer only: a kernel before the stream's last timestamp is kept
+    assert "+++ b/src/adapters/cuda/scorep_cupti_activity.c" in overlap and overlap.count("+++ ") == 1
+    assert (
+        '-                UTILS_WARN_ONCE( "[CUPTI Activity] Skipping ..." );' in overlap
+        and "+                stop  = start;" in overlap
+    )
     text = patches[1].read_text()
     assert "+++ b/src/adapters/cuda/scorep_cupti4_activity.c" in text and "handle_pending_buffers" in text
     text = patches[0].read_text()

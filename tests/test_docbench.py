@@ -146,3 +146,20 @@ def test_runs_that_count_every_round_are_summed_per_run_and_the_lost_round_named
     assert "kernels found: 28 of 30 launches in 3 counted experiment(s) (missed" in text
     assert "per run 10 of 10 (d.json), 18 of 20 (g.json, 2 experiments); lost: 2 in g.json's round 2)" in text
     assert "the launch-only processes counted: 1 of 2 rounds (d.json), 2 of 2 rounds (g.json)" in text
+
+
+def test_a_merge_gives_the_range_of_the_runs_untraced_steps(tmp_path):
+    """Runs on machines of different speed: the pooled untraced step comes with each run's median."""
+
+    def rnd(i, src, ms):
+        return {"round": i, "source": src, "steps_ms": {"8x70": {"untraced": ms}}}
+
+    rounds = [rnd(0, "d.json", [30.0, 31.0]), rnd(1, "d.json", [32.0, 33.0]), rnd(2, "g.json", [40.0, 40.0])]
+    calls = [{"mode": "untraced", "turns": 1, "rounds": [0], "launch_ns": 9000.0, "launch_ns_all": [9000.0]}]
+    modes = [_row("untraced", "8x70", 1.0)]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, per_call=calls)
+    assert "20.0 ms at 8x70 (the runs' medians 31.5-40.0 ms)" in text  # 20.0: the row's own median (_row)
+    single = _block(
+        tmp_path / "one", device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds[:2], per_call=calls
+    )
+    assert "the runs' medians" not in single

@@ -143,7 +143,7 @@ def _per_call_reading(data: dict) -> str:
     if all(isinstance(q, (int, float)) for q in query):
         out.append(f"recording every driver call makes a `cuCtxGetDevice` take {query[0]:,.0f} ns instead of {query[1]:,.0f} ns")
     steps = [
-        f"{m['step_ms_median']:.1f} ms at {m['config']}"
+        f"{m['step_ms_median']:.1f} ms at {m['config']}{_untraced_per_run(data, m['config'])}"
         for m in data.get("modes") or []
         if m.get("mode") == "untraced" and isinstance(m.get("step_ms_median"), (int, float))
     ]
@@ -315,6 +315,19 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
             " Trace per step and kernels found are figures of whole processes (all configurations)" + _counted_rounds(data) + "."
         )
     return text
+
+
+def _untraced_per_run(data: dict, config: str) -> str:
+    """For a merge of runs (machines of different speed): the range of the runs' median untraced step."""
+    per_run: dict = {}
+    for r in data.get("rounds") or []:
+        steps = ((r.get("steps_ms") or {}).get(config) or {}).get("untraced") if isinstance(r, dict) else None
+        if r.get("source") and isinstance(steps, list) and steps:
+            per_run.setdefault(r["source"], []).append(statistics.median(steps))
+    if len(per_run) < 2:
+        return ""
+    medians = [statistics.median(v) for v in per_run.values()]
+    return f" (the runs' medians {min(medians):.1f}-{max(medians):.1f} ms)"
 
 
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:

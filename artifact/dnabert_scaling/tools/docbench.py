@@ -5,6 +5,7 @@ and the launch-only mode against its targets (issue 24), each met or missed from
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from typing import Any
 
 from dnabert_scaling.tools.docfacts import Facts
@@ -198,16 +199,16 @@ def _method(data: dict) -> str:
 SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
 
 
+def _round_ratios(by: dict, mode: str, config: str) -> dict:
+    """``{round: its median ratio}`` of ``mode`` at ``config`` (``round_ratios``, as
+    ``scripts/bench_trace.py`` summarises them)."""
+    rows = (by.get((mode, config)) or {}).get("round_ratios") or []
+    return {r[0]: r[1] for r in rows if isinstance(r, list) and len(r) == 2}
+
+
 def _rounds_cheaper(by: dict, config: str, mode: str = "scorep-launch", other: str = "torch") -> str:
-    """In how many rounds ``mode`` cost less than ``other`` at ``config``: the rounds both have a
-    ratio in (``round_ratios``, as ``scripts/bench_trace.py`` summarises them)."""
-
-    def per_round(mode: str) -> dict:
-        return {
-            r[0]: r[1] for r in (by.get((mode, config)) or {}).get("round_ratios") or [] if isinstance(r, list) and len(r) == 2
-        }
-
-    launch, torch = per_round(mode), per_round(other)
+    """In how many rounds ``mode`` cost less than ``other`` at ``config``: the rounds both have a ratio in."""
+    launch, torch = _round_ratios(by, mode, config), _round_ratios(by, other, config)
     pairs = [(launch[k], torch[k]) for k in launch if k in torch]
     if not pairs:
         return ""
@@ -230,15 +231,18 @@ def _against_bound(launch: dict, bound: float, data: dict) -> str:
     return text
 
 
-def _kernels_per_run(data: dict) -> str:
-    """The counted launch-only experiments run by run (a merge keeps every run's; a run may count
-    one experiment or one per round): kernels of launches, and which experiments lost any."""
+def _launch_experiments(data: dict) -> list[dict]:
+    """The counted launch-only experiments that hold whole numbers of kernels and launches (a merge
+    keeps every run's, each naming its ``source``; a run counts one experiment or one per round)."""
     experiments = ((data.get("counts") or {}).get("scorep-launch") or {}).get("experiments") or []
+    return [e for e in experiments if isinstance(e.get("kernels"), int) and isinstance(e.get("launches"), int)]
+
+
+def _kernels_per_run(data: dict) -> str:
+    """The counted launch-only experiments run by run: kernels of launches, and which experiments lost any."""
     runs: dict = {}
     lost = []
-    for e in experiments:
-        if not (isinstance(e.get("kernels"), int) and isinstance(e.get("launches"), int)):
-            continue
+    for e in _launch_experiments(data):
         found, launches, count = runs.get(e.get("source"), (0, 0, 0))
         runs[e.get("source")] = (found + min(e["kernels"], e["launches"]), launches + e["launches"], count + 1)
         if e["kernels"] < e["launches"]:
@@ -333,12 +337,7 @@ def _untraced_per_run(data: dict, config: str) -> str:
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:
     """The medians of two modes' round ratios over the rounds both ran, and how many those are (0: none):
     modes run in different sets of rounds are compared on their common rounds only."""
-
-    def per_round(m: str) -> dict:
-        rows = (by.get((m, config)) or {}).get("round_ratios") or []
-        return {r[0]: r[1] for r in rows if isinstance(r, list) and len(r) == 2}
-
-    a, b = per_round(mode), per_round(other)
+    a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
     common = [k for k in a if k in b]
     if not common:
         return float("nan"), float("nan"), 0
@@ -347,16 +346,10 @@ def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float
 
 def _counted_rounds(data: dict) -> str:
     """Which processes the launch-only kernel count covers, run by run: counted experiments of rounds."""
-    experiments = ((data.get("counts") or {}).get("scorep-launch") or {}).get("experiments") or []
+    experiments = _launch_experiments(data)
     if not experiments:
         return ""
-    rounds: dict = {}
-    for r in data.get("rounds") or []:
-        if isinstance(r, dict):
-            rounds[r.get("source")] = rounds.get(r.get("source"), 0) + 1
-    counted: dict = {}
-    for e in experiments:
-        if isinstance(e.get("launches"), int):
-            counted[e.get("source")] = counted.get(e.get("source"), 0) + 1
+    rounds = Counter(r.get("source") for r in data.get("rounds") or [] if isinstance(r, dict))
+    counted = Counter(e.get("source") for e in experiments)
     parts = [f"{n} of {rounds.get(src, '?')} rounds" + (f" ({src})" if src else "") for src, n in counted.items()]
     return "; the launch-only processes counted: " + ", ".join(parts)

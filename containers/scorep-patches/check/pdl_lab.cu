@@ -31,7 +31,7 @@ __global__ void pdl_secondary(unsigned long long* times) {
 extern "C" int pdl_pairs(int pairs, unsigned long long spin_ns, int* contained) {
     unsigned long long* times = nullptr;
     unsigned long long host[4];
-    cudaStream_t stream;
+    cudaStream_t stream = nullptr;
     cudaError_t err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaMalloc(&times, sizeof(unsigned long long) * 4 * pairs);
     *contained = 0;
@@ -54,7 +54,7 @@ extern "C" int pdl_pairs(int pairs, unsigned long long spin_ns, int* contained) 
         err = cudaMemcpy(host, times + 4 * i, sizeof(host), cudaMemcpyDeviceToHost);
         if (err == cudaSuccess && host[3] < host[1]) ++*contained;
     }
-    cudaFree(times);
-    cudaStreamDestroy(stream);
+    if (times) cudaFree(times);
+    if (stream) cudaStreamDestroy(stream);
     return (int)err;
 }

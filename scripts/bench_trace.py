@@ -463,7 +463,8 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         for r in rounds
         if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
     ]
-    counted = [c for c in experiments_of(count) if isinstance(c.get("launches"), int)]
+    every = experiments_of(count)
+    counted = [c for c in every if isinstance(c.get("launches"), int)]
     launches = sum(c["launches"] for c in counted)
     found = sum(min(c["kernels"], c["launches"]) for c in counted)
     return {
@@ -473,6 +474,8 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         "kernels_found": found if launches else None,
         "launches_counted": launches or None,
         "experiments_counted": len(counted) if launches else None,
+        # experiments that could not be counted (an error in place of the numbers): never "every kernel found"
+        "experiments_uncountable": len(every) - len(counted),
     }
 
 
@@ -492,22 +495,25 @@ def count_kernels(rounds: list[dict], modes: list[str], which: str = "every") ->
 
     from scorep_count import count_summary
 
-    jobs: list[tuple[str, int, str]] = []
+    jobs: list[tuple[str, int, str | None]] = []  # (mode, round, experiment; None: none finished)
     for mode in modes:
         if MODES[mode] is None:
             continue
         for r in rounds:
+            if r["micro"] or "error" in r:
+                continue
             exp = r.get("processes", {}).get(mode, {}).get("experiment")
-            if not r["micro"] and "error" not in r and exp and Path(exp, "traces.otf2").is_file():
-                jobs.append((mode, r["round"], exp))
-                if which == "first":
-                    break
+            jobs.append((mode, r["round"], exp if exp and Path(exp, "traces.otf2").is_file() else None))
+            if which == "first":
+                break
     out: dict[str, dict] = {}
-    if not jobs:
-        return out
-    with ProcessPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2, len(jobs)))) as pool:
-        results = list(pool.map(count_summary, [exp for _, _, exp in jobs]))
-    for (mode, rnd, _), c in zip(jobs, results):
+    found = [exp for _, _, exp in jobs if exp]
+    results = iter([])
+    if found:
+        with ProcessPoolExecutor(max_workers=max(1, min(8, (os.cpu_count() or 2) // 2, len(found)))) as pool:
+            results = iter(list(pool.map(count_summary, found)))
+    for mode, rnd, exp in jobs:  # a process of a whole round without its experiment is said, never skipped
+        c = next(results) if exp else {"error": "the process left no finished experiment (no traces.otf2)"}
         out.setdefault(mode, {"experiments": []})["experiments"].append({**c, "round": rnd})
     return out
 

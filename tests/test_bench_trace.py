@@ -267,13 +267,15 @@ def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt,
     def rnd(i, exp, micro=False):
         return {"round": i, "micro": micro, "processes": {"scorep-launch": {"experiment": str(exp)}}}
 
-    rounds = [rnd(0, real[0]), rnd(1, real[1], micro=True), rnd(2, real[1]), rnd(3, broken)]
+    rounds = [rnd(0, real[0]), rnd(1, real[1], micro=True), rnd(2, real[1]), rnd(3, broken), rnd(4, tmp_path / "gone")]
     every = bt.count_kernels(rounds, ["untraced", "scorep-launch"], "every")["scorep-launch"]["experiments"]
-    assert [e["round"] for e in every] == [0, 2, 3]
+    assert [e["round"] for e in every] == [0, 2, 3, 4]
+    assert "no finished experiment" in every[3]["error"]  # a process without its experiment is said
     assert every[0]["launches"] == every[0]["kernels"] == 25289  # scorep_count's figure for that set
     assert every[1]["launches"] > 0 and every[1]["kernels"] == every[1]["launches"]
     assert "error" in every[2] and "launches" not in every[2]
     first = bt.count_kernels(rounds, ["scorep-launch"], "first")["scorep-launch"]["experiments"]
     assert [e["round"] for e in first] == [0]
     row = bt.trace_figures(rounds, "scorep-launch", {"experiments": every})
-    assert row["experiments_counted"] == 2 and row["kernels_found_share"] == 1.0  # the broken one is not counted
+    assert row["experiments_counted"] == 2 and row["kernels_found_share"] == 1.0  # the broken ones are not counted
+    assert row["experiments_uncountable"] == 2  # but they are said

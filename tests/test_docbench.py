@@ -163,3 +163,15 @@ def test_a_merge_gives_the_range_of_the_runs_untraced_steps(tmp_path):
         tmp_path / "one", device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds[:2], per_call=calls
     )
     assert "the runs' medians" not in single
+
+
+def test_an_experiment_that_could_not_be_counted_keeps_every_kernel_found_from_being_met(tmp_path):
+    complete = dict(kernels_found_share=1.0, kernels_found=20, launches_counted=20, experiments_counted=2)
+    for uncountable, verdict in ((0, "(met"), (1, "(not met")):
+        row = _row("scorep-launch", "8x70", 1.2, experiments_uncountable=uncountable, **complete)
+        modes = [_row("untraced", "8x70", 1.0), row]
+        text = _block(tmp_path / str(uncountable), device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}])
+        assert (
+            f"kernels found: 20 of 20 launches in 2 counted experiment(s){', 1 experiment(s) that could not be counted' if uncountable else ''} {verdict}"
+            in text
+        )

@@ -286,7 +286,11 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
             )
         else:
             what = _pct(share, 2)
-        out.append(f"kernels found: {what} ({'met' if share >= 1 else 'missed'}{_kernels_per_run(data)})")
+        uncountable = m.get("experiments_uncountable") or 0
+        if uncountable:  # an experiment that could not be counted may hold the lost kernel
+            what += f", {uncountable} experiment(s) that could not be counted"
+        verdict = "missed" if share < 1 else "not met" if uncountable else "met"
+        out.append(f"kernels found: {what} ({verdict}{_kernels_per_run(data)})")
     elif any(m.get("mode") == "scorep-launch" for m in modes):  # no launches counted: never met by silence
         out.append("kernels found: not counted (not met)")
     floor = [

@@ -34,6 +34,10 @@ Diagnostic modes (run only where --modes names them):
                     about 500 times less often (each request walks Score-P's buffer list)
   scorep-nocuda     Score-P loaded (python -m scorep --cuda) with SCOREP_CUDA_ENABLE=no: no CUPTI
                     subscription, no GPU records; what Score-P's presence alone costs
+  cupti-kernels     no Score-P: a bare CUPTI client (scripts/bench_trace_cupti.c, built here against
+                    the toolkit's CUPTI) asks for the activity records Score-P without `driver` asks
+                    for (concurrent kernels, memory copies) into 4 MB buffers, counts and frees them;
+                    what CUPTI's kernel recording costs by itself, the floor of any CUPTI tracer
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -81,7 +85,13 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     # diagnostic modes, run only where --modes names them
     "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
     "scorep-nocuda": ("no", "all", {}),
+    "cupti-kernels": None,
 }
+CUPTI_CLIENT_MODES = ("cupti-kernels",)  # not under Score-P: the bare CUPTI client of bench_trace_cupti.c
+CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
+CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
+CUPTI_BUFFER_BYTES = 4 << 20
+CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given")
 DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-nodriver")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
@@ -115,6 +125,7 @@ class Served:
         import torch
 
         self.torch, self.args = torch, args
+        self.cupti = start_cupti_client() if args.child in CUPTI_CLIENT_MODES else None
         self.device = torch.device(args.device)
         self.bench = self.tracer = self.micro_prof = None
         self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
@@ -193,7 +204,33 @@ class Served:
         if self.micro_prof is not None:
             self.micro_prof.__exit__(None, None, None)
         self.tmp.cleanup()
-        return {}
+        return {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
+
+
+def start_cupti_client():
+    """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records, before
+    this process makes its CUDA context."""
+    import ctypes
+
+    lib = ctypes.CDLL(os.environ[CUPTI_CLIENT_ENV])
+    lib.bench_cupti_start.argtypes = [ctypes.c_ulonglong]
+    lib.bench_cupti_error.restype = ctypes.c_char_p
+    status = lib.bench_cupti_start(CUPTI_BUFFER_BYTES)
+    if status != 0:
+        raise SystemExit(f"bench-trace: the CUPTI client cannot start: {lib.bench_cupti_error(status).decode()} ({status})")
+    return lib
+
+
+def stop_cupti_client(lib) -> dict:
+    """Flush the client's records and return its counts (records by kind, buffers, dropped)."""
+    import ctypes
+
+    counts = (ctypes.c_ulonglong * len(CUPTI_COUNT_KEYS))()
+    status = lib.bench_cupti_stop(counts)
+    out = dict(zip(CUPTI_COUNT_KEYS, (int(n) for n in counts)))
+    if status != 0:
+        out["error"] = f"flush: {lib.bench_cupti_error(status).decode()} ({status})"
+    return out
 
 
 def reply(doc: dict) -> None:
@@ -238,7 +275,7 @@ class Child:
     """One child process and its command pipe; ``ask`` sends a command and waits for the reply."""
 
     def __init__(self, mode: str, args, work: Path, tag: str):
-        self.mode, self.tag, self.exp = mode, tag, None
+        self.mode, self.tag, self.exp, self.farewell = mode, tag, None, {}
         env = child_env(mode, work / tag, os.environ)
         if MODES[mode] is not None:
             self.exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
@@ -274,8 +311,18 @@ class Child:
                     raise RuntimeError(f"{self.tag}: no reply within {timeout:.0f} s")
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                raise RuntimeError(f"{self.tag}: exited with status {self.proc.wait()} (see {self.log.name})")
+                status = self.proc.wait()
+                raise RuntimeError(f"{self.tag}: exited with status {status}: {self.last_words()}")
             self.buf += chunk
+
+    def last_words(self) -> str:
+        """The last line of the child's stderr (its log goes with the work folder)."""
+        self.log.flush()
+        try:
+            lines = [x.strip() for x in Path(self.log.name).read_text(errors="replace").splitlines() if x.strip()]
+        except OSError:
+            lines = []
+        return lines[-1][:300] if lines else "nothing on its stderr"
 
     def ask(self, op: str, **kw) -> dict:
         self.send(op, **kw)
@@ -285,7 +332,7 @@ class Child:
         """Ask the child to quit and wait for it (Score-P writes its experiment at exit)."""
         try:
             if self.proc.poll() is None:
-                self.ask("quit")
+                self.farewell = self.ask("quit")
             status = self.proc.wait(timeout)
         except (RuntimeError, OSError, subprocess.TimeoutExpired):
             self.proc.kill()
@@ -300,6 +347,8 @@ def child_env(mode: str, run_dir: Path, base: dict) -> dict[str, str]:
     from dnabert_scaling.run.tracing.scorep import scorep_environment
 
     env = dict(base)
+    if mode in CUPTI_CLIENT_MODES:
+        env[CUPTI_CLIENT_ENV] = str(run_dir.parent / CUPTI_CLIENT_LIB)
     own = mode_variables(mode)
     if own is not None:
         env.update(scorep_environment(0, run_dir, cuda_enable=own["SCOREP_CUDA_ENABLE"], base_env={}))
@@ -369,6 +418,8 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     for m, c in children.items():
         status = c.close()
         row["processes"][m] = {"exit_status": status, "wall_s": round(time.monotonic() - c.started, 2)}
+        if "cupti_records" in c.farewell:
+            row["processes"][m]["cupti_records"] = c.farewell["cupti_records"]
         messages = scorep_messages(Path(c.log.name))
         if messages:
             row["processes"][m]["scorep_messages"] = messages
@@ -463,11 +514,24 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         for r in rounds
         if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
     ]
+    client = [
+        r["processes"][mode]["cupti_records"]
+        for r in rounds
+        if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("cupti_records"), dict)
+    ]
     every = experiments_of(count)
     counted = [c for c in every if isinstance(c.get("launches"), int)]
     launches = sum(c["launches"] for c in counted)
     found = sum(min(c["kernels"], c["launches"]) for c in counted)
+    extra = {}
+    if client:  # the bare CUPTI client's own counts: kernel records per process, records CUPTI dropped
+        extra = {
+            "cupti_kernel_records": sorted({c.get("kernels") for c in client}, key=str),
+            "cupti_dropped": sum(c.get("dropped") or 0 for c in client),
+            "cupti_processes": len(client),
+        }
     return {
+        **extra,
         "trace_bytes_per_step": statistics.median(sizes) if sizes else None,
         "kernels_found_share": found / launches if launches else None,
         # the counted experiments (one per run: a merge has one per source) and their sums
@@ -559,6 +623,42 @@ def check_setup(args, modes: list[str]) -> str | None:
     return None
 
 
+def cupti_dir(env: dict | None = None) -> Path | None:
+    """The folder holding CUPTI's include/cupti.h and lib/ or lib64/libcupti.so: $CUPTI_ROOT, else the
+    toolkit of the nvcc on PATH (CUDA 12: extras/CUPTI; CUDA 13: targets/<arch>-linux, where
+    Score-P's build takes it from too), else /usr/local/cuda."""
+    env = os.environ if env is None else env
+    roots: list[Path] = [Path(env["CUPTI_ROOT"])] if env.get("CUPTI_ROOT") else []
+    nvcc = shutil.which("nvcc", path=env.get("PATH"))
+    for cuda in ([Path(nvcc).resolve().parent.parent] if nvcc else []) + [Path("/usr/local/cuda")]:
+        roots += [cuda / "extras" / "CUPTI", *sorted(cuda.glob("targets/*-linux")), cuda]
+    for d in roots:
+        if (d / "include" / "cupti.h").is_file() and any((d / lib / "libcupti.so").exists() for lib in ("lib64", "lib")):
+            return d
+    return None
+
+
+def build_cupti_client(work: Path, env: dict | None = None) -> tuple[dict | None, str | None]:
+    """Build bench_trace_cupti.c into ``work`` against the toolkit's CUPTI: (what was built, None),
+    or (None, why it cannot be)."""
+    cupti = cupti_dir(env)
+    if cupti is None:
+        return None, "bench-trace: mode cupti-kernels needs CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, nvcc's toolkit or /usr/local/cuda"
+    lib = next(cupti / d for d in ("lib64", "lib") if (cupti / d / "libcupti.so").exists())
+    cc = (env or os.environ).get("CC") or shutil.which("cc") or "cc"
+    out = work / CUPTI_CLIENT_LIB
+    argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(out), str(HERE / "bench_trace_cupti.c")]
+    argv += [f"-I{cupti / 'include'}", f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True)
+    except OSError as exc:
+        return None, f"bench-trace: mode cupti-kernels: cannot run the C compiler {cc} ({exc.strerror or exc})"
+    if proc.returncode != 0:
+        tail = " ".join(proc.stderr.split())[-300:]
+        return None, f"bench-trace: mode cupti-kernels: bench_trace_cupti.c does not build against {cupti}: {tail}"
+    return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_BUFFER_BYTES}, None
+
+
 def machine() -> dict:
     import platform
 
@@ -601,6 +701,12 @@ def parent(args) -> int:
     args.config_names = [f"{b}x{s}" for b, s in parse_configs(args.configs)]
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
     try:
+        args.cupti_client = None
+        if any(m in CUPTI_CLIENT_MODES for m in modes):
+            args.cupti_client, why = build_cupti_client(work)
+            if why:
+                print(why, file=sys.stderr)
+                return 2
         return measure(args, modes, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the experiments are counted by then
@@ -636,6 +742,7 @@ def measure(args, modes: list[str], work: Path) -> int:
         "steps": args.steps,
         "configs": args.config_names,
         "mode_settings": mode_settings(modes),
+        "cupti_client": getattr(args, "cupti_client", None),
         "modes": summarise(rounds, args.config_names, counts),
         "per_call": per_call(rounds),
         "counts": counts,

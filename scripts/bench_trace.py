@@ -38,6 +38,9 @@ Diagnostic modes (run only where --modes names them):
                     the toolkit's CUPTI) asks for the activity records Score-P without `driver` asks
                     for (concurrent kernels, memory copies) into 4 MB buffers, counts and frees them;
                     what CUPTI's kernel recording costs by itself, the floor of any CUPTI tracer
+  cupti-kernels-8k  the same client with 8 kB buffers, Score-P's default chunk
+  scorep-nodriver-chunk4m
+                    scorep-nodriver with SCOREP_CUDA_BUFFER_CHUNK=4M
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -84,13 +87,15 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "scorep-nodriver": ("kernel,memcpy", "all", {}),
     # diagnostic modes, run only where --modes names them
     "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    "scorep-nodriver-chunk4m": ("kernel,memcpy", "all", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
     "scorep-nocuda": ("no", "all", {}),
     "cupti-kernels": None,
+    "cupti-kernels-8k": None,
 }
-CUPTI_CLIENT_MODES = ("cupti-kernels",)  # not under Score-P: the bare CUPTI client of bench_trace_cupti.c
+# not under Score-P: the bare CUPTI client of bench_trace_cupti.c, with the bytes of its activity buffers
+CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10}
 CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
 CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
-CUPTI_BUFFER_BYTES = 4 << 20
 CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given")
 DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-nodriver")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
@@ -125,7 +130,7 @@ class Served:
         import torch
 
         self.torch, self.args = torch, args
-        self.cupti = start_cupti_client() if args.child in CUPTI_CLIENT_MODES else None
+        self.cupti = start_cupti_client(CUPTI_CLIENT_MODES[args.child]) if args.child in CUPTI_CLIENT_MODES else None
         self.device = torch.device(args.device)
         self.bench = self.tracer = self.micro_prof = None
         self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
@@ -207,7 +212,7 @@ class Served:
         return {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
 
 
-def start_cupti_client():
+def start_cupti_client(buffer_bytes: int):
     """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records, before
     this process makes its CUDA context."""
     import ctypes
@@ -215,7 +220,7 @@ def start_cupti_client():
     lib = ctypes.CDLL(os.environ[CUPTI_CLIENT_ENV])
     lib.bench_cupti_start.argtypes = [ctypes.c_ulonglong]
     lib.bench_cupti_error.restype = ctypes.c_char_p
-    status = lib.bench_cupti_start(CUPTI_BUFFER_BYTES)
+    status = lib.bench_cupti_start(buffer_bytes)
     if status != 0:
         raise SystemExit(f"bench-trace: the CUPTI client cannot start: {lib.bench_cupti_error(status).decode()} ({status})")
     return lib
@@ -656,7 +661,7 @@ def build_cupti_client(work: Path, env: dict | None = None) -> tuple[dict | None
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.split())[-300:]
         return None, f"bench-trace: mode cupti-kernels: bench_trace_cupti.c does not build against {cupti}: {tail}"
-    return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_BUFFER_BYTES}, None
+    return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_CLIENT_MODES}, None
 
 
 def machine() -> dict:

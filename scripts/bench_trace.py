@@ -519,10 +519,10 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         for r in rounds
         if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
     ]
-    client = [
+    client = [  # the bare CUPTI client's counts, of the whole rounds without per-call loops
         r["processes"][mode]["cupti_records"]
         for r in rounds
-        if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("cupti_records"), dict)
+        if not r["micro"] and "error" not in r and isinstance(r.get("processes", {}).get(mode, {}).get("cupti_records"), dict)
     ]
     every = experiments_of(count)
     counted = [c for c in every if isinstance(c.get("launches"), int)]
@@ -531,8 +531,10 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
     extra = {}
     if client:  # the bare CUPTI client's own counts: kernel records per process, records CUPTI dropped
         extra = {
-            "cupti_kernel_records": sorted({c.get("kernels") for c in client}, key=str),
+            "cupti_kernel_records": [c.get("kernels") for c in client],  # one per process, in round order
             "cupti_dropped": sum(c.get("dropped") or 0 for c in client),
+            "cupti_buffers_not_given": sum(c.get("buffers_not_given") or 0 for c in client),
+            "cupti_flush_errors": sum(1 for c in client if "error" in c),
             "cupti_processes": len(client),
         }
     return {
@@ -628,14 +630,19 @@ def check_setup(args, modes: list[str]) -> str | None:
     return None
 
 
-def cupti_dir(env: dict | None = None) -> Path | None:
+CUDA_FALLBACKS = (Path("/usr/local/cuda"),)  # where cupti_dir looks last
+
+
+def cupti_dir(env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBACKS) -> Path | None:
     """The folder holding CUPTI's include/cupti.h and lib/ or lib64/libcupti.so: $CUPTI_ROOT, else the
-    toolkit of the nvcc on PATH (CUDA 12: extras/CUPTI; CUDA 13: targets/<arch>-linux, where
-    Score-P's build takes it from too), else /usr/local/cuda."""
+    toolkit at $CUDA_HOME or of the nvcc on PATH (CUDA 12: extras/CUPTI; CUDA 13: targets/<arch>-linux,
+    where Score-P's build takes it from too), else ``fallbacks``."""
     env = os.environ if env is None else env
     roots: list[Path] = [Path(env["CUPTI_ROOT"])] if env.get("CUPTI_ROOT") else []
     nvcc = shutil.which("nvcc", path=env.get("PATH"))
-    for cuda in ([Path(nvcc).resolve().parent.parent] if nvcc else []) + [Path("/usr/local/cuda")]:
+    toolkits = [Path(env["CUDA_HOME"])] if env.get("CUDA_HOME") else []
+    toolkits += [Path(nvcc).resolve().parent.parent] if nvcc else []  # a wrapper script's folder finds nothing: next
+    for cuda in [*toolkits, *fallbacks]:
         roots += [cuda / "extras" / "CUPTI", *sorted(cuda.glob("targets/*-linux")), cuda]
     for d in roots:
         if (d / "include" / "cupti.h").is_file() and any((d / lib / "libcupti.so").exists() for lib in ("lib64", "lib")):
@@ -643,14 +650,20 @@ def cupti_dir(env: dict | None = None) -> Path | None:
     return None
 
 
-def build_cupti_client(work: Path, env: dict | None = None) -> tuple[dict | None, str | None]:
+def build_cupti_client(
+    work: Path, env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBACKS
+) -> tuple[dict | None, str | None]:
     """Build bench_trace_cupti.c into ``work`` against the toolkit's CUPTI: (what was built, None),
     or (None, why it cannot be)."""
-    cupti = cupti_dir(env)
+    env = os.environ if env is None else env
+    cupti = cupti_dir(env, fallbacks)
     if cupti is None:
-        return None, "bench-trace: mode cupti-kernels needs CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, nvcc's toolkit or /usr/local/cuda"
+        return (
+            None,
+            "bench-trace: mode cupti-kernels needs CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, nvcc's toolkit or /usr/local/cuda",
+        )
     lib = next(cupti / d for d in ("lib64", "lib") if (cupti / d / "libcupti.so").exists())
-    cc = (env or os.environ).get("CC") or shutil.which("cc") or "cc"
+    cc = env.get("CC") or shutil.which("cc", path=env.get("PATH")) or "cc"
     out = work / CUPTI_CLIENT_LIB
     argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(out), str(HERE / "bench_trace_cupti.c")]
     argv += [f"-I{cupti / 'include'}", f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}"]

@@ -279,3 +279,157 @@ def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt,
     row = bt.trace_figures(rounds, "scorep-launch", {"experiments": every})
     assert row["experiments_counted"] == 2 and row["kernels_found_share"] == 1.0  # the broken ones are not counted
     assert row["experiments_uncountable"] == 2  # but they are said
+
+
+# ---- the bare CUPTI client (modes cupti-kernels, cupti-kernels-8k) and scorep-nodriver-chunk4m ----
+
+
+def _fake_cupti(root, lib="lib64", header=""):
+    """A CUPTI folder as cupti_dir looks for it: include/cupti.h and <lib>/libcupti.so, plain files."""
+    (root / "include").mkdir(parents=True)
+    (root / "include" / "cupti.h").write_text(header)
+    (root / lib).mkdir()
+    (root / lib / "libcupti.so").write_text("")
+    return root
+
+
+def _fake_nvcc(cuda):
+    """An executable <cuda>/bin/nvcc; its folder is the PATH to give."""
+    (cuda / "bin").mkdir(parents=True)
+    (cuda / "bin" / "nvcc").write_text("#!/bin/sh\nexit 1\n")
+    (cuda / "bin" / "nvcc").chmod(0o755)
+    return str(cuda / "bin")
+
+
+def test_cupti_dir_takes_cupti_root_first(bt, tmp_path):
+    root = _fake_cupti(tmp_path / "cupti")
+    nvcc_path = _fake_nvcc(tmp_path / "cuda")
+    _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")
+    assert bt.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == root
+    (root / "lib64" / "libcupti.so").unlink()  # a header without its library is no CUPTI: nvcc's toolkit then
+    assert bt.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == tmp_path / "cuda" / "extras" / "CUPTI"
+
+
+def test_cupti_dir_finds_the_cuda_13_layout_of_nvccs_toolkit(bt, tmp_path):
+    cuda = tmp_path / "cuda-13"
+    target = _fake_cupti(cuda / "targets" / "x86_64-linux", lib="lib")
+    assert bt.cupti_dir({"PATH": _fake_nvcc(cuda)}) == target
+
+
+def test_cupti_dir_finds_the_extras_cupti_layout_of_nvccs_toolkit(bt, tmp_path):
+    cuda = tmp_path / "cuda-12"
+    extras = _fake_cupti(cuda / "extras" / "CUPTI")
+    assert bt.cupti_dir({"PATH": _fake_nvcc(cuda)}) == extras
+
+
+def test_cupti_dir_is_none_without_cupti_root_cuda_home_nvcc_or_a_fallback(bt, tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert bt.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",)) is None
+    fallback = _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")  # the last resort, where /usr/local/cuda stands
+    assert bt.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "cuda",)) == fallback
+
+
+def test_cupti_dir_takes_cuda_home_before_nvcc(bt, tmp_path):
+    home = _fake_cupti(tmp_path / "home" / "targets" / "x86_64-linux", lib="lib")
+    _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")
+    found = bt.cupti_dir({"CUDA_HOME": str(tmp_path / "home"), "PATH": _fake_nvcc(tmp_path / "cuda")}, fallbacks=())
+    assert found == home
+
+
+def test_the_cupti_client_that_does_not_compile_is_refused_with_the_file_and_the_cupti_folder(bt, tmp_path):
+    fake = _fake_cupti(tmp_path / "cupti")  # an empty cupti.h: nothing the client needs is declared
+    (tmp_path / "work").mkdir()
+    built, why = bt.build_cupti_client(tmp_path / "work", {"CUPTI_ROOT": str(fake), "PATH": "/usr/bin:/bin"})
+    assert built is None and "bench_trace_cupti.c does not build against" in why and str(fake) in why
+    assert not (tmp_path / "work" / bt.CUPTI_CLIENT_LIB).exists()
+
+
+def test_the_cupti_client_without_a_c_compiler_is_a_message_not_an_exception(bt, tmp_path):
+    fake = _fake_cupti(tmp_path / "cupti")
+    built, why = bt.build_cupti_client(tmp_path, {"CC": "/nonexistent/cc", "CUPTI_ROOT": str(fake), "PATH": "/usr/bin"})
+    assert built is None and "cannot run the C compiler /nonexistent/cc" in why
+
+
+def test_the_cupti_client_without_cupti_says_cupti_is_needed(bt, tmp_path):
+    (tmp_path / "empty").mkdir()
+    built, why = bt.build_cupti_client(tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",))
+    assert built is None and "mode cupti-kernels needs CUPTI" in why
+
+
+def _cupti_round(rnd, kernels, dropped, micro=False, error=None):
+    row = _round(rnd, [10.0] * 3, [12.0] * 3, micro=micro, trace_bytes=5_000)
+    if error:
+        row["error"] = error
+    row["steps_ms"]["8x70"]["cupti-kernels"] = [11.0] * 3
+    counts = {"kernels": kernels, "memcpys": 4, "other_records": 0, "buffers": 2, "dropped": dropped, "buffers_not_given": 0}
+    row["processes"]["cupti-kernels"] = {"exit_status": 0, "cupti_records": counts}
+    return row
+
+
+def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_call_loops(bt):
+    rounds = [_cupti_round(0, 100, 1), _cupti_round(1, 130, 7, micro=True), _cupti_round(2, 1000, 2)]
+    rounds.append(_cupti_round(3, 90, 5, error="r3-untraced: exited with status 1: ..."))  # a broken round: not counted
+    rows = {r["mode"]: r for r in bt.summarise(rounds, ["8x70"])}
+    cupti = rows["cupti-kernels"]
+    assert cupti["ratio_median"] == pytest.approx(1.1) and cupti["rounds"] == 4
+    assert cupti["cupti_kernel_records"] == [100, 1000] and cupti["cupti_dropped"] == 3 and cupti["cupti_processes"] == 2
+    assert cupti["cupti_buffers_not_given"] == 0 and cupti["cupti_flush_errors"] == 0
+    assert cupti["kernels_found_share"] is None and cupti["trace_bytes_per_step"] is None
+    for other in ("scorep-launch", "untraced"):  # no client there: no such keys
+        assert not [k for k in rows[other] if k.startswith("cupti_")], other
+    assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
+
+
+def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, tmp_path):
+    outer = {"PATH": "/usr/bin"}
+    lib = str(tmp_path / "work" / "libbench_trace_cupti.so")
+    assert bt.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
+    assert bt.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt.CUPTI_CLIENT_ENV] == lib
+    assert bt.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10}
+    assert bt.mode_settings(["cupti-kernels"]) == {"cupti-kernels": None}
+
+
+def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt, tmp_path):
+    outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k"}
+    env = bt.child_env("scorep-nodriver-chunk4m", tmp_path / "n4", outer)
+    assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy" and env["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
+    assert bt.CUPTI_CLIENT_ENV not in env
+    assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt.child_env("scorep-nodriver", tmp_path / "n", outer)
+
+
+def _real_cupti(bt):
+    """The machine's own CUPTI (a real cupti.h, not a test's fake), or skip."""
+    import shutil
+
+    found = bt.cupti_dir(dict(os.environ))
+    if found is None or not (found / "include" / "cupti.h").stat().st_size or not shutil.which("cc"):
+        pytest.skip("no real CUPTI (include/cupti.h, libcupti.so) or no C compiler on this machine")
+    return found
+
+
+def test_the_real_cupti_client_builds_and_exports_its_functions(bt, tmp_path):
+    cupti = _real_cupti(bt)
+    built, why = bt.build_cupti_client(tmp_path, dict(os.environ))
+    assert why is None and built["cupti"] == str(cupti) and Path(built["libcupti"]).exists()
+    lib = tmp_path / bt.CUPTI_CLIENT_LIB
+    assert lib.is_file()
+    probe = f"import ctypes; l = ctypes.CDLL({str(lib)!r}); l.bench_cupti_error.restype = ctypes.c_char_p; "
+    probe += "print(l.bench_cupti_start, l.bench_cupti_stop, l.bench_cupti_error(0).decode())"
+    proc = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.split()[-1] == "CUPTI_SUCCESS", proc.stderr[-2000:]
+
+
+def test_a_cupti_kernels_run_without_a_gpu_reports_that_the_client_cannot_start(bt, tmp_path, monkeypatch):
+    import torch
+
+    cupti = _real_cupti(bt)
+    if torch.cuda.is_available():  # pragma: no cover - a GPU machine: the client would start
+        pytest.skip("a GPU is present")
+    monkeypatch.setenv("CUPTI_ROOT", str(cupti))
+    proc, doc = _bench(tmp_path, "--modes", "untraced,cupti-kernels", "--rounds", "1", "--no-micro", "--model", "tiny")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    # the child's last stderr line, its reason, is the round's error
+    assert "r0-cupti-kernels: exited with status 1" in doc["rounds"][0]["error"]
+    assert "the CUPTI client cannot start" in doc["rounds"][0]["error"]
+    assert doc["modes"] == [] and doc["cupti_client"]["cupti"] == str(cupti)
+    assert list((tmp_path / "tmp").glob("bench-trace-*")) == []

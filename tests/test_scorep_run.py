@@ -57,6 +57,7 @@ def test_command_and_environment(tmp_path, clean_env):
     assert (env["SCOREP_ENABLE_TRACING"], env["SCOREP_ENABLE_PROFILING"]) == ("true", "false")
     assert env["SCOREP_CUDA_ENABLE"] == "driver,kernel,memcpy,references"
     assert (env["SCOREP_TOTAL_MEMORY"], env["SCOREP_CUDA_BUFFER"], env["SCOREP_TIMER"]) == ("256M", "64M", "clock_gettime")
+    assert env["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"  # CUPTI's buffers in 4 MB chunks, not Score-P's 8 kB
     assert "SCOREP_FILTERING_FILE" not in env
     assert env["PATH"] == os.environ["PATH"]  # the complete environment, ready for subprocess
     assert sp.LAUNCHER.is_file()
@@ -65,6 +66,7 @@ def test_command_and_environment(tmp_path, clean_env):
 def test_precedence_and_python_instrumentation(tmp_path, clean_env):
     clean_env.setenv("SCOREP_CUDA_ENABLE", "kernel,memcpy")
     clean_env.setenv("SCOREP_TOTAL_MEMORY", "3G")
+    clean_env.setenv("SCOREP_CUDA_BUFFER_CHUNK", "8k")  # Score-P's own chunk, when a user asks for it
     argv, env = sp.scorep_command(
         "python",
         ["-m", "dnabert_scaling", "train"],
@@ -78,6 +80,7 @@ def test_precedence_and_python_instrumentation(tmp_path, clean_env):
     assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"  # the user's own setting is kept
     assert env["SCOREP_TOTAL_MEMORY"] == "3G"
     assert env["SCOREP_CUDA_BUFFER"] == "128M"  # an argument wins
+    assert env["SCOREP_CUDA_BUFFER_CHUNK"] == "8k"
     assert env["SCOREP_FILTERING_FILE"] == str(sp.PYTHON_FILTER)
     assert env["NCCL_DEBUG"] == "WARN" and env["SCOREP_VERBOSE"] == "true"
     _, env2 = sp.scorep_command("python", ["dnabert_scaling"], 1, tmp_path, cuda_enable="driver,kernel")

@@ -10,6 +10,8 @@ from pathlib import Path
 from dnabert_scaling.tools import docbench
 from dnabert_scaling.tools.docfacts import Facts
 
+D = docbench.DEFAULT_MODE  # the artifact's default Score-P mode: the targets are judged on its rows
+
 
 def _row(mode, config, ratio, **extra):
     return {"mode": mode, "config": config, "ratio_median": ratio, "ratio_min": ratio, "ratio_max": ratio, "rounds": 3,
@@ -28,10 +30,10 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     modes = [
         _row("untraced", "8x70", 1.0),
         _row("torch", "8x70", 1.30),
-        _row("scorep-launch", "8x70", 1.20, trace_bytes_per_step=60e3, kernels_found_share=1.0),
+        _row(D, "8x70", 1.20, trace_bytes_per_step=60e3, kernels_found_share=1.0),
         _row("scorep-nodriver", "8x70", 1.10),
         _row("torch", "32x70", 1.05),
-        _row("scorep-launch", "32x70", 1.10, trace_bytes_per_step=60e3, kernels_found_share=1.0),
+        _row(D, "32x70", 1.10, trace_bytes_per_step=60e3, kernels_found_share=1.0),
     ]
     calls = [
         {"mode": "untraced", "turns": 9, "cuCtxGetDevice_ns": 500.0, "launch_ns": 9000.0},
@@ -45,29 +47,33 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     assert "trace 60 kB per step against <= 100 kB (met)" in text and "kernels found: 100.00% (met)" in text
     assert "add 3.0 µs to a launch, the launch-only subscription 0.4 µs more" in text
     assert "`cuCtxGetDevice` take 1,200 ns instead of 500 ns" in text
-    assert "costs 1.10x at 8x70" in text  # the no-driver floor, where measured
+    assert "Score-P without `driver`, 8 kB buffers 1.10x at 8x70 (3 rounds)" in text  # kernel records alone, where measured
+    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers): 8x70" in text
     assert "ended in a device synchronisation" not in text  # these rounds waited on the stream
     assert "Every timed step ended by waiting on its stream" in text
-    assert "4 MB CUPTI buffers" not in text  # no such mode in these rounds: no sentence about it
+    assert "8 kB chunk" not in text and "CUPTI alone" not in text  # no such modes in these rounds: no sentence about them
 
 
 def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(tmp_path):
-    # launch-only also ran round 3, without the 4 MB mode: the two are compared on rounds 0-2 only
+    # the 8 kB launch-only mode also ran round 3, without the default: the two are compared on rounds 0-2 only
     launch = _row("scorep-launch", "8x70", 1.25, round_ratios=[[0, 1.3], [1, 1.2], [2, 1.3], [3, 1.0]])
-    chunk = _row("scorep-launch-chunk4m", "8x70", 1.24, round_ratios=[[0, 1.2], [1, 1.25], [2, 1.1]])
+    chunk = _row(D, "8x70", 1.24, round_ratios=[[0, 1.2], [1, 1.25], [2, 1.1]])
     calls = [
         {"mode": "untraced", "turns": 2, "rounds": [1, 7], "launch_ns": 9000.0, "launch_ns_all": [8000.0, 10000.0]},
         {"mode": "torch", "turns": 2, "rounds": [1, 7], "launch_ns": 14000.0, "launch_ns_all": [10800.0, 18300.0]},
     ]
     modes = [_row("untraced", "8x70", 1.0), launch, chunk]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, per_call=calls, rounds=[{}] * 3)
-    assert "costs 1.20x against 1.30x at 8x70 (medians of the 3 rounds that ran both), the cheaper in 2 of 3 rounds" in text
+    assert (
+        "8 kB chunk (the artifact's default until 2026-12-04) launch-only costs 1.30x against the default's 1.20x at 8x70" in text
+    )
+    assert "(medians of the 3 rounds that ran both), the default the cheaper in 2 of 3 rounds" in text
     assert "in 2 process(es) per mode, and one mode's turns lie up to 7.5 µs apart (torch: 10.8-18.3 µs a launch)" in text
-    assert "| Score-P, launch-only, 4 MB CUPTI buffers | 8x70 | 1.24x" in text
+    assert "| Score-P, launch-only, 4 MB buffers (default) | 8x70 | 1.24x" in text
 
 
 def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
-    modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.3)]
+    modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.3)]
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, modes=modes, rounds=[{}])  # no step_sync: the first version
     assert "Every timed step ended in a device synchronisation" in text and "8x70: 1.30x against <= 1.25x (missed)" in text
     assert "kernels found: not counted (not met)" in text  # no count of launches: the target is not met by silence
@@ -75,7 +81,7 @@ def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
 
 def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path):
     torch = _row("torch", "8x70", 1.3, round_ratios=[[0, 1.3], [1, 1.2], [2, 1.4], [3, 1.3]])
-    launch = _row("scorep-launch", "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.3], [2, 1.1]])  # round 3: none
+    launch = _row(D, "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.3], [2, 1.1]])  # round 3: none
     modes = [_row("untraced", "8x70", 1.0), torch, launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 4)
     assert "torch.profiler's 1.30x (met, the cheaper in 2 of 3 rounds)" in text
@@ -112,8 +118,8 @@ def test_the_presence_run_says_whether_the_floor_is_score_p_being_loaded(tmp_pat
 
 
 def test_targets_say_how_the_rounds_and_the_runs_lie_around_the_bound(tmp_path):
-    launch = _row("scorep-launch", "8x70", 1.27, round_ratios=[[0, 1.30], [1, 1.28], [2, 1.20], [3, 1.24]])
-    counts = {"scorep-launch": {"experiments": [
+    launch = _row(D, "8x70", 1.27, round_ratios=[[0, 1.30], [1, 1.28], [2, 1.20], [3, 1.24]])
+    counts = {D: {"experiments": [
         {"launches": 10, "kernels": 10, "source": "d.json"}, {"launches": 10, "kernels": 9, "source": "e.json"}]}}  # fmt: skip
     rounds = [{"round": 0, "source": "d.json"}, {"round": 1, "source": "d.json"}]
     rounds += [{"round": 2, "source": "e.json"}, {"round": 3, "source": "e.json"}]
@@ -127,25 +133,28 @@ def test_targets_say_how_the_rounds_and_the_runs_lie_around_the_bound(tmp_path):
 def test_one_kernel_lost_of_many_is_shown_as_counts_and_misses_the_target(tmp_path):
     lost = dict(trace_bytes_per_step=62e3, kernels_found_share=214_801 / 214_802, kernels_found=214_801,
                 launches_counted=214_802, experiments_counted=2)  # fmt: skip
-    modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.27, **lost)]
+    modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.27, **lost)]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2)
     assert "| 214,801 of 214,802 |" in text and "100.0%" not in text  # never rounded up to complete
     assert "kernels found: 214,801 of 214,802 launches in 2 counted experiment(s) (missed)" in text
 
 
 def test_runs_that_count_every_round_are_summed_per_run_and_the_lost_round_named(tmp_path):
-    counts = {"scorep-launch": {"experiments": [
+    counts = {D: {"experiments": [
         {"launches": 10, "kernels": 10, "source": "d.json"},
         {"launches": 10, "kernels": 10, "round": 0, "source": "g.json"},
         {"launches": 10, "kernels": 8, "round": 2, "source": "g.json"}]}}  # fmt: skip
-    launch = _row("scorep-launch", "8x70", 1.2, kernels_found_share=28 / 30, kernels_found=28, launches_counted=30, trace_bytes_per_step=6e4,
+    launch = _row(D, "8x70", 1.2, kernels_found_share=28 / 30, kernels_found=28, launches_counted=30, trace_bytes_per_step=6e4,
                   experiments_counted=3)  # fmt: skip
     modes = [_row("untraced", "8x70", 1.0), launch]
     rounds = [{"round": i, "source": src} for i, src in enumerate(["d.json", "d.json", "g.json", "g.json"])]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
     assert "kernels found: 28 of 30 launches in 3 counted experiment(s) (missed" in text
     assert "per run 10 of 10 (d.json), 18 of 20 (g.json, 2 experiments); lost: 2 in g.json's round 2)" in text
-    assert "the launch-only processes counted: 1 of 2 rounds (d.json), 2 of 2 rounds (g.json)" in text
+    assert (
+        "the processes of Score-P, launch-only, 4 MB buffers (default) counted: 1 of 2 rounds (d.json), 2 of 2 rounds (g.json)"
+        in text
+    )
 
 
 def test_a_merge_gives_the_range_of_the_runs_untraced_steps(tmp_path):
@@ -168,10 +177,78 @@ def test_a_merge_gives_the_range_of_the_runs_untraced_steps(tmp_path):
 def test_an_experiment_that_could_not_be_counted_keeps_every_kernel_found_from_being_met(tmp_path):
     complete = dict(kernels_found_share=1.0, kernels_found=20, launches_counted=20, experiments_counted=2)
     for uncountable, verdict in ((0, "(met"), (1, "(not met")):
-        row = _row("scorep-launch", "8x70", 1.2, experiments_uncountable=uncountable, **complete)
+        row = _row(D, "8x70", 1.2, experiments_uncountable=uncountable, **complete)
         modes = [_row("untraced", "8x70", 1.0), row]
         text = _block(tmp_path / str(uncountable), device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}])
         assert (
             f"kernels found: 20 of 20 launches in 2 counted experiment(s){', 1 experiment(s) that could not be counted' if uncountable else ''} {verdict}"
             in text
         )
+
+
+def test_without_the_default_mode_the_targets_are_not_judged(tmp_path):
+    modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.1, kernels_found_share=1.0)]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}])
+    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers): not judged" in text
+    assert "(met" not in text  # another mode's figures never stand in for the default's
+
+
+def test_cupti_alone_says_where_a_bound_lies_against_it(tmp_path):
+    def text_for(folder, cupti_8x70, cupti_32x70):
+        cupti = [_row("cupti-kernels", "8x70", cupti_8x70, round_ratios=[[0, cupti_8x70], [1, 1.30]])]
+        cupti.append(_row("cupti-kernels", "32x70", cupti_32x70, round_ratios=[[0, 1.05], [1, cupti_32x70]]))
+        modes = [_row("untraced", c, 1.0) for c in ("8x70", "32x70")] + [_row(D, c, 1.3) for c in ("8x70", "32x70")] + cupti
+        return _block(folder, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2)
+
+    text = text_for(tmp_path / "a", 1.14, 1.11)
+    assert "CUPTI alone (bare client), 4 MB buffers 1.14x at 8x70, 1.11x at 32x70 (3 rounds)" in text
+    assert "At 32x70 CUPTI alone costs 1.11x; 2 of 2 rounds at or below 1.12x: the bound of 1.12x lies at that" in text
+    assert "At 8x70 CUPTI alone" not in text  # 1.14x is well below 1.25x: nothing to say
+    above = text_for(tmp_path / "b", 1.27, 1.15)
+    assert "At 8x70 CUPTI alone costs 1.27x; 0 of 2 rounds at or below 1.25x: the bound of 1.25x lies below that" in above
+    assert "At 32x70 CUPTI alone costs 1.15x; 1 of 2 rounds at or below 1.12x: the bound of 1.12x lies below that" in above
+
+
+def test_the_8_kb_chunk_sentence_gives_its_own_kernels_found_and_the_lost_one(tmp_path):
+    counts = {"scorep-launch": {"experiments": [
+        {"launches": 10, "kernels": 10, "round": 0, "source": "d.json"}, {"launches": 10, "kernels": 9, "round": 1, "source": "e.json"}]}}  # fmt: skip
+    eight = _row("scorep-launch", "8x70", 1.3, round_ratios=[[0, 1.3], [1, 1.3]], kernels_found_share=0.95, kernels_found=19,
+                 launches_counted=20, experiments_counted=2)  # fmt: skip
+    modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.4]]), eight]
+    rounds = [{"round": 0, "source": "d.json"}, {"round": 1, "source": "e.json"}]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
+    assert "the default the cheaper in 1 of 2 rounds; its kernels found: 19 of 20 launches in 2 counted experiment(s)" in text
+    assert "per run 10 of 10 (d.json), 9 of 10 (e.json); lost: 1 in e.json's round 1." in text
+    assert "kernels found: not counted (not met)" in text  # the default's own count is missing: not met by the 8 kB one
+
+
+def test_the_buffer_run_compares_each_4_mb_mode_with_its_8_kb_twin(tmp_path):
+    assert "(no `" in docbench.bench_trace_cupti_buffers(Facts(tmp_path), None)  # nothing shipped: said so
+    folder = tmp_path / "expected" / "reference" / Path(docbench.BUFFERS_BENCH).parent
+    folder.mkdir(parents=True)
+    pairs = {"cupti-kernels": [1.10, 1.20], "cupti-kernels-8k": [1.15, 1.10], "scorep-nodriver-chunk4m": [1.17, 1.19]}
+    modes = [_row("untraced", "8x70", 1.0)]
+    modes += [_row(m, "8x70", max(r), round_ratios=[[0, r[0]], [1, r[1]]]) for m, r in pairs.items()]
+    doc = {"device": "GPU", "steps": 30, "warmup": 5, "step_sync": "stream", "modes": modes, "rounds": [{}] * 2}
+    (tmp_path / "expected" / "reference" / docbench.BUFFERS_BENCH).write_text(json.dumps(doc))
+    text = docbench.bench_trace_cupti_buffers(Facts(tmp_path), None)
+    assert "| CUPTI alone (bare client), 8 kB buffers | 8x70 | 1.15x" in text
+    assert (
+        "4 MB buffers against CUPTI alone (bare client), 8 kB buffers: 1.15x against 1.12x at 8x70, the cheaper in 1 of 2 rounds"
+        in text
+    )
+    assert "against Score-P without `driver`, 4 MB buffers: 1.15x against 1.18x at 8x70, the cheaper in 1 of 2 rounds" in text
+    assert "launch-only" not in text  # modes the run did not have: no sentence
+
+
+def test_the_default_mode_is_the_benchmark_mode_of_the_artifacts_score_p_settings():
+    """docbench judges the mode whose settings the artifact uses by default (a contract between three files)."""
+    import importlib.util
+
+    from conftest import ROOT
+    from dnabert_scaling.run.tracing import scorep
+
+    spec = importlib.util.spec_from_file_location("bench_trace", ROOT / "scripts" / "bench_trace.py")
+    bt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bt)
+    assert bt.MODES[D] == (scorep.DEFAULT_CUDA_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": scorep.DEFAULT_CUDA_BUFFER_CHUNK})

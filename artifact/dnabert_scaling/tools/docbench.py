@@ -11,14 +11,24 @@ from typing import Any
 from dnabert_scaling.tools.docfacts import Facts
 
 
+# The artifact's default Score-P mode, as the benchmark names it: launch-only driver callbacks, CUPTI's
+# buffers in 4 MB chunks (run/tracing/scorep.py: DEFAULT_CUDA_BUFFER_CHUNK). The targets are its.
+DEFAULT_MODE = "scorep-launch-chunk4m"
+DEFAULT_SAID = "launch-only Score-P in 4 MB buffers"
+CHUNK_CHANGED = "2026-12-04"  # when the default chunk became 4 MB (Score-P's own is 8 kB)
 NAMES = {
     "torch": "torch.profiler (CUDA)",
-    "scorep-all": "Score-P, every driver call",
-    "scorep-launch": "Score-P, launch-only (default)",
-    "scorep-nodriver": "Score-P without `driver`",
-    "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB CUPTI buffers",
+    "scorep-all": "Score-P, every driver call, 8 kB buffers",
+    "scorep-launch": "Score-P, launch-only, 8 kB buffers",
+    "scorep-nodriver": "Score-P without `driver`, 8 kB buffers",
+    "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB buffers (default)",
+    "scorep-nodriver-chunk4m": "Score-P without `driver`, 4 MB buffers",
     "scorep-nocuda": "Score-P loaded, no CUDA recording",
+    "cupti-kernels": "CUPTI alone (bare client), 4 MB buffers",
+    "cupti-kernels-8k": "CUPTI alone (bare client), 8 kB buffers",
 }
+# the run that measured the buffer sizes (call L): CUPTI alone and Score-P, each in 4 MB and 8 kB buffers
+BUFFERS_BENCH = "h200-bench/gpu-call-2026-12-04-cupti/bench-l.json"
 TABLE_HEAD = (
     "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",
     "|---|---|---|---|---|---|---|",
@@ -89,6 +99,38 @@ def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
     return text
 
 
+# call L's comparisons: (the 4 MB mode, the 8 kB mode)
+BUFFER_PAIRS = (
+    ("cupti-kernels", "cupti-kernels-8k"),
+    ("scorep-nodriver-chunk4m", "scorep-nodriver"),
+    ("scorep-launch-chunk4m", "scorep-launch"),
+)
+
+
+def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
+    """Call L: CUPTI alone and Score-P, each in 4 MB and in 8 kB buffers, in the same lockstep rounds:
+    the table, and each 4 MB mode against its 8 kB twin and Score-P (4 MB) against CUPTI alone (4 MB),
+    on the rounds both ran, with the rounds the first was the cheaper in."""
+    data = facts.bench(BUFFERS_BENCH) or {}
+    modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
+    if not modes:
+        return f"(no `{BUFFERS_BENCH}` shipped)"
+    by = {(m["mode"], m["config"]): m for m in modes}
+    configs = list(dict.fromkeys(m["config"] for m in modes))
+    text = "\n".join([*TABLE_HEAD, *(_mode_row(m) for m in modes)]) + "\n\n" + _method(data)
+    sentences = []
+    for big, small in (*BUFFER_PAIRS, ("cupti-kernels", "scorep-nodriver-chunk4m")):
+        figures = [
+            f"{a:.2f}x against {b:.2f}x at {c}{_rounds_cheaper(by, c, big, small)}"
+            for c in configs
+            for a, b, n in [_paired_medians(by, c, big, small)]
+            if n
+        ]
+        if figures:
+            sentences.append(f"{NAMES[big]} against {NAMES[small]}: {'; '.join(figures)}")
+    return text + (" " + ". ".join(sentences) + "." if sentences else "")
+
+
 def _size(size: Any) -> str:
     if not isinstance(size, (int, float)):
         return "-"
@@ -129,13 +171,16 @@ def _per_call_reading(data: dict) -> str:
         return x - y if isinstance(x, (int, float)) and isinstance(y, (int, float)) else None
 
     out = []
+    alone = diff("cupti-kernels", "untraced", "launch_ns")
+    if alone is not None:
+        out.append(f"CUPTI's kernel records alone (the bare client) add {alone / 1e3:.1f} µs to a launch")
     kernels, launch = diff("scorep-nodriver", "untraced", "launch_ns"), diff("scorep-launch", "scorep-nodriver", "launch_ns")
     if kernels is not None and launch is not None:
         torch = diff("torch", "untraced", "launch_ns")
         also = f" (torch.profiler adds {torch / 1e3:.1f} µs in all)" if torch is not None else ""
         out.append(
-            f"Score-P's kernel records (Score-P without `driver`) add {kernels / 1e3:.1f} µs to a launch{also}, the "
-            f"launch-only subscription {launch / 1e3:.1f} µs more"
+            f"Score-P's kernel records (Score-P without `driver`, 8 kB buffers) add {kernels / 1e3:.1f} µs to a launch{also}, "
+            f"the launch-only subscription {launch / 1e3:.1f} µs more"
         )
     spread = _launch_spread(calls)
     if spread:
@@ -206,7 +251,7 @@ def _round_ratios(by: dict, mode: str, config: str) -> dict:
     return {r[0]: r[1] for r in rows if isinstance(r, list) and len(r) == 2}
 
 
-def _rounds_cheaper(by: dict, config: str, mode: str = "scorep-launch", other: str = "torch") -> str:
+def _rounds_cheaper(by: dict, config: str, mode: str = DEFAULT_MODE, other: str = "torch") -> str:
     """In how many rounds ``mode`` cost less than ``other`` at ``config``: the rounds both have a ratio in."""
     launch, torch = _round_ratios(by, mode, config), _round_ratios(by, other, config)
     pairs = [(launch[k], torch[k]) for k in launch if k in torch]
@@ -231,18 +276,18 @@ def _against_bound(launch: dict, bound: float, data: dict) -> str:
     return text
 
 
-def _launch_experiments(data: dict) -> list[dict]:
-    """The counted launch-only experiments that hold whole numbers of kernels and launches (a merge
-    keeps every run's, each naming its ``source``; a run counts one experiment or one per round)."""
-    experiments = ((data.get("counts") or {}).get("scorep-launch") or {}).get("experiments") or []
+def _launch_experiments(data: dict, mode: str = DEFAULT_MODE) -> list[dict]:
+    """The counted experiments of a launch-only mode that hold whole numbers of kernels and launches (a
+    merge keeps every run's, each naming its ``source``; a run counts one experiment or one per round)."""
+    experiments = ((data.get("counts") or {}).get(mode) or {}).get("experiments") or []
     return [e for e in experiments if isinstance(e.get("kernels"), int) and isinstance(e.get("launches"), int)]
 
 
-def _kernels_per_run(data: dict) -> str:
-    """The counted launch-only experiments run by run: kernels of launches, and which experiments lost any."""
+def _kernels_per_run(data: dict, mode: str = DEFAULT_MODE) -> str:
+    """The counted experiments of a launch-only mode run by run: kernels of launches, and which lost any."""
     runs: dict = {}
     lost = []
-    for e in _launch_experiments(data):
+    for e in _launch_experiments(data, mode):
         found, launches, count = runs.get(e.get("source"), (0, 0, 0))
         runs[e.get("source")] = (found + min(e["kernels"], e["launches"]), launches + e["launches"], count + 1)
         if e["kernels"] < e["launches"]:
@@ -256,13 +301,33 @@ def _kernels_per_run(data: dict) -> str:
     return text + (f"; lost: {', '.join(lost)}" if lost else "")
 
 
+def _kernels_found(m: dict, data: dict, mode: str) -> tuple[str, str]:
+    """A launch-only row's kernels found (the counts are per process, the same in every configuration's
+    row): what was counted, and met / not met / missed."""
+    share = m.get("kernels_found_share")
+    if not isinstance(share, (int, float)):  # no count of launches: never met by silence
+        return "not counted", "not met"
+    if isinstance(m.get("kernels_found"), int) and isinstance(m.get("launches_counted"), int):
+        what = f"{m['kernels_found']:,} of {m['launches_counted']:,} launches in {m.get('experiments_counted')} counted experiment(s)"
+    else:
+        what = _pct(share, 2)
+    uncountable = m.get("experiments_uncountable") or 0
+    if uncountable:  # an experiment that could not be counted may hold the lost kernel
+        what += f", {uncountable} experiment(s) that could not be counted"
+    return what, "missed" if share < 1 else "not met" if uncountable else "met"
+
+
 def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
-    """The launch-only mode against its targets, each met or missed, from the benchmark's medians."""
+    """The default mode against its targets, each met or missed, from the benchmark's medians; what kernel
+    records cost without launch records (CUPTI alone, Score-P without `driver`); Score-P's 8 kB chunk."""
     data = data or {}
     by = {(m.get("mode"), m.get("config")): m for m in modes}
+    mine = [m for m in modes if m.get("mode") == DEFAULT_MODE]
+    if not mine:
+        return f"Targets of the default mode ({DEFAULT_SAID}): not judged, the benchmark did not run it."
     out = []
     for config, bound in SCOREP_RATIO_TARGETS:
-        launch, torch = by.get(("scorep-launch", config)), by.get(("torch", config))
+        launch, torch = by.get((DEFAULT_MODE, config)), by.get(("torch", config))
         if not launch:
             continue
         r = launch.get("ratio_median", float("nan"))
@@ -272,57 +337,70 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
             t = torch.get("ratio_median", float("nan"))
             cheaper = _rounds_cheaper(by, config)
             out.append(f"{config}: {r:.2f}x against torch.profiler's {t:.2f}x ({'met' if r <= t else 'missed'}{cheaper})")
-    sizes = [m.get("trace_bytes_per_step") for m in modes if m.get("mode") == "scorep-launch"]
-    if sizes and isinstance(sizes[0], (int, float)):
-        out.append(f"trace {sizes[0] / 1e3:,.0f} kB per step against <= 100 kB ({'met' if sizes[0] <= 100e3 else 'missed'})")
-    counted = [m for m in modes if m.get("mode") == "scorep-launch" and isinstance(m.get("kernels_found_share"), (int, float))]
-    if counted:
-        m = counted[0]  # the counts are per process, the same row for every configuration
-        share = m["kernels_found_share"]
-        if isinstance(m.get("kernels_found"), int) and isinstance(m.get("launches_counted"), int):
-            what = (
-                f"{m['kernels_found']:,} of {m['launches_counted']:,} launches in "
-                f"{m.get('experiments_counted')} counted experiment(s)"
-            )
-        else:
-            what = _pct(share, 2)
-        uncountable = m.get("experiments_uncountable") or 0
-        if uncountable:  # an experiment that could not be counted may hold the lost kernel
-            what += f", {uncountable} experiment(s) that could not be counted"
-        verdict = "missed" if share < 1 else "not met" if uncountable else "met"
-        out.append(f"kernels found: {what} ({verdict}{_kernels_per_run(data)})")
-    elif any(m.get("mode") == "scorep-launch" for m in modes):  # no launches counted: never met by silence
-        out.append("kernels found: not counted (not met)")
-    floor = [
-        f"{by[('scorep-nodriver', c)]['ratio_median']:.2f}x at {c}"
-        for c, _ in SCOREP_RATIO_TARGETS
-        if ("scorep-nodriver", c) in by
-    ]
-    text = "Targets of the launch-only mode: " + "; ".join(out) + "."
-    if floor:
-        text += (
-            " In the same rounds Score-P without `driver` (kernel records only, no host callback) costs "
-            + ", ".join(floor)
-            + ": the floor, in this set-up, of any Score-P that records kernels, whatever its driver subscription."
-        )
-    chunk = [
-        f"{a:.2f}x against {b:.2f}x at {c} (medians of the {n} rounds that ran both)"
-        f"{_rounds_cheaper(by, c, 'scorep-launch-chunk4m', 'scorep-launch')}"
-        for c, _ in SCOREP_RATIO_TARGETS
-        for a, b, n in [_paired_medians(by, c, "scorep-launch-chunk4m", "scorep-launch")]
-        if n
-    ]
-    if chunk:
-        text += (
-            " Launch-only with 4 MB CUPTI buffers (SCOREP_CUDA_BUFFER_CHUNK=4M instead of Score-P's 8 kB) costs "
-            + "; ".join(chunk)
-            + "."
-        )
+    size = mine[0].get("trace_bytes_per_step")
+    if isinstance(size, (int, float)):
+        out.append(f"trace {size / 1e3:,.0f} kB per step against <= 100 kB ({'met' if size <= 100e3 else 'missed'})")
+    what, verdict = _kernels_found(mine[0], data, DEFAULT_MODE)
+    per_run = "" if what == "not counted" else _kernels_per_run(data, DEFAULT_MODE)
+    out.append(f"kernels found: {what} ({verdict}{per_run})")
+    text = f"Targets of the default mode ({DEFAULT_SAID}): " + "; ".join(out) + "."
+    text += _kernel_records_alone(by)
+    text += _eight_kb_chunk(by, modes, data)
     if any(m.get("trace_bytes_per_step") is not None for m in modes):
         text += (
             " Trace per step and kernels found are figures of whole processes (all configurations)" + _counted_rounds(data) + "."
         )
     return text
+
+
+def _kernel_records_alone(by: dict) -> str:
+    """What recording kernels costs without any launch record, in the same rounds: CUPTI alone (the floor
+    of any tracer that takes kernels from CUPTI's activity API) and Score-P without `driver`; and where a
+    ratio target lies against CUPTI alone."""
+    parts = []
+    for mode in ("cupti-kernels", "scorep-nodriver-chunk4m", "scorep-nodriver"):
+        figures = [f"{by[(mode, c)]['ratio_median']:.2f}x at {c}" for c, _ in SCOREP_RATIO_TARGETS if (mode, c) in by]
+        if figures:
+            rounds = max(by[(mode, c)].get("rounds") or 0 for c, _ in SCOREP_RATIO_TARGETS if (mode, c) in by)
+            parts.append(f"{NAMES[mode]} {', '.join(figures)} ({rounds} rounds)")
+    if not parts:
+        return ""
+    text = " Kernel records without launch records cost: " + "; ".join(parts) + "."
+    for config, bound in SCOREP_RATIO_TARGETS:
+        alone = by.get(("cupti-kernels", config))
+        if not alone:
+            continue
+        r = alone.get("ratio_median", float("nan"))
+        at = [x for _, x in _round_ratios(by, "cupti-kernels", config).items()]
+        if r > bound:
+            reading = "below that: no tracer that takes its kernels from CUPTI's activity records meets it on this GPU"
+        elif bound - r <= 0.02:
+            reading = "at that: a tracer built on CUPTI has next to nothing left for its own records"
+        else:
+            continue
+        rounds = f"; {sum(x <= bound for x in at)} of {len(at)} rounds at or below {bound:.2f}x" if at else ""
+        text += f" At {config} CUPTI alone costs {r:.2f}x{rounds}: the bound of {bound:.2f}x lies {reading}."
+    return text
+
+
+def _eight_kb_chunk(by: dict, modes: list[dict], data: dict) -> str:
+    """Launch-only Score-P in Score-P's own 8 kB chunks (the artifact's default before the 4 MB chunk)
+    against the default, on the rounds both ran, and its own kernels found."""
+    pairs = [
+        f"{b:.2f}x against the default's {a:.2f}x at {c} (medians of the {n} rounds that ran both)"
+        f"{_rounds_cheaper(by, c, DEFAULT_MODE, 'scorep-launch').replace('the cheaper', 'the default the cheaper')}"
+        for c, _ in SCOREP_RATIO_TARGETS
+        for a, b, n in [_paired_medians(by, c, DEFAULT_MODE, "scorep-launch")]
+        if n
+    ]
+    if not pairs:
+        return ""
+    text = f" With Score-P's own 8 kB chunk (the artifact's default until {CHUNK_CHANGED}) launch-only costs " + "; ".join(pairs)
+    eight = [m for m in modes if m.get("mode") == "scorep-launch"]
+    what, verdict = _kernels_found(eight[0], data, "scorep-launch")
+    if what != "not counted":
+        text += f"; its kernels found: {what}{_kernels_per_run(data, 'scorep-launch')}"
+    return text + "."
 
 
 def _untraced_per_run(data: dict, config: str) -> str:
@@ -348,12 +426,12 @@ def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float
     return statistics.median(a[k] for k in common), statistics.median(b[k] for k in common), len(common)
 
 
-def _counted_rounds(data: dict) -> str:
-    """Which processes the launch-only kernel count covers, run by run: counted experiments of rounds."""
-    experiments = _launch_experiments(data)
+def _counted_rounds(data: dict, mode: str = DEFAULT_MODE) -> str:
+    """Which processes a launch-only mode's kernel count covers, run by run: counted experiments of rounds."""
+    experiments = _launch_experiments(data, mode)
     if not experiments:
         return ""
     rounds = Counter(r.get("source") for r in data.get("rounds") or [] if isinstance(r, dict))
     counted = Counter(e.get("source") for e in experiments)
     parts = [f"{n} of {rounds.get(src, '?')} rounds" + (f" ({src})" if src else "") for src, n in counted.items()]
-    return "; the launch-only processes counted: " + ", ".join(parts)
+    return f"; the processes of {NAMES.get(mode, mode)} counted: " + ", ".join(parts)

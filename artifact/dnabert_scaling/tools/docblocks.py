@@ -549,6 +549,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace": bench_trace,
     "bench-trace-scorep": docbench.bench_trace_scorep,
     "bench-trace-scorep-presence": docbench.bench_trace_scorep_presence,
+    "bench-trace-cupti-buffers": docbench.bench_trace_cupti_buffers,
     "bench-hook": bench_hook,
     "bench-read": bench_read,
 }

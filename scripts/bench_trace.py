@@ -19,28 +19,28 @@ its first call to the end of its synchronisation). The JSON gives, per mode and 
 the median, min and max of these per-round ratios over the rounds, and the median of all the
 paired step ratios of all rounds (``pooled_ratio_median``, with its quartiles).
 
-Modes:
+Modes (a Score-P mode without a chunk of its own runs in Score-P's 8 kB chunks, whatever the caller set):
   untraced          no tracer
   torch             torch.profiler, CUDA activity only (the artifact's torch default)
   scorep-all        Score-P, SCOREP_CUDA_ENABLE=driver,kernel,memcpy,references, every driver
                     API call recorded (SCOREP_CUDA_DRIVER_CALLBACKS=all, Score-P as released)
   scorep-launch     the same with SCOREP_CUDA_DRIVER_CALLBACKS=launch (the project's patch
                     8.4-cupti-launch-callbacks.patch): only launch, copy and memset calls
-  scorep-nodriver   SCOREP_CUDA_ENABLE=kernel,memcpy: no host records (completeness unknowable)
-Diagnostic modes (run only where --modes names them):
   scorep-launch-chunk4m
                     scorep-launch with SCOREP_CUDA_BUFFER_CHUNK=4M: CUPTI fills 4 MB activity
-                    buffers instead of Score-P's default 8 kB ones, so it asks for a new buffer
-                    about 500 times less often (each request walks Score-P's buffer list)
+                    buffers instead of Score-P's 8 kB ones; the artifact's default Score-P mode
+  scorep-nodriver-chunk4m
+                    SCOREP_CUDA_ENABLE=kernel,memcpy in 4 MB chunks: no host records
+                    (completeness unknowable); what kernel records cost Score-P
+Diagnostic modes (run only where --modes names them):
+  scorep-nodriver   scorep-nodriver-chunk4m in Score-P's 8 kB chunks
   scorep-nocuda     Score-P loaded (python -m scorep --cuda) with SCOREP_CUDA_ENABLE=no: no CUPTI
                     subscription, no GPU records; what Score-P's presence alone costs
   cupti-kernels     no Score-P: a bare CUPTI client (scripts/bench_trace_cupti.c, built here against
                     the toolkit's CUPTI) asks for the activity records Score-P without `driver` asks
                     for (concurrent kernels, memory copies) into 4 MB buffers, counts and frees them;
                     what CUPTI's kernel recording costs by itself, the floor of any CUPTI tracer
-  cupti-kernels-8k  the same client with 8 kB buffers, Score-P's default chunk
-  scorep-nodriver-chunk4m
-                    scorep-nodriver with SCOREP_CUDA_BUFFER_CHUNK=4M
+  cupti-kernels-8k  the same client with 8 kB buffers, Score-P's own chunk
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -97,7 +97,7 @@ CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10}
 CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
 CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
 CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given")
-DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-nodriver")
+DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
 REPLY_TIMEOUT_S = 300.0

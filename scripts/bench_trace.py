@@ -85,9 +85,9 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "scorep-all": (SCOREP_ENABLE, "all", {}),
     "scorep-launch": (SCOREP_ENABLE, "launch", {}),
     "scorep-nodriver": ("kernel,memcpy", "all", {}),
-    # diagnostic modes, run only where --modes names them
-    "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),  # the artifact's default
     "scorep-nodriver-chunk4m": ("kernel,memcpy", "all", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    # the modes below (and scorep-nodriver) run only where --modes names them
     "scorep-nocuda": ("no", "all", {}),
     "cupti-kernels": None,
     "cupti-kernels-8k": None,

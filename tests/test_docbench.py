@@ -27,23 +27,34 @@ def _block(tmp_path, **doc):
 
 
 def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
+    def rr(x):  # one round, ratio x
+        return {"round_ratios": [[0, x]]}
+
     modes = [
         _row("untraced", "8x70", 1.0),
-        _row("torch", "8x70", 1.30),
-        _row(D, "8x70", 1.20, trace_bytes_per_step=60e3, kernels_found_share=1.0),
+        _row("torch", "8x70", 1.30, **rr(1.30)),
+        _row(D, "8x70", 1.20, trace_bytes_per_step=60e3, kernels_found_share=1.0, **rr(1.20)),
         _row("scorep-nodriver", "8x70", 1.10),
-        _row("torch", "32x70", 1.05),
-        _row(D, "32x70", 1.10, trace_bytes_per_step=60e3, kernels_found_share=1.0),
+        _row("torch", "32x70", 1.05, **rr(1.05)),
+        _row(D, "32x70", 1.10, trace_bytes_per_step=60e3, kernels_found_share=1.0, **rr(1.10)),
     ]
-    calls = [
-        {"mode": "untraced", "turns": 9, "cuCtxGetDevice_ns": 500.0, "launch_ns": 9000.0},
-        {"mode": "scorep-all", "turns": 9, "cuCtxGetDevice_ns": 1200.0, "launch_ns": 15000.0},
-        {"mode": "scorep-launch", "turns": 9, "cuCtxGetDevice_ns": 510.0, "launch_ns": 12400.0},
-        {"mode": "scorep-nodriver", "turns": 9, "cuCtxGetDevice_ns": 505.0, "launch_ns": 12000.0},
-    ]
-    text = _block(tmp_path, device="GPU", steps=30, warmup=5, step_sync="stream", modes=modes, per_call=calls, rounds=[{}] * 3)
-    assert "8x70: 1.20x against <= 1.25x (met)" in text and "8x70: 1.20x against torch.profiler's 1.30x (met)" in text
-    assert "32x70: 1.10x against <= 1.12x (met)" in text and "32x70: 1.10x against torch.profiler's 1.05x (missed)" in text
+    turns = {  # per-call turns of the one round that timed them: (cuCtxGetDevice ns, launch ns)
+        "untraced": (500.0, 9000.0), "scorep-all": (1200.0, 15000.0), "scorep-launch": (510.0, 12400.0),
+        "scorep-nodriver": (505.0, 12000.0), "cupti-kernels": (505.0, 11000.0)}  # fmt: skip
+    per_call = {m: [{"cuCtxGetDevice_ns": q, "launch_ns": x}] for m, (q, x) in turns.items()}
+    calls = [{"mode": m, "turns": 9, "cuCtxGetDevice_ns": q, "launch_ns": x} for m, (q, x) in turns.items()]
+    rounds = [{"round": 0, "per_call": per_call}, {"round": 1, "per_call": {"torch": [{"launch_ns": 99000.0}]}}]
+    text = _block(tmp_path, device="GPU", steps=30, warmup=5, step_sync="stream", modes=modes, per_call=calls, rounds=rounds)
+    assert "8x70: 1.20x against <= 1.25x (met; 1 of 1 rounds at or below it)" in text
+    assert (
+        "8x70: 1.20x against torch.profiler's 1.30x, medians of the 1 rounds both ran (met, the cheaper in 1 of 1 rounds)" in text
+    )
+    assert (
+        "32x70: 1.10x against <= 1.12x (met; 1 of 1 rounds" in text
+        and "32x70: 1.10x against torch.profiler's 1.05x, medians" in text
+    )
+    assert "CUPTI's kernel records alone (the bare client) add 2.0 µs to a launch" in text
+    assert "torch.profiler adds" not in text  # torch timed its calls in another round than untraced: not compared
     assert "trace 60 kB per step against <= 100 kB (met)" in text and "kernels found: 100.00% (met)" in text
     assert "add 3.0 µs to a launch, the launch-only subscription 0.4 µs more" in text
     assert "`cuCtxGetDevice` take 1,200 ns instead of 500 ns" in text
@@ -51,7 +62,7 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers): 8x70" in text
     assert "ended in a device synchronisation" not in text  # these rounds waited on the stream
     assert "Every timed step ended by waiting on its stream" in text
-    assert "8 kB chunk" not in text and "CUPTI alone" not in text  # no such modes in these rounds: no sentence about them
+    assert "8 kB chunk" not in text and "CUPTI alone costs" not in text  # no such ratio rows: no sentence about them
 
 
 def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(tmp_path):
@@ -84,7 +95,7 @@ def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path
     launch = _row(D, "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.3], [2, 1.1]])  # round 3: none
     modes = [_row("untraced", "8x70", 1.0), torch, launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 4)
-    assert "torch.profiler's 1.30x (met, the cheaper in 2 of 3 rounds)" in text
+    assert "torch.profiler's 1.30x, medians of the 3 rounds both ran (met, the cheaper in 2 of 3 rounds)" in text
 
 
 def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
@@ -202,11 +213,14 @@ def test_cupti_alone_says_where_a_bound_lies_against_it(tmp_path):
 
     text = text_for(tmp_path / "a", 1.14, 1.11)
     assert "CUPTI alone (bare client), 4 MB buffers 1.14x at 8x70, 1.11x at 32x70 (3 rounds)" in text
-    assert "At 32x70 CUPTI alone costs 1.11x; 2 of 2 rounds at or below 1.12x: the bound of 1.12x lies at that" in text
+    assert (
+        "At 32x70 CUPTI alone costs 1.11x (2 of 2 rounds at or below it): the bound of 1.12x lies at what CUPTI alone costs"
+        in text
+    )
     assert "At 8x70 CUPTI alone" not in text  # 1.14x is well below 1.25x: nothing to say
     above = text_for(tmp_path / "b", 1.27, 1.15)
-    assert "At 8x70 CUPTI alone costs 1.27x; 0 of 2 rounds at or below 1.25x: the bound of 1.25x lies below that" in above
-    assert "At 32x70 CUPTI alone costs 1.15x; 1 of 2 rounds at or below 1.12x: the bound of 1.12x lies below that" in above
+    assert "At 8x70 CUPTI alone costs 1.27x (0 of 2 rounds at or below it): the bound of 1.25x lies below what CUPTI" in above
+    assert "At 32x70 CUPTI alone costs 1.15x (1 of 2 rounds at or below it): the bound of 1.12x lies below what CUPTI" in above
 
 
 def test_the_8_kb_chunk_sentence_gives_its_own_kernels_found_and_the_lost_one(tmp_path):

@@ -66,12 +66,12 @@ DEFAULT_TOTAL_MEMORY_PYTHON = "2G"
 # of 50 steps x 1,000 kernels (10 MB) even if Score-P only drains the buffer at the end needs
 # ~12 MB; 64 MiB gives 5x margin (default 1 MiB holds ~5,000 kernels: dropped records).
 DEFAULT_CUDA_BUFFER = "64M"
-# CUPTI's activity buffers, handed out by Score-P one chunk at a time: 4 MB, not Score-P's 8 kB. With
-# 8 kB chunks CUPTI asks for a new buffer every ~40 kernel records, on the launching thread; on the
-# H200 launch-only Score-P cost 1.27x instead of 1.29x at 8x70 and 1.21x instead of 1.28x at 32x70
-# (medians of 20 lockstep rounds, 4 MB the cheaper in 14 and 13 of them;
-# expected/reference/h200-bench/bench-trace-scorep.json), with the same trace. The 64M above still
-# caps the total: 16 chunks, a few held by the threads that launch, the rest completed records.
+# CUPTI's activity buffers, handed out by Score-P one chunk at a time: 4 MB, not Score-P's 8 kB (with
+# which CUPTI asks for a new buffer every ~40 kernel records). A modest gain: on the H200 launch-only
+# Score-P cost 1.27x against 1.29x at 8x70 and 1.21x against 1.25x at 32x70 (medians of the 20
+# lockstep rounds that ran both, 4 MB the cheaper in 14 and 13 of them; in call L's 10 rounds in 8
+# and 8), with the same trace; the per-call loops, one per run, did not show a cheaper launch
+# (ARTIFACT.md F). The 64M above still caps the total: 16 chunks.
 DEFAULT_CUDA_BUFFER_CHUNK = "4M"
 DEFAULT_TIMER = "clock_gettime"  # avoids Score-P's TSC warnings; CUPTI stamps use the same clock
 

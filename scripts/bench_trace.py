@@ -793,7 +793,7 @@ def merge(args) -> int:
     """One document from the rounds of several runs of the same set-up (same model, configurations,
     steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
     every source (``counts[mode]["experiments"]``), the share of kernels found taken over all of them."""
-    docs, seen = [], {}
+    docs, seen, rounds_seen = [], {}, {}
     for name in args.merge:
         try:
             raw = Path(name).read_bytes()
@@ -813,6 +813,19 @@ def merge(args) -> int:
             print(f"bench-trace: {name}: the same content as {seen[digest]}; give each output once", file=sys.stderr)
             return 2
         seen[digest] = name
+        for r in doc["rounds"]:  # a round already given, in another file or a merge that holds it
+            if not any(r.get("steps_ms", {}).values()):
+                continue  # a round without step times adds nothing to the figures
+            mark = round_mark(r)
+            if mark in rounds_seen:
+                where = rounds_seen[mark]
+                print(
+                    f"bench-trace: {name}: its round {r['round']} is also {where} (the same step times): "
+                    "a merge that holds a run is not merged with that run again; give each run once",
+                    file=sys.stderr,
+                )
+                return 2
+            rounds_seen[mark] = f"round {r['round']} of {name}"
         docs.append((name, doc))
     first = docs[0][1]
     for name, doc in docs[1:]:
@@ -838,6 +851,12 @@ def merge(args) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(out, indent=1) + "\n")
     return 0
+
+
+def round_mark(r: dict) -> str:
+    """What identifies a measured round across files: its step times, which a merge copies unchanged
+    (two rounds measured apart never share every step time to the microsecond)."""
+    return hashlib.sha256(json.dumps(r.get("steps_ms"), sort_keys=True).encode()).hexdigest()
 
 
 def merge_input_problem(doc) -> str | None:

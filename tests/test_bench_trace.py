@@ -202,7 +202,9 @@ def test_merge_joins_the_rounds_of_runs_of_one_set_up(tmp_path):
 def test_merge_refuses_other_set_ups_and_other_files(tmp_path):
     a = _doc(tmp_path / "a.json", [_round(0, [10.0], [11.0])])
     older = tmp_path / "old.json"  # an output of the first lockstep version: every step ended in a device sync
-    older.write_text(json.dumps({k: v for k, v in json.loads(Path(a).read_text()).items() if k != "step_sync"}))
+    old = {k: v for k, v in json.loads(Path(a).read_text()).items() if k != "step_sync"}
+    old["rounds"][0]["steps_ms"]["8x70"]["untraced"] = [12.0]  # a round of its own
+    older.write_text(json.dumps(old))
     proc = _merge(a, str(older))
     assert proc.returncode == 2 and "another set-up" in proc.stderr and "step_sync" in proc.stderr
     (tmp_path / "x.json").write_text("{not json")
@@ -246,6 +248,10 @@ def test_a_merged_output_merged_again_keeps_every_counted_experiment_and_edited_
     assert [e["source"] for e in doc["counts"]["scorep-launch"]["experiments"]] == ["a.json", "b.json", "c.json"]
     row = {r["mode"]: r for r in doc["modes"]}["scorep-launch"]
     assert (row["kernels_found"], row["launches_counted"], row["experiments_counted"]) == (14, 15, 3)
+    # a merge that holds a run, merged with that run again, would count its rounds and kernels twice
+    proc = _merge(str(ab), b, "--json", str(tmp_path / "twice.json"))
+    assert proc.returncode == 2 and "b.json: its round 0 is also round 1 of" in proc.stderr and "ab.json" in proc.stderr
+    assert not (tmp_path / "twice.json").exists() and "Traceback" not in proc.stderr
     for bad in ({"launches": 5, "kernels": "5"}, {"launches": -1, "kernels": 0}, {"experiments": "x"}, ["5"]):
         edited = tmp_path / "edited.json"
         doc = json.loads(Path(a).read_text())

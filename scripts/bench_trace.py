@@ -859,6 +859,43 @@ def round_mark(r: dict) -> str:
     return hashlib.sha256(json.dumps(r.get("steps_ms"), sort_keys=True).encode()).hexdigest()
 
 
+def _count(x) -> bool:
+    return type(x) is int and x >= 0
+
+
+def _number(x) -> bool:
+    return type(x) in (int, float) and 0 <= x < float("inf")
+
+
+def round_problem(r: dict) -> str | None:
+    """What in one round (beyond its number and step times) ``summarise``, ``trace_figures`` and
+    ``per_call`` could not read, or None: each field they read, with the type they need."""
+    if type(r.get("micro")) is not bool:
+        return "'micro' (whether the round ran the per-call loops) is missing or not true or false"
+    procs = r.get("processes", {})
+    if not isinstance(procs, dict) or not all(isinstance(p, dict) for p in procs.values()):
+        return "'processes' is not one entry per mode"
+    sized = any(p.get("trace_bytes") is not None for p in procs.values())
+    if sized and not (type(r.get("executed_steps")) is int and r["executed_steps"] > 0):
+        return "trace sizes without a positive number of executed steps"
+    for mode, p in procs.items():
+        if p.get("trace_bytes") is not None and not _count(p["trace_bytes"]):
+            return f"{mode}: a trace size that is not a whole number of bytes"
+        records = p.get("cupti_records")
+        if records is not None and not (isinstance(records, dict) and all(_count(records.get(k, 0)) for k in CUPTI_COUNT_KEYS)):
+            return f"{mode}: CUPTI record counts that are not whole numbers"
+    calls = r.get("per_call", {})
+    if not isinstance(calls, dict) or not all(
+        isinstance(turns, list) and all(isinstance(t, dict) for t in turns) for turns in calls.values()
+    ):
+        return "per-call figures that are not a list of turns per mode"
+    for turns in calls.values():
+        for t in turns:
+            if not all(t.get(k) is None or _number(t[k]) for k in ("cuCtxGetDevice_ns", "launch_ns")):
+                return "per-call figures that are not numbers of nanoseconds"
+    return None
+
+
 def merge_input_problem(doc) -> str | None:
     """What makes ``doc`` unfit for a merge (the shapes ``summarise`` reads), or None."""
     if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list):
@@ -874,6 +911,9 @@ def merge_input_problem(doc) -> str | None:
                 ok = isinstance(steps, list) and all(type(t) in (int, float) and 0 < t < float("inf") for t in steps)
                 if not ok:
                     return f"round {r['round']}: step times that are not positive numbers"
+        why = round_problem(r)
+        if why:
+            return f"round {r['round']}: {why}"
     counts = doc.get("counts") or {}
     if not isinstance(counts, dict) or not all(isinstance(c, dict) for c in counts.values()):
         return "kernel counts that are not one entry per mode"

@@ -439,3 +439,23 @@ def test_a_cupti_kernels_run_without_a_gpu_reports_that_the_client_cannot_start(
     assert "the CUPTI client cannot start" in doc["rounds"][0]["error"]
     assert doc["modes"] == [] and doc["cupti_client"]["cupti"] == str(cupti)
     assert list((tmp_path / "tmp").glob("bench-trace-*")) == []
+
+
+@pytest.mark.parametrize(
+    "spoil, said",
+    [
+        (lambda r: r.pop("micro"), "'micro' (whether the round ran the per-call loops) is missing"),
+        (lambda r: r.update(processes=[]), "'processes' is not one entry per mode"),
+        (lambda r: r["processes"]["scorep-launch"].update(trace_bytes="big"), "a trace size that is not a whole number"),
+        (lambda r: r.update(executed_steps=0), "trace sizes without a positive number of executed steps"),
+        (lambda r: r["processes"]["untraced"].update(cupti_records={"kernels": "x"}), "CUPTI record counts"),
+        (lambda r: r.update(per_call={"torch": [5]}), "per-call figures that are not a list of turns per mode"),
+        (lambda r: r.update(per_call={"torch": [{"launch_ns": "fast"}]}), "per-call figures that are not numbers"),
+    ],
+)
+def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, said):
+    row = _round(0, [10.0], [11.0], trace_bytes=5_000)
+    spoil(row)
+    proc = _merge(_doc(tmp_path / "a.json", [row]), "--json", str(tmp_path / "m.json"))
+    assert proc.returncode == 2 and "a.json: not a bench-trace output (round 0: " in proc.stderr and said in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "m.json").exists()

@@ -55,8 +55,9 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     )
     assert "CUPTI's kernel records alone (the bare client) add 2.0 µs to a launch" in text
     assert "torch.profiler adds" not in text  # torch timed its calls in another round than untraced: not compared
+    assert "a `cuCtxGetDevice` takes under launch-only Score-P (8 kB) 510 ns instead of 500 ns" in text
     assert "trace 60 kB per step against <= 100 kB (met)" in text and "kernels found: 100.00% (met)" in text
-    assert "add 3.0 µs to a launch, the launch-only subscription 0.4 µs more" in text
+    assert "add 3.0 µs to a launch (1 round), the launch-only subscription 0.4 µs more (1 round)" in text
     assert "`cuCtxGetDevice` take 1,200 ns instead of 500 ns" in text
     assert "Score-P without `driver`, 8 kB buffers 1.10x at 8x70 (3 rounds)" in text  # kernel records alone, where measured
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers): 8x70" in text
@@ -76,7 +77,8 @@ def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(t
     modes = [_row("untraced", "8x70", 1.0), launch, chunk]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, per_call=calls, rounds=[{}] * 3)
     assert (
-        "8 kB chunk (the artifact's default until 2026-12-04) launch-only costs 1.30x against the default's 1.20x at 8x70" in text
+        "(which the artifact used until it set 4 MB after call M (2026-12-04)) launch-only costs 1.30x against the default's 1.20x at 8x70"
+        in text
     )
     assert "(medians of the 3 rounds that ran both), the default the cheaper in 2 of 3 rounds" in text
     assert "in 2 process(es) per mode, and one mode's turns lie up to 7.5 µs apart (torch: 10.8-18.3 µs a launch)" in text
@@ -121,10 +123,12 @@ def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
 def test_the_presence_run_says_whether_the_floor_is_score_p_being_loaded(tmp_path):
     assert "(no `" in docbench.bench_trace_scorep_presence(Facts(tmp_path), None)  # nothing shipped: said so
     text = _presence(tmp_path / "a", 1.01)
-    assert "1.01x against 1.20x at 8x70; 1.01x against 1.20x at 32x70: so the no-driver floor is the kernel recording" in text
+    assert (
+        "1.01x against 1.20x at 8x70; 1.01x against 1.20x at 32x70: so what Score-P without `driver` costs is its kernel" in text
+    )
     assert "| Score-P loaded, no CUDA recording | 8x70 | 1.01x" in text and "| 300 B |" in text
     assert "Score-P loaded, no CUDA recording 6.3" in text and "untraced 6.4" in text
-    assert "already accounts for part of the no-driver floor" in _presence(tmp_path / "b", 1.10)
+    assert "already accounts for part of what Score-P without `driver` costs" in _presence(tmp_path / "b", 1.10)
     assert "too close, or too mixed" in _presence(tmp_path / "c", 1.00, nodriver=1.02)  # no floor to attribute
 
 
@@ -267,3 +271,20 @@ def test_the_default_mode_is_the_benchmark_mode_of_the_artifacts_score_p_setting
     spec.loader.exec_module(bt)
     assert bt.MODES[D] == (scorep.DEFAULT_CUDA_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": scorep.DEFAULT_CUDA_BUFFER_CHUNK})
     assert D in bt.DEFAULT_MODES  # `make bench-trace` measures the default it judges
+
+
+def test_per_call_differences_inside_the_spread_of_the_turns_are_said_to_indicate_only(tmp_path):
+    turns = {"untraced": [9000.0, 16000.0], "scorep-nodriver": [11000.0], "scorep-launch": [11500.0]}  # untraced: 7 µs apart
+    rounds = [{"round": 0, "per_call": {m: [{"launch_ns": x} for x in xs] for m, xs in turns.items()}}]
+    calls = [{"mode": m, "turns": len(xs), "rounds": [0], "launch_ns_all": xs} for m, xs in turns.items()]
+    modes = [_row("untraced", "8x70", 1.0), _row("scorep-nodriver", "8x70", 1.1)]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, per_call=calls, rounds=rounds)
+    assert "add -1.5 µs to a launch (1 round)" in text  # 11.0 against the untraced median 12.5
+    assert "every difference above is smaller than that: the per-call figures indicate, they do not measure" in text
+
+
+def test_the_kernels_found_cell_gives_the_counts_even_when_complete(tmp_path):
+    row = _row(D, "8x70", 1.2, kernels_found_share=1.0, kernels_found=107_401, launches_counted=107_401, experiments_counted=1)
+    modes = [_row("untraced", "8x70", 1.0), row]
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}])
+    assert "| 107,401 of 107,401 |" in text and "| 100.0% |" not in text

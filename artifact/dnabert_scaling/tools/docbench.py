@@ -15,7 +15,7 @@ from dnabert_scaling.tools.docfacts import Facts
 # buffers in 4 MB chunks (run/tracing/scorep.py: DEFAULT_CUDA_BUFFER_CHUNK). The targets are its.
 DEFAULT_MODE = "scorep-launch-chunk4m"
 DEFAULT_SAID = "launch-only Score-P in 4 MB buffers"
-CHUNK_CHANGED = "2026-12-04"  # when the default chunk became 4 MB (Score-P's own is 8 kB)
+CHUNK_CHANGED = "after call M (2026-12-04)"  # when the artifact set 4 MB chunks (Score-P's released chunk is 8 kB)
 NAMES = {
     "torch": "torch.profiler (CUDA)",
     "scorep-all": "Score-P, every driver call, 8 kB buffers",
@@ -49,19 +49,19 @@ def _mode_row(m: dict) -> str:
 
 
 def _found(m: dict) -> str:
-    """The kernels-found cell: 100.0% when none is missing, else the counts (a rounded share would
-    read 100.0% for one kernel lost of 200,000)."""
+    """The kernels-found cell: the counts where there are counts (a rounded share would read 100.0% for
+    one kernel lost of 200,000), else the share."""
     share, found, launches = m.get("kernels_found_share"), m.get("kernels_found"), m.get("launches_counted")
     if not isinstance(share, (int, float)):
         return "-"
-    if share < 1 and isinstance(found, int) and isinstance(launches, int):
+    if isinstance(found, int) and isinstance(launches, int):  # the counts, complete or not, so rows compare
         return f"{found:,} of {launches:,}"
     return _pct(share, 1)
 
 
 def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
     """Call F: Score-P loaded with no CUDA recording against kernel recording only, torch.profiler and
-    no tracer, in the same lockstep rounds; whether the no-driver floor is Score-P's presence or its
+    no tracer, in the same lockstep rounds; whether the cost of Score-P without `driver` is Score-P's presence or its
     kernel recording, judged from the medians."""
     data = facts.bench(PRESENCE_BENCH) or {}
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
@@ -88,13 +88,13 @@ def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
         )
         if all(lo <= 1.05 and hi - lo >= 0.05 for lo, hi in pairs):
             verdict = (
-                "so the no-driver floor is the kernel recording (CUPTI's activity records and Score-P's handling of them), "
-                "not Score-P being loaded"
+                "so what Score-P without `driver` costs is its kernel recording (CUPTI's activity records and Score-P's "
+                "handling of them), not Score-P being loaded"
             )
         elif all(lo > 1.05 for lo, _ in pairs):
-            verdict = "so Score-P being loaded already accounts for part of the no-driver floor"
+            verdict = "so Score-P being loaded already accounts for part of what Score-P without `driver` costs"
         else:
-            verdict = "too close, or too mixed, to say which part of the no-driver floor is which"
+            verdict = "too close, or too mixed, to say which part of what Score-P without `driver` costs is which"
         text += f" Score-P loaded without CUDA recording, against kernel recording only: {figures}: {verdict}."
     return text
 
@@ -166,28 +166,44 @@ def _per_call_reading(data: dict) -> str:
     launch and to a driver query, and how launch-bound the untraced steps are."""
     calls = {c.get("mode"): c for c in data.get("per_call") or []}
 
-    def diff(a: str, b: str, key: str) -> float | None:
+    said: list[float] = []  # the launch differences given, to hold against the spread of the turns
+
+    def diff(a: str, b: str, key: str) -> tuple[float, str] | None:
         paired = _per_call_paired(data, a, b, key)
-        return paired[0] - paired[1] if paired else None
+        if not paired:
+            return None
+        said.append(paired[0] - paired[1])
+        return paired[0] - paired[1], f" ({paired[2]} round{'s' if paired[2] > 1 else ''})"
 
     out = []
     alone = diff("cupti-kernels", "untraced", "launch_ns")
     if alone is not None:
-        out.append(f"CUPTI's kernel records alone (the bare client) add {alone / 1e3:.1f} µs to a launch")
+        out.append(f"CUPTI's kernel records alone (the bare client) add {alone[0] / 1e3:.1f} µs to a launch{alone[1]}")
     kernels, launch = diff("scorep-nodriver", "untraced", "launch_ns"), diff("scorep-launch", "scorep-nodriver", "launch_ns")
     if kernels is not None and launch is not None:
         torch = diff("torch", "untraced", "launch_ns")
-        also = f" (torch.profiler adds {torch / 1e3:.1f} µs in all)" if torch is not None else ""
+        also = f" (torch.profiler adds {torch[0] / 1e3:.1f} µs in all{torch[1]})" if torch is not None else ""
         out.append(
-            f"Score-P's kernel records (Score-P without `driver`, 8 kB buffers) add {kernels / 1e3:.1f} µs to a launch{also}, "
-            f"the launch-only subscription {launch / 1e3:.1f} µs more"
+            f"Score-P's kernel records (Score-P without `driver`, 8 kB buffers) add {kernels[0] / 1e3:.1f} µs to a "
+            f"launch{kernels[1]}{also}, the launch-only subscription {launch[0] / 1e3:.1f} µs more{launch[1]}"
         )
     spread = _launch_spread(calls)
     if spread:
+        widest = _widest_launch_turns(calls)
+        if widest and said and all(abs(x) < widest for x in said):
+            spread += "; every difference above is smaller than that: the per-call figures indicate, they do not measure"
         out.append(spread)
     query = _per_call_paired(data, "scorep-all", "untraced", "cuCtxGetDevice_ns")
     if query:
         out.append(f"recording every driver call makes a `cuCtxGetDevice` take {query[0]:,.0f} ns instead of {query[1]:,.0f} ns")
+    others = [
+        f"{label} {q[0]:,.0f} ns instead of {q[1]:,.0f} ns"
+        for mode, label in (("torch", "torch.profiler"), ("scorep-launch", "launch-only Score-P (8 kB)"))
+        for q in [_per_call_paired(data, mode, "untraced", "cuCtxGetDevice_ns")]
+        if q
+    ]
+    if others:
+        out.append("a `cuCtxGetDevice` takes under " + ", under ".join(others))
     steps = [
         f"{m['step_ms_median']:.1f} ms at {m['config']}{_untraced_per_run(data, m['config'])}"
         for m in data.get("modes") or []
@@ -214,6 +230,17 @@ def _per_call_paired(data: dict, a: str, b: str, key: str) -> tuple[float, float
         if ta and tb:
             xs, ys, n = xs + ta, ys + tb, n + 1
     return (statistics.median(xs), statistics.median(ys), n) if n else None
+
+
+def _widest_launch_turns(calls: dict) -> float | None:
+    """How far apart the per-launch turns of the widest mode lie (ns), or None."""
+    spans = [
+        max(xs) - min(xs)
+        for c in calls.values()
+        for xs in [[x for x in c.get("launch_ns_all") or [] if isinstance(x, (int, float))]]
+        if len(xs) > 1
+    ]
+    return max(spans) if spans else None
 
 
 def _launch_spread(calls: dict) -> str:
@@ -429,7 +456,10 @@ def _eight_kb_chunk(by: dict, modes: list[dict], data: dict) -> str:
     ]
     if not pairs:
         return ""
-    text = f" With Score-P's own 8 kB chunk (the artifact's default until {CHUNK_CHANGED}) launch-only costs " + "; ".join(pairs)
+    text = (
+        f" With Score-P's released 8 kB chunk (which the artifact used until it set 4 MB {CHUNK_CHANGED}) launch-only costs "
+        + "; ".join(pairs)
+    )
     eight = [m for m in modes if m.get("mode") == "scorep-launch"]
     what, verdict = _kernels_found(eight[0], data, "scorep-launch")
     if what != "not counted":

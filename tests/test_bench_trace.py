@@ -459,3 +459,23 @@ def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, sa
     proc = _merge(_doc(tmp_path / "a.json", [row]), "--json", str(tmp_path / "m.json"))
     assert proc.returncode == 2 and "a.json: not a bench-trace output (round 0: " in proc.stderr and said in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize(
+    "shipped",
+    ["bench-trace-scorep.json", "gpu-call-2026-12-04-cupti/bench-l.json", "gpu-call-2026-12-04-stream-sync/bench-f.json"],
+)
+def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
+    """The documents quote the rows; the rows must be the summary of the rounds shipped beside them (the
+    figures the documents read: an as-run file keeps the other keys its code version wrote)."""
+    doc = json.loads((ROOT / "expected/reference/h200-bench" / shipped).read_text())
+    assert bt.merge_input_problem(doc) is None
+    quoted = ("mode", "config", "ratio_median", "ratio_min", "ratio_max", "rounds", "pooled_ratio_median",
+              "pooled_ratio_q1", "pooled_ratio_q3", "pairs", "round_ratios", "step_ms_median",
+              "trace_bytes_per_step", "kernels_found_share")  # fmt: skip
+    again = json.loads(json.dumps(bt.summarise(doc["rounds"], doc["configs"], doc.get("counts"))))
+    assert [{k: m.get(k) for k in quoted} for m in doc["modes"]] == [{k: m.get(k) for k in quoted} for m in again]
+    for mine, redone in zip(doc["per_call"], bt.per_call(doc["rounds"]), strict=True):
+        assert {k: mine.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")} == {
+            k: redone.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")
+        }

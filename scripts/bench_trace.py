@@ -39,7 +39,7 @@ Diagnostic modes (run only where --modes names them):
   cupti-kernels     no Score-P: a bare CUPTI client (scripts/bench_trace_cupti.c, built here against
                     the toolkit's CUPTI) asks for the activity records Score-P without `driver` asks
                     for (concurrent kernels, memory copies) into 4 MB buffers, counts and frees them;
-                    what CUPTI's kernel recording costs by itself, the floor of any CUPTI tracer
+                    what CUPTI's recording of these records costs by itself, without a tracer
   cupti-kernels-8k  the same client with 8 kB buffers, Score-P's own chunk
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
@@ -51,7 +51,7 @@ Per call (in the second round, after the configurations, in turns like the steps
 skips it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small
 kernel launch from PyTorch (``x.add_(1)`` on one element), the median over ``MICRO_TURNS`` turns,
 so that the ratios can be read as callbacks x cost per callback. Trace figures come from the
-rounds without these loops.
+rounds without these loops and without an error.
 
     scripts/bench_trace.py [--rounds 5] [--configs 8x70,32x70,128x128] [--json OUT]
 """
@@ -517,12 +517,12 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
     sizes = [
         r["processes"][mode]["trace_bytes"] / r["executed_steps"]
         for r in rounds
-        if not r["micro"] and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
+        if whole_round(r) and isinstance(r.get("processes", {}).get(mode, {}).get("trace_bytes"), int)
     ]
-    client = [  # the bare CUPTI client's counts, of the whole rounds without per-call loops
+    client = [  # the bare CUPTI client's counts
         r["processes"][mode]["cupti_records"]
         for r in rounds
-        if not r["micro"] and "error" not in r and isinstance(r.get("processes", {}).get(mode, {}).get("cupti_records"), dict)
+        if whole_round(r) and isinstance(r.get("processes", {}).get(mode, {}).get("cupti_records"), dict)
     ]
     every = experiments_of(count)
     counted = [c for c in every if isinstance(c.get("launches"), int)]
@@ -550,6 +550,12 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
     }
 
 
+def whole_round(r: dict) -> bool:
+    """Whether a round's processes give per-process figures (trace size, kernel and record counts): no
+    per-call loops (they add launches to the process) and no error (a process may have stopped early)."""
+    return not r["micro"] and "error" not in r
+
+
 def experiments_of(count: dict | None) -> list[dict]:
     """The counted experiments behind one mode's count: a merge's ``{"experiments": [...]}``, else the
     one count itself (an entry with ``error`` in place of the numbers was not counted)."""
@@ -571,7 +577,7 @@ def count_kernels(rounds: list[dict], modes: list[str], which: str = "every") ->
         if MODES[mode] is None:
             continue
         for r in rounds:
-            if r["micro"] or "error" in r:
+            if not whole_round(r):
                 continue
             exp = r.get("processes", {}).get(mode, {}).get("experiment")
             jobs.append((mode, r["round"], exp if exp and Path(exp, "traces.otf2").is_file() else None))
@@ -660,7 +666,8 @@ def build_cupti_client(
     if cupti is None:
         return (
             None,
-            "bench-trace: mode cupti-kernels needs CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, nvcc's toolkit or /usr/local/cuda",
+            "bench-trace: mode cupti-kernels needs CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, "
+            f"$CUDA_HOME, nvcc's toolkit or {', '.join(str(f) for f in fallbacks)}",
         )
     lib = next(cupti / d for d in ("lib64", "lib") if (cupti / d / "libcupti.so").exists())
     cc = env.get("CC") or shutil.which("cc", path=env.get("PATH")) or "cc"

@@ -479,3 +479,11 @@ def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
         assert {k: mine.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")} == {
             k: redone.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")
         }
+
+
+def test_a_round_with_an_error_gives_no_trace_size(bt):
+    """A process of a round that failed may have stopped early: its smaller trace never lowers the figure."""
+    rounds = [_round(0, [10.0], [11.0], trace_bytes=10_000), _round(1, [10.0], [11.0], trace_bytes=1_000)]
+    rounds[1]["error"] = "r1-untraced: exited with status 1: killed"
+    assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(1000.0)
+    assert bt.whole_round(rounds[0]) and not bt.whole_round(rounds[1])

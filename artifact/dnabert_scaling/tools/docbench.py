@@ -120,12 +120,7 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
     text = "\n".join([*TABLE_HEAD, *(_mode_row(m) for m in modes)]) + "\n\n" + _method(data)
     sentences = []
     for big, small in (*BUFFER_PAIRS, ("cupti-kernels", "scorep-nodriver-chunk4m")):
-        figures = [
-            f"{a:.2f}x against {b:.2f}x at {c}{_rounds_cheaper(by, c, big, small)}"
-            for c in configs
-            for a, b, n in [_paired_medians(by, c, big, small)]
-            if n
-        ]
+        figures = [f for c in configs if (f := _paired_phrase(by, c, big, small))]
         if figures:
             sentences.append(f"{NAMES[big]} against {NAMES[small]}: {'; '.join(figures)}")
     return text + (" " + ". ".join(sentences) + "." if sentences else "")
@@ -189,8 +184,8 @@ def _per_call_reading(data: dict) -> str:
         )
     spread = _launch_spread(calls)
     if spread:
-        widest = _widest_launch_turns(calls)
-        if widest and said and all(abs(x) < widest for x in said):
+        lo, hi, _ = _widest_launch_turns(calls) or (0.0, 0.0, "")
+        if said and all(abs(x) < hi - lo for x in said):
             spread += "; every difference above is smaller than that: the per-call figures indicate, they do not measure"
         out.append(spread)
     query = _per_call_paired(data, "scorep-all", "untraced", "cuCtxGetDevice_ns")
@@ -232,25 +227,20 @@ def _per_call_paired(data: dict, a: str, b: str, key: str) -> tuple[float, float
     return (statistics.median(xs), statistics.median(ys), n) if n else None
 
 
-def _widest_launch_turns(calls: dict) -> float | None:
-    """How far apart the per-launch turns of the widest mode lie (ns), or None."""
-    spans = [
-        max(xs) - min(xs)
-        for c in calls.values()
-        for xs in [[x for x in c.get("launch_ns_all") or [] if isinstance(x, (int, float))]]
-        if len(xs) > 1
-    ]
-    return max(spans) if spans else None
-
-
-def _launch_spread(calls: dict) -> str:
-    """How far one mode's per-launch turns lie apart (the widest mode), and how many processes the
-    figures come from: a difference between two medians smaller than that spread is within the noise."""
+def _widest_launch_turns(calls: dict) -> tuple[float, float, str] | None:
+    """The lowest and highest per-launch turn (ns) of the mode whose turns lie widest apart, and that mode."""
     widest = None
     for mode, c in calls.items():
         xs = [x for x in c.get("launch_ns_all") or [] if isinstance(x, (int, float))]
         if len(xs) > 1 and (widest is None or max(xs) - min(xs) > widest[1] - widest[0]):
             widest = (min(xs), max(xs), mode)
+    return widest
+
+
+def _launch_spread(calls: dict) -> str:
+    """How far one mode's per-launch turns lie apart (the widest mode), and how many processes the
+    figures come from: a difference between two medians smaller than that spread is within the noise."""
+    widest = _widest_launch_turns(calls)
     if widest is None:
         return ""
     procs = {len(c.get("rounds") or [None]) for c in calls.values()}
@@ -346,7 +336,7 @@ def _kernels_per_run(data: dict, mode: str = DEFAULT_MODE) -> str:
     return text + (f"; lost: {', '.join(lost)}" if lost else "")
 
 
-def _kernels_found(m: dict, data: dict, mode: str) -> tuple[str, str]:
+def _kernels_found(m: dict) -> tuple[str, str]:
     """A launch-only row's kernels found (the counts are per process, the same in every configuration's
     row): what was counted, and met / not met / missed."""
     share = m.get("kernels_found_share")
@@ -388,11 +378,11 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
     size = mine[0].get("trace_bytes_per_step")
     if isinstance(size, (int, float)):
         out.append(f"trace {size / 1e3:,.0f} kB per step against <= 100 kB ({'met' if size <= 100e3 else 'missed'})")
-    what, verdict = _kernels_found(mine[0], data, DEFAULT_MODE)
+    what, verdict = _kernels_found(mine[0])
     per_run = "" if what == "not counted" else _kernels_per_run(data, DEFAULT_MODE)
     twin = [m for m in modes if m.get("mode") == "scorep-launch"]
     if verdict == "met" and twin and (twin[0].get("kernels_found_share") or 1) < 1:  # the same records, in 8 kB buffers
-        twin_what, _ = _kernels_found(twin[0], data, "scorep-launch")
+        twin_what, _ = _kernels_found(twin[0])
         per_run += f"; but in 8 kB buffers, which record the same, {twin_what}: a loss this rare may not show in fewer"
     out.append(f"kernels found: {what} ({verdict}{per_run})")
     text = f"Targets of the default mode ({DEFAULT_SAID}): " + "; ".join(out) + "."
@@ -420,12 +410,7 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
     if not parts:
         return ""
     text = " Kernel records without launch records cost, each over its own rounds: " + "; ".join(parts) + "."
-    paired = [
-        f"{a:.2f}x against {b:.2f}x at {c}{_rounds_cheaper(by, c, 'cupti-kernels', 'scorep-nodriver-chunk4m')}"
-        for c, _ in SCOREP_RATIO_TARGETS
-        for a, b, n in [_paired_medians(by, c, "cupti-kernels", "scorep-nodriver-chunk4m")]
-        if n
-    ]
+    paired = [f for c, _ in SCOREP_RATIO_TARGETS if (f := _paired_phrase(by, c, "cupti-kernels", "scorep-nodriver-chunk4m"))]
     if paired:
         text += f" On the rounds both ran, CUPTI alone against Score-P without `driver` (4 MB): {'; '.join(paired)}."
     for config, bound in SCOREP_RATIO_TARGETS:
@@ -461,7 +446,7 @@ def _eight_kb_chunk(by: dict, modes: list[dict], data: dict) -> str:
         + "; ".join(pairs)
     )
     eight = [m for m in modes if m.get("mode") == "scorep-launch"]
-    what, verdict = _kernels_found(eight[0], data, "scorep-launch")
+    what, _ = _kernels_found(eight[0])
     if what != "not counted":
         text += f"; its kernels found: {what}{_kernels_per_run(data, 'scorep-launch')}"
     return text + "."
@@ -478,6 +463,13 @@ def _untraced_per_run(data: dict, config: str) -> str:
         return ""
     medians = [statistics.median(v) for v in per_run.values()]
     return f" (the runs' medians {min(medians):.1f}-{max(medians):.1f} ms)"
+
+
+def _paired_phrase(by: dict, config: str, mode: str, other: str) -> str | None:
+    """``mode`` against ``other`` at ``config`` on the rounds both ran, with the rounds ``mode`` was the
+    cheaper in; None where no round ran both."""
+    a, b, n = _paired_medians(by, config, mode, other)
+    return f"{a:.2f}x against {b:.2f}x at {config}{_rounds_cheaper(by, config, mode, other)}" if n else None
 
 
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:

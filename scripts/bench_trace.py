@@ -41,6 +41,14 @@ Diagnostic modes (run only where --modes names them):
                     for (concurrent kernels, memory copies) into 4 MB buffers, counts and frees them;
                     what CUPTI's recording of these records costs by itself, without a tracer
   cupti-kernels-8k  the same client with 8 kB buffers, Score-P's own chunk
+  cupti-launch      cupti-kernels, and the client also subscribes to the driver callbacks launch-only
+                    Score-P enables (the same name prefixes) and stores a timestamp, the callback id
+                    and the correlation id at each call's entry and exit: the least a CUPTI tracer
+                    with launch records does; what launch-only Score-P pays beyond it is its own
+  scorep-launch-nocache-chunk4m
+                    scorep-launch-chunk4m with SCOREP_CUDA_STREAM_REF_CACHE=false: each launch looks
+                    its stream's location up anew (needs a Score-P built with
+                    8.4-cupti-stream-ref-cache.patch, which the variable turns off)
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -91,12 +99,21 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "scorep-nocuda": ("no", "all", {}),
     "cupti-kernels": None,
     "cupti-kernels-8k": None,
+    "cupti-launch": None,
+    "scorep-launch-nocache-chunk4m": (
+        SCOREP_ENABLE,
+        "launch",
+        {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_CUDA_STREAM_REF_CACHE": "false"},
+    ),
 }
+# Score-P modes that need a patch in the installed Score-P: mode -> the patch (share/scorep-patches.txt)
+MODE_NEEDS_PATCH = {"scorep-launch-nocache-chunk4m": "8.4-cupti-stream-ref-cache.patch"}
 # not under Score-P: the bare CUPTI client of bench_trace_cupti.c, with the bytes of its activity buffers
-CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10}
+CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
+CUPTI_LAUNCH_MODES = ("cupti-launch",)  # the client's modes that also take the launch callbacks
 CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
 CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
-CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given")
+CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given", "driver_callbacks")
 DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
@@ -130,7 +147,9 @@ class Served:
         import torch
 
         self.torch, self.args = torch, args
-        self.cupti = start_cupti_client(CUPTI_CLIENT_MODES[args.child]) if args.child in CUPTI_CLIENT_MODES else None
+        self.cupti = None
+        if args.child in CUPTI_CLIENT_MODES:
+            self.cupti = start_cupti_client(CUPTI_CLIENT_MODES[args.child], args.child in CUPTI_LAUNCH_MODES)
         self.device = torch.device(args.device)
         self.bench = self.tracer = self.micro_prof = None
         self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
@@ -212,15 +231,15 @@ class Served:
         return {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
 
 
-def start_cupti_client(buffer_bytes: int):
-    """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records, before
-    this process makes its CUDA context."""
+def start_cupti_client(buffer_bytes: int, launch_callbacks: bool = False):
+    """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records (and its
+    launch callbacks), before this process makes its CUDA context."""
     import ctypes
 
     lib = ctypes.CDLL(os.environ[CUPTI_CLIENT_ENV])
-    lib.bench_cupti_start.argtypes = [ctypes.c_ulonglong]
+    lib.bench_cupti_start.argtypes = [ctypes.c_ulonglong, ctypes.c_int]
     lib.bench_cupti_error.restype = ctypes.c_char_p
-    status = lib.bench_cupti_start(buffer_bytes)
+    status = lib.bench_cupti_start(buffer_bytes, int(launch_callbacks))
     if status != 0:
         raise SystemExit(f"bench-trace: the CUPTI client cannot start: {lib.bench_cupti_error(status).decode()} ({status})")
     return lib
@@ -633,6 +652,25 @@ def check_setup(args, modes: list[str]) -> str | None:
         ok, reason = scorep_available()
         if not ok:
             return f"bench-trace: the Score-P modes need Score-P: {reason}"
+        return missing_patch(modes)
+    return None
+
+
+def missing_patch(modes: list[str], prefix: Path | None = None) -> str | None:
+    """Why a mode cannot run on the installed Score-P (it lacks the patch the mode switches), or None."""
+    from dnabert_scaling.run.tracing.scorep import installed_patches, scorep_prefix
+
+    needed = {m: MODE_NEEDS_PATCH[m] for m in modes if m in MODE_NEEDS_PATCH}
+    if not needed:
+        return None
+    prefix = prefix or scorep_prefix()
+    have = installed_patches(prefix) if prefix else None
+    names = set(have or [])
+    for mode, patch in needed.items():
+        if patch not in names:
+            where = f"{prefix}/share/scorep-patches.txt" if prefix else "the installed Score-P (none found)"
+            listed = ", ".join(sorted(names)) or "no patch"
+            return f"bench-trace: mode {mode} needs a Score-P built with {patch}; {where} lists {listed}"
     return None
 
 

@@ -1,26 +1,98 @@
 /*
- * The bare CUPTI client of scripts/bench_trace.py's diagnostic mode `cupti-kernels`: the activity
- * records Score-P without `driver` asks CUPTI for (concurrent kernels and memory copies), and
- * nothing else. No callback subscription, no Score-P, no trace: each completed buffer is walked,
- * its records counted by kind, and freed. What a process pays with this client loaded is what
- * CUPTI's kernel recording costs by itself, the floor of any tracer built on CUPTI's activity API
- * on that GPU; what Score-P without `driver` pays beyond it is Score-P's own handling.
+ * The bare CUPTI client of scripts/bench_trace.py's diagnostic modes `cupti-kernels` and
+ * `cupti-launch`: the activity records Score-P without `driver` asks CUPTI for (concurrent kernels
+ * and memory copies). No Score-P, no trace: each completed buffer is walked, its records counted
+ * by kind, and freed. What a process pays with this client loaded is what CUPTI's kernel
+ * recording costs by itself, the floor of any tracer built on CUPTI's activity API on that GPU;
+ * what Score-P without `driver` pays beyond it is Score-P's own handling.
+ *
+ * With launch callbacks (`cupti-launch`) it also subscribes to the driver API callbacks that
+ * launch-only Score-P enables (names beginning with cuLaunch, cuGraphLaunch, cuMemcpy or
+ * cuMemset, each enabled with cuptiEnableCallback), and at each call's entry and exit stores a
+ * clock_gettime stamp (Score-P's timer in the artifact), the callback id and the correlation id
+ * (what links a launch to its kernel record) in a thread-local ring. That is the least a tracer
+ * with launch records does: what launch-only Score-P pays beyond it is Score-P's own.
  *
  * Built by bench_trace.py on the GPU machine, against the toolkit's CUPTI (the one Score-P uses):
  *   cc -O2 -shared -fPIC -o libbench_trace_cupti.so bench_trace_cupti.c -I$CUPTI/include \
  *      -L$CUPTI/lib -lcupti -Wl,-rpath,$CUPTI/lib
- * and called through ctypes: bench_cupti_start(buffer_bytes) before the process makes its CUDA
- * context, bench_cupti_stop(counts) at its end. Both return a CUptiResult (0: success);
+ * and called through ctypes: bench_cupti_start(buffer_bytes, launch_callbacks) before the process
+ * makes its CUDA context, bench_cupti_stop(counts) at its end. Both return a CUptiResult (0: success);
  * bench_cupti_error(code) is CUPTI's text for it.
  */
 #include <cupti.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 static size_t             buffer_bytes = 4u << 20;
 static atomic_ullong      kernels, memcpys, others, buffers, dropped, lost_buffers;
+static atomic_ullong      launch_calls; /* callbacks received: a call's entry and its exit count 2 */
 static const unsigned int ALIGNMENT = 8; /* CUPTI wants activity buffers 8-byte aligned */
+static CUpti_SubscriberHandle subscriber;
+static int                    subscribed;
+
+/* what a launch record holds: the time, the callback id and site, the correlation id */
+typedef struct
+{
+    uint64_t ns;
+    uint32_t cbid_site;
+    uint32_t correlation;
+} launch_event;
+enum { RING = 4096 }; /* a power of two */
+static __thread launch_event ring[ RING ];
+static __thread unsigned int ring_next;
+
+static void CUPTIAPI
+on_driver_call( void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data )
+{
+    const CUpti_CallbackData* info = data;
+    struct timespec           ts;
+    launch_event*             e = &ring[ ring_next++ & ( RING - 1 ) ];
+    (void)userdata;
+    (void)domain;
+    clock_gettime( CLOCK_MONOTONIC, &ts );
+    e->ns          = ( uint64_t )ts.tv_sec * 1000000000u + ( uint64_t )ts.tv_nsec;
+    e->cbid_site   = ( ( uint32_t )cbid << 1 ) | ( info->callbackSite == CUPTI_API_EXIT );
+    e->correlation = info->correlationId;
+    atomic_fetch_add_explicit( &launch_calls, 1, memory_order_relaxed );
+}
+
+/* the driver callbacks launch-only Score-P enables: by name, as 8.4-cupti-launch-callbacks.patch does */
+static CUptiResult
+subscribe_launches( void )
+{
+    static const char* const prefixes[] = { "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", NULL };
+    CUptiResult              r          = cuptiSubscribe( &subscriber, on_driver_call, NULL );
+    if ( r != CUPTI_SUCCESS )
+    {
+        return r;
+    }
+    subscribed = 1;
+    for ( uint32_t cbid = CUPTI_DRIVER_TRACE_CBID_INVALID + 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++ )
+    {
+        const char* name = NULL;
+        if ( cuptiGetCallbackName( CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name ) != CUPTI_SUCCESS || name == NULL )
+        {
+            continue;
+        }
+        for ( const char* const* p = prefixes; *p != NULL; p++ )
+        {
+            if ( strncmp( name, *p, strlen( *p ) ) == 0 )
+            {
+                r = cuptiEnableCallback( 1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid );
+                if ( r != CUPTI_SUCCESS )
+                {
+                    return r;
+                }
+                break;
+            }
+        }
+    }
+    return CUPTI_SUCCESS;
+}
 
 static void CUPTIAPI
 requested( uint8_t** buffer, size_t* size, size_t* max_records )
@@ -64,7 +136,7 @@ completed( CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, siz
 }
 
 int
-bench_cupti_start( unsigned long long bytes )
+bench_cupti_start( unsigned long long bytes, int launch_callbacks )
 {
     CUptiResult r;
     if ( bytes >= 4096 )
@@ -80,14 +152,24 @@ bench_cupti_start( unsigned long long bytes )
     {
         r = cuptiActivityEnable( CUPTI_ACTIVITY_KIND_MEMCPY );
     }
+    if ( r == CUPTI_SUCCESS && launch_callbacks )
+    {
+        r = subscribe_launches();
+    }
     return ( int )r;
 }
 
-/* counts: kernels, memcpys, other records, buffers handed to CUPTI, records CUPTI dropped, buffers not given */
+/* counts: kernels, memcpys, other records, buffers handed to CUPTI, records CUPTI dropped, buffers
+   not given, driver callbacks received (0 without launch callbacks) */
 int
-bench_cupti_stop( unsigned long long counts[ 6 ] )
+bench_cupti_stop( unsigned long long counts[ 7 ] )
 {
     CUptiResult r = cuptiActivityFlushAll( CUPTI_ACTIVITY_FLAG_FLUSH_FORCED );
+    if ( subscribed )
+    {
+        cuptiUnsubscribe( subscriber );
+        subscribed = 0;
+    }
     cuptiActivityDisable( CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL );
     cuptiActivityDisable( CUPTI_ACTIVITY_KIND_MEMCPY );
     counts[ 0 ] = atomic_load( &kernels );
@@ -96,6 +178,7 @@ bench_cupti_stop( unsigned long long counts[ 6 ] )
     counts[ 3 ] = atomic_load( &buffers );
     counts[ 4 ] = atomic_load( &dropped );
     counts[ 5 ] = atomic_load( &lost_buffers );
+    counts[ 6 ] = atomic_load( &launch_calls );
     return ( int )r;
 }
 

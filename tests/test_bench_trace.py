@@ -391,8 +391,44 @@ def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt
     lib = str(tmp_path / "work" / "libbench_trace_cupti.so")
     assert bt.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
     assert bt.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt.CUPTI_CLIENT_ENV] == lib
-    assert bt.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10}
-    assert bt.mode_settings(["cupti-kernels"]) == {"cupti-kernels": None}
+    assert bt.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
+    assert bt.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
+    assert bt.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
+    assert bt.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
+
+
+def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt, tmp_path):
+    env = bt.child_env("scorep-launch-nocache-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
+    default = bt.child_env("scorep-launch-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
+    assert env.pop("SCOREP_CUDA_STREAM_REF_CACHE") == "false"
+    assert env == default  # nothing else differs
+
+
+def _prefix_with(tmp_path, *patches):
+    share = tmp_path / "prefix" / "share"
+    share.mkdir(parents=True)
+    (share / "scorep-patches.txt").write_text("".join(f"patch: {p} sha256 ab verified\n" for p in patches))
+    return tmp_path / "prefix"
+
+
+def test_a_mode_that_switches_a_patch_is_refused_on_a_score_p_without_it(bt, tmp_path):
+    three = _prefix_with(tmp_path, "8.4-cupti-stream-order.patch", "8.4-cupti-launch-callbacks.patch")
+    why = bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], three)
+    assert why.startswith(
+        "bench-trace: mode scorep-launch-nocache-chunk4m needs a Score-P built with 8.4-cupti-stream-ref-cache.patch"
+    )
+    assert f"{three}/share/scorep-patches.txt lists 8.4-cupti-launch-callbacks.patch, 8.4-cupti-stream-order.patch" in why
+    assert bt.missing_patch(["untraced", "scorep-launch-chunk4m"], three) is None  # no mode needs a patch
+    (three / "share" / "scorep-patches.txt").unlink()
+    assert "lists no patch" in bt.missing_patch(["scorep-launch-nocache-chunk4m"], three)
+
+
+def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt, tmp_path):
+    four = _prefix_with(tmp_path, "8.4-cupti-launch-callbacks.patch", "8.4-cupti-stream-ref-cache.patch")
+    assert bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], four) is None
+    # every patch a mode needs is one of the series
+    series = (Path(__file__).resolve().parents[1] / "containers" / "scorep-patches" / "series-8.4").read_text()
+    assert all(f"\n{p} " in series for p in bt.MODE_NEEDS_PATCH.values())
 
 
 def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt, tmp_path):
@@ -425,17 +461,18 @@ def test_the_real_cupti_client_builds_and_exports_its_functions(bt, tmp_path):
     assert proc.returncode == 0 and proc.stdout.split()[-1] == "CUPTI_SUCCESS", proc.stderr[-2000:]
 
 
-def test_a_cupti_kernels_run_without_a_gpu_reports_that_the_client_cannot_start(bt, tmp_path, monkeypatch):
+@pytest.mark.parametrize("mode", ["cupti-kernels", "cupti-launch"])
+def test_a_cupti_client_run_without_a_gpu_reports_that_the_client_cannot_start(bt, tmp_path, monkeypatch, mode):
     import torch
 
     cupti = _real_cupti(bt)
     if torch.cuda.is_available():  # pragma: no cover - a GPU machine: the client would start
         pytest.skip("a GPU is present")
     monkeypatch.setenv("CUPTI_ROOT", str(cupti))
-    proc, doc = _bench(tmp_path, "--modes", "untraced,cupti-kernels", "--rounds", "1", "--no-micro", "--model", "tiny")
+    proc, doc = _bench(tmp_path, "--modes", f"untraced,{mode}", "--rounds", "1", "--no-micro", "--model", "tiny")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     # the child's last stderr line, its reason, is the round's error
-    assert "r0-cupti-kernels: exited with status 1" in doc["rounds"][0]["error"]
+    assert f"r0-{mode}: exited with status 1" in doc["rounds"][0]["error"]
     assert "the CUPTI client cannot start" in doc["rounds"][0]["error"]
     assert doc["modes"] == [] and doc["cupti_client"]["cupti"] == str(cupti)
     assert list((tmp_path / "tmp").glob("bench-trace-*")) == []

@@ -171,3 +171,25 @@ def test_overlap_lab_verdicts_on_the_h200_figures():
         cp.overlap_verdicts("launch", {**after, "contained": 0}, after, "", patched=True)
     with pytest.raises(cp.CannotRun):
         cp.overlap_verdicts("launch", None, {"launches": 0, "kernels": 0}, "", patched=True)
+
+
+def test_stream_reference_check_on_real_score_p_traces():
+    """The stream-reuse lab's judge, on H200 traces: the shipped launch-mode set (every launch refers to
+    the stream its kernel ran on) passes; the incomplete trace of released Score-P 8.4 (launches
+    without references, kernels lost) fails on both counts."""
+    cp = _check_module()
+    good = cp.stream_refs(ROOT / "expected/reference/h200-rehearsal-scorep/ws2-scorep-r0/traces/scorep-rank1")
+    assert good == {"kernels": {"CUDA[0:16]": 125, "CUDA[0:7]": 8294}, "referred": {"CUDA[0:16]": 125, "CUDA[0:7]": 8294},
+                    "unreferenced": 0}  # fmt: skip
+    assert cp.reference_problems("lab", good) == []
+    bad = cp.stream_refs(ROOT / "tests/data/traces/scorep84-h200-dnabert2-incomplete/ws1-scorep-r0/traces/scorep-rank0")
+    assert cp.reference_problems("lab", bad) == [
+        "lab: 39733 kernel launches without a stream reference",
+        "lab: launches refer to the wrong stream on 1 GPU locations (CUDA[0:7]: 1 launches refer to it, 1317 kernels ran on it)",
+    ]
+    # a stale cached location: a new stream's launches counted on the old stream's location
+    stale = {"kernels": {"CUDA[0:7]": 10, "CUDA[0:9]": 4}, "referred": {"CUDA[0:7]": 14}, "unreferenced": 0}
+    assert cp.reference_problems("lab", stale) == [
+        "lab: launches refer to the wrong stream on 2 GPU locations (CUDA[0:7]: 14 launches refer to it, 10 kernels ran on it, "
+        "CUDA[0:9]: 0 launches refer to it, 4 kernels ran on it)"
+    ]

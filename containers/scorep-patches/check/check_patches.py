@@ -23,6 +23,13 @@ contrast, not judged. The lab needs nvcc and a GPU of compute capability 9.0 or 
 them, or when no pair ended inside its primary, an install with the patch cannot be checked here
 (exit status 2, the patch NOT CHECKED; never a pass).
 
+Where the install lists ``8.4-cupti-stream-ref-cache.patch``, the stream-reuse lab,
+``stream_reuse.py`` (streams created and destroyed in turn, their handles reused), in ``launch``
+mode with the cache on and off: every kernel must be referred to by as many launches as run on
+its GPU location (a stale cached location would point a new stream's launches at an old one),
+and no launch may lack its reference. When no handle was reused the cache's forgetting was not
+exercised: the patch is NOT CHECKED (exit status 2).
+
 Prints one JSON line per lab and mode and a verdict; exit status 0 passed, 1 failed, 2 cannot run
 here.
 """
@@ -35,6 +42,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +60,9 @@ def modes_of(prefix: Path) -> list[str]:
     return ["all", "launch"] if "-cupti-launch-callbacks.patch" in patches_of(prefix) else ["all"]
 
 
-def run_lab(mode: str, work: Path, lab: list[str] | None = None, name: str = "lab") -> tuple[dict, str]:
+def run_lab(
+    mode: str, work: Path, lab: list[str] | None = None, name: str = "lab", extra_env: dict | None = None
+) -> tuple[dict, str]:
     """``lab`` (default: the two-thread lab) under Score-P in driver-callback ``mode``, counted."""
     exp = work / f"{name}-{mode}"
     env = {
@@ -64,6 +74,7 @@ def run_lab(mode: str, work: Path, lab: list[str] | None = None, name: str = "la
         "SCOREP_CUDA_DRIVER_CALLBACKS": mode,
         "SCOREP_CUDA_BUFFER": "64M",
         "SCOREP_TIMER": "clock_gettime",
+        **(extra_env or {}),
     }
     argv = [sys.executable, "-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
     lab = lab or [str(HERE / "two_threads.py"), "--backward"]
@@ -76,7 +87,72 @@ def run_lab(mode: str, work: Path, lab: list[str] | None = None, name: str = "la
     sys.path.insert(0, str(ROOT / "scripts"))
     from scorep_count import count
 
-    return count(exp, step_region="ds:lab"), log
+    return {**count(exp, step_region="ds:lab"), "experiment": str(exp)}, log
+
+
+CACHE_PATCH = "8.4-cupti-stream-ref-cache.patch"
+
+
+def stream_refs(exp: Path) -> dict:
+    """Per GPU location: the kernels on it, and the kernel launches whose CUDA_STREAM_REF names it;
+    the launches without the reference."""
+    import otf2
+
+    kernels: Counter = Counter()
+    referred: Counter = Counter()
+    unreferenced = 0
+    with otf2.reader.open(str(Path(exp) / "traces.otf2")) as tr:
+        gpu = {loc for loc in tr.definitions.locations if loc.type == otf2.LocationType.GPU}
+        for loc, ev in tr.events:
+            if not isinstance(ev, otf2.events.Enter):
+                continue
+            if loc in gpu:
+                kernels[loc.name] += 1
+            elif ev.region.name.startswith("cuLaunchKernel"):
+                ref = next((v for a, v in (ev.attributes or {}).items() if a.name == "CUDA_STREAM_REF"), None)
+                if ref is None:
+                    unreferenced += 1
+                else:
+                    referred[getattr(ref, "name", str(ref))] += 1
+    return {"kernels": dict(kernels), "referred": dict(referred), "unreferenced": unreferenced}
+
+
+def reference_problems(name: str, refs: dict) -> list[str]:
+    """Where the launches' stream references and the kernels' locations disagree."""
+    problems = []
+    if refs["unreferenced"]:
+        problems.append(f"{name}: {refs['unreferenced']} kernel launches without a stream reference")
+    wrong = {
+        loc: (refs["referred"].get(loc, 0), refs["kernels"].get(loc, 0))
+        for loc in set(refs["kernels"]) | set(refs["referred"])
+        if refs["referred"].get(loc, 0) != refs["kernels"].get(loc, 0)
+    }
+    if wrong:
+        shown = ", ".join(f"{loc}: {r} launches refer to it, {k} kernels ran on it" for loc, (r, k) in sorted(wrong.items())[:4])
+        problems.append(f"{name}: launches refer to the wrong stream on {len(wrong)} GPU locations ({shown})")
+    return problems
+
+
+def run_reuse_lab(work: Path) -> list[str]:
+    """The stream-reuse lab in launch mode, the cache on and off: its figures printed, then judged;
+    :class:`CannotRun` when no stream handle was reused (the forgetting was not exercised)."""
+    problems = []
+    for cache in ("true", "false"):
+        c, log = run_lab(
+            "launch", work, [str(HERE / "stream_reuse.py")], name=f"reuse-cache-{cache}",
+            extra_env={"SCOREP_CUDA_STREAM_REF_CACHE": cache},
+        )  # fmt: skip
+        lab = next((json.loads(line) for line in log.splitlines() if line.startswith('{"lab": "stream_reuse"')), None)
+        refs = stream_refs(Path(c["experiment"]))
+        name = f"stream_reuse (launch, cache {cache})"
+        print(json.dumps({**(lab or {}), "cache": cache, "gpu_locations": len(refs["kernels"]),
+                          "kernels": sum(refs["kernels"].values()), "launches_referring": sum(refs["referred"].values()),
+                          "unreferenced": refs["unreferenced"]}))  # fmt: skip
+        step = c["per_step"][0] if c["per_step"] else None
+        problems += losses(name, step, log, c["step_windows"]) + reference_problems(name, refs)
+        if not lab or lab["distinct_handles"] >= lab["streams"]:
+            raise CannotRun(f"stream_reuse: no stream handle was reused ({lab}): the cache's forgetting was not exercised")
+    return problems
 
 
 class CannotRun(Exception):
@@ -157,6 +233,11 @@ def main(argv=None) -> int:
                 not_checked = f"8.4-cupti-overlap-kept.patch NOT CHECKED ({exc})"
             else:
                 print(f"check_patches: the overlap lab did not run ({exc}); this install lacks its patch")
+        if CACHE_PATCH in patches_of(args.prefix):
+            try:
+                problems += run_reuse_lab(Path(tmp))
+            except CannotRun as exc:
+                not_checked = "; ".join(x for x in (not_checked, f"{CACHE_PATCH} NOT CHECKED ({exc})") if x)
     for msg in problems:
         print(f"check_patches: FAIL {msg}")
     if problems:

@@ -20,7 +20,7 @@ import json
 import torch
 
 p = argparse.ArgumentParser()
-p.add_argument("--streams", type=int, default=300)
+p.add_argument("--streams", type=int, default=24)
 args = p.parse_args()
 cuda = ctypes.CDLL("libcuda.so.1")
 x = torch.zeros(1024, device="cuda")

@@ -500,7 +500,12 @@ def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, sa
 
 @pytest.mark.parametrize(
     "shipped",
-    ["bench-trace-scorep.json", "gpu-call-2026-12-04-cupti/bench-l.json", "gpu-call-2026-12-04-stream-sync/bench-f.json"],
+    [
+        "bench-trace-scorep.json",
+        "gpu-call-2026-12-04-cupti/bench-l.json",
+        "gpu-call-2026-12-04-stream-sync/bench-f.json",
+        "gpu-call-2026-12-04-cache/bench-nop.json",
+    ],
 )
 def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
     """The documents quote the rows; the rows must be the summary of the rounds shipped beside them (the
@@ -516,6 +521,26 @@ def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
         assert {k: mine.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")} == {
             k: redone.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")
         }
+
+
+H200 = ROOT / "expected/reference/h200-bench"
+SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
+    "bench-trace-scorep.json": [
+        "gpu-call-2026-12-04-stream-sync/bench-d.json", "gpu-call-2026-12-04-stream-sync/bench-e.json",
+        "gpu-call-2026-12-04-counted/bench-g.json", "gpu-call-2026-12-04-counted/bench-i.json",
+        "gpu-call-2026-12-04-counted/bench-j.json", "gpu-call-2026-12-04-cupti/bench-k.json",
+        "gpu-call-2026-12-04-cupti/bench-m.json",
+    ],
+    "gpu-call-2026-12-04-cache/bench-nop.json": [f"gpu-call-2026-12-04-cache/bench-{c}.json" for c in "nop"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shipped", sorted(SHIPPED_MERGES))
+def test_a_shipped_merge_is_the_merge_of_the_runs_shipped_with_it(tmp_path, shipped):
+    out = tmp_path / "again.json"
+    proc = _merge(*(str(H200 / run) for run in SHIPPED_MERGES[shipped]), "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert out.read_bytes() == (H200 / shipped).read_bytes()
 
 
 def test_a_round_with_an_error_gives_no_trace_size(bt):

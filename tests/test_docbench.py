@@ -288,3 +288,62 @@ def test_the_kernels_found_cell_gives_the_counts_even_when_complete(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), row]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}])
     assert "| 107,401 of 107,401 |" in text and "| 100.0% |" not in text
+
+
+def _cache_run(tmp_path, on, off, patches):
+    """A stream-cache run: the default mode (cache on) and its cache-off twin over the same rounds."""
+    folder = tmp_path / "expected" / "reference" / Path(docbench.CACHE_BENCH).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    modes = [_row("untraced", "8x70", 1.0)]
+    for mode, rs in ((D, on), (docbench.CACHE_OFF, off)):
+        modes.append(_row(mode, "8x70", sorted(rs)[len(rs) // 2], round_ratios=[[k, x] for k, x in enumerate(rs)]))
+    runs = [
+        {"file": f"bench-{k}.json", "rounds": 1, "date": "2026-12-04", "machine": {"scorep_patches": p}}
+        for k, p in enumerate(patches)
+    ]
+    doc = {"device": "GPU", "steps": 30, "warmup": 5, "step_sync": "stream", "modes": modes, "merged_from": runs, "rounds": []}
+    (tmp_path / "expected" / "reference" / docbench.CACHE_BENCH).write_text(json.dumps(doc))
+    return docbench.bench_trace_stream_cache(Facts(tmp_path), None)
+
+
+def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_target(tmp_path):
+    assert "(no `" in docbench.bench_trace_stream_cache(Facts(tmp_path), None)  # nothing shipped: said so
+    four = ["8.4-cupti-launch-callbacks.patch", docbench.CACHE_PATCH]
+    text = _cache_run(tmp_path, [1.20, 1.24, 1.30], [1.26, 1.22, 1.35], [four, four, four])
+    assert "| Score-P, launch-only, 4 MB buffers, stream reference cache on (default) | 8x70 | 1.24x" in text
+    assert "in every run (3): launch-only Score-P ran with the stream reference cache" in text
+    # paired over the rounds both ran: cheaper in rounds 0 and 2, by a median of 0.05 (0.06, -0.02, 0.05)
+    assert "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, by a median of 0.050 per round" in text
+    assert "at 8x70 1.24x with the cache, 1.26x without it, against <= 1.25x: met with the cache, missed without it" in text
+    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on): 8x70: 1.24x" in text
+
+
+def test_the_stream_cache_block_does_not_credit_the_cache_with_a_target_both_meet(tmp_path):
+    four = [docbench.CACHE_PATCH]
+    text = _cache_run(tmp_path, [1.20, 1.21, 1.22], [1.21, 1.22, 1.23], [four])
+    assert "met with the cache off too: these rounds meet it, not the cache" in text
+    # a build without the patch: its launch-only mode is not labelled as cached
+    text = _cache_run(tmp_path, [1.30], [1.31], [["8.4-cupti-launch-callbacks.patch"], None])
+    assert "cache on (default)" not in text and "(launch-only Score-P in 4 MB buffers)" in text
+    assert "None of the 1 of 2 runs that list their Score-P build's patches lists `8.4-cupti-stream-ref-cache.patch`" in text
+    assert "with the cache" not in text  # no reading of a cache some runs did not have
+    text = _cache_run(tmp_path, [1.30], [1.31], [four])
+    assert "at 8x70 1.30x with the cache, 1.31x without it, against <= 1.25x: missed with the cache and without it" in text
+
+
+def test_the_targets_summary_is_met_missed_or_not_established_over_every_file(tmp_path):
+    assert docbench.scorep_targets_summary(Facts(tmp_path), None).startswith("not judged")
+    root = tmp_path / "expected" / "reference"
+    for path, ratios in zip([p for p, _ in docbench.TARGET_SETS], ([1.27, 1.30], [1.22, 1.10])):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        modes = [_row(D, "8x70", ratios[0]), _row(D, "32x70", ratios[1])]
+        (root / path).write_text(json.dumps({"modes": modes}))
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert text.startswith("at 8x70 (<= 1.25x) not established: 1.27x over the shipped file's 3 rounds (missed), 1.22x over ")
+    assert "at 32x70 (<= 1.12x) not established: 1.30x over the shipped file's 3 rounds (missed), 1.10x" in text
+    (root / docbench.CACHE_BENCH).write_text(json.dumps({"modes": [_row(D, "8x70", 1.26)]}))
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert (
+        "at 8x70 (<= 1.25x) missed:" in text
+        and "at 32x70 (<= 1.12x) missed: 1.30x over the shipped file's 3 rounds (missed)" in text
+    )

@@ -108,6 +108,7 @@ def test_build_applies_verified_patches_and_candidates_on_request(tmp_path):
         "8.4-cupti-stream-order.patch verified",
         "8.4-cupti-launch-callbacks.patch verified",
         "8.4-cupti-overlap-kept.patch verified",
+        "8.4-cupti-stream-ref-cache.patch verified",
     ]
     # a candidate (not yet built and run on a GPU) is applied only on request
     copy = tmp_path / "containers"

@@ -84,7 +84,13 @@ def test_patches_are_named_for_their_version():
         "8.4-cupti-launch-callbacks.patch",
         "8.4-cupti-overlap-kept.patch",
         "8.4-cupti-stream-order.patch",
+        "8.4-cupti-stream-ref-cache.patch",
     ]
+    cache = patches.pop().read_text()  # the stream reference cache: a confvar, forgotten on every destruction
+    for changed in ("scorep_cuda.h", "scorep_cuda_confvars.inc.c", "scorep_cupti_callbacks.c"):
+        assert f"+++ b/src/adapters/cuda/{changed}" in cache
+    assert '"stream_ref_cache"' in cache and cache.count("+            stream_ref_cache_invalidate();") == 2
+    assert "+        stream_ref_cache_in_use = false;\n+        stream_ref_cache_invalidate();" in cache  # disabling forgets too
     overlap = patches.pop(1).read_text()  # the kernel writer only: a kernel before the stream's last timestamp is kept
     assert "+++ b/src/adapters/cuda/scorep_cupti_activity.c" in overlap and overlap.count("+++ ") == 1
     assert (

@@ -26,6 +26,8 @@ NAMES = {
     "scorep-nocuda": "Score-P loaded, no CUDA recording",
     "cupti-kernels": "CUPTI alone (bare client), 4 MB buffers",
     "cupti-kernels-8k": "CUPTI alone (bare client), 8 kB buffers",
+    "cupti-launch": "CUPTI alone with launch callbacks (bare client), 4 MB buffers",
+    "scorep-launch-nocache-chunk4m": "Score-P, launch-only, 4 MB buffers, stream reference cache off",
 }
 # the run that measured the buffer sizes (call L): CUPTI alone and Score-P, each in 4 MB and 8 kB buffers
 BUFFERS_BENCH = "h200-bench/gpu-call-2026-12-04-cupti/bench-l.json"
@@ -35,12 +37,16 @@ TABLE_HEAD = (
 )
 # the run that measured Score-P loaded without CUDA recording (call F), beside kernel recording only
 PRESENCE_BENCH = "h200-bench/gpu-call-2026-12-04-stream-sync/bench-f.json"
+# the runs that measured the stream reference cache (calls N, O, P, merged), on a build that carries it
+CACHE_BENCH = "h200-bench/gpu-call-2026-12-04-cache/bench-nop.json"
+CACHE_PATCH = "8.4-cupti-stream-ref-cache.patch"
+CACHE_OFF = "scorep-launch-nocache-chunk4m"
 
 
-def _mode_row(m: dict) -> str:
+def _mode_row(m: dict, names: dict | None = None) -> str:
     size = m.get("trace_bytes_per_step")
     return (
-        f"| {NAMES[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
+        f"| {(names or NAMES)[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
         f"({m.get('ratio_min', 0):.2f}-{m.get('ratio_max', 0):.2f}) | {m.get('pooled_ratio_median', 0):.2f}x "
         f"({m.get('pooled_ratio_q1', 0):.2f}-{m.get('pooled_ratio_q3', 0):.2f}) | {m.get('rounds')} / {m.get('pairs')} | "
         f"{_size(size)} | "
@@ -126,6 +132,116 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
     return text + (" " + ". ".join(sentences) + "." if sentences else "")
 
 
+def _builds(data: dict) -> tuple[int, int, int]:
+    """Of a merge's runs (a single run: itself): how many, how many list their Score-P build's patches,
+    and how many of those list the stream reference cache patch."""
+    runs = data.get("merged_from") or [{"machine": data.get("machine") or {}}]
+    listed = [r["machine"]["scorep_patches"] for r in runs if isinstance((r.get("machine") or {}).get("scorep_patches"), list)]
+    return len(runs), len(listed), sum(CACHE_PATCH in p for p in listed)
+
+
+def _cache_in_builds(data: dict) -> str:
+    """Whether the Score-P that ran a benchmark carried the stream reference cache, from its runs' records."""
+    runs, listed, cached = _builds(data)
+    if cached == runs:
+        return f" Score-P was built with `{CACHE_PATCH}` in every run ({runs}): launch-only Score-P ran with the stream reference cache."
+    if cached == 0:
+        unknown = f"; the other {runs - listed} kept no such record" if listed < runs else ""
+        return (
+            f" None of the {listed} of {runs} runs that list their Score-P build's patches lists `{CACHE_PATCH}`{unknown}. "
+            "The figures with the stream reference cache: the stream-cache block below."
+        )
+    return f" {cached} of {runs} runs' Score-P list `{CACHE_PATCH}`: launch-only Score-P ran with and without the stream reference cache."
+
+
+def _paired_gain(by: dict, config: str, mode: str, other: str) -> tuple[float, int] | None:
+    """The median over the rounds both ran of ``other``'s round ratio minus ``mode``'s (what ``mode`` saves)."""
+    a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
+    common = [k for k in a if k in b]
+    return (statistics.median(b[k] - a[k] for k in common), len(common)) if common else None
+
+
+def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
+    """Calls N, O and P: launch-only Score-P with and without the stream reference cache, beside CUPTI
+    alone without and with launch callbacks, Score-P without `driver`, torch.profiler and no tracer, in
+    the same lockstep rounds; the paired comparisons, and the default mode's targets on these rounds."""
+    data = facts.bench(CACHE_BENCH) or {}
+    modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
+    if not modes:
+        return f"(no `{CACHE_BENCH}` shipped)"
+    runs, _, cached = _builds(data)
+    names = dict(NAMES)
+    if cached == runs:
+        names[DEFAULT_MODE] = "Score-P, launch-only, 4 MB buffers, stream reference cache on (default)"
+    by = {(m["mode"], m["config"]): m for m in modes}
+    configs = list(dict.fromkeys(m["config"] for m in modes))
+    text = "\n".join([*TABLE_HEAD, *(_mode_row(m, names) for m in modes)]) + "\n\n" + _method(data) + _cache_in_builds(data)
+    sentences = []
+    for mode, other in ((DEFAULT_MODE, CACHE_OFF), ("cupti-launch", DEFAULT_MODE), ("cupti-kernels", "cupti-launch")):
+        figures = []
+        for c in configs:
+            phrase, gain = _paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
+            if phrase and gain:
+                figures.append(f"{phrase}, by a median of {gain[0]:.3f} per round")
+        if figures:
+            sentences.append(f"{names[mode]} against {names[other]}: {'; '.join(figures)}")
+    if sentences:
+        text += " " + ". ".join(sentences) + "."
+    readings = []
+    for config, bound in SCOREP_RATIO_TARGETS if cached == runs else ():  # only where every run had the cache to turn off
+        on, off = by.get((DEFAULT_MODE, config)), by.get((CACHE_OFF, config))
+        if not (on and off):
+            continue
+        a, b = on["ratio_median"], off["ratio_median"]
+        if a <= bound < b:
+            verdict = "met with the cache, missed without it"
+        elif a <= bound and b <= bound:
+            verdict = "met with the cache off too: these rounds meet it, not the cache"
+        elif a > bound and b > bound:
+            verdict = "missed with the cache and without it"
+        else:
+            verdict = "missed with the cache, met without it"
+        readings.append(f"at {config} {a:.2f}x with the cache, {b:.2f}x without it, against <= {bound:.2f}x: {verdict}")
+    if readings:
+        text += " On these rounds, " + "; ".join(readings) + "."
+    return (
+        text
+        + "\n\n"
+        + _scorep_targets(modes, data, said=f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID)
+    )
+
+
+# the benchmark files whose default-mode rows the targets are judged on, with what the documents call them
+TARGET_SETS = (("h200-bench/bench-trace-scorep.json", "the shipped file"), (CACHE_BENCH, "calls N, O and P"))
+
+
+def scorep_targets_summary(facts: Facts, _: str | None) -> str:
+    """Each ratio target of the default mode over every benchmark file that ran it: met (in every file),
+    missed (in every file) or not established (met in one, missed in another), with each file's median."""
+    found = []
+    for path, said in TARGET_SETS:
+        data = facts.bench(path) or {}
+        rows = {m.get("config"): m for m in data.get("modes") or [] if m.get("mode") == DEFAULT_MODE}
+        if rows:
+            found.append((said, rows))
+    if not found:
+        return "not judged: no benchmark file with the default mode is shipped"
+    parts = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        seen = [(said, rows[config]) for said, rows in found if config in rows]
+        if not seen:
+            parts.append(f"{config} not judged (no rounds)")
+            continue
+        met = [r["ratio_median"] <= bound for _, r in seen]
+        verdict = "met" if all(met) else "missed" if not any(met) else "not established"
+        figures = ", ".join(
+            f"{r['ratio_median']:.2f}x over {said}'s {r.get('rounds')} rounds ({'met' if ok else 'missed'})"
+            for (said, r), ok in zip(seen, met)
+        )
+        parts.append(f"at {config} (<= {bound:.2f}x) {verdict}: {figures}")
+    return "; ".join(parts)
+
+
 def _size(size: Any) -> str:
     if not isinstance(size, (int, float)):
         return "-"
@@ -152,7 +268,7 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
             )
     if len(rows) <= 2:
         return "(no `h200-bench/bench-trace-scorep.json` shipped)"
-    parts = [_method(data), _per_call_reading(data), _scorep_targets(data.get("modes") or [], data)]
+    parts = [_method(data) + _cache_in_builds(data), _per_call_reading(data), _scorep_targets(data.get("modes") or [], data)]
     return "\n".join(rows) + "\n\n" + "\n\n".join(p for p in parts if p)
 
 
@@ -352,14 +468,14 @@ def _kernels_found(m: dict) -> tuple[str, str]:
     return what, "missed" if share < 1 else "not met" if uncountable else "met"
 
 
-def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
+def _scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEFAULT_SAID) -> str:
     """The default mode against its targets, each met or missed, from the benchmark's medians; what kernel
     records cost without launch records (CUPTI alone, Score-P without `driver`); Score-P's 8 kB chunk."""
     data = data or {}
     by = {(m.get("mode"), m.get("config")): m for m in modes}
     mine = [m for m in modes if m.get("mode") == DEFAULT_MODE]
     if not mine:
-        return f"Targets of the default mode ({DEFAULT_SAID}): not judged, the benchmark did not run it."
+        return f"Targets of the default mode ({said}): not judged, the benchmark did not run it."
     out = []
     for config, bound in SCOREP_RATIO_TARGETS:
         launch, torch = by.get((DEFAULT_MODE, config)), by.get(("torch", config))
@@ -385,7 +501,7 @@ def _scorep_targets(modes: list[dict], data: dict | None = None) -> str:
         twin_what, _ = _kernels_found(twin[0])
         per_run += f"; but in 8 kB buffers, which record the same, {twin_what}: a loss this rare may not show in fewer"
     out.append(f"kernels found: {what} ({verdict}{per_run})")
-    text = f"Targets of the default mode ({DEFAULT_SAID}): " + "; ".join(out) + "."
+    text = f"Targets of the default mode ({said}): " + "; ".join(out) + "."
     text += _kernel_records_alone(by, data)
     text += _eight_kb_chunk(by, modes, data)
     if any(m.get("trace_bytes_per_step") is not None for m in modes):

@@ -550,6 +550,8 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace-scorep": docbench.bench_trace_scorep,
     "bench-trace-scorep-presence": docbench.bench_trace_scorep_presence,
     "bench-trace-cupti-buffers": docbench.bench_trace_cupti_buffers,
+    "bench-trace-stream-cache": docbench.bench_trace_stream_cache,
+    "scorep-targets-summary": docbench.scorep_targets_summary,
     "bench-hook": bench_hook,
     "bench-read": bench_read,
 }

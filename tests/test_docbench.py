@@ -5,6 +5,8 @@ device-synchronisation caveat only for rounds that ended their steps that way.""
 from __future__ import annotations
 
 import json
+
+import pytest
 from pathlib import Path
 
 from dnabert_scaling.tools import docbench
@@ -47,7 +49,8 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, step_sync="stream", modes=modes, per_call=calls, rounds=rounds)
     assert "8x70: 1.20x against <= 1.25x (met; 1 of 1 rounds at or below it)" in text
     assert (
-        "8x70: 1.20x against torch.profiler's 1.30x, medians of the 1 rounds both ran (met, the cheaper in 1 of 1 rounds)" in text
+        "8x70: 1.20x against torch.profiler's 1.30x, medians of the 1 rounds both ran (met, the cheaper in 1 of 1 rounds, sign test p = 1)"
+        in text
     )
     assert (
         "32x70: 1.10x against <= 1.12x (met; 1 of 1 rounds" in text
@@ -97,7 +100,7 @@ def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path
     launch = _row(D, "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.3], [2, 1.1]])  # round 3: none
     modes = [_row("untraced", "8x70", 1.0), torch, launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 4)
-    assert "torch.profiler's 1.30x, medians of the 3 rounds both ran (met, the cheaper in 2 of 3 rounds)" in text
+    assert "torch.profiler's 1.30x, medians of the 3 rounds both ran (met, the cheaper in 2 of 3 rounds, sign test p = 1)" in text
 
 
 def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
@@ -235,7 +238,10 @@ def test_the_8_kb_chunk_sentence_gives_its_own_kernels_found_and_the_lost_one(tm
     modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.4]]), eight]
     rounds = [{"round": 0, "source": "d.json"}, {"round": 1, "source": "e.json"}]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
-    assert "the default the cheaper in 1 of 2 rounds; its kernels found: 19 of 20 launches in 2 counted experiment(s)" in text
+    assert (
+        "the default the cheaper in 1 of 2 rounds, sign test p = 1; its kernels found: 19 of 20 launches in 2 counted experiment(s)"
+        in text
+    )
     assert "per run 10 of 10 (d.json), 9 of 10 (e.json); lost: 1 in e.json's round 1." in text
     assert "kernels found: not counted (not met)" in text  # the default's own count is missing: not met by the 8 kB one
 
@@ -311,9 +317,12 @@ def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_t
     four = ["8.4-cupti-launch-callbacks.patch", docbench.CACHE_PATCH]
     text = _cache_run(tmp_path, [1.20, 1.24, 1.30], [1.26, 1.22, 1.35], [four, four, four])
     assert "| Score-P, launch-only, 4 MB buffers, stream reference cache on (default) | 8x70 | 1.24x" in text
-    assert "in every run (3): launch-only Score-P ran with the stream reference cache" in text
+    assert (
+        "in every run (3): the default mode ran with the stream reference cache, `scorep-launch-nocache-chunk4m` without it"
+        in text
+    )
     # paired over the rounds both ran: cheaper in rounds 0 and 2, by a median of 0.05 (0.06, -0.02, 0.05)
-    assert "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, by a median of 0.050 per round" in text
+    assert "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, sign test p = 1, by a median of 0.050 per round" in text
     assert "at 8x70 1.24x with the cache, 1.26x without it, against <= 1.25x: met with the cache, missed without it" in text
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on): 8x70: 1.24x" in text
 
@@ -347,3 +356,15 @@ def test_the_targets_summary_is_met_missed_or_not_established_over_every_file(tm
         "at 8x70 (<= 1.25x) missed:" in text
         and "at 32x70 (<= 1.12x) missed: 1.30x over the shipped file's 3 rounds (missed)" in text
     )
+
+
+def test_the_sign_test_gives_how_likely_a_split_is_without_a_difference():
+    assert docbench.sign_test_p(14, 7) == pytest.approx(0.1892, abs=1e-4)  # 14 of 21: not distinguishable from noise
+    assert docbench.sign_test_p(21, 0) == pytest.approx(2 / 2**21)
+    assert docbench.sign_test_p(3, 3) == 1.0 and docbench.sign_test_p(0, 0) == 1.0
+    assert docbench.sign_test_p(2, 7) == docbench.sign_test_p(7, 2)  # two-sided
+    by = {
+        (D, "8x70"): {"round_ratios": [[k, 1.1] for k in range(21)]},
+        ("torch", "8x70"): {"round_ratios": [[k, 1.4] for k in range(21)]},
+    }
+    assert docbench._rounds_cheaper(by, "8x70") == ", the cheaper in 21 of 21 rounds, sign test p < 0.001"

@@ -4,6 +4,7 @@ and the launch-only mode against its targets (issue 24), each met or missed from
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from typing import Any
@@ -144,7 +145,10 @@ def _cache_in_builds(data: dict) -> str:
     """Whether the Score-P that ran a benchmark carried the stream reference cache, from its runs' records."""
     runs, listed, cached = _builds(data)
     if cached == runs:
-        return f" Score-P was built with `{CACHE_PATCH}` in every run ({runs}): launch-only Score-P ran with the stream reference cache."
+        return (
+            f" Score-P was built with `{CACHE_PATCH}` in every run ({runs}): the default mode ran with the stream reference "
+            f"cache, `{CACHE_OFF}` without it."
+        )
     if cached == 0:
         unknown = f"; the other {runs - listed} kept no such record" if listed < runs else ""
         return (
@@ -403,12 +407,25 @@ def _round_ratios(by: dict, mode: str, config: str) -> dict:
 
 
 def _rounds_cheaper(by: dict, config: str, mode: str = DEFAULT_MODE, other: str = "torch") -> str:
-    """In how many rounds ``mode`` cost less than ``other`` at ``config``: the rounds both have a ratio in."""
+    """In how many rounds ``mode`` cost less than ``other`` at ``config`` (the rounds both have a ratio in),
+    with the two-sided sign test's p: how often a count this far from even comes from no difference."""
     launch, torch = _round_ratios(by, mode, config), _round_ratios(by, other, config)
     pairs = [(launch[k], torch[k]) for k in launch if k in torch]
     if not pairs:
         return ""
-    return f", the cheaper in {sum(a < b for a, b in pairs)} of {len(pairs)} rounds"
+    cheaper, dearer = sum(a < b for a, b in pairs), sum(a > b for a, b in pairs)
+    p = sign_test_p(cheaper, dearer)
+    return f", the cheaper in {cheaper} of {len(pairs)} rounds, sign test p {'< 0.001' if p < 0.001 else f'= {p:.2g}'}"
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided sign test (ties left out): the chance of a split at least this uneven if either side
+    were as likely to win each round."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(max(wins, losses), n + 1)) / 2**n
+    return min(1.0, 2 * tail)
 
 
 def _against_bound(launch: dict, bound: float, data: dict) -> str:
@@ -535,7 +552,10 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
             continue
         r = alone.get("ratio_median", float("nan"))
         if r > bound:
-            reading = "below what CUPTI alone costs: no tracer that takes its kernels from CUPTI's activity records meets it on this GPU"
+            reading = (
+                "below what CUPTI alone costs over these rounds: a tracer that takes its kernels from CUPTI's activity "
+                "records cannot be expected to meet it reliably on this GPU"
+            )
         elif bound - r <= 0.02:
             reading = "at what CUPTI alone costs: a tracer built on CUPTI has next to nothing left for its own records"
         else:

@@ -9,7 +9,7 @@ import json
 import pytest
 from pathlib import Path
 
-from dnabert_scaling.tools import docbench
+from dnabert_scaling.tools import docbench, docbench_calls
 from dnabert_scaling.tools.docfacts import Facts
 
 D = docbench.DEFAULT_MODE  # the artifact's default Score-P mode: the targets are judged on its rows
@@ -104,7 +104,7 @@ def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path
 
 
 def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
-    folder = tmp_path / "expected" / "reference" / Path(docbench.PRESENCE_BENCH).parent
+    folder = tmp_path / "expected" / "reference" / Path(docbench_calls.PRESENCE_BENCH).parent
     folder.mkdir(parents=True)
     modes = [_row("untraced", c, 1.0) for c in ("8x70", "32x70")]
     modes += [_row("scorep-nodriver", c, nodriver, trace_bytes_per_step=25e3) for c in ("8x70", "32x70")]
@@ -119,12 +119,12 @@ def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
         "per_call": calls,
         "rounds": [{}] * 9,
     }
-    (tmp_path / "expected" / "reference" / docbench.PRESENCE_BENCH).write_text(json.dumps(doc))
-    return docbench.bench_trace_scorep_presence(Facts(tmp_path), None)
+    (tmp_path / "expected" / "reference" / docbench_calls.PRESENCE_BENCH).write_text(json.dumps(doc))
+    return docbench_calls.bench_trace_scorep_presence(Facts(tmp_path), None)
 
 
 def test_the_presence_run_says_whether_the_floor_is_score_p_being_loaded(tmp_path):
-    assert "(no `" in docbench.bench_trace_scorep_presence(Facts(tmp_path), None)  # nothing shipped: said so
+    assert "(no `" in docbench_calls.bench_trace_scorep_presence(Facts(tmp_path), None)  # nothing shipped: said so
     text = _presence(tmp_path / "a", 1.01)
     assert (
         "1.01x against 1.20x at 8x70; 1.01x against 1.20x at 32x70: so what Score-P without `driver` costs is its kernel" in text
@@ -247,15 +247,15 @@ def test_the_8_kb_chunk_sentence_gives_its_own_kernels_found_and_the_lost_one(tm
 
 
 def test_the_buffer_run_compares_each_4_mb_mode_with_its_8_kb_twin(tmp_path):
-    assert "(no `" in docbench.bench_trace_cupti_buffers(Facts(tmp_path), None)  # nothing shipped: said so
-    folder = tmp_path / "expected" / "reference" / Path(docbench.BUFFERS_BENCH).parent
+    assert "(no `" in docbench_calls.bench_trace_cupti_buffers(Facts(tmp_path), None)  # nothing shipped: said so
+    folder = tmp_path / "expected" / "reference" / Path(docbench_calls.BUFFERS_BENCH).parent
     folder.mkdir(parents=True)
     pairs = {"cupti-kernels": [1.10, 1.20], "cupti-kernels-8k": [1.15, 1.10], "scorep-nodriver-chunk4m": [1.17, 1.19]}
     modes = [_row("untraced", "8x70", 1.0)]
     modes += [_row(m, "8x70", max(r), round_ratios=[[0, r[0]], [1, r[1]]]) for m, r in pairs.items()]
     doc = {"device": "GPU", "steps": 30, "warmup": 5, "step_sync": "stream", "modes": modes, "rounds": [{}] * 2}
-    (tmp_path / "expected" / "reference" / docbench.BUFFERS_BENCH).write_text(json.dumps(doc))
-    text = docbench.bench_trace_cupti_buffers(Facts(tmp_path), None)
+    (tmp_path / "expected" / "reference" / docbench_calls.BUFFERS_BENCH).write_text(json.dumps(doc))
+    text = docbench_calls.bench_trace_cupti_buffers(Facts(tmp_path), None)
     assert "| CUPTI alone (bare client), 8 kB buffers | 8x70 | 1.15x" in text
     assert (
         "4 MB buffers against CUPTI alone (bare client), 8 kB buffers: 1.15x against 1.12x at 8x70, the cheaper in 1 of 2 rounds"
@@ -301,7 +301,7 @@ def _cache_run(tmp_path, on, off, patches):
     folder = tmp_path / "expected" / "reference" / Path(docbench.CACHE_BENCH).parent
     folder.mkdir(parents=True, exist_ok=True)
     modes = [_row("untraced", "8x70", 1.0)]
-    for mode, rs in ((D, on), (docbench.CACHE_OFF, off)):
+    for mode, rs in ((D, on), (docbench_calls.CACHE_OFF, off)):
         modes.append(_row(mode, "8x70", sorted(rs)[len(rs) // 2], round_ratios=[[k, x] for k, x in enumerate(rs)]))
     runs = [
         {"file": f"bench-{k}.json", "rounds": 1, "date": "2026-12-04", "machine": {"scorep_patches": p}}
@@ -309,11 +309,11 @@ def _cache_run(tmp_path, on, off, patches):
     ]
     doc = {"device": "GPU", "steps": 30, "warmup": 5, "step_sync": "stream", "modes": modes, "merged_from": runs, "rounds": []}
     (tmp_path / "expected" / "reference" / docbench.CACHE_BENCH).write_text(json.dumps(doc))
-    return docbench.bench_trace_stream_cache(Facts(tmp_path), None)
+    return docbench_calls.bench_trace_stream_cache(Facts(tmp_path), None)
 
 
 def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_target(tmp_path):
-    assert "(no `" in docbench.bench_trace_stream_cache(Facts(tmp_path), None)  # nothing shipped: said so
+    assert "(no `" in docbench_calls.bench_trace_stream_cache(Facts(tmp_path), None)  # nothing shipped: said so
     four = ["8.4-cupti-launch-callbacks.patch", docbench.CACHE_PATCH]
     text = _cache_run(tmp_path, [1.20, 1.24, 1.30], [1.26, 1.22, 1.35], [four, four, four])
     assert "| Score-P, launch-only, 4 MB buffers, stream reference cache on (default) | 8x70 | 1.24x" in text

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dnabert_scaling.tools import docbench
+from dnabert_scaling.tools import docbench, docbench_calls
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
 
 
@@ -548,9 +548,9 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-train": bench_train,
     "bench-trace": bench_trace,
     "bench-trace-scorep": docbench.bench_trace_scorep,
-    "bench-trace-scorep-presence": docbench.bench_trace_scorep_presence,
-    "bench-trace-cupti-buffers": docbench.bench_trace_cupti_buffers,
-    "bench-trace-stream-cache": docbench.bench_trace_stream_cache,
+    "bench-trace-scorep-presence": docbench_calls.bench_trace_scorep_presence,
+    "bench-trace-cupti-buffers": docbench_calls.bench_trace_cupti_buffers,
+    "bench-trace-stream-cache": docbench_calls.bench_trace_stream_cache,
     "scorep-targets-summary": docbench.scorep_targets_summary,
     "bench-hook": bench_hook,
     "bench-read": bench_read,

@@ -194,3 +194,25 @@ def test_stream_reference_check_on_real_score_p_traces():
         "lab: launches refer to the wrong stream on 2 GPU locations (CUDA[0:7]: 14 launches refer to it, 10 kernels ran on it, "
         "CUDA[0:9]: 0 launches refer to it, 4 kernels ran on it)"
     ]
+
+
+def test_the_stream_reuse_lab_fails_on_a_wrong_reference_even_without_a_reused_handle(monkeypatch, tmp_path, capsys):
+    """A failure the lab saw is a FAIL; only a clean lab that reused no handle is NOT CHECKED (Score-P is
+    not on this machine: the lab's printed line and its trace counts stand in for the GPU run)."""
+    cp = _check_module()
+    lab = {"lab": "stream_reuse", "streams": 24, "distinct_handles": 24, "launches": 48}
+    step = {"launches": 49, "kernels": 49}
+    monkeypatch.setattr(
+        cp, "run_lab", lambda *a, **k: ({"experiment": str(tmp_path), "per_step": [step], "step_windows": 1}, json.dumps(lab))
+    )
+    stale = {"kernels": {"CUDA[0:7]": 10, "CUDA[0:9]": 4}, "referred": {"CUDA[0:7]": 14}, "unreferenced": 0}
+    monkeypatch.setattr(cp, "stream_refs", lambda exp: stale)
+    problems = cp.run_reuse_lab(tmp_path)
+    assert len(problems) == 2 and all("launches refer to the wrong stream" in p for p in problems)
+    clean = {"kernels": {"CUDA[0:7]": 49}, "referred": {"CUDA[0:7]": 49}, "unreferenced": 0}
+    monkeypatch.setattr(cp, "stream_refs", lambda exp: clean)
+    with pytest.raises(cp.CannotRun, match="no stream handle was reused"):
+        cp.run_reuse_lab(tmp_path)
+    lab["distinct_handles"] = 1  # the driver reused the handle: judged, and clean
+    assert cp.run_reuse_lab(tmp_path) == []
+    assert '"distinct_handles": 1' in capsys.readouterr().out

@@ -139,8 +139,9 @@ def reference_problems(name: str, refs: dict) -> list[str]:
 
 def run_reuse_lab(work: Path) -> list[str]:
     """The stream-reuse lab in launch mode, the cache on and off: its figures printed, then judged;
-    :class:`CannotRun` when no stream handle was reused (the forgetting was not exercised)."""
-    problems = []
+    :class:`CannotRun` when no stream handle was reused (the forgetting was not exercised) and nothing
+    failed (a loss or a wrong reference seen is a failure either way)."""
+    problems, reused = [], True
     for cache in ("true", "false"):
         c, log = run_lab(
             "launch", work, [str(HERE / "stream_reuse.py")], name=f"reuse-cache-{cache}",
@@ -155,8 +156,9 @@ def run_reuse_lab(work: Path) -> list[str]:
                           "unreferenced": refs["unreferenced"]}))  # fmt: skip
         step = c["per_step"][0] if c["per_step"] else None
         problems += losses(name, step, log, c["step_windows"]) + reference_problems(name, refs)
-        if not lab or lab["distinct_handles"] >= lab["streams"]:
-            raise CannotRun(f"stream_reuse: no stream handle was reused ({lab}): the cache's forgetting was not exercised")
+        reused = reused and bool(lab) and lab["distinct_handles"] < lab["streams"]
+    if not reused and not problems:
+        raise CannotRun("stream_reuse: no stream handle was reused: the cache's forgetting was not exercised")
     return problems
 
 
@@ -221,13 +223,12 @@ def main(argv=None) -> int:
         print(f"check_patches: cannot run here ({exc})", file=sys.stderr)
         return 2
     problems: list[str] = []
-    host_all = None
     not_checked = None
     if args.lab == "stream-reuse" and CACHE_PATCH not in patches_of(args.prefix):
         print(f"check_patches: {args.prefix} lists no {CACHE_PATCH}: the stream-reuse lab has nothing to check", file=sys.stderr)
         return 2
     try:
-        problems, not_checked = run_labs(args, problems, host_all, not_checked)
+        not_checked = run_labs(args, problems)
     except RuntimeError as exc:  # a lab that did not finish under Score-P: a failure, said in one line
         problems.append(str(exc))
     for msg in problems:
@@ -239,8 +240,10 @@ def main(argv=None) -> int:
     return 2 if not_checked else 0
 
 
-def run_labs(args, problems: list[str], host_all, not_checked):
-    """The labs ``args.lab`` names: their problems and what they could not check."""
+def run_labs(args, problems: list[str]) -> str | None:
+    """The labs ``args.lab`` names, their problems appended to ``problems`` as they are found (so a lab
+    that fails later loses none); returns what they could not check, or None."""
+    host_all = not_checked = None
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes_of(args.prefix) if args.lab == "all" else []:
             c, log = run_lab(mode, Path(tmp))
@@ -263,7 +266,7 @@ def run_labs(args, problems: list[str], host_all, not_checked):
                 problems += run_reuse_lab(Path(tmp))
             except CannotRun as exc:
                 not_checked = "; ".join(x for x in (not_checked, f"{CACHE_PATCH} NOT CHECKED ({exc})") if x)
-    return problems, not_checked
+    return not_checked
 
 
 if __name__ == "__main__":

@@ -102,11 +102,11 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
     return text + (" " + ". ".join(sentences) + "." if sentences else "")
 
 
-def _paired_gain(by: dict, config: str, mode: str, other: str) -> tuple[float, int] | None:
+def _paired_gain(by: dict, config: str, mode: str, other: str) -> float | None:
     """The median over the rounds both ran of ``other``'s round ratio minus ``mode``'s (what ``mode`` saves)."""
     a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
     common = [k for k in a if k in b]
-    return (statistics.median(b[k] - a[k] for k in common), len(common)) if common else None
+    return statistics.median(b[k] - a[k] for k in common) if common else None
 
 
 def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
@@ -129,8 +129,8 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
         figures = []
         for c in configs:
             phrase, gain = _paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
-            if phrase and gain:
-                figures.append(f"{phrase}, by a median of {gain[0]:.3f} per round")
+            if phrase and gain is not None:
+                figures.append(f"{phrase}, by a median of {gain:.3f} per round")
         if figures:
             sentences.append(f"{names[mode]} against {names[other]}: {'; '.join(figures)}")
     if sentences:

@@ -70,8 +70,8 @@ DEFAULT_CUDA_BUFFER = "64M"
 # which CUPTI asks for a new buffer every ~40 kernel records). A modest gain: on the H200 launch-only
 # Score-P cost 1.27x against 1.29x at 8x70 and 1.21x against 1.25x at 32x70 (medians of the 20
 # lockstep rounds that ran both, 4 MB the cheaper in 14 and 13 of them; in call L's 10 rounds in 8
-# and 8), with the same trace; the per-call loops, one per run, did not show a cheaper launch
-# (ARTIFACT.md F). The 64M above still caps the total: 16 chunks.
+# and 8: splits a sign test does not tell from none, file by file), with the same trace; the
+# per-call loops, one per run, did not show a cheaper launch (ARTIFACT.md F). The 64M above still caps the total: 16 chunks.
 DEFAULT_CUDA_BUFFER_CHUNK = "4M"
 DEFAULT_TIMER = "clock_gettime"  # avoids Score-P's TSC warnings; CUPTI stamps use the same clock
 

@@ -55,10 +55,18 @@ warm-up included, model set-up spread over them) and the share of kernel launche
 is in the trace (``scripts/scorep_count.py`` over every round's experiment, or the first round's
 with ``--count first``, counted once all rounds are done; null without launch records).
 
+Per step, beside its time: the minor page faults of the stepping thread (``getrusage`` of the
+thread) and its CPU time, so that a mode's cost can be read as faults (fresh memory the tracer's
+buffers touch) or as work. ``--sample DIR`` also builds scripts/host_sampler.c and preloads it in
+every child: the stacks of the measured steps, sampled on the CPU, land in DIR per process (read
+them with scripts/host_profile.py DIR --bench OUT.json; each process's pid is in the JSON).
+
 Per call (in the second round, after the configurations, in turns like the steps; ``--no-micro``
 skips it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small
-kernel launch from PyTorch (``x.add_(1)`` on one element), the median over ``MICRO_TURNS`` turns,
-so that the ratios can be read as callbacks x cost per callback. Trace figures come from the
+kernel launch from PyTorch (``x.add_(1)`` on one element), and of one first touch of a fresh page
+of memory (``page_fault_ns``: writing one byte per page of a new 16 MB mapping, less the same
+writes to it again), the median over ``MICRO_TURNS`` turns, so that the ratios can be read as
+callbacks x cost per callback. Trace figures come from the
 rounds without these loops and without an error.
 
     scripts/bench_trace.py [--rounds 5] [--configs 8x70,32x70,128x128] [--json OUT]
@@ -116,6 +124,9 @@ CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
 CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given", "driver_callbacks")
 DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
+MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches
+MICRO_KEYS = ("cuCtxGetDevice_ns", "launch_ns", "page_fault_ns")
+SAMPLER_LIB = "libhost_sampler.so"  # scripts/host_sampler.c, built in the run's work folder for --sample
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
 REPLY_TIMEOUT_S = 300.0
 
@@ -154,6 +165,11 @@ class Served:
         self.bench = self.tracer = self.micro_prof = None
         self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
         self.tmp = tempfile.TemporaryDirectory()
+        self.sampler_mark = None  # host_sampler.c's mark, where --sample preloaded it
+        if os.environ.get("HOST_SAMPLER_OUT"):
+            import ctypes
+
+            self.sampler_mark = getattr(ctypes.CDLL(None), "host_sampler_mark", None)
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -175,9 +191,16 @@ class Served:
         return {}
 
     def step(self, i: int) -> dict:
-        """One training step, timed from its first call to the end of its synchronisation."""
+        """One training step, timed from its first call to the end of its synchronisation, with the
+        thread's minor page faults and CPU time over the same span."""
+        import resource
+
         if self.tracer:
             self.tracer.step_begin(i)
+        mark = self.sampler_mark if i >= self.args.warmup else None
+        if mark:
+            mark(1)
+        faults0, cpu0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt, time.thread_time_ns()
         t0 = time.perf_counter_ns()
         self.bench.step(self.bench.ids, self.bench.mask, self.bench.labels, measured=i >= self.args.warmup)
         if self.device.type == "cuda" and self.args.step_sync == "stream":
@@ -185,9 +208,13 @@ class Served:
         else:
             self.sync()
         ms = (time.perf_counter_ns() - t0) / 1e6
+        cpu_ms = (time.thread_time_ns() - cpu0) / 1e6
+        faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults0
+        if mark:
+            mark(0)
         if self.tracer:
             self.tracer.step_end(i)  # the last measured step exports the trace: not timed
-        return {"ms": ms}
+        return {"ms": ms, "minflt": faults, "cpu_ms": cpu_ms}
 
     def release(self) -> dict:
         self.bench = self.tracer = None
@@ -222,6 +249,7 @@ class Served:
             self._x.add_(1)
         out["launch_ns"] = (time.perf_counter_ns() - t0) / MICRO_LAUNCHES
         self.sync()
+        out["page_fault_ns"] = page_fault_ns()
         return out
 
     def quit(self) -> dict:
@@ -229,6 +257,23 @@ class Served:
             self.micro_prof.__exit__(None, None, None)
         self.tmp.cleanup()
         return {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
+
+
+def page_fault_ns() -> float:
+    """Host ns of one first touch of a fresh page: one byte written per page of a new anonymous
+    mapping, less the same writes again (the pages then present), per page."""
+    import mmap
+
+    page = mmap.PAGESIZE
+    pages = MICRO_FAULT_BYTES // page
+    with mmap.mmap(-1, MICRO_FAULT_BYTES) as m:
+        spans = []
+        for _ in range(2):
+            t0 = time.perf_counter_ns()
+            for k in range(0, MICRO_FAULT_BYTES, page):
+                m[k] = 1
+            spans.append(time.perf_counter_ns() - t0)
+    return max(0.0, (spans[0] - spans[1]) / pages)
 
 
 def start_cupti_client(buffer_bytes: int, launch_callbacks: bool = False):
@@ -301,6 +346,12 @@ class Child:
     def __init__(self, mode: str, args, work: Path, tag: str):
         self.mode, self.tag, self.exp, self.farewell = mode, tag, None, {}
         env = child_env(mode, work / tag, os.environ)
+        if getattr(args, "sampler", None):  # --sample: the stack sampler in this child, its files in the folder
+            env.update(
+                LD_PRELOAD=" ".join(x for x in (args.sampler, env.get("LD_PRELOAD", "")) if x),
+                HOST_SAMPLER_OUT=str(Path(args.sample).resolve()),
+                HOST_SAMPLER_MARKED="1",
+            )
         if MODES[mode] is not None:
             self.exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
             self.exp.parent.mkdir(parents=True)
@@ -415,21 +466,27 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     """One round: a process per mode, the configurations step by step in turns, then (``micro``)
     the per-call loops in turns. Returns the step times per configuration and mode."""
     children: dict[str, Child] = {}
-    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, "per_call": {}, "processes": {}}
+    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, "steps_minflt": {}, "steps_cpu_ms": {}, "per_call": {}}
+    row["processes"] = {}
+    pids: dict[str, int] = {}
     try:
         for m in modes:
             children[m] = Child(m, args, work, f"r{rnd}-{m}")
         for m, c in children.items():
-            c.recv()  # ready
+            pids[m] = c.recv().get("pid")  # ready
         for cfg in args.config_names:
             ask_all(children, "config", config=cfg)
             times: dict[str, list[float]] = {m: [] for m in modes}
+            faults: dict[str, list[int]] = {m: [] for m in modes}
+            cpu: dict[str, list[float]] = {m: [] for m in modes}
             for i in range(args.warmup + args.steps):
                 for m in turn_order(modes, i + rnd):
-                    ms = children[m].ask("step", i=i)["ms"]
+                    step = children[m].ask("step", i=i)
                     if i >= args.warmup:
-                        times[m].append(ms)
-            row["steps_ms"][cfg] = times
+                        times[m].append(step["ms"])
+                        faults[m].append(step["minflt"])
+                        cpu[m].append(step["cpu_ms"])
+            row["steps_ms"][cfg], row["steps_minflt"][cfg], row["steps_cpu_ms"][cfg] = times, faults, cpu
             ask_all(children, "release")
         if micro:
             calls: dict[str, list[dict]] = {m: [] for m in modes}
@@ -441,7 +498,7 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
         row["error"] = str(exc)
     for m, c in children.items():
         status = c.close()
-        row["processes"][m] = {"exit_status": status, "wall_s": round(time.monotonic() - c.started, 2)}
+        row["processes"][m] = {"exit_status": status, "wall_s": round(time.monotonic() - c.started, 2), "pid": pids.get(m)}
         if "cupti_records" in c.farewell:
             row["processes"][m]["cupti_records"] = c.farewell["cupti_records"]
         messages = scorep_messages(Path(c.log.name))
@@ -501,6 +558,7 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
     for mode in MODES:
         for cfg in configs:
             per_round, pooled, steps, numbered = [], [], [], []
+            faults, cpu = [], []  # per-round medians per step, where the rounds recorded them
             for row in rounds:
                 ratios = paired_ratios(row, cfg, mode)
                 if ratios:
@@ -508,6 +566,8 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     numbered.append([row.get("round"), per_round[-1]])
                     pooled += ratios
                     steps.append(statistics.median(row["steps_ms"][cfg][mode]))
+                    faults += step_medians(row, "steps_minflt", cfg, mode)
+                    cpu += step_medians(row, "steps_cpu_ms", cfg, mode)
             if not per_round:
                 continue
             rows.append(
@@ -524,10 +584,32 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     "pairs": len(pooled),
                     "round_ratios": numbered,  # [round, its median ratio]: what the range is taken over
                     "step_ms_median": statistics.median(steps),
+                    **step_thread_figures(faults, cpu),
                     **trace_figures(rounds, mode, counts.get(mode)),
                 }
             )
     return rows
+
+
+def step_thread_figures(faults: list[float], cpu: list[float]) -> dict:
+    """The stepping thread's minor page faults and CPU ms per step (medians of the per-round medians)
+    and the rounds behind them; nothing where no round recorded them (outputs before these figures,
+    whose merges stay as they were)."""
+    if not faults and not cpu:
+        return {}
+    return {
+        "minflt_per_step_median": statistics.median(faults) if faults else None,
+        "step_cpu_ms_median": statistics.median(cpu) if cpu else None,
+        "rounds_with_thread_figures": len(faults),
+    }
+
+
+def step_medians(row: dict, key: str, cfg: str, mode: str) -> list[float]:
+    """[the median over the round's measured steps of ``row[key][cfg][mode]``], or [] where the round
+    did not record it (rounds before these figures existed) or recorded a list of another length."""
+    xs = (row.get(key) or {}).get(cfg, {}).get(mode)
+    ok = isinstance(xs, list) and xs and len(xs) == len(row["steps_ms"][cfg][mode]) and all(_number(x) for x in xs)
+    return [statistics.median(xs)] if ok else []
 
 
 def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
@@ -623,12 +705,15 @@ def per_call(rounds: list[dict]) -> list[dict]:
             doc = pooled.setdefault(mode, {"mode": mode, "turns": 0, "rounds": []})
             doc["turns"] += len(turns)
             doc["rounds"].append(r.get("round"))
-            for key in ("cuCtxGetDevice_ns", "launch_ns"):
+            for key in MICRO_KEYS:
                 doc.setdefault(f"{key}_all", []).extend(t[key] for t in turns if isinstance(t.get(key), (int, float)))
     out = []
     for doc in pooled.values():
-        for key in ("cuCtxGetDevice_ns", "launch_ns"):
+        for key in MICRO_KEYS:
             xs = doc[f"{key}_all"]
+            if not xs and key == "page_fault_ns":  # not measured before this figure: left out, as then
+                del doc[f"{key}_all"]
+                continue
             doc[key] = statistics.median(xs) if xs else None
         out.append(doc)
     return out
@@ -722,6 +807,27 @@ def build_cupti_client(
     return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_CLIENT_MODES}, None
 
 
+def build_sampler(work: Path, out: Path) -> tuple[str | None, str | None]:
+    """Build host_sampler.c into ``work`` and make the folder its samples go to: (the library, None),
+    or (None, why not)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return None, f"bench-trace: --sample {out}: cannot make the folder ({exc.strerror or exc})"
+    if any(out.glob("samples-*.bin")):
+        return None, f"bench-trace: --sample {out}: already holds samples; give an empty or new folder"
+    cc = os.environ.get("CC") or shutil.which("cc") or "cc"
+    lib = work / SAMPLER_LIB
+    argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(HERE / "host_sampler.c"), "-ldl", "-lpthread"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True)
+    except OSError as exc:
+        return None, f"bench-trace: --sample: cannot run the C compiler {cc} ({exc.strerror or exc})"
+    if proc.returncode != 0:
+        return None, f"bench-trace: --sample: host_sampler.c does not build: {' '.join(proc.stderr.split())[-300:]}"
+    return str(lib), None
+
+
 def machine() -> dict:
     import platform
 
@@ -764,7 +870,12 @@ def parent(args) -> int:
     args.config_names = [f"{b}x{s}" for b, s in parse_configs(args.configs)]
     work = Path(tempfile.mkdtemp(prefix="bench-trace-"))
     try:
-        args.cupti_client = None
+        args.cupti_client = args.sampler = None
+        if args.sample:
+            args.sampler, why = build_sampler(work, Path(args.sample))
+            if why:
+                print(why, file=sys.stderr)
+                return 2
         if any(m in CUPTI_CLIENT_MODES for m in modes):
             args.cupti_client, why = build_cupti_client(work)
             if why:
@@ -929,6 +1040,13 @@ def round_problem(r: dict) -> str | None:
         records = p.get("cupti_records")
         if records is not None and not (isinstance(records, dict) and all(_count(records.get(k, 0)) for k in CUPTI_COUNT_KEYS)):
             return f"{mode}: CUPTI record counts that are not whole numbers"
+    for key in ("steps_minflt", "steps_cpu_ms"):  # per-step figures beside the times (absent in older runs)
+        per_cfg = r.get(key, {})
+        if not isinstance(per_cfg, dict) or not all(
+            isinstance(per_mode, dict) and all(isinstance(xs, list) and all(_number(x) for x in xs) for xs in per_mode.values())
+            for per_mode in per_cfg.values()
+        ):
+            return f"'{key}' is not a list of non-negative numbers per configuration and mode"
     calls = r.get("per_call", {})
     if not isinstance(calls, dict) or not all(
         isinstance(turns, list) and all(isinstance(t, dict) for t in turns) for turns in calls.values()
@@ -936,7 +1054,7 @@ def round_problem(r: dict) -> str | None:
         return "per-call figures that are not a list of turns per mode"
     for turns in calls.values():
         for t in turns:
-            if not all(t.get(k) is None or _number(t[k]) for k in ("cuCtxGetDevice_ns", "launch_ns")):
+            if not all(t.get(k) is None or _number(t[k]) for k in MICRO_KEYS):
                 return "per-call figures that are not numbers of nanoseconds"
     return None
 
@@ -996,6 +1114,13 @@ def main(argv=None) -> int:
         choices=("every", "first"),
         default="every",
         help="count the kernels of every round's Score-P experiments (default) or of the first round's only",
+    )
+    p.add_argument(
+        "--sample",
+        default=None,
+        metavar="DIR",
+        help="preload scripts/host_sampler.c in every child: the measured steps' stacks, sampled on the CPU, go to DIR "
+        "(read them with scripts/host_profile.py DIR --bench JSON)",
     )
     p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
     p.add_argument("--json", default=None)

@@ -56,9 +56,11 @@ is in the trace (``scripts/scorep_count.py`` over every round's experiment, or t
 with ``--count first``, counted once all rounds are done; null without launch records).
 
 Per step, beside its time: the minor page faults of the stepping thread (``getrusage`` of the
-thread) and its CPU time, so that a mode's cost can be read as faults (fresh memory the tracer's
-buffers touch) or as work. ``--sample DIR`` also builds scripts/host_sampler.c and preloads it in
-every child: the stacks of the measured steps, sampled on the CPU, land in DIR per process (read
+thread), its CPU time, and the time it waited in the step's closing synchronisation, so that a
+mode's cost can be read as faults (fresh memory the tracer's buffers touch), as work on the
+thread, or as waiting (for the GPU, or elsewhere: wall time beyond CPU time). ``--sample DIR`` also builds scripts/host_sampler.c and preloads it in
+every child: the stacks of the measured steps, sampled on the CPU (``--sample-clock wall``: the main
+thread's wall-clock time, waits included), land in DIR per process (read
 them with scripts/host_profile.py DIR --bench OUT.json; each process's pid is in the JSON).
 
 Per call (in the second round, after the configurations, in turns like the steps; ``--no-micro``
@@ -203,18 +205,20 @@ class Served:
         faults0, cpu0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt, time.thread_time_ns()
         t0 = time.perf_counter_ns()
         self.bench.step(self.bench.ids, self.bench.mask, self.bench.labels, measured=i >= self.args.warmup)
+        t_sync = time.perf_counter_ns()
         if self.device.type == "cuda" and self.args.step_sync == "stream":
             self.torch.cuda.current_stream().synchronize()
         else:
             self.sync()
-        ms = (time.perf_counter_ns() - t0) / 1e6
+        t1 = time.perf_counter_ns()
+        ms, sync_ms = (t1 - t0) / 1e6, (t1 - t_sync) / 1e6
         cpu_ms = (time.thread_time_ns() - cpu0) / 1e6
         faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults0
         if mark:
             mark(0)
         if self.tracer:
             self.tracer.step_end(i)  # the last measured step exports the trace: not timed
-        return {"ms": ms, "minflt": faults, "cpu_ms": cpu_ms}
+        return {"ms": ms, "minflt": faults, "cpu_ms": cpu_ms, "sync_ms": sync_ms}
 
     def release(self) -> dict:
         self.bench = self.tracer = None
@@ -351,6 +355,7 @@ class Child:
                 LD_PRELOAD=" ".join(x for x in (args.sampler, env.get("LD_PRELOAD", "")) if x),
                 HOST_SAMPLER_OUT=str(Path(args.sample).resolve()),
                 HOST_SAMPLER_MARKED="1",
+                HOST_SAMPLER_CLOCK=args.sample_clock,
             )
         if MODES[mode] is not None:
             self.exp = Path(env["SCOREP_EXPERIMENT_DIRECTORY"])
@@ -466,7 +471,8 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     """One round: a process per mode, the configurations step by step in turns, then (``micro``)
     the per-call loops in turns. Returns the step times per configuration and mode."""
     children: dict[str, Child] = {}
-    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, "steps_minflt": {}, "steps_cpu_ms": {}, "per_call": {}}
+    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, "steps_minflt": {}, "steps_cpu_ms": {}, "steps_sync_ms": {}}
+    row["per_call"] = {}
     row["processes"] = {}
     pids: dict[str, int] = {}
     try:
@@ -479,6 +485,7 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
             times: dict[str, list[float]] = {m: [] for m in modes}
             faults: dict[str, list[int]] = {m: [] for m in modes}
             cpu: dict[str, list[float]] = {m: [] for m in modes}
+            sync: dict[str, list[float]] = {m: [] for m in modes}
             for i in range(args.warmup + args.steps):
                 for m in turn_order(modes, i + rnd):
                     step = children[m].ask("step", i=i)
@@ -486,7 +493,9 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
                         times[m].append(step["ms"])
                         faults[m].append(step["minflt"])
                         cpu[m].append(step["cpu_ms"])
+                        sync[m].append(step["sync_ms"])
             row["steps_ms"][cfg], row["steps_minflt"][cfg], row["steps_cpu_ms"][cfg] = times, faults, cpu
+            row["steps_sync_ms"][cfg] = sync
             ask_all(children, "release")
         if micro:
             calls: dict[str, list[dict]] = {m: [] for m in modes}
@@ -558,7 +567,7 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
     for mode in MODES:
         for cfg in configs:
             per_round, pooled, steps, numbered = [], [], [], []
-            faults, cpu = [], []  # per-round medians per step, where the rounds recorded them
+            faults, cpu, sync = [], [], []  # per-round medians per step, where the rounds recorded them
             for row in rounds:
                 ratios = paired_ratios(row, cfg, mode)
                 if ratios:
@@ -568,6 +577,7 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     steps.append(statistics.median(row["steps_ms"][cfg][mode]))
                     faults += step_medians(row, "steps_minflt", cfg, mode)
                     cpu += step_medians(row, "steps_cpu_ms", cfg, mode)
+                    sync += step_medians(row, "steps_sync_ms", cfg, mode)
             if not per_round:
                 continue
             rows.append(
@@ -584,22 +594,23 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     "pairs": len(pooled),
                     "round_ratios": numbered,  # [round, its median ratio]: what the range is taken over
                     "step_ms_median": statistics.median(steps),
-                    **step_thread_figures(faults, cpu),
+                    **step_thread_figures(faults, cpu, sync),
                     **trace_figures(rounds, mode, counts.get(mode)),
                 }
             )
     return rows
 
 
-def step_thread_figures(faults: list[float], cpu: list[float]) -> dict:
-    """The stepping thread's minor page faults and CPU ms per step (medians of the per-round medians)
-    and the rounds behind them; nothing where no round recorded them (outputs before these figures,
-    whose merges stay as they were)."""
-    if not faults and not cpu:
+def step_thread_figures(faults: list[float], cpu: list[float], sync: list[float]) -> dict:
+    """The stepping thread's minor page faults, CPU ms and ms waiting in the step's closing
+    synchronisation, per step (medians of the per-round medians), and the rounds behind them;
+    nothing where no round recorded them (outputs before these figures, whose merges stay as they were)."""
+    if not faults and not cpu and not sync:
         return {}
     return {
         "minflt_per_step_median": statistics.median(faults) if faults else None,
         "step_cpu_ms_median": statistics.median(cpu) if cpu else None,
+        "step_sync_ms_median": statistics.median(sync) if sync else None,
         "rounds_with_thread_figures": len(faults),
     }
 
@@ -818,7 +829,7 @@ def build_sampler(work: Path, out: Path) -> tuple[str | None, str | None]:
         return None, f"bench-trace: --sample {out}: already holds samples; give an empty or new folder"
     cc = os.environ.get("CC") or shutil.which("cc") or "cc"
     lib = work / SAMPLER_LIB
-    argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(HERE / "host_sampler.c"), "-ldl", "-lpthread"]
+    argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(HERE / "host_sampler.c"), "-ldl", "-lpthread", "-lrt"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True)
     except OSError as exc:
@@ -1040,7 +1051,7 @@ def round_problem(r: dict) -> str | None:
         records = p.get("cupti_records")
         if records is not None and not (isinstance(records, dict) and all(_count(records.get(k, 0)) for k in CUPTI_COUNT_KEYS)):
             return f"{mode}: CUPTI record counts that are not whole numbers"
-    for key in ("steps_minflt", "steps_cpu_ms"):  # per-step figures beside the times (absent in older runs)
+    for key in ("steps_minflt", "steps_cpu_ms", "steps_sync_ms"):  # per-step figures beside the times (absent in older runs)
         per_cfg = r.get(key, {})
         if not isinstance(per_cfg, dict) or not all(
             isinstance(per_mode, dict) and all(isinstance(xs, list) and all(_number(x) for x in xs) for xs in per_mode.values())
@@ -1121,6 +1132,13 @@ def main(argv=None) -> int:
         metavar="DIR",
         help="preload scripts/host_sampler.c in every child: the measured steps' stacks, sampled on the CPU, go to DIR "
         "(read them with scripts/host_profile.py DIR --bench JSON)",
+    )
+    p.add_argument(
+        "--sample-clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="--sample's clock: the process's CPU time (default), or the wall-clock time of each child's main thread, "
+        "which also samples where it waits",
     )
     p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
     p.add_argument("--json", default=None)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent / "artifact"))
 from dnabert_scaling.errors import ArtifactError  # noqa: E402
 from dnabert_scaling.outputs import writable_file, write_text_atomic  # noqa: E402
 
-MAGIC = b"HSMPLv1\n"
+MAGIC = b"HSMPLv2\n"
 SKIP_FRAMES = 2  # the handler and the signal trampoline
 
 
@@ -121,13 +121,18 @@ class Symbols:
         return names[i] if i >= 0 else f"0x{offset:x}"
 
 
-def read_samples(path: Path) -> tuple[int, int, int, list[tuple[int, list[int]]]]:
-    """(pid, hz, samples not kept, [(thread id, addresses innermost first), ...])."""
+HEADER = struct.Struct("<IIIIQQ")  # pid, hz, clock (0 CPU, 1 wall), 0, samples kept, samples not kept
+
+
+def read_samples(path: Path) -> tuple[int, int, str, int, list[tuple[int, list[int]]]]:
+    """(pid, hz, clock ("cpu" or "wall"), samples not kept, [(thread id, addresses innermost first), ...])."""
     data = path.read_bytes()
-    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + 24:
-        raise ArtifactError(f"{path}: not a host_sampler.c sample file (no HSMPLv1 header)")
-    pid, hz, n, lost = struct.unpack_from("<IIQQ", data, len(MAGIC))
-    pos, out = len(MAGIC) + 24, []
+    if not data.startswith(MAGIC) or len(data) < len(MAGIC) + HEADER.size:
+        raise ArtifactError(f"{path}: not a host_sampler.c sample file (no HSMPLv2 header)")
+    pid, hz, clock, _, n, lost = HEADER.unpack_from(data, len(MAGIC))
+    if clock not in (0, 1):
+        raise ArtifactError(f"{path}: unknown sampling clock {clock} in the header")
+    pos, out = len(MAGIC) + HEADER.size, []
     for _ in range(n):
         if pos + 8 > len(data):
             raise ArtifactError(f"{path}: cut short after {len(out)} of {n} samples")
@@ -137,14 +142,14 @@ def read_samples(path: Path) -> tuple[int, int, int, list[tuple[int, list[int]]]
             raise ArtifactError(f"{path}: sample {len(out)} is damaged (depth {depth})")
         out.append((tid, list(struct.unpack_from(f"<{depth}Q", data, pos))))
         pos += 8 * depth
-    return pid, hz, lost, out
+    return pid, hz, ("cpu", "wall")[clock], lost, out
 
 
 def profile(folder: Path, top: int = 25) -> list[dict]:
     symbols = Symbols()
     docs = []
     for path in sorted(folder.glob("samples-*.bin"), key=lambda p: int(p.stem.split("-")[1])):
-        pid, hz, lost, samples = read_samples(path)
+        pid, hz, clock, lost, samples = read_samples(path)
         maps_path = folder / f"maps-{pid}.txt"
         if not maps_path.is_file():
             raise ArtifactError(f"{maps_path}: missing (written with {path.name} by the sampler)")
@@ -177,6 +182,7 @@ def profile(folder: Path, top: int = 25) -> list[dict]:
             {
                 "pid": pid,
                 "hz": hz,
+                "clock": clock,
                 "samples": total,
                 "samples_not_kept": lost,
                 "threads": len(threads),
@@ -208,7 +214,8 @@ def labels_from_bench(path: Path) -> dict[int, str]:
 def show(docs: list[dict], labels: dict[int, str], top: int) -> None:
     for d in docs:
         name = labels.get(d["pid"], "")
-        print(f"## pid {d['pid']} {name}: {d['samples']} samples at {d['hz']} Hz ({d['samples_not_kept']} not kept)")
+        what = "wall-clock time" if d["clock"] == "wall" else "CPU time"
+        print(f"## pid {d['pid']} {name}: {d['samples']} samples of {what} at {d['hz']} Hz ({d['samples_not_kept']} not kept)")
         for key in ("library_inclusive", "library_self", "function_inclusive", "function_self"):
             print(f"  {key.replace('_', ' ')}:")
             for k, v, s in d[key][:top]:

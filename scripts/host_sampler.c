@@ -4,7 +4,11 @@
  * Loaded with LD_PRELOAD=libhost_sampler.so and HOST_SAMPLER_OUT=DIR. A SIGPROF timer
  * (ITIMER_PROF: the process's CPU time, HOST_SAMPLER_HZ times a second, 997 by default) stops
  * whichever thread is running; the handler stores that thread's id and up to DEPTH return
- * addresses of its stack (glibc's backtrace) in a table made at start. Where the program calls
+ * addresses of its stack (glibc's backtrace) in a table made at start. With
+ * HOST_SAMPLER_CLOCK=wall the timer counts wall-clock time instead (CLOCK_MONOTONIC) and its
+ * signal goes to the thread that loaded the library (a program's main thread) whether it runs
+ * or waits: the samples then also show where that thread waits (in a system call, a lock, a
+ * synchronisation), which CPU-time samples never do. Where the program calls
  * host_sampler_mark(1) and host_sampler_mark(0) (bench_trace.py does, around each timed step,
  * found through ctypes), only the samples taken on the marking thread between the two calls
  * are kept from then on; with HOST_SAMPLER_MARKED=1 also none before the first mark (a process
@@ -22,8 +26,9 @@
  * Built on the machine that runs it (bench_trace.py --sample does it):
  *   cc -O2 -shared -fPIC -o libhost_sampler.so host_sampler.c
  *
- * File layout (little-endian, as written by this machine): a header of 8 bytes "HSMPLv1\n",
- * then uint32 pid, uint32 hz, uint64 samples kept, uint64 samples not kept for want of room;
+ * File layout (little-endian, as written by this machine): a header of 8 bytes "HSMPLv2\n",
+ * then uint32 pid, uint32 hz, uint32 clock (0: CPU time, 1: wall-clock time of the loading
+ * thread), uint32 0, uint64 samples kept, uint64 samples not kept for want of room;
  * then per sample: uint32 thread id, uint32 depth, depth x uint64 addresses (innermost first;
  * the first two frames are the handler's own and the signal trampoline).
  */
@@ -41,6 +46,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEPTH 48
@@ -59,6 +65,8 @@ static atomic_ulong   lost;
 static atomic_int     marked_tid; /* 0: no mark called yet; -1: marked off */
 static atomic_int     ever_marked;
 static unsigned       hz = 997;
+static int            wall_clock; /* HOST_SAMPLER_CLOCK=wall: a per-thread CLOCK_MONOTONIC timer */
+static timer_t        wall_timer;
 static char           out_dir[ 4000 ];
 
 static uint32_t
@@ -150,6 +158,15 @@ copy_maps( const char* path )
 static void
 set_timer( unsigned rate )
 {
+    if ( wall_clock )
+    {
+        struct itimerspec every;
+        every.it_interval.tv_sec  = 0;
+        every.it_interval.tv_nsec = rate ? ( long )( 1000000000L / rate ) : 0;
+        every.it_value            = every.it_interval;
+        timer_settime( wall_timer, 0, &every, NULL );
+        return;
+    }
     struct itimerval every;
     every.it_interval.tv_sec  = 0;
     every.it_interval.tv_usec = rate ? ( suseconds_t )( 1000000 / rate ) : 0;
@@ -162,6 +179,7 @@ forked_child( void )
 {
     atomic_store( &used, 0 );
     atomic_store( &lost, 0 );
+    wall_clock = 0; /* a timer_create timer is not inherited: the child samples its CPU time */
     set_timer( hz );
 }
 
@@ -231,6 +249,16 @@ start( void )
     sa.sa_flags     = SA_SIGINFO | SA_RESTART;
     sigemptyset( &sa.sa_mask );
     sigaction( SIGPROF, &sa, NULL );
+    const char* clock = getenv( "HOST_SAMPLER_CLOCK" );
+    if ( clock != NULL && strcmp( clock, "wall" ) == 0 )
+    {
+        struct sigevent to_me;
+        memset( &to_me, 0, sizeof to_me );
+        to_me.sigev_notify          = SIGEV_THREAD_ID;
+        to_me.sigev_signo           = SIGPROF;
+        to_me._sigev_un._tid        = ( pid_t )thread_id();
+        wall_clock = timer_create( CLOCK_MONOTONIC, &to_me, &wall_timer ) == 0;
+    }
     pthread_atfork( NULL, NULL, forked_child );
     set_timer( hz );
 }
@@ -258,8 +286,8 @@ finish( void )
     {
         return;
     }
-    uint32_t head[ 2 ] = { ( uint32_t )getpid(), hz };
-    int      bad       = write_all( fd, "HSMPLv1\n", 8 ) || write_all( fd, head, sizeof head )
+    uint32_t head[ 4 ] = { ( uint32_t )getpid(), hz, ( uint32_t )wall_clock, 0 };
+    int      bad       = write_all( fd, "HSMPLv2\n", 8 ) || write_all( fd, head, sizeof head )
                          || write_all( fd, &n, sizeof n ) || write_all( fd, &dropped, sizeof dropped );
     for ( uint64_t i = 0; i < n && !bad; i++ )
     {

@@ -150,20 +150,23 @@ def test_lockstep_protocol_with_real_processes_on_the_cpu(tmp_path):
     assert list((tmp_path / "tmp").glob("bench-trace-*")) == []  # the processes' work folder is gone
 
 
-def test_sampled_steps_name_where_each_process_spent_its_cpu(tmp_path):
+@pytest.mark.parametrize("clock", ["cpu", "wall"])
+def test_sampled_steps_name_where_each_process_spent_its_time(tmp_path, clock):
     """--sample: host_sampler.c preloaded in real children, their measured steps' stacks written per
     pid, read back by host_profile.py with the bench JSON naming each pid's mode; beside each step
     time the thread's page faults and CPU time, and the page-fault figure per call."""
     samples = tmp_path / "samples"
-    proc, doc = _bench(tmp_path, "--model", "tiny", "--rounds", "2", "--steps", "20", "--sample", str(samples))
+    proc, doc = _bench(
+        tmp_path, "--model", "tiny", "--rounds", "2", "--steps", "20", "--sample", str(samples), "--sample-clock", clock
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     pids = {p["pid"]: m for r in doc["rounds"] for m, p in r["processes"].items()}
     assert len(pids) == 4 and all(isinstance(pid, int) for pid in pids)
     for r in doc["rounds"]:
-        for key in ("steps_minflt", "steps_cpu_ms"):
+        for key in ("steps_minflt", "steps_cpu_ms", "steps_sync_ms"):
             assert {m: len(xs) for m, xs in r[key]["2x16"].items()} == {"untraced": 20, "torch": 20}
     for row in doc["modes"]:
-        assert row["rounds_with_thread_figures"] == 2 and row["step_cpu_ms_median"] > 0
+        assert row["rounds_with_thread_figures"] == 2 and row["step_cpu_ms_median"] > 0 and row["step_sync_ms_median"] >= 0
     assert all(c["page_fault_ns"] > 0 for c in doc["per_call"])
     written = {int(p.stem.split("-")[1]) for p in samples.glob("samples-*.bin")}
     assert written <= set(pids) and written, "no child wrote its samples"
@@ -183,7 +186,7 @@ def test_sampled_steps_name_where_each_process_spent_its_cpu(tmp_path):
     )
     assert prof.returncode == 0, prof.stderr
     docs = json.loads(out.read_text())["processes"]
-    assert sum(d["samples"] for d in docs) > 0
+    assert sum(d["samples"] for d in docs) > 0 and {d["clock"] for d in docs} == {clock}
     for d in docs:
         assert d["label"].split()[0] == pids[d["pid"]]  # each file named by its process's mode
         if d["samples"]:  # the steps run PyTorch's CPU kernels: its library is on the sampled stacks
@@ -195,9 +198,8 @@ def test_host_profile_refuses_what_is_not_a_sample_file(tmp_path):
     prof = subprocess.run([PYTHON, str(ROOT / "scripts" / "host_profile.py"), str(tmp_path)], capture_output=True, text=True)
     assert prof.returncode == 2 and "Traceback" not in prof.stderr
     assert "samples-12.bin: not a host_sampler.c sample file" in prof.stderr
-    (tmp_path / "samples-12.bin").write_bytes(
-        b"HSMPLv1\n" + (12).to_bytes(4, "little") + bytes(4) + (3).to_bytes(8, "little") + bytes(8)
-    )
+    head = (12).to_bytes(4, "little") + bytes(12) + (3).to_bytes(8, "little") + bytes(8)  # 3 samples said, none there
+    (tmp_path / "samples-12.bin").write_bytes(b"HSMPLv2\n" + head)
     prof = subprocess.run([PYTHON, str(ROOT / "scripts" / "host_profile.py"), str(tmp_path)], capture_output=True, text=True)
     assert prof.returncode == 2 and "cut short after 0 of 3 samples" in prof.stderr
 

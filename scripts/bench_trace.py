@@ -56,7 +56,9 @@ is in the trace (``scripts/scorep_count.py`` over every round's experiment, or t
 with ``--count first``, counted once all rounds are done; null without launch records).
 
 Per step, beside its time: the minor page faults of the stepping thread (``getrusage`` of the
-thread), its CPU time, and the time it waited in the step's closing synchronisation, so that a
+thread), its CPU time, the process's CPU time (every thread: PyTorch runs the backward pass on a
+thread of its own while the stepping thread waits), and the time the step waited in its closing
+synchronisation (``STEP_FIGURES``; medians per mode as ``<figure>_median``), so that a
 mode's cost can be read as faults (fresh memory the tracer's buffers touch), as work on the
 thread, or as waiting (for the GPU, or elsewhere: wall time beyond CPU time). ``--sample DIR`` also builds scripts/host_sampler.c and preloads it in
 every child: the stacks of the measured steps, sampled on the CPU (``--sample-clock wall``: the main
@@ -128,6 +130,15 @@ DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-lau
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches
 MICRO_KEYS = ("cuCtxGetDevice_ns", "launch_ns", "page_fault_ns")
+# per-step figures beside the time: the child's reply key -> the round's field (per configuration and mode):
+# the stepping thread's minor page faults and CPU ms, the process's CPU ms (all threads: PyTorch runs the
+# backward pass on a thread of its own), the ms the step waited in its closing synchronisation
+STEP_FIGURES = {
+    "minflt": "steps_minflt",
+    "cpu_ms": "steps_cpu_ms",
+    "proc_cpu_ms": "steps_proc_cpu_ms",
+    "sync_ms": "steps_sync_ms",
+}
 SAMPLER_LIB = "libhost_sampler.so"  # scripts/host_sampler.c, built in the run's work folder for --sample
 REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
 REPLY_TIMEOUT_S = 300.0
@@ -202,7 +213,7 @@ class Served:
         mark = self.sampler_mark if i >= self.args.warmup else None
         if mark:
             mark(1)
-        faults0, cpu0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt, time.thread_time_ns()
+        faults0, cpu0, proc0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt, time.thread_time_ns(), time.process_time_ns()
         t0 = time.perf_counter_ns()
         self.bench.step(self.bench.ids, self.bench.mask, self.bench.labels, measured=i >= self.args.warmup)
         t_sync = time.perf_counter_ns()
@@ -212,13 +223,13 @@ class Served:
             self.sync()
         t1 = time.perf_counter_ns()
         ms, sync_ms = (t1 - t0) / 1e6, (t1 - t_sync) / 1e6
-        cpu_ms = (time.thread_time_ns() - cpu0) / 1e6
+        cpu_ms, proc_cpu_ms = (time.thread_time_ns() - cpu0) / 1e6, (time.process_time_ns() - proc0) / 1e6
         faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults0
         if mark:
             mark(0)
         if self.tracer:
             self.tracer.step_end(i)  # the last measured step exports the trace: not timed
-        return {"ms": ms, "minflt": faults, "cpu_ms": cpu_ms, "sync_ms": sync_ms}
+        return {"ms": ms, "minflt": faults, "cpu_ms": cpu_ms, "proc_cpu_ms": proc_cpu_ms, "sync_ms": sync_ms}
 
     def release(self) -> dict:
         self.bench = self.tracer = None
@@ -471,7 +482,7 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     """One round: a process per mode, the configurations step by step in turns, then (``micro``)
     the per-call loops in turns. Returns the step times per configuration and mode."""
     children: dict[str, Child] = {}
-    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, "steps_minflt": {}, "steps_cpu_ms": {}, "steps_sync_ms": {}}
+    row: dict = {"round": rnd, "micro": micro, "steps_ms": {}, **{key: {} for key in STEP_FIGURES.values()}}
     row["per_call"] = {}
     row["processes"] = {}
     pids: dict[str, int] = {}
@@ -483,19 +494,17 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
         for cfg in args.config_names:
             ask_all(children, "config", config=cfg)
             times: dict[str, list[float]] = {m: [] for m in modes}
-            faults: dict[str, list[int]] = {m: [] for m in modes}
-            cpu: dict[str, list[float]] = {m: [] for m in modes}
-            sync: dict[str, list[float]] = {m: [] for m in modes}
+            figures: dict[str, dict[str, list]] = {key: {m: [] for m in modes} for key in STEP_FIGURES}
             for i in range(args.warmup + args.steps):
                 for m in turn_order(modes, i + rnd):
                     step = children[m].ask("step", i=i)
                     if i >= args.warmup:
                         times[m].append(step["ms"])
-                        faults[m].append(step["minflt"])
-                        cpu[m].append(step["cpu_ms"])
-                        sync[m].append(step["sync_ms"])
-            row["steps_ms"][cfg], row["steps_minflt"][cfg], row["steps_cpu_ms"][cfg] = times, faults, cpu
-            row["steps_sync_ms"][cfg] = sync
+                        for key in STEP_FIGURES:
+                            figures[key][m].append(step[key])
+            row["steps_ms"][cfg] = times
+            for key, name in STEP_FIGURES.items():
+                row[name][cfg] = figures[key]
             ask_all(children, "release")
         if micro:
             calls: dict[str, list[dict]] = {m: [] for m in modes}
@@ -567,7 +576,7 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
     for mode in MODES:
         for cfg in configs:
             per_round, pooled, steps, numbered = [], [], [], []
-            faults, cpu, sync = [], [], []  # per-round medians per step, where the rounds recorded them
+            thread: dict[str, list[float]] = {key: [] for key in STEP_FIGURES}  # per-round medians, where recorded
             for row in rounds:
                 ratios = paired_ratios(row, cfg, mode)
                 if ratios:
@@ -575,9 +584,8 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     numbered.append([row.get("round"), per_round[-1]])
                     pooled += ratios
                     steps.append(statistics.median(row["steps_ms"][cfg][mode]))
-                    faults += step_medians(row, "steps_minflt", cfg, mode)
-                    cpu += step_medians(row, "steps_cpu_ms", cfg, mode)
-                    sync += step_medians(row, "steps_sync_ms", cfg, mode)
+                    for key, name in STEP_FIGURES.items():
+                        thread[key] += step_medians(row, name, cfg, mode)
             if not per_round:
                 continue
             rows.append(
@@ -594,25 +602,21 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
                     "pairs": len(pooled),
                     "round_ratios": numbered,  # [round, its median ratio]: what the range is taken over
                     "step_ms_median": statistics.median(steps),
-                    **step_thread_figures(faults, cpu, sync),
+                    **step_thread_figures(thread),
                     **trace_figures(rounds, mode, counts.get(mode)),
                 }
             )
     return rows
 
 
-def step_thread_figures(faults: list[float], cpu: list[float], sync: list[float]) -> dict:
-    """The stepping thread's minor page faults, CPU ms and ms waiting in the step's closing
-    synchronisation, per step (medians of the per-round medians), and the rounds behind them;
-    nothing where no round recorded them (outputs before these figures, whose merges stay as they were)."""
-    if not faults and not cpu and not sync:
+def step_thread_figures(per_round: dict[str, list[float]]) -> dict:
+    """Per figure of STEP_FIGURES its median over the rounds of the per-round medians per step
+    (``<figure>_median``; null where no round recorded it) and the rounds behind the CPU figure;
+    nothing where no round recorded any (outputs before these figures, whose merges stay as they were)."""
+    if not any(per_round.values()):
         return {}
-    return {
-        "minflt_per_step_median": statistics.median(faults) if faults else None,
-        "step_cpu_ms_median": statistics.median(cpu) if cpu else None,
-        "step_sync_ms_median": statistics.median(sync) if sync else None,
-        "rounds_with_thread_figures": len(faults),
-    }
+    out = {f"{key}_median": statistics.median(xs) if xs else None for key, xs in per_round.items()}
+    return {**out, "rounds_with_thread_figures": len(per_round["cpu_ms"])}
 
 
 def step_medians(row: dict, key: str, cfg: str, mode: str) -> list[float]:
@@ -1051,7 +1055,7 @@ def round_problem(r: dict) -> str | None:
         records = p.get("cupti_records")
         if records is not None and not (isinstance(records, dict) and all(_count(records.get(k, 0)) for k in CUPTI_COUNT_KEYS)):
             return f"{mode}: CUPTI record counts that are not whole numbers"
-    for key in ("steps_minflt", "steps_cpu_ms", "steps_sync_ms"):  # per-step figures beside the times (absent in older runs)
+    for key in STEP_FIGURES.values():  # per-step figures beside the times (absent in older runs)
         per_cfg = r.get(key, {})
         if not isinstance(per_cfg, dict) or not all(
             isinstance(per_mode, dict) and all(isinstance(xs, list) and all(_number(x) for x in xs) for xs in per_mode.values())

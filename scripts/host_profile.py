@@ -186,6 +186,8 @@ def profile(folder: Path, top: int = 25) -> list[dict]:
                 "samples": total,
                 "samples_not_kept": lost,
                 "threads": len(threads),
+                # the threads with the most samples: [thread id, samples, whether it is the process's main thread]
+                "by_thread": [[tid, n, tid == pid] for tid, n in threads.most_common(8)],
                 "library_inclusive": share(lib_incl),
                 "library_self": share(lib_self),
                 "function_inclusive": share(fn_incl),
@@ -216,6 +218,7 @@ def show(docs: list[dict], labels: dict[int, str], top: int) -> None:
         name = labels.get(d["pid"], "")
         what = "wall-clock time" if d["clock"] == "wall" else "CPU time"
         print(f"## pid {d['pid']} {name}: {d['samples']} samples of {what} at {d['hz']} Hz ({d['samples_not_kept']} not kept)")
+        print("  threads: " + ", ".join(f"{tid}{' (main)' if main else ''} {n}" for tid, n, main in d["by_thread"]))
         for key in ("library_inclusive", "library_self", "function_inclusive", "function_self"):
             print(f"  {key.replace('_', ' ')}:")
             for k, v, s in d[key][:top]:

@@ -10,8 +10,9 @@
  * or waits: the samples then also show where that thread waits (in a system call, a lock, a
  * synchronisation), which CPU-time samples never do. Where the program calls
  * host_sampler_mark(1) and host_sampler_mark(0) (bench_trace.py does, around each timed step,
- * found through ctypes), only the samples taken on the marking thread between the two calls
- * are kept from then on; with HOST_SAMPLER_MARKED=1 also none before the first mark (a process
+ * found through ctypes), only the samples taken between the two calls are kept from then on,
+ * on whichever thread (PyTorch runs a step's backward pass on a thread of its own while the
+ * stepping thread waits); with HOST_SAMPLER_MARKED=1 also none before the first mark (a process
  * that never marks then keeps none and writes nothing). Otherwise every sample is kept.
  *
  * The timer outlives execve, which resets the handler: a signal between the exec and this
@@ -62,7 +63,7 @@ struct sample
 static struct sample* table;
 static atomic_ulong   used;
 static atomic_ulong   lost;
-static atomic_int     marked_tid; /* 0: no mark called yet; -1: marked off */
+static atomic_int     window_open; /* between host_sampler_mark(1) and host_sampler_mark(0) */
 static atomic_int     ever_marked;
 static unsigned       hz = 997;
 static int            wall_clock; /* HOST_SAMPLER_CLOCK=wall: a per-thread CLOCK_MONOTONIC timer */
@@ -85,7 +86,7 @@ void
 host_sampler_mark( int on )
 {
     atomic_store( &ever_marked, 1 );
-    atomic_store( &marked_tid, on ? ( int )thread_id() : -1 );
+    atomic_store( &window_open, on != 0 );
 }
 
 static void
@@ -96,7 +97,7 @@ on_sigprof( int sig, siginfo_t* info, void* context )
     ( void )context;
     int      saved = errno;
     uint32_t tid   = thread_id();
-    if ( atomic_load( &ever_marked ) && atomic_load( &marked_tid ) != ( int )tid )
+    if ( atomic_load( &ever_marked ) && !atomic_load( &window_open ) )
     {
         errno = saved;
         return;
@@ -233,7 +234,7 @@ start( void )
     if ( only_marked != NULL && strcmp( only_marked, "1" ) == 0 )
     {
         atomic_store( &ever_marked, 1 ); /* as if marked off: nothing is kept until a mark */
-        atomic_store( &marked_tid, -1 );
+        atomic_store( &window_open, 0 );
     }
     table = calloc( MAX_SAMPLES, sizeof *table );
     if ( table == NULL )

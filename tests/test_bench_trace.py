@@ -163,10 +163,11 @@ def test_sampled_steps_name_where_each_process_spent_its_time(tmp_path, clock):
     pids = {p["pid"]: m for r in doc["rounds"] for m, p in r["processes"].items()}
     assert len(pids) == 4 and all(isinstance(pid, int) for pid in pids)
     for r in doc["rounds"]:
-        for key in ("steps_minflt", "steps_cpu_ms", "steps_sync_ms"):
+        for key in ("steps_minflt", "steps_cpu_ms", "steps_proc_cpu_ms", "steps_sync_ms"):
             assert {m: len(xs) for m, xs in r[key]["2x16"].items()} == {"untraced": 20, "torch": 20}
     for row in doc["modes"]:
-        assert row["rounds_with_thread_figures"] == 2 and row["step_cpu_ms_median"] > 0 and row["step_sync_ms_median"] >= 0
+        assert row["rounds_with_thread_figures"] == 2 and row["cpu_ms_median"] > 0 and row["sync_ms_median"] >= 0
+        assert row["proc_cpu_ms_median"] >= row["cpu_ms_median"] * 0.9  # every thread's CPU, the stepping one's included
     assert all(c["page_fault_ns"] > 0 for c in doc["per_call"])
     written = {int(p.stem.split("-")[1]) for p in samples.glob("samples-*.bin")}
     assert written <= set(pids) and written, "no child wrote its samples"

@@ -611,12 +611,16 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
 
 def step_thread_figures(per_round: dict[str, list[float]]) -> dict:
     """Per figure of STEP_FIGURES its median over the rounds of the per-round medians per step
-    (``<figure>_median``; null where no round recorded it) and the rounds behind the CPU figure;
-    nothing where no round recorded any (outputs before these figures, whose merges stay as they were)."""
+    (``<figure>_median``; null where no round recorded it) and the rounds behind it (``<figure>_rounds``:
+    a merge of runs of different versions may hold a figure for some rounds only); nothing where no
+    round recorded any (outputs before these figures, whose merges stay as they were)."""
     if not any(per_round.values()):
         return {}
-    out = {f"{key}_median": statistics.median(xs) if xs else None for key, xs in per_round.items()}
-    return {**out, "rounds_with_thread_figures": len(per_round["cpu_ms"])}
+    out = {}
+    for key, xs in per_round.items():
+        out[f"{key}_median"] = statistics.median(xs) if xs else None
+        out[f"{key}_rounds"] = len(xs)
+    return out
 
 
 def step_medians(row: dict, key: str, cfg: str, mode: str) -> list[float]:

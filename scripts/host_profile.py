@@ -11,7 +11,9 @@ static function is not that function's), and prints per process:
 - the functions with the largest inclusive shares, and the largest self shares.
 
 The sampler's own frames (its signal handler and the kernel's signal trampoline) are left out.
-``--label PID=NAME`` (or ``--bench JSON``: the pids that bench_trace.py records per mode and round)
+``--focus REGEX`` (library file names, e.g. ``scorep|otf2``) adds, over the samples with a frame in
+such a library, their number and its innermost, inclusive and outermost functions there: what
+a tracer's own code costs and through which entry. ``--label PID=NAME`` (or ``--bench JSON``: the pids that bench_trace.py records per mode and round)
 names processes; ``--json OUT`` writes the same figures.
 
     scripts/host_profile.py DIR [--bench bench.json] [--top 25] [--json OUT]
@@ -23,6 +25,7 @@ import argparse
 import bisect
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -145,16 +148,22 @@ def read_samples(path: Path) -> tuple[int, int, str, int, list[tuple[int, list[i
     return pid, hz, ("cpu", "wall")[clock], lost, out
 
 
-def profile(folder: Path, top: int = 25) -> list[dict]:
+def profile(folder: Path, top: int = 25, focus: re.Pattern | None = None) -> list[dict]:
+    """Per sample file in ``folder`` its figures (see the module's docstring); with ``focus`` (a
+    pattern of library file names) also those of the samples with a frame in a matching library."""
     symbols = Symbols()
     docs = []
-    for path in sorted(folder.glob("samples-*.bin"), key=lambda p: int(p.stem.split("-")[1])):
+    files = [p for p in folder.glob("samples-*.bin") if p.stem.split("-", 1)[1].isdigit()]
+    for path in sorted(files, key=lambda p: int(p.stem.split("-")[1])):
         pid, hz, clock, lost, samples = read_samples(path)
+        if f"samples-{pid}.bin" != path.name:
+            raise ArtifactError(f"{path}: its header says process {pid}, its name another (renamed, or not the sampler's)")
         maps_path = folder / f"maps-{pid}.txt"
         if not maps_path.is_file():
             raise ArtifactError(f"{maps_path}: missing (written with {path.name} by the sampler)")
         maps = Maps(maps_path.read_text(errors="replace"))
         lib_incl, lib_self, fn_incl, fn_self, threads = Counter(), Counter(), Counter(), Counter(), Counter()
+        in_focus, focus_inner, focus_incl, focus_outer = 0, Counter(), Counter(), Counter()
         for tid, frames in samples:
             threads[tid] += 1
             named = []
@@ -173,6 +182,13 @@ def profile(folder: Path, top: int = 25) -> list[dict]:
                 lib_incl[lib] += 1
             for fn in {fn for _, fn in named}:
                 fn_incl[fn] += 1
+            mine = [fn for lib, fn in named if focus is not None and focus.search(lib)]
+            if mine:  # innermost first: the focus's own innermost function, and where the stack entered it
+                in_focus += 1
+                focus_inner[mine[0]] += 1
+                focus_outer[mine[-1]] += 1
+                for fn in set(mine):
+                    focus_incl[fn] += 1
         total = len(samples)
 
         def share(c: Counter, total: int = total) -> list:
@@ -195,6 +211,14 @@ def profile(folder: Path, top: int = 25) -> list[dict]:
                 "symbol_tables": {os.path.basename(p): t[2] for p, t in symbols.tables.items()},
             }
         )
+        if focus is not None:
+            docs[-1]["focus"] = {
+                "libraries": focus.pattern,
+                "samples": in_focus,  # with a frame in a matching library
+                "innermost": share(focus_inner),  # the innermost matching frame's function
+                "inclusive": share(focus_incl),
+                "entered_at": share(focus_outer),  # the outermost matching frame's function
+            }
     if not docs:
         raise ArtifactError(f"{folder}: no samples-PID.bin files (was HOST_SAMPLER_OUT set and the sampler preloaded?)")
     return docs
@@ -223,6 +247,13 @@ def show(docs: list[dict], labels: dict[int, str], top: int) -> None:
             print(f"  {key.replace('_', ' ')}:")
             for k, v, s in d[key][:top]:
                 print(f"    {100 * s:5.1f}%  {v:6d}  {k}")
+        if "focus" in d:
+            f = d["focus"]
+            print(f"  samples with a frame in /{f['libraries']}/: {f['samples']}")
+            for key in ("innermost", "inclusive", "entered_at"):
+                print(f"  {key.replace('_', ' ')} there:")
+                for k, v, s in f[key][:top]:
+                    print(f"    {100 * s:5.1f}%  {v:6d}  {k}")
 
 
 def main(argv=None) -> int:
@@ -231,6 +262,9 @@ def main(argv=None) -> int:
     p.add_argument("--bench", default=None, help="bench_trace.py JSON whose processes name the pids")
     p.add_argument("--label", action="append", default=[], metavar="PID=NAME")
     p.add_argument("--top", type=int, default=25)
+    p.add_argument(
+        "--focus", default=None, metavar="REGEX", help="also count the samples with a frame in a library matching this"
+    )
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     try:
@@ -244,7 +278,11 @@ def main(argv=None) -> int:
                 raise ArtifactError(f"--label {item!r}: expected PID=NAME")
             labels[int(pid)] = name
         out = writable_file(args.json, "--json") if args.json else None
-        docs = profile(folder, args.top)
+        try:
+            focus = re.compile(args.focus) if args.focus else None
+        except re.error as exc:
+            raise ArtifactError(f"--focus {args.focus!r}: not a regular expression ({exc})") from None
+        docs = profile(folder, args.top, focus)
         for d in docs:
             d["label"] = labels.get(d["pid"])
         show(docs, labels, args.top)

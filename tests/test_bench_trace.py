@@ -166,7 +166,8 @@ def test_sampled_steps_name_where_each_process_spent_its_time(tmp_path, clock):
         for key in ("steps_minflt", "steps_cpu_ms", "steps_proc_cpu_ms", "steps_sync_ms"):
             assert {m: len(xs) for m, xs in r[key]["2x16"].items()} == {"untraced": 20, "torch": 20}
     for row in doc["modes"]:
-        assert row["rounds_with_thread_figures"] == 2 and row["cpu_ms_median"] > 0 and row["sync_ms_median"] >= 0
+        assert {row[f"{key}_rounds"] for key in ("minflt", "cpu_ms", "proc_cpu_ms", "sync_ms")} == {2}
+        assert row["cpu_ms_median"] > 0 and row["sync_ms_median"] >= 0
         assert row["proc_cpu_ms_median"] >= row["cpu_ms_median"] * 0.9  # every thread's CPU, the stepping one's included
     assert all(c["page_fault_ns"] > 0 for c in doc["per_call"])
     written = {int(p.stem.split("-")[1]) for p in samples.glob("samples-*.bin")}
@@ -203,6 +204,31 @@ def test_host_profile_refuses_what_is_not_a_sample_file(tmp_path):
     (tmp_path / "samples-12.bin").write_bytes(b"HSMPLv2\n" + head)
     prof = subprocess.run([PYTHON, str(ROOT / "scripts" / "host_profile.py"), str(tmp_path)], capture_output=True, text=True)
     assert prof.returncode == 2 and "cut short after 0 of 3 samples" in prof.stderr
+
+
+def test_host_profile_refuses_a_focus_that_is_not_a_pattern(tmp_path):
+    (tmp_path / "samples-12.bin").write_bytes(b"HSMPLv2\n" + (12).to_bytes(4, "little") + bytes(28))  # no samples
+    (tmp_path / "maps-12.txt").write_text("")
+    argv = [PYTHON, str(ROOT / "scripts" / "host_profile.py"), str(tmp_path), "--focus", "lib(scorep"]
+    prof = subprocess.run(argv, capture_output=True, text=True)
+    assert (
+        prof.returncode == 2
+        and "Traceback" not in prof.stderr
+        and "--focus 'lib(scorep': not a regular expression" in prof.stderr
+    )
+    prof = subprocess.run([*argv[:-1], "scorep", "--json", str(tmp_path / "p.json")], capture_output=True, text=True)
+    assert prof.returncode == 0, prof.stderr
+    doc = json.loads((tmp_path / "p.json").read_text())["processes"][0]
+    assert doc["samples"] == 0 and doc["focus"] == {
+        "libraries": "scorep",
+        "samples": 0,
+        "innermost": [],
+        "inclusive": [],
+        "entered_at": [],
+    }
+    (tmp_path / "samples-12.bin").rename(tmp_path / "samples-13.bin")  # a file whose name and header disagree
+    prof = subprocess.run(argv[:-2], capture_output=True, text=True)
+    assert prof.returncode == 2 and "samples-13.bin: its header says process 12" in prof.stderr
 
 
 def test_a_child_that_fails_is_reported_not_hidden(tmp_path):
@@ -587,6 +613,7 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
         "gpu-call-2026-12-04-cupti/bench-m.json",
     ],
     "gpu-call-2026-12-04-cache/bench-nop.json": [f"gpu-call-2026-12-04-cache/bench-{c}.json" for c in "nop"],
+    "gpu-call-2026-12-04-profile/bench-abc.json": [f"gpu-call-2026-12-04-profile/bench-{c}.json" for c in "abc"],
 }  # fmt: skip
 
 

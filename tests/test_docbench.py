@@ -368,3 +368,48 @@ def test_the_sign_test_gives_how_likely_a_split_is_without_a_difference():
         ("torch", "8x70"): {"round_ratios": [[k, 1.4] for k in range(21)]},
     }
     assert docbench._rounds_cheaper(by, "8x70") == ", the cheaper in 21 of 21 rounds, sign test p < 0.001"
+
+
+def _profile_facts(tmp_path, bench: dict | None = None) -> Facts:
+    """The host-profile block's files: the shipped ones, or ``bench`` in place of the merged rounds."""
+    import shutil
+
+    from conftest import ROOT
+
+    src = ROOT / "expected" / "reference" / docbench_calls.PROFILE_DIR
+    dst = tmp_path / "expected" / "reference" / docbench_calls.PROFILE_DIR
+    dst.mkdir(parents=True)
+    for name in ("bench-abc.json", "profile-c.json", "profile-c-focus.json"):
+        shutil.copy(src / name, dst / name)
+    if bench is not None:
+        (dst / "bench-abc.json").write_text(json.dumps(bench))
+    return Facts(tmp_path)
+
+
+def test_the_host_profile_block_says_what_its_files_say(tmp_path):
+    assert "(no `" in docbench_calls.bench_trace_host_profile(Facts(tmp_path), None)  # nothing shipped: said so
+    facts = _profile_facts(tmp_path)
+    text = docbench_calls.bench_trace_host_profile(facts, None)
+    # Score-P's own code, counted here from the focus profile, against the untraced process's samples
+    focus = {p["label"].split()[0]: p for p in facts.bench(docbench_calls.PROFILE_FOCUS)["processes"]}
+    base = next(p["samples"] for p in facts.bench(docbench_calls.PROFILE_CPU)["processes"] if p["label"].startswith("untraced"))
+    share = focus[D]["focus"]["samples"] / base
+    assert f"It does locate Score-P's own code: {share:.3f} of an untraced step's CPU time" in text
+    assert f"no tracer {base:,} samples" in text
+    assert "(no mode turned it off)" in text  # the cache-off mode did not run in these calls
+    # each step's CPU: the whole process busy for the whole step, and so the conclusion drawn
+    assert "is 1.00 in every mode" in text and "what a tracer costs here is CPU time on the threads that launch" in text
+    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on)" in text
+
+
+def test_the_host_profile_block_draws_no_cpu_conclusion_from_steps_that_wait(tmp_path):
+    def steps(x):
+        return {"8x70": {"untraced": [x, x], D: [x, x]}}
+
+    rounds = [{"round": 0, "steps_ms": steps(10.0), "steps_proc_cpu_ms": steps(6.0), "steps_cpu_ms": steps(5.0)}]
+    rr = {"round_ratios": [[0, 1.2]]}
+    doc = {"device": "GPU", "steps": 2, "warmup": 1, "step_sync": "stream", "rounds": rounds,
+           "modes": [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.2, **rr)]}  # fmt: skip
+    text = docbench_calls.bench_trace_host_profile(_profile_facts(tmp_path, doc), None)
+    assert "the process's CPU time per step over the step's wall time, the median of each mode's steps, is 0.60" in text
+    assert "one core's worth" not in text and "closing wait" not in text  # no wait recorded: none said

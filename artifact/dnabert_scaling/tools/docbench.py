@@ -74,9 +74,10 @@ def _cache_in_builds(data: dict) -> str:
     """Whether the Score-P that ran a benchmark carried the stream reference cache, from its runs' records."""
     runs, listed, cached = _builds(data)
     if cached == runs:
+        ran_off = any(m.get("mode") == CACHE_OFF for m in data.get("modes") or [] if isinstance(m, dict))
         return (
-            f" Score-P was built with `{CACHE_PATCH}` in every run ({runs}): the default mode ran with the stream reference "
-            f"cache, `{CACHE_OFF}` without it."
+            f" Score-P was built with `{CACHE_PATCH}` in every run ({runs}): the default mode ran with the stream reference cache"
+            + (f", `{CACHE_OFF}` without it." if ran_off else " (no mode turned it off).")
         )
     if cached == 0:
         unknown = f"; the other {runs - listed} kept no such record" if listed < runs else ""
@@ -88,7 +89,11 @@ def _cache_in_builds(data: dict) -> str:
 
 
 # the benchmark files whose default-mode rows the targets are judged on, with what the documents call them
-TARGET_SETS = (("h200-bench/bench-trace-scorep.json", "the shipped file"), (CACHE_BENCH, "calls N, O and P"))
+TARGET_SETS = (
+    ("h200-bench/bench-trace-scorep.json", "the shipped file"),
+    (CACHE_BENCH, "calls N, O and P"),
+    ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
+)
 
 
 def scorep_targets_summary(facts: Facts, _: str | None) -> str:
@@ -433,7 +438,8 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
         else:
             continue
         around = _against_bound(alone, bound, data).lstrip("; ")
-        text += f" At {config} CUPTI alone costs {r:.2f}x ({around}): the bound of {bound:.2f}x lies {reading}."
+        shown = f"{r:.3f}" if abs(r - bound) < 0.005 else f"{r:.2f}"  # a median that rounds to the bound: one digit more
+        text += f" At {config} CUPTI alone costs {shown}x ({around}): the bound of {bound:.2f}x lies {reading}."
     return text
 
 

@@ -1,7 +1,9 @@
 """The generated blocks of single GPU calls that answer one question each beside the shipped
-tracing-cost file: Score-P loaded without CUDA recording (call F), CUPTI's buffer size (call L), and
-the stream reference cache with CUPTI's launch callbacks (calls N, O, P). Each reads its call's JSON;
-the shared table, wording and targets come from :mod:`docbench`."""
+tracing-cost file: Score-P loaded without CUDA recording (call F), CUPTI's buffer size (call L), the
+stream reference cache with CUPTI's launch callbacks (calls N, O, P), and where the host time of a
+traced step goes (calls A, B, C of 2026-12-04's second day of calls: CPU accounting per step and a
+sampled round). Each reads its call's JSON; the shared table, wording and targets come from
+:mod:`docbench`."""
 
 from __future__ import annotations
 
@@ -109,6 +111,36 @@ def _paired_gain(by: dict, config: str, mode: str, other: str) -> float | None:
     return statistics.median(b[k] - a[k] for k in common) if common else None
 
 
+def _cache_run_head(data: dict, modes: list[dict]) -> tuple[str, dict, dict, list[str], int, int]:
+    """The table and method of a run on a build that may carry the stream reference cache (the default
+    mode named as cached where every run's build lists the patch): (text, names, rows by (mode, config),
+    configurations, runs with the cache, runs)."""
+    runs, _, cached = _builds(data)
+    names = dict(NAMES)
+    if cached == runs:
+        names[DEFAULT_MODE] = "Score-P, launch-only, 4 MB buffers, stream reference cache on (default)"
+    by = {(m["mode"], m["config"]): m for m in modes}
+    configs = list(dict.fromkeys(m["config"] for m in modes))
+    text = "\n".join([*TABLE_HEAD, *(_mode_row(m, names) for m in modes)]) + "\n\n" + _method(data) + _cache_in_builds(data)
+    return text, names, by, configs, cached, runs
+
+
+def _paired_sentences(by: dict, configs: list[str], names: dict, pairs) -> str:
+    """Each (mode, other) on the rounds both ran, per configuration: the medians, the rounds ``mode`` was
+    the cheaper in with the sign test, and by how much per round (the median paired difference)."""
+    sentences = []
+    for mode, other in pairs:
+        figures = []
+        for c in configs:
+            phrase, gain = _paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
+            if phrase and gain is not None:
+                side = "" if gain >= 0 else "yet dearer "
+                figures.append(f"{phrase}, {side}by a median of {abs(gain):.3f} per round")
+        if figures:
+            sentences.append(f"{names[mode]} against {names[other]}: {'; '.join(figures)}")
+    return " " + ". ".join(sentences) + "." if sentences else ""
+
+
 def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
     """Calls N, O and P: launch-only Score-P with and without the stream reference cache, beside CUPTI
     alone without and with launch callbacks, Score-P without `driver`, torch.profiler and no tracer, in
@@ -117,24 +149,10 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
     if not modes:
         return f"(no `{CACHE_BENCH}` shipped)"
-    runs, _, cached = _builds(data)
-    names = dict(NAMES)
-    if cached == runs:
-        names[DEFAULT_MODE] = "Score-P, launch-only, 4 MB buffers, stream reference cache on (default)"
-    by = {(m["mode"], m["config"]): m for m in modes}
-    configs = list(dict.fromkeys(m["config"] for m in modes))
-    text = "\n".join([*TABLE_HEAD, *(_mode_row(m, names) for m in modes)]) + "\n\n" + _method(data) + _cache_in_builds(data)
-    sentences = []
-    for mode, other in ((DEFAULT_MODE, CACHE_OFF), ("cupti-launch", DEFAULT_MODE), ("cupti-kernels", "cupti-launch")):
-        figures = []
-        for c in configs:
-            phrase, gain = _paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
-            if phrase and gain is not None:
-                figures.append(f"{phrase}, by a median of {gain:.3f} per round")
-        if figures:
-            sentences.append(f"{names[mode]} against {names[other]}: {'; '.join(figures)}")
-    if sentences:
-        text += " " + ". ".join(sentences) + "."
+    text, names, by, configs, cached, runs = _cache_run_head(data, modes)
+    text += _paired_sentences(
+        by, configs, names, ((DEFAULT_MODE, CACHE_OFF), ("cupti-launch", DEFAULT_MODE), ("cupti-kernels", "cupti-launch"))
+    )
     readings = []
     for config, bound in SCOREP_RATIO_TARGETS if cached == runs else ():  # only where every run had the cache to turn off
         on, off = by.get((DEFAULT_MODE, config)), by.get((CACHE_OFF, config))
@@ -157,3 +175,140 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
         + "\n\n"
         + _scorep_targets(modes, data, said=f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID)
     )
+
+
+# calls A, B and C: the lockstep rounds (merged), the sampled round of call C and its profiles
+PROFILE_DIR = "h200-bench/gpu-call-2026-12-04-profile"
+PROFILE_BENCH = f"{PROFILE_DIR}/bench-abc.json"
+PROFILE_CPU = f"{PROFILE_DIR}/profile-c.json"  # host_profile.py on the GPU machine: every library named
+PROFILE_FOCUS = f"{PROFILE_DIR}/profile-c-focus.json"  # the same samples, --focus on Score-P's and OTF2's libraries
+FOCUS_OF = {DEFAULT_MODE: "Score-P's and OTF2's own code", "cupti-launch": "the client's own callback"}
+
+
+def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
+    """Calls A, B and C: the lockstep rounds of the default mode beside CUPTI alone with and without
+    launch callbacks, Score-P without `driver`, torch.profiler and no tracer; the paired comparisons;
+    where a step's time goes (the process's CPU time, the stepping thread's, the closing wait); the
+    sampled round; the default mode's targets on these rounds."""
+    data = facts.bench(PROFILE_BENCH) or {}
+    modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
+    if not modes:
+        return f"(no `{PROFILE_BENCH}` shipped)"
+    text, names, by, configs, cached, runs = _cache_run_head(data, modes)
+    pairs = (
+        ("cupti-launch", DEFAULT_MODE),
+        ("scorep-nodriver-chunk4m", DEFAULT_MODE),
+        ("cupti-kernels", "scorep-nodriver-chunk4m"),
+        ("cupti-kernels", "cupti-launch"),
+    )
+    text += _paired_sentences(by, configs, names, pairs)
+    beyond = [g for c in configs if (g := _paired_gain(by, c, "cupti-launch", DEFAULT_MODE)) is not None]
+    text += _step_accounting(data) + _sampled_round(facts, names, beyond)
+    said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
+    return text + "\n\n" + _scorep_targets(modes, data, said=said)
+
+
+def _step_ratios(data: dict, key: str) -> dict[str, list[float]]:
+    """Per mode, every measured step's ``key`` figure over its time, pooled over the configurations and the
+    rounds that recorded that figure."""
+    out: dict[str, list[float]] = {}
+    for r in data.get("rounds") or []:
+        per_cfg = r.get(key) if isinstance(r, dict) else None
+        if not isinstance(per_cfg, dict):
+            continue
+        for cfg, per_mode in per_cfg.items():
+            times = (r.get("steps_ms") or {}).get(cfg) or {}
+            for mode, xs in per_mode.items():
+                ts = times.get(mode) or []
+                if len(xs) == len(ts):
+                    out.setdefault(mode, []).extend(x / t for x, t in zip(xs, ts) if t > 0)
+    return out
+
+
+def _step_accounting(data: dict) -> str:
+    """How a step's wall time splits: the process's CPU time over it, the stepping thread's, and the
+    time of the closing synchronisation, each the range of the modes' medians over their steps."""
+    proc, main, wait = (_step_ratios(data, k) for k in ("steps_proc_cpu_ms", "steps_cpu_ms", "steps_sync_ms"))
+    if not proc:
+        return ""
+    rounds = sum(1 for r in data.get("rounds") or [] if isinstance(r, dict) and r.get("steps_proc_cpu_ms"))
+
+    def span(per_mode: dict[str, list[float]]) -> tuple[float, float]:
+        medians = [statistics.median(xs) for xs in per_mode.values() if xs]
+        return min(medians), max(medians)
+
+    def said(lo: float, hi: float, fmt: str) -> str:
+        a, b = format(lo, fmt), format(hi, fmt)
+        return f"is {a} in every mode" if a == b else f"lies between {a} and {b}"
+
+    (plo, phi), (mlo, mhi) = span(proc), span(main)
+    text = (
+        f" Where a step's time goes ({rounds} rounds that recorded the process's CPU time): the process's CPU time per "
+        f"step over the step's wall time, the median of each mode's steps, {said(plo, phi, '.2f')}; the stepping "
+        f"thread's {said(mlo, mhi, '.2f')} (PyTorch runs the backward pass on a thread of its own while the stepping "
+        "thread waits)"
+    )
+    if wait:
+        wlo, whi = span(wait)
+        text += f"; the step's closing wait for its stream, as a share of the step, {said(100 * wlo, 100 * whi, '.1f')}%"
+    if 0.9 <= plo and phi <= 1.1 and (not wait or span(wait)[1] <= 0.02):
+        text += (
+            ": a step is about one core's worth of host work from start to end, and what a tracer costs here is CPU "
+            "time on the threads that launch, not waiting for the GPU"
+        )
+    return text + "."
+
+
+def _sampled_round(facts: Facts, names: dict, beyond: list[float]) -> str:
+    """Call C's sampled round: per mode its CPU-time samples against no tracer's, CUPTI's share, and the
+    tracer's own code (the focus profile), with the sampling noise said; Score-P's own code set beside
+    ``beyond``, what the default mode cost beyond CUPTI alone with launch callbacks per configuration."""
+    cpu, focus = facts.bench(PROFILE_CPU) or {}, facts.bench(PROFILE_FOCUS) or {}
+    procs = {str(p.get("label", "")).split(" ")[0]: p for p in cpu.get("processes") or [] if isinstance(p, dict)}
+    own = {str(p.get("label", "")).split(" ")[0]: p.get("focus") for p in focus.get("processes") or [] if isinstance(p, dict)}
+    base = (procs.get("untraced") or {}).get("samples")
+    if not base:
+        return ""
+    hz = procs["untraced"].get("hz")
+    parts = [f"no tracer {base:,} samples"]
+    for mode, p in procs.items():
+        if mode == "untraced" or not p.get("samples"):
+            continue
+        n = p["samples"]
+        cupti = next((x[2] for x in p.get("library_inclusive") or [] if str(x[0]).startswith("libcupti")), 0.0)
+        part = f"{names.get(mode, mode)} {n:,} ({n / base:.2f}x; libcupti on {100 * cupti:.1f}% of them"
+        mine = own.get(mode) if mode in FOCUS_OF else None
+        if mine and mine.get("samples") is not None:
+            part += f", {FOCUS_OF[mode]} on {100 * mine['samples'] / n:.1f}%"
+            top = [f"{str(k).split(' (')[0]} {v}" for k, v, _ in (mine.get("innermost") or [])[:5]]
+            if mode == DEFAULT_MODE and top:
+                part += f", innermost there: {', '.join(top)}"
+        parts.append(part + ")")
+    text = (
+        f" One round sampled with `scripts/host_sampler.c` (call C: 100 measured steps per configuration, the CPU time of "
+        f"every thread, its timer set to {hz} Hz, read with `scripts/host_profile.py`; samples in the measured steps): "
+        + "; ".join(parts)
+        + "."
+    )
+    mine = own.get(DEFAULT_MODE) or {}
+    if mine.get("samples"):
+        share = mine["samples"] / base  # Score-P's own code, in steps of no tracer
+        text += (
+            f" A count of n samples is uncertain by about its square root ({base**0.5:.0f} for {base:,}), so one round "
+            "does not tell apart modes a few per cent apart. It does locate Score-P's own code: "
+            f"{share:.3f} of an untraced step's CPU time"
+        )
+        inner = mine.get("innermost") or []
+        if inner and inner[0][1] <= 0.2 * mine["samples"]:
+            text += f" (no function holds more than {inner[0][1]} of its {mine['samples']} samples)"
+        if beyond:
+            lo, hi = min(beyond), max(beyond)
+            cost = f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"
+            text += (
+                f", against the {cost} of an untraced step that launch-only Score-P cost beyond CUPTI alone with launch "
+                "callbacks over the rounds above"
+            )
+            if share < 0.6 * lo:
+                text += ": the rest of that is not in Score-P's code as sampled, and this round does not locate it"
+        text += "."
+    return text

@@ -551,6 +551,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace-scorep-presence": docbench_calls.bench_trace_scorep_presence,
     "bench-trace-cupti-buffers": docbench_calls.bench_trace_cupti_buffers,
     "bench-trace-stream-cache": docbench_calls.bench_trace_stream_cache,
+    "bench-trace-host-profile": docbench_calls.bench_trace_host_profile,
     "scorep-targets-summary": docbench.scorep_targets_summary,
     "bench-hook": bench_hook,
     "bench-read": bench_read,

@@ -799,16 +799,20 @@ def cupti_dir(env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBA
 
 
 def build_cupti_client(
-    work: Path, env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBACKS
+    work: Path,
+    env: dict | None = None,
+    fallbacks: tuple[Path, ...] = CUDA_FALLBACKS,
+    modes: tuple[str, ...] = ("cupti-kernels",),
 ) -> tuple[dict | None, str | None]:
-    """Build bench_trace_cupti.c into ``work`` against the toolkit's CUPTI: (what was built, None),
-    or (None, why it cannot be)."""
+    """Build bench_trace_cupti.c into ``work`` against the toolkit's CUPTI for ``modes`` (the client's
+    modes asked for, named in the message): (what was built, None), or (None, why it cannot be)."""
     env = os.environ if env is None else env
+    said = f"mode{'s' if len(modes) > 1 else ''} {', '.join(modes)}"
     cupti = cupti_dir(env, fallbacks)
     if cupti is None:
         return (
             None,
-            "bench-trace: mode cupti-kernels needs CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, "
+            f"bench-trace: {said} need{'' if len(modes) > 1 else 's'} CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, "
             f"$CUDA_HOME, nvcc's toolkit or {', '.join(str(f) for f in fallbacks)}",
         )
     lib = next(cupti / d for d in ("lib64", "lib") if (cupti / d / "libcupti.so").exists())
@@ -819,10 +823,10 @@ def build_cupti_client(
     try:
         proc = subprocess.run(argv, capture_output=True, text=True)
     except OSError as exc:
-        return None, f"bench-trace: mode cupti-kernels: cannot run the C compiler {cc} ({exc.strerror or exc})"
+        return None, f"bench-trace: {said}: cannot run the C compiler {cc} ({exc.strerror or exc})"
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.split())[-300:]
-        return None, f"bench-trace: mode cupti-kernels: bench_trace_cupti.c does not build against {cupti}: {tail}"
+        return None, f"bench-trace: {said}: bench_trace_cupti.c does not build against {cupti}: {tail}"
     return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_CLIENT_MODES}, None
 
 
@@ -896,7 +900,7 @@ def parent(args) -> int:
                 print(why, file=sys.stderr)
                 return 2
         if any(m in CUPTI_CLIENT_MODES for m in modes):
-            args.cupti_client, why = build_cupti_client(work)
+            args.cupti_client, why = build_cupti_client(work, modes=tuple(m for m in modes if m in CUPTI_CLIENT_MODES))
             if why:
                 print(why, file=sys.stderr)
                 return 2

@@ -441,6 +441,10 @@ def test_the_cupti_client_without_cupti_says_cupti_is_needed(bt, tmp_path):
     (tmp_path / "empty").mkdir()
     built, why = bt.build_cupti_client(tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",))
     assert built is None and "mode cupti-kernels needs CUPTI" in why
+    built, why = bt.build_cupti_client(
+        tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",), modes=("cupti-kernels", "cupti-launch")
+    )
+    assert built is None and why.startswith("bench-trace: modes cupti-kernels, cupti-launch need CUPTI")
 
 
 def _cupti_round(rnd, kernels, dropped, micro=False, error=None):

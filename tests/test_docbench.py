@@ -379,7 +379,7 @@ def _profile_facts(tmp_path, bench: dict | None = None) -> Facts:
     src = ROOT / "expected" / "reference" / docbench_calls.PROFILE_DIR
     dst = tmp_path / "expected" / "reference" / docbench_calls.PROFILE_DIR
     dst.mkdir(parents=True)
-    for name in ("bench-abc.json", "profile-c.json", "profile-c-focus.json"):
+    for name in ("bench-abc.json", "sampled-c.json", "profile-c.json", "profile-c-focus.json"):
         shutil.copy(src / name, dst / name)
     if bench is not None:
         (dst / "bench-abc.json").write_text(json.dumps(bench))
@@ -398,7 +398,10 @@ def test_the_host_profile_block_says_what_its_files_say(tmp_path):
     assert f"no tracer {base:,} samples" in text
     assert "(no mode turned it off)" in text  # the cache-off mode did not run in these calls
     # each step's CPU: the whole process busy for the whole step, and so the conclusion drawn
-    assert "is 1.00 in every mode" in text and "what a tracer costs here is CPU time on the threads that launch" in text
+    assert "the CPU time of all the process's threads is 1.00 in every mode (6 rounds)" in text
+    assert "so the steps are host-bound and what a tracer costs here is CPU time on the threads that launch" in text
+    # the sampling rate is what the samples came at (samples over the sampled processes' CPU time), not the timer's ask
+    assert "its timer asked for 997 Hz and the samples came at 249 per second of CPU time" in text
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on)" in text
 
 
@@ -411,5 +414,5 @@ def test_the_host_profile_block_draws_no_cpu_conclusion_from_steps_that_wait(tmp
     doc = {"device": "GPU", "steps": 2, "warmup": 1, "step_sync": "stream", "rounds": rounds,
            "modes": [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.2, **rr)]}  # fmt: skip
     text = docbench_calls.bench_trace_host_profile(_profile_facts(tmp_path, doc), None)
-    assert "the process's CPU time per step over the step's wall time, the median of each mode's steps, is 0.60" in text
-    assert "one core's worth" not in text and "closing wait" not in text  # no wait recorded: none said
+    assert "the CPU time of all the process's threads is 0.60 in every mode (1 round)" in text
+    assert "host-bound" not in text and "closing wait" not in text  # no wait recorded: none said, nothing concluded

@@ -180,6 +180,7 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
 # calls A, B and C: the lockstep rounds (merged), the sampled round of call C and its profiles
 PROFILE_DIR = "h200-bench/gpu-call-2026-12-04-profile"
 PROFILE_BENCH = f"{PROFILE_DIR}/bench-abc.json"
+PROFILE_SAMPLED = f"{PROFILE_DIR}/sampled-c.json"  # the sampled round itself (bench_trace.py --sample)
 PROFILE_CPU = f"{PROFILE_DIR}/profile-c.json"  # host_profile.py on the GPU machine: every library named
 PROFILE_FOCUS = f"{PROFILE_DIR}/profile-c-focus.json"  # the same samples, --focus on Score-P's and OTF2's libraries
 FOCUS_OF = {DEFAULT_MODE: "Score-P's and OTF2's own code", "cupti-launch": "the client's own callback"}
@@ -203,35 +204,43 @@ def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
     )
     text += _paired_sentences(by, configs, names, pairs)
     beyond = [g for c in configs if (g := _paired_gain(by, c, "cupti-launch", DEFAULT_MODE)) is not None]
-    text += _step_accounting(data) + _sampled_round(facts, names, beyond)
+    text += _step_accounting(data) + _sampled_round(facts, names, by, beyond)
     said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
     return text + "\n\n" + _scorep_targets(modes, data, said=said)
 
 
-def _step_ratios(data: dict, key: str) -> dict[str, list[float]]:
+def _step_ratios(data: dict, key: str) -> tuple[dict[str, list[float]], int]:
     """Per mode, every measured step's ``key`` figure over its time, pooled over the configurations and the
-    rounds that recorded that figure."""
+    rounds that recorded that figure; and how many rounds those are."""
     out: dict[str, list[float]] = {}
+    rounds = 0
     for r in data.get("rounds") or []:
         per_cfg = r.get(key) if isinstance(r, dict) else None
-        if not isinstance(per_cfg, dict):
+        if not isinstance(per_cfg, dict) or not per_cfg:
             continue
+        rounds += 1
         for cfg, per_mode in per_cfg.items():
             times = (r.get("steps_ms") or {}).get(cfg) or {}
             for mode, xs in per_mode.items():
                 ts = times.get(mode) or []
                 if len(xs) == len(ts):
                     out.setdefault(mode, []).extend(x / t for x, t in zip(xs, ts) if t > 0)
-    return out
+    return out, rounds
+
+
+def _rounds(n: int) -> str:
+    return f"{n} round{'' if n == 1 else 's'}"
 
 
 def _step_accounting(data: dict) -> str:
-    """How a step's wall time splits: the process's CPU time over it, the stepping thread's, and the
-    time of the closing synchronisation, each the range of the modes' medians over their steps."""
-    proc, main, wait = (_step_ratios(data, k) for k in ("steps_proc_cpu_ms", "steps_cpu_ms", "steps_sync_ms"))
+    """How a step's wall time splits: the process's CPU time over it (all threads), the stepping
+    thread's, and the closing synchronisation's, each the range of the modes' medians over their steps
+    and over the rounds that recorded it."""
+    (proc, n_proc), (main, n_main), (wait, n_wait) = (
+        _step_ratios(data, k) for k in ("steps_proc_cpu_ms", "steps_cpu_ms", "steps_sync_ms")
+    )
     if not proc:
         return ""
-    rounds = sum(1 for r in data.get("rounds") or [] if isinstance(r, dict) and r.get("steps_proc_cpu_ms"))
 
     def span(per_mode: dict[str, list[float]]) -> tuple[float, float]:
         medians = [statistics.median(xs) for xs in per_mode.values() if xs]
@@ -243,64 +252,86 @@ def _step_accounting(data: dict) -> str:
 
     (plo, phi), (mlo, mhi) = span(proc), span(main)
     text = (
-        f" Where a step's time goes ({rounds} rounds that recorded the process's CPU time): the process's CPU time per "
-        f"step over the step's wall time, the median of each mode's steps, {said(plo, phi, '.2f')}; the stepping "
-        f"thread's {said(mlo, mhi, '.2f')} (PyTorch runs the backward pass on a thread of its own while the stepping "
-        "thread waits)"
+        " Where a step's time goes, each figure per step over the step's wall time, the median of each mode's steps: "
+        f"the CPU time of all the process's threads {said(plo, phi, '.2f')} ({_rounds(n_proc)}); the stepping thread's "
+        f"{said(mlo, mhi, '.2f')} ({_rounds(n_main)}; PyTorch runs the backward pass on a thread of its own while the "
+        "stepping thread waits)"
     )
+    host_bound = 0.9 <= plo and phi <= 1.1
     if wait:
         wlo, whi = span(wait)
-        text += f"; the step's closing wait for its stream, as a share of the step, {said(100 * wlo, 100 * whi, '.1f')}%"
-    if 0.9 <= plo and phi <= 1.1 and (not wait or span(wait)[1] <= 0.02):
-        text += (
-            ": a step is about one core's worth of host work from start to end, and what a tracer costs here is CPU "
-            "time on the threads that launch, not waiting for the GPU"
-        )
+        text += f"; the step's closing wait for its stream {said(100 * wlo, 100 * whi, '.1f')}% ({_rounds(n_wait)})"
+        if host_bound and whi <= 0.02:
+            text += (
+                ": the threads' CPU time adds up to the step and the step barely waits for the GPU at its end, so "
+                "the steps are host-bound and what a tracer costs here is CPU time on the threads that launch"
+            )
     return text + "."
 
 
-def _sampled_round(facts: Facts, names: dict, beyond: list[float]) -> str:
+def _sampled_rate(facts: Facts, procs: dict) -> tuple[float, float] | None:
+    """The samples per second of CPU time each sampled process got (its samples over the CPU time of all
+    its threads in its measured steps, from the sampled round's JSON): the lowest and highest."""
+    sampled = facts.bench(PROFILE_SAMPLED) or {}
+    rounds = [r for r in sampled.get("rounds") or [] if isinstance(r, dict) and r.get("steps_proc_cpu_ms")]
+    if not rounds:
+        return None
+    rates = []
+    for mode, p in procs.items():
+        cpu_s = sum(sum(per_mode.get(mode) or []) for per_mode in rounds[0]["steps_proc_cpu_ms"].values()) / 1e3
+        if cpu_s > 0 and p.get("samples"):
+            rates.append(p["samples"] / cpu_s)
+    return (min(rates), max(rates)) if rates else None
+
+
+def _sampled_round(facts: Facts, names: dict, by: dict, beyond: list[float]) -> str:
     """Call C's sampled round: per mode its CPU-time samples against no tracer's, CUPTI's share, and the
-    tracer's own code (the focus profile), with the sampling noise said; Score-P's own code set beside
-    ``beyond``, what the default mode cost beyond CUPTI alone with launch callbacks per configuration."""
+    tracer's own code (the focus profile); why one round does not order the modes; Score-P's own code
+    set beside ``beyond``, what the default mode cost beyond CUPTI alone with launch callbacks."""
     cpu, focus = facts.bench(PROFILE_CPU) or {}, facts.bench(PROFILE_FOCUS) or {}
     procs = {str(p.get("label", "")).split(" ")[0]: p for p in cpu.get("processes") or [] if isinstance(p, dict)}
     own = {str(p.get("label", "")).split(" ")[0]: p.get("focus") for p in focus.get("processes") or [] if isinstance(p, dict)}
     base = (procs.get("untraced") or {}).get("samples")
     if not base:
         return ""
-    hz = procs["untraced"].get("hz")
     parts = [f"no tracer {base:,} samples"]
     for mode, p in procs.items():
         if mode == "untraced" or not p.get("samples"):
             continue
         n = p["samples"]
         cupti = next((x[2] for x in p.get("library_inclusive") or [] if str(x[0]).startswith("libcupti")), 0.0)
-        part = f"{names.get(mode, mode)} {n:,} ({n / base:.2f}x; libcupti on {100 * cupti:.1f}% of them"
+        part = f"{names.get(mode, mode)} {n:,} ({n / base:.2f}x; libcupti on the stack in {100 * cupti:.1f}% of them"
         mine = own.get(mode) if mode in FOCUS_OF else None
         if mine and mine.get("samples") is not None:
-            part += f", {FOCUS_OF[mode]} on {100 * mine['samples'] / n:.1f}%"
-            top = [f"{str(k).split(' (')[0]} {v}" for k, v, _ in (mine.get("innermost") or [])[:5]]
-            if mode == DEFAULT_MODE and top:
-                part += f", innermost there: {', '.join(top)}"
+            part += f", {FOCUS_OF[mode]} in {100 * mine['samples'] / n:.1f}%"
+            entry = mine.get("entered_at") or []
+            if mode == DEFAULT_MODE and entry and entry[0][1] == mine["samples"]:
+                part += f", every one entered through {str(entry[0][0]).split(' (')[0]}, which libcupti calls"
         parts.append(part + ")")
+    rate = _sampled_rate(facts, procs)
+    asked = procs["untraced"].get("hz")
+    got = "" if not rate else f"{rate[0]:.0f}" if f"{rate[0]:.0f}" == f"{rate[1]:.0f}" else f"{rate[0]:.0f}-{rate[1]:.0f}"
+    pace = f"its timer asked for {asked} Hz" + (f" and the samples came at {got} per second of CPU time" if got else "")
     text = (
-        f" One round sampled with `scripts/host_sampler.c` (call C: 100 measured steps per configuration, the CPU time of "
-        f"every thread, its timer set to {hz} Hz, read with `scripts/host_profile.py`; samples in the measured steps): "
-        + "; ".join(parts)
-        + "."
+        " One round sampled with `scripts/host_sampler.c` (call C: 100 measured steps per configuration, the CPU time of "
+        f"every thread; {pace}; read with `scripts/host_profile.py`; samples in the measured steps): " + "; ".join(parts) + "."
     )
+    spread = [(m["ratio_min"], m["ratio_max"]) for (mode, _), m in by.items() if mode == DEFAULT_MODE]
+    if spread:
+        lo, hi = min(a for a, _ in spread), max(b for _, b in spread)
+        text += (
+            " The counts follow that round's CPU time, and one round's ratios scatter as much as the rounds above do (the "
+            f"default mode's ranged over {lo:.2f}-{hi:.2f}x), so the round does not order modes a few per cent apart."
+        )
     mine = own.get(DEFAULT_MODE) or {}
     if mine.get("samples"):
         share = mine["samples"] / base  # Score-P's own code, in steps of no tracer
-        text += (
-            f" A count of n samples is uncertain by about its square root ({base**0.5:.0f} for {base:,}), so one round "
-            "does not tell apart modes a few per cent apart. It does locate Score-P's own code: "
-            f"{share:.3f} of an untraced step's CPU time"
-        )
+        text += f" It does locate Score-P's own code: {share:.3f} of an untraced step's CPU time"
         inner = mine.get("innermost") or []
         if inner and inner[0][1] <= 0.2 * mine["samples"]:
-            text += f" (no function holds more than {inner[0][1]} of its {mine['samples']} samples)"
+            text += (
+                f" (as innermost Score-P or OTF2 function none holds more than {inner[0][1]} of its {mine['samples']} samples)"
+            )
         if beyond:
             lo, hi = min(beyond), max(beyond)
             cost = f"{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"{lo:.3f}-{hi:.3f}"

@@ -39,7 +39,10 @@ Diagnostic modes (run only where --modes names them):
   cupti-kernels     no Score-P: a bare CUPTI client (scripts/bench_trace_cupti.c, built here against
                     the toolkit's CUPTI) asks for the activity records Score-P without `driver` asks
                     for (concurrent kernels, memory copies) into 4 MB buffers, counts and frees them;
-                    what CUPTI's recording of these records costs by itself, without a tracer
+                    what CUPTI's recording of these records costs by itself, without a tracer. At run
+                    time it uses the libcupti.so.13 the process loaded first, PyTorch's (its wheel
+                    nvidia-cuda-cupti); Score-P loads the toolkit's. On the lent H200 the two files
+                    are the same build (one sha256, 2026-12-04: gpu-call-2026-12-04-profile/NOTES.md)
   cupti-kernels-8k  the same client with 8 kB buffers, Score-P's own chunk
   cupti-launch      cupti-kernels, and the client also subscribes to the driver callbacks launch-only
                     Score-P enables (the same name prefixes) and stores a timestamp, the callback id

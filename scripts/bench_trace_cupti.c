@@ -13,7 +13,9 @@
  * (what links a launch to its kernel record) in a thread-local ring. That is the least a tracer
  * with launch records does: what launch-only Score-P pays beyond it is Score-P's own.
  *
- * Built by bench_trace.py on the GPU machine, against the toolkit's CUPTI (the one Score-P uses):
+ * Built by bench_trace.py on the GPU machine, against the toolkit's CUPTI (the one Score-P loads; at
+ * run time this client uses the libcupti.so.13 its process loaded first, PyTorch's wheel copy, which
+ * on the lent H200 is the same file by its sha256):
  *   cc -O2 -shared -fPIC -o libbench_trace_cupti.so bench_trace_cupti.c -I$CUPTI/include \
  *      -L$CUPTI/lib -lcupti -Wl,-rpath,$CUPTI/lib
  * and called through ctypes: bench_cupti_start(buffer_bytes, launch_callbacks) before the process

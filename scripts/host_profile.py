@@ -46,17 +46,20 @@ SKIP_FRAMES = 2  # the handler and the signal trampoline
 class Maps:
     """The file-backed executable mappings of one process: address -> (library, address in its file)."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, where: Path | str = "maps"):
         self.starts: list[int] = []
         self.rows: list[tuple[int, int, str, int]] = []  # start, end, path, load base
         bases: dict[str, int] = {}
         parsed = []
-        for line in text.splitlines():
+        for number, line in enumerate(text.splitlines(), 1):
             parts = line.split(maxsplit=5)
             if len(parts) < 6 or not parts[5].startswith("/"):
                 continue
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            offset = int(parts[2], 16)
+            try:
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                offset = int(parts[2], 16)
+            except ValueError:
+                raise ArtifactError(f"{where}: line {number} is not a /proc/self/maps line: {line[:80]!r}") from None
             path = parts[5].strip()
             parsed.append((lo, hi, parts[1], path))
             bases[path] = min(bases.get(path, lo - offset), lo - offset)
@@ -161,7 +164,7 @@ def profile(folder: Path, top: int = 25, focus: re.Pattern | None = None) -> lis
         maps_path = folder / f"maps-{pid}.txt"
         if not maps_path.is_file():
             raise ArtifactError(f"{maps_path}: missing (written with {path.name} by the sampler)")
-        maps = Maps(maps_path.read_text(errors="replace"))
+        maps = Maps(maps_path.read_text(errors="replace"), maps_path)
         lib_incl, lib_self, fn_incl, fn_self, threads = Counter(), Counter(), Counter(), Counter(), Counter()
         in_focus, focus_inner, focus_incl, focus_outer = 0, Counter(), Counter(), Counter()
         for tid, frames in samples:
@@ -225,12 +228,21 @@ def profile(folder: Path, top: int = 25, focus: re.Pattern | None = None) -> lis
 
 
 def labels_from_bench(path: Path) -> dict[int, str]:
+    """pid -> "MODE (round N)" from a bench_trace.py JSON (``rounds[*].processes[MODE].pid``)."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise ArtifactError(f"{path}: cannot read the bench_trace.py JSON ({exc})") from None
+    rounds = doc.get("rounds") if isinstance(doc, dict) else None
+    if not isinstance(rounds, list) or not all(
+        isinstance(r, dict)
+        and isinstance(r.get("processes", {}), dict)
+        and all(isinstance(p, dict) for p in r.get("processes", {}).values())
+        for r in rounds
+    ):
+        raise ArtifactError(f"{path}: not a bench_trace.py JSON (no list of rounds, each with its processes by mode)")
     out = {}
-    for r in doc.get("rounds") or []:
+    for r in rounds:
         for mode, p in (r.get("processes") or {}).items():
             if isinstance(p.get("pid"), int):
                 out[p["pid"]] = f"{mode} (round {r.get('round')})"

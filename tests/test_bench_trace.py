@@ -226,6 +226,13 @@ def test_host_profile_refuses_a_focus_that_is_not_a_pattern(tmp_path):
         "inclusive": [],
         "entered_at": [],
     }
+    for bad in ("[]", '{"rounds": [1]}', '{"rounds": [{"processes": []}]}'):  # JSON, but not a bench_trace.py output
+        (tmp_path / "bench.json").write_text(bad)
+        prof = subprocess.run([*argv[:-2], "--bench", str(tmp_path / "bench.json")], capture_output=True, text=True)
+        assert prof.returncode == 2 and "Traceback" not in prof.stderr and "bench.json: not a bench_trace.py JSON" in prof.stderr
+    (tmp_path / "maps-12.txt").write_text("zz-1 r-xp 0 00:00 0 /lib/x.so\n")  # a damaged maps copy
+    prof = subprocess.run(argv[:-2], capture_output=True, text=True)
+    assert prof.returncode == 2 and "maps-12.txt: line 1 is not a /proc/self/maps line" in prof.stderr
     (tmp_path / "samples-12.bin").rename(tmp_path / "samples-13.bin")  # a file whose name and header disagree
     prof = subprocess.run(argv[:-2], capture_output=True, text=True)
     assert prof.returncode == 2 and "samples-13.bin: its header says process 12" in prof.stderr

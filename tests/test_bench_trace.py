@@ -597,6 +597,7 @@ def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, sa
         "gpu-call-2026-12-04-cupti/bench-l.json",
         "gpu-call-2026-12-04-stream-sync/bench-f.json",
         "gpu-call-2026-12-04-cache/bench-nop.json",
+        "gpu-call-2026-12-04-profile/bench-abc.json",
     ],
 )
 def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
@@ -642,3 +643,15 @@ def test_a_round_with_an_error_gives_no_trace_size(bt):
     rounds[1]["error"] = "r1-untraced: exited with status 1: killed"
     assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(1000.0)
     assert bt.whole_round(rounds[0]) and not bt.whole_round(rounds[1])
+
+
+@pytest.mark.parametrize("bad", [{"8x70": {"untraced": [-1.0]}}, "x", {"8x70": {"untraced": "1"}}, {"8x70": [1.0]}])
+def test_a_merge_input_with_damaged_step_figures_is_refused(bt, bad):
+    """The per-step figures beside the times (faults, CPU, closing wait) are read by the summary: a round
+    whose figures are not lists of non-negative numbers per configuration and mode is not merged."""
+    doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-c.json").read_text())
+    assert bt.merge_input_problem(doc) is None
+    doc["rounds"][0]["steps_sync_ms"] = bad
+    assert bt.merge_input_problem(doc) == (
+        "round 0: 'steps_sync_ms' is not a list of non-negative numbers per configuration and mode"
+    )

@@ -11,12 +11,19 @@ static function is not that function's), and prints per process:
 - the functions with the largest inclusive shares, and the largest self shares.
 
 The sampler's own frames (its signal handler and the kernel's signal trampoline) are left out.
+
+A function is named only from the very file that was sampled: the sampler writes each loaded
+object's GNU build id (``buildids-PID.txt``), and a library whose file here has another build id
+(another machine's, a rebuilt one) or none keeps its addresses as offsets, its table marked "not
+the sampled file". Samples written without build ids (before the sampler kept them) are named
+only for the libraries ``--assume-same REGEX`` vouches for (e.g. an install unpacked from the
+same archive); the others stay offsets, marked "unverified".
 ``--focus REGEX`` (library file names, e.g. ``scorep|otf2``) adds, over the samples with a frame in
 such a library, their number and its innermost, inclusive and outermost functions there: what
 a tracer's own code costs and through which entry. ``--label PID=NAME`` (or ``--bench JSON``: the pids that bench_trace.py records per mode and round)
 names processes; ``--json OUT`` writes the same figures.
 
-    scripts/host_profile.py DIR [--bench bench.json] [--top 25] [--json OUT]
+    scripts/host_profile.py DIR [--bench bench.json] [--top 25] [--focus REGEX] [--assume-same REGEX] [--json OUT]
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "artifact"))
 
 from dnabert_scaling.errors import ArtifactError  # noqa: E402
-from dnabert_scaling.outputs import writable_file, write_text_atomic  # noqa: E402
+from dnabert_scaling.outputs import refuse_overlap, writable_file, write_text_atomic  # noqa: E402
 
 MAGIC = b"HSMPLv2\n"
 SKIP_FRAMES = 2  # the handler and the signal trampoline
@@ -86,23 +93,83 @@ def _is_fixed_executable(path: str) -> bool:
     return len(head) == 18 and head[:4] == b"\x7fELF" and struct.unpack_from("<H", head, 16)[0] == 2
 
 
+PT_NOTE, NT_GNU_BUILD_ID = 4, 3
+
+
+def build_id(path: str) -> str | None:
+    """The GNU build id of the ELF file at ``path`` (hex), from its PT_NOTE segments; None where it
+    has none or is not a 64-bit little-endian ELF file one can read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            phoff, phentsize, phnum = struct.unpack_from("<Q", head, 32)[0], *struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            for k in range(phnum):
+                p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", table, k * phentsize)
+                if p_type != PT_NOTE:
+                    continue
+                f.seek(p_offset)
+                notes, pos = f.read(p_filesz), 0
+                while pos + 12 <= len(notes):
+                    namesz, descsz, kind = struct.unpack_from("<III", notes, pos)
+                    name_at, desc_at = pos + 12, pos + 12 + ((namesz + 3) & ~3)
+                    if kind == NT_GNU_BUILD_ID and notes[name_at : name_at + namesz] == b"GNU\0":
+                        return notes[desc_at : desc_at + descsz].hex()
+                    pos = desc_at + ((descsz + 3) & ~3)
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def read_build_ids(path: Path) -> dict[str, str] | None:
+    """``buildids-PID.txt``: resolved path -> build id; None where the sampler wrote none."""
+    if not path.is_file():
+        return None
+    out = {}
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        ident, _, lib = line.partition(" ")
+        if not lib.startswith("/") or not all(c in "0123456789abcdef" for c in ident) or not ident:
+            raise ArtifactError(f"{path}: line {number} is not 'BUILD-ID PATH': {line[:80]!r}")
+        out[lib] = ident
+    return out
+
+
 class Symbols:
-    """Function symbols of the libraries met, from ``nm`` (cached per library)."""
+    """Function symbols of the libraries met, from ``nm``, each only from the file that was sampled
+    (cached per library and the build id it must have)."""
 
-    def __init__(self):
-        self.tables: dict[str, tuple[list[int], list[str], str]] = {}
+    def __init__(self, assume_same: re.Pattern | None = None):
+        self.tables: dict[tuple[str, str | None], tuple[list[int], list[str], str]] = {}
+        self.kinds: dict[str, str] = {}  # library file name -> how its names were read, for the report
         self.nm = shutil.which("nm")
+        self.assume_same = assume_same
 
-    def table(self, path: str) -> tuple[list[int], list[str], str]:
-        if path not in self.tables:
-            addrs, names, kind = [], [], "none"
-            for flags, what in ((["-n", "--defined-only"], "full"), (["-D", "-n", "--defined-only"], "exported")):
-                rows = self._nm(flags, path)
-                if rows:
-                    addrs, names, kind = [a for a, _ in rows], [n for _, n in rows], what
-                    break
-            self.tables[path] = (addrs, names, kind)
-        return self.tables[path]
+    def table(self, path: str, sampled_id: str | None) -> tuple[list[int], list[str], str]:
+        """``path``'s function table; ``sampled_id``: the build id the sampler saw (None: not recorded)."""
+        key = (path, sampled_id)
+        if key not in self.tables:
+            addrs, names, kind = [], [], self._unverified(path, sampled_id)
+            if kind is None:
+                kind = "none"
+                for flags, what in ((["-n", "--defined-only"], "full"), (["-D", "-n", "--defined-only"], "exported")):
+                    rows = self._nm(flags, path)
+                    if rows:
+                        addrs, names, kind = [a for a, _ in rows], [n for _, n in rows], what
+                        break
+            self.tables[key] = (addrs, names, kind)
+            self.kinds[os.path.basename(path)] = kind
+        return self.tables[key]
+
+    def _unverified(self, path: str, sampled_id: str | None) -> str | None:
+        """Why ``path`` here may not be the file that was sampled, or None where it is (or is vouched for)."""
+        if sampled_id is not None:
+            return None if build_id(path) == sampled_id else "not the sampled file"
+        if self.assume_same is not None and self.assume_same.search(os.path.basename(path)):
+            return None
+        return "unverified"
 
     def _nm(self, flags: list[str], path: str) -> list[tuple[int, str]]:
         if self.nm is None or not os.path.isfile(path):
@@ -121,8 +188,8 @@ class Symbols:
                     continue
         return sorted(rows)
 
-    def name(self, path: str, offset: int) -> str:
-        addrs, names, _ = self.table(path)
+    def name(self, path: str, offset: int, sampled_id: str | None) -> str:
+        addrs, names, _ = self.table(path, sampled_id)
         i = bisect.bisect_right(addrs, offset) - 1
         return names[i] if i >= 0 else f"0x{offset:x}"
 
@@ -151,10 +218,76 @@ def read_samples(path: Path) -> tuple[int, int, str, int, list[tuple[int, list[i
     return pid, hz, ("cpu", "wall")[clock], lost, out
 
 
-def profile(folder: Path, top: int = 25, focus: re.Pattern | None = None) -> list[dict]:
+class Namer:
+    """One process's addresses as (library, "function (library)"), each worked out once (they recur)."""
+
+    def __init__(self, maps: Maps, ids: dict[str, str] | None, symbols: Symbols):
+        self.maps, self.ids, self.symbols = maps, ids, symbols
+        self.named: dict[int, tuple[str, str]] = {}
+
+    def name(self, addr: int) -> tuple[str, str]:
+        if addr not in self.named:
+            hit = self.maps.find(addr)
+            if hit is None:
+                self.named[addr] = ("[unknown]", "[unknown]")
+            else:
+                lib, off = hit
+                sampled = None if self.ids is None else self.ids.get(lib, "")  # "": loaded, no build id seen
+                base = os.path.basename(lib)
+                self.named[addr] = (base, f"{self.symbols.name(lib, off, sampled)} ({base})")
+        return self.named[addr]
+
+
+class Tally:
+    """The counts of one process's samples: libraries and functions, inclusive and self, threads, and
+    (with a focus) the samples with a frame in the focus's libraries."""
+
+    def __init__(self, focus: re.Pattern | None):
+        self.focus = focus
+        self.lib_incl, self.lib_self, self.fn_incl, self.fn_self, self.threads = (Counter() for _ in range(5))
+        self.in_focus, self.focus_inner, self.focus_incl, self.focus_outer = 0, Counter(), Counter(), Counter()
+
+    def add(self, tid: int, named: list[tuple[str, str]]) -> None:
+        """One sample: its thread and its frames as (library, function), innermost first."""
+        self.threads[tid] += 1
+        if not named:
+            return
+        self.lib_self[named[0][0]] += 1
+        self.fn_self[named[0][1]] += 1
+        self.lib_incl.update({lib for lib, _ in named})
+        self.fn_incl.update({fn for _, fn in named})
+        mine = [fn for lib, fn in named if self.focus is not None and self.focus.search(lib)]
+        if mine:  # the focus's own innermost function, and where the stack entered it
+            self.in_focus += 1
+            self.focus_inner[mine[0]] += 1
+            self.focus_outer[mine[-1]] += 1
+            self.focus_incl.update(set(mine))
+
+    def figures(self, total: int, top: int) -> dict:
+        def share(c: Counter) -> list:
+            return [[k, v, round(v / total, 4)] for k, v in c.most_common(top)] if total else []
+
+        out = {
+            "library_inclusive": share(self.lib_incl),
+            "library_self": share(self.lib_self),
+            "function_inclusive": share(self.fn_incl),
+            "function_self": share(self.fn_self),
+        }
+        if self.focus is not None:
+            out["focus"] = {
+                "libraries": self.focus.pattern,
+                "samples": self.in_focus,  # with a frame in a matching library
+                "innermost": share(self.focus_inner),  # the innermost matching frame's function
+                "inclusive": share(self.focus_incl),
+                "entered_at": share(self.focus_outer),  # the outermost matching frame's function
+            }
+        return out
+
+
+def profile(folder: Path, top: int = 25, focus: re.Pattern | None = None, assume_same: re.Pattern | None = None) -> list[dict]:
     """Per sample file in ``folder`` its figures (see the module's docstring); with ``focus`` (a
     pattern of library file names) also those of the samples with a frame in a matching library."""
-    symbols = Symbols()
+    symbols = Symbols(assume_same)
     docs = []
     files = [p for p in folder.glob("samples-*.bin") if p.stem.split("-", 1)[1].isdigit()]
     for path in sorted(files, key=lambda p: int(p.stem.split("-")[1])):
@@ -165,63 +298,24 @@ def profile(folder: Path, top: int = 25, focus: re.Pattern | None = None) -> lis
         if not maps_path.is_file():
             raise ArtifactError(f"{maps_path}: missing (written with {path.name} by the sampler)")
         maps = Maps(maps_path.read_text(errors="replace"), maps_path)
-        lib_incl, lib_self, fn_incl, fn_self, threads = Counter(), Counter(), Counter(), Counter(), Counter()
-        in_focus, focus_inner, focus_incl, focus_outer = 0, Counter(), Counter(), Counter()
-        for tid, frames in samples:
-            threads[tid] += 1
-            named = []
-            for k, addr in enumerate(frames[SKIP_FRAMES:]):
-                hit = maps.find(addr - 1 if k else addr)  # a return address points past its call
-                if hit is None:
-                    named.append(("[unknown]", "[unknown]"))
-                    continue
-                lib, off = hit
-                named.append((os.path.basename(lib), f"{symbols.name(lib, off)} ({os.path.basename(lib)})"))
-            if not named:
-                continue
-            lib_self[named[0][0]] += 1
-            fn_self[named[0][1]] += 1
-            for lib in {lib for lib, _ in named}:
-                lib_incl[lib] += 1
-            for fn in {fn for _, fn in named}:
-                fn_incl[fn] += 1
-            mine = [fn for lib, fn in named if focus is not None and focus.search(lib)]
-            if mine:  # innermost first: the focus's own innermost function, and where the stack entered it
-                in_focus += 1
-                focus_inner[mine[0]] += 1
-                focus_outer[mine[-1]] += 1
-                for fn in set(mine):
-                    focus_incl[fn] += 1
-        total = len(samples)
-
-        def share(c: Counter, total: int = total) -> list:
-            return [[k, v, round(v / total, 4)] for k, v in c.most_common(top)]
-
+        namer = Namer(maps, read_build_ids(folder / f"buildids-{pid}.txt"), symbols)
+        tally = Tally(focus)
+        for tid, frames in samples:  # a return address points past its call: its call is the byte before
+            tally.add(tid, [namer.name(addr - 1 if k else addr) for k, addr in enumerate(frames[SKIP_FRAMES:])])
         docs.append(
             {
                 "pid": pid,
                 "hz": hz,
                 "clock": clock,
-                "samples": total,
+                "samples": len(samples),
                 "samples_not_kept": lost,
-                "threads": len(threads),
+                "threads": len(tally.threads),
                 # the threads with the most samples: [thread id, samples, whether it is the process's main thread]
-                "by_thread": [[tid, n, tid == pid] for tid, n in threads.most_common(8)],
-                "library_inclusive": share(lib_incl),
-                "library_self": share(lib_self),
-                "function_inclusive": share(fn_incl),
-                "function_self": share(fn_self),
-                "symbol_tables": {os.path.basename(p): t[2] for p, t in symbols.tables.items()},
+                "by_thread": [[tid, n, tid == pid] for tid, n in tally.threads.most_common(8)],
+                **tally.figures(len(samples), top),
+                "symbol_tables": dict(symbols.kinds),
             }
         )
-        if focus is not None:
-            docs[-1]["focus"] = {
-                "libraries": focus.pattern,
-                "samples": in_focus,  # with a frame in a matching library
-                "innermost": share(focus_inner),  # the innermost matching frame's function
-                "inclusive": share(focus_incl),
-                "entered_at": share(focus_outer),  # the outermost matching frame's function
-            }
     if not docs:
         raise ArtifactError(f"{folder}: no samples-PID.bin files (was HOST_SAMPLER_OUT set and the sampler preloaded?)")
     return docs
@@ -253,7 +347,10 @@ def show(docs: list[dict], labels: dict[int, str], top: int) -> None:
     for d in docs:
         name = labels.get(d["pid"], "")
         what = "wall-clock time" if d["clock"] == "wall" else "CPU time"
-        print(f"## pid {d['pid']} {name}: {d['samples']} samples of {what} at {d['hz']} Hz ({d['samples_not_kept']} not kept)")
+        print(
+            f"## pid {d['pid']} {name}: {d['samples']} samples of {what}, the timer asked for {d['hz']} Hz "
+            f"({d['samples_not_kept']} not kept)"
+        )
         print("  threads: " + ", ".join(f"{tid}{' (main)' if main else ''} {n}" for tid, n, main in d["by_thread"]))
         for key in ("library_inclusive", "library_self", "function_inclusive", "function_self"):
             print(f"  {key.replace('_', ' ')}:")
@@ -268,14 +365,28 @@ def show(docs: list[dict], labels: dict[int, str], top: int) -> None:
                     print(f"    {100 * s:5.1f}%  {v:6d}  {k}")
 
 
+def _pattern(option: str, text: str | None) -> re.Pattern | None:
+    try:
+        return re.compile(text) if text else None
+    except re.error as exc:
+        raise ArtifactError(f"{option} {text!r}: not a regular expression ({exc})") from None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folder")
     p.add_argument("--bench", default=None, help="bench_trace.py JSON whose processes name the pids")
     p.add_argument("--label", action="append", default=[], metavar="PID=NAME")
-    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--top", type=int, default=25, help="how many libraries and functions per list (at least 1)")
     p.add_argument(
         "--focus", default=None, metavar="REGEX", help="also count the samples with a frame in a library matching this"
+    )
+    p.add_argument(
+        "--assume-same",
+        default=None,
+        metavar="REGEX",
+        help="for samples written without build ids: name the functions of the libraries matching this from the files "
+        "here, vouched for as the sampled ones (the others stay offsets)",
     )
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -289,12 +400,15 @@ def main(argv=None) -> int:
             if not pid.isdigit() or not name:
                 raise ArtifactError(f"--label {item!r}: expected PID=NAME")
             labels[int(pid)] = name
+        if args.top < 1:
+            raise ArtifactError(f"--top {args.top}: give at least 1")
+        if args.json:  # never over an input, never half-written
+            refuse_overlap([("--json", args.json)], [folder, *([args.bench] if args.bench else [])])
         out = writable_file(args.json, "--json") if args.json else None
-        try:
-            focus = re.compile(args.focus) if args.focus else None
-        except re.error as exc:
-            raise ArtifactError(f"--focus {args.focus!r}: not a regular expression ({exc})") from None
-        docs = profile(folder, args.top, focus)
+        focus, assume_same = (
+            _pattern(option, text) for option, text in (("--focus", args.focus), ("--assume-same", args.assume_same))
+        )
+        docs = profile(folder, args.top, focus, assume_same)
         for d in docs:
             d["label"] = labels.get(d["pid"])
         show(docs, labels, args.top)

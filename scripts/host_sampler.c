@@ -21,11 +21,13 @@
  * it where the exec fails); a forked child starts with an empty table and a timer of its own.
  *
  * At exit the table is written to DIR/samples-PID.bin next to a copy of /proc/self/maps
- * (DIR/maps-PID.txt), so that scripts/host_profile.py can name each address's library and,
- * with the library's symbol table, its function. Nothing is symbolised in the process.
+ * (DIR/maps-PID.txt) and the GNU build id of every loaded object (DIR/buildids-PID.txt: "ID
+ * PATH" per line, the path resolved as the maps show it), so that scripts/host_profile.py can
+ * name each address's library and, with the symbol table of that very file (it checks the build
+ * id), its function. Nothing is symbolised in the process.
  *
  * Built on the machine that runs it (bench_trace.py --sample does it):
- *   cc -O2 -shared -fPIC -o libhost_sampler.so host_sampler.c
+ *   cc -O2 -shared -fPIC -o libhost_sampler.so host_sampler.c -ldl -lpthread -lrt
  *
  * File layout (little-endian, as written by this machine): a header of 8 bytes "HSMPLv2\n",
  * then uint32 pid, uint32 hz, uint32 clock (0: CPU time, 1: wall-clock time of the loading
@@ -39,6 +41,8 @@
 #include <execinfo.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -156,23 +160,77 @@ copy_maps( const char* path )
     }
 }
 
+/* The interval of ``rate`` a second (0: the timer stopped), as the two timers take it. */
 static void
 set_timer( unsigned rate )
 {
+    long long ns = rate ? 1000000000LL / rate : 0;
     if ( wall_clock )
     {
         struct itimerspec every;
-        every.it_interval.tv_sec  = 0;
-        every.it_interval.tv_nsec = rate ? ( long )( 1000000000L / rate ) : 0;
+        every.it_interval.tv_sec  = ( time_t )( ns / 1000000000LL );
+        every.it_interval.tv_nsec = ( long )( ns % 1000000000LL );
         every.it_value            = every.it_interval;
         timer_settime( wall_timer, 0, &every, NULL );
         return;
     }
     struct itimerval every;
-    every.it_interval.tv_sec  = 0;
-    every.it_interval.tv_usec = rate ? ( suseconds_t )( 1000000 / rate ) : 0;
+    every.it_interval.tv_sec  = ( time_t )( ns / 1000000000LL );
+    every.it_interval.tv_usec = ( suseconds_t )( ( ns % 1000000000LL ) / 1000 );
     every.it_value            = every.it_interval;
     setitimer( ITIMER_PROF, &every, NULL );
+}
+
+/* dl_iterate_phdr's callback: the object's GNU build id (its PT_NOTE NT_GNU_BUILD_ID) and its
+   resolved path, a line to ``data`` (a FILE*); objects without either are left out. */
+static int
+note_build_id( struct dl_phdr_info* info, size_t size, void* data )
+{
+    ( void )size;
+    char        exe[ PATH_MAX ];
+    const char* name = info->dlpi_name;
+    if ( name == NULL || *name == '\0' ) /* the program itself */
+    {
+        ssize_t n = readlink( "/proc/self/exe", exe, sizeof exe - 1 );
+        if ( n <= 0 )
+        {
+            return 0;
+        }
+        exe[ n ] = '\0';
+        name     = exe;
+    }
+    char resolved[ PATH_MAX ];
+    if ( realpath( name, resolved ) == NULL )
+    {
+        return 0; /* the vdso, or a file gone since */
+    }
+    for ( int i = 0; i < info->dlpi_phnum; i++ )
+    {
+        const ElfW( Phdr )* ph = &info->dlpi_phdr[ i ];
+        if ( ph->p_type != PT_NOTE )
+        {
+            continue;
+        }
+        const char* p   = ( const char* )( info->dlpi_addr + ph->p_vaddr );
+        const char* end = p + ph->p_memsz;
+        while ( p + sizeof( ElfW( Nhdr ) ) <= end )
+        {
+            const ElfW( Nhdr )* note = ( const void* )p;
+            const char*          nm   = p + sizeof *note;
+            const unsigned char* desc = ( const unsigned char* )( nm + ( ( note->n_namesz + 3 ) & ~3u ) );
+            if ( note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && memcmp( nm, "GNU", 4 ) == 0 )
+            {
+                for ( unsigned k = 0; k < note->n_descsz; k++ )
+                {
+                    fprintf( ( FILE* )data, "%02x", desc[ k ] );
+                }
+                fprintf( ( FILE* )data, " %s\n", resolved );
+                return 0;
+            }
+            p = ( const char* )desc + ( ( note->n_descsz + 3 ) & ~3u );
+        }
+    }
+    return 0;
 }
 
 static void
@@ -281,6 +339,13 @@ finish( void )
     char path[ sizeof out_dir + 64 ];
     snprintf( path, sizeof path, "%s/maps-%d.txt", out_dir, ( int )getpid() );
     copy_maps( path );
+    snprintf( path, sizeof path, "%s/buildids-%d.txt", out_dir, ( int )getpid() );
+    FILE* ids = fopen( path, "w" );
+    if ( ids != NULL )
+    {
+        dl_iterate_phdr( note_build_id, ids );
+        fclose( ids );
+    }
     snprintf( path, sizeof path, "%s/samples-%d.bin", out_dir, ( int )getpid() );
     int fd = open( path, O_WRONLY | O_CREAT | O_TRUNC, 0644 );
     if ( fd < 0 )

@@ -193,6 +193,70 @@ def test_sampled_steps_name_where_each_process_spent_its_time(tmp_path, clock):
         assert d["label"].split()[0] == pids[d["pid"]]  # each file named by its process's mode
         if d["samples"]:  # the steps run PyTorch's CPU kernels: its library is on the sampled stacks
             assert any(lib.startswith("libtorch") for lib, _, _ in d["library_inclusive"])
+    # every library named from the very file sampled (its build id, which the sampler wrote, checked)
+    assert {p.name.replace("samples-", "buildids-").replace(".bin", ".txt") for p in samples.glob("samples-*.bin")} <= {
+        p.name for p in samples.glob("buildids-*.txt")
+    }
+    tables = {lib: kind for d in docs for lib, kind in d["symbol_tables"].items()}
+    assert tables["libtorch_cpu.so"] in ("full", "exported"), tables
+
+
+def _profile(folder, *extra) -> tuple[subprocess.CompletedProcess, dict | None]:
+    out = folder.parent / "p.json"
+    out.unlink(missing_ok=True)
+    argv = [PYTHON, str(ROOT / "scripts" / "host_profile.py"), str(folder), "--top", "200", "--json", str(out), *extra]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    return proc, (json.loads(out.read_text()) if out.is_file() else None)
+
+
+def test_host_profile_names_functions_only_from_the_file_that_was_sampled(tmp_path):
+    """A library whose file here has another build id than the sampler saw keeps offsets ("not the sampled
+    file"); samples without build ids name only what --assume-same vouches for."""
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    lib = tmp_path / "libhs.so"
+    subprocess.run(
+        ["cc", "-O2", "-shared", "-fPIC", "-o", str(lib), str(ROOT / "scripts" / "host_sampler.c"), "-ldl", "-lpthread", "-lrt"],
+        check=True,
+    )
+    work = "import ctypes, hashlib, os\nm = ctypes.CDLL(None).host_sampler_mark\nd = os.urandom(1 << 20)\nm(1)\n"
+    work += "for _ in range(400):\n    hashlib.sha256(d).digest()\nm(0)\n"
+    env = {**os.environ, "LD_PRELOAD": str(lib), "HOST_SAMPLER_OUT": str(samples), "HOST_SAMPLER_MARKED": "1"}
+    subprocess.run([PYTHON, "-c", work], env=env, check=True)
+    (ids,) = samples.glob("buildids-*.txt")
+
+    def kinds_and_names(doc: dict) -> tuple[dict, list[str]]:
+        (d,) = doc["processes"]
+        return d["symbol_tables"], [fn for fn, _, _ in d["function_inclusive"] if fn.endswith("(libc.so.6)")]
+
+    proc, doc = _profile(samples)
+    assert proc.returncode == 0, proc.stderr
+    kinds, libc = kinds_and_names(doc)
+    assert kinds["libc.so.6"] in ("full", "exported") and any(not fn.startswith("0x") for fn in libc)
+    lines = ids.read_text().splitlines()  # the sampler saw another libc: this one is not the sampled file
+    ids.write_text("\n".join(("0" * 40 + " " + ln.split(" ", 1)[1]) if ln.endswith("/libc.so.6") else ln for ln in lines) + "\n")
+    kinds, libc = kinds_and_names(_profile(samples)[1])
+    assert kinds["libc.so.6"] == "not the sampled file" and libc and all(fn.startswith("0x") for fn in libc)
+    ids.unlink()  # samples written without build ids: nothing named unless vouched for
+    kinds, libc = kinds_and_names(_profile(samples)[1])
+    assert set(kinds.values()) == {"unverified"} and all(fn.startswith("0x") for fn in libc)
+    kinds, libc = kinds_and_names(_profile(samples, "--assume-same", r"^libc\.so")[1])
+    assert kinds["libc.so.6"] in ("full", "exported") and any(not fn.startswith("0x") for fn in libc)
+    for bad, said in (
+        (["--json", str(samples / "p.json")], "--json: lies inside the input"),
+        (["--top", "0"], "--top 0: give at least 1"),
+        (["--assume-same", "("], "--assume-same '(': not a regular expression"),
+    ):
+        proc = subprocess.run(
+            [PYTHON, str(ROOT / "scripts" / "host_profile.py"), str(samples), *bad], capture_output=True, text=True
+        )
+        assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_sample_folder_and_the_json_are_two_places(tmp_path):
+    argv = [PYTHON, str(ROOT / "scripts" / "bench_trace.py"), "--device", "cpu", "--modes", "untraced"]
+    proc = subprocess.run([*argv, "--sample", str(tmp_path / "x"), "--json", str(tmp_path / "x")], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--json: is also the --sample folder" in proc.stderr and not (tmp_path / "x").exists()
 
 
 def test_host_profile_refuses_what_is_not_a_sample_file(tmp_path):
@@ -216,9 +280,10 @@ def test_host_profile_refuses_a_focus_that_is_not_a_pattern(tmp_path):
         and "Traceback" not in prof.stderr
         and "--focus 'lib(scorep': not a regular expression" in prof.stderr
     )
-    prof = subprocess.run([*argv[:-1], "scorep", "--json", str(tmp_path / "p.json")], capture_output=True, text=True)
+    out = tmp_path.parent / f"{tmp_path.name}-p.json"  # not inside the folder read
+    prof = subprocess.run([*argv[:-1], "scorep", "--json", str(out)], capture_output=True, text=True)
     assert prof.returncode == 0, prof.stderr
-    doc = json.loads((tmp_path / "p.json").read_text())["processes"][0]
+    doc = json.loads(out.read_text())["processes"][0]
     assert doc["samples"] == 0 and doc["focus"] == {
         "libraries": "scorep",
         "samples": 0,

@@ -883,6 +883,8 @@ def parent(args) -> int:
         try:
             refuse_overlap([("--json", args.json)], args.merge or [])
             writable_file(args.json, "--json")
+            if args.sample and Path(args.sample).resolve() == Path(args.json).resolve():  # the folder would take its place
+                raise ArtifactError("--json: is also the --sample folder; write them to two places", args.json)
         except ArtifactError as exc:
             print(f"bench-trace: {exc}", file=sys.stderr)
             return 2

@@ -405,6 +405,17 @@ def test_the_host_profile_block_says_what_its_files_say(tmp_path):
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on)" in text
 
 
+def test_the_host_profile_block_reads_one_sampled_process_per_mode_or_none(tmp_path):
+    facts = _profile_facts(tmp_path)
+    path = tmp_path / "expected" / "reference" / docbench_calls.PROFILE_CPU
+    doc = json.loads(path.read_text())
+    doc["processes"].append({**doc["processes"][0], "pid": 1, "label": "untraced (round 1)", "samples": 5})
+    path.write_text(json.dumps(doc))
+    text = docbench_calls.bench_trace_host_profile(facts, None)
+    assert "more than one process of a mode (more than one round): not summarised here" in text
+    assert "no tracer 5 samples" not in text and "locate Score-P's own code" not in text
+
+
 def test_the_host_profile_block_draws_no_cpu_conclusion_from_steps_that_wait(tmp_path):
     def steps(x):
         return {"8x70": {"untraced": [x, x], D: [x, x]}}

@@ -289,8 +289,11 @@ def _sampled_round(facts: Facts, names: dict, by: dict, beyond: list[float]) -> 
     tracer's own code (the focus profile); why one round does not order the modes; Score-P's own code
     set beside ``beyond``, what the default mode cost beyond CUPTI alone with launch callbacks."""
     cpu, focus = facts.bench(PROFILE_CPU) or {}, facts.bench(PROFILE_FOCUS) or {}
-    procs = {str(p.get("label", "")).split(" ")[0]: p for p in cpu.get("processes") or [] if isinstance(p, dict)}
+    listed = [p for p in cpu.get("processes") or [] if isinstance(p, dict)]
+    procs = {str(p.get("label", "")).split(" ")[0]: p for p in listed}
     own = {str(p.get("label", "")).split(" ")[0]: p.get("focus") for p in focus.get("processes") or [] if isinstance(p, dict)}
+    if len(procs) < len(listed):  # one sampled process per mode is what this reads; never one of several
+        return " The sampled profile holds more than one process of a mode (more than one round): not summarised here."
     base = (procs.get("untraced") or {}).get("samples")
     if not base:
         return ""

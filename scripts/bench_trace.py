@@ -61,12 +61,13 @@ with ``--count first``, counted once all rounds are done; null without launch re
 Per step, beside its time: the minor page faults of the stepping thread (``getrusage`` of the
 thread), its CPU time, the process's CPU time (every thread: PyTorch runs the backward pass on a
 thread of its own while the stepping thread waits), and the time the step waited in its closing
-synchronisation (``STEP_FIGURES``; medians per mode as ``<figure>_median``), so that a
-mode's cost can be read as faults (fresh memory the tracer's buffers touch), as work on the
-thread, or as waiting (for the GPU, or elsewhere: wall time beyond CPU time). ``--sample DIR`` also builds scripts/host_sampler.c and preloads it in
-every child: the stacks of the measured steps, sampled on the CPU (``--sample-clock wall``: the main
-thread's wall-clock time, waits included), land in DIR per process (read
-them with scripts/host_profile.py DIR --bench OUT.json; each process's pid is in the JSON).
+synchronisation (``STEP_FIGURES``; medians per mode as ``<figure>_median``), so that a mode's
+cost can be read as faults (fresh memory the tracer's buffers touch), as work on the threads, or
+as waiting (for the GPU, or elsewhere: wall time beyond CPU time). ``--sample DIR`` also builds
+scripts/host_sampler.c and preloads it in every child: the stacks of the measured steps, sampled
+on the CPU of every thread (``--sample-clock wall``: the main thread's wall-clock time, waits
+included), land in DIR per process with each loaded object's build id; read them with
+scripts/host_profile.py DIR --bench OUT.json (each process's pid is in the JSON).
 
 Per call (in the second round, after the configurations, in turns like the steps; ``--no-micro``
 skips it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small

@@ -1,10 +1,12 @@
 """The generated block on Score-P's tracing cost (tools/docbench.py) says what its JSON says: the
-targets met or missed from the medians, the per-call reading from the per-call figures, and the
-device-synchronisation caveat only for rounds that ended their steps that way."""
+targets met, missed or not established from the 95% interval of the median of the rounds, the
+per-call reading from the per-call figures, and the device-synchronisation caveat only for rounds
+that ended their steps that way."""
 
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 from pathlib import Path
@@ -47,15 +49,17 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     calls = [{"mode": m, "turns": 9, "cuCtxGetDevice_ns": q, "launch_ns": x} for m, (q, x) in turns.items()]
     rounds = [{"round": 0, "per_call": per_call}, {"round": 1, "per_call": {"torch": [{"launch_ns": 99000.0}]}}]
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, step_sync="stream", modes=modes, per_call=calls, rounds=rounds)
-    assert "8x70: 1.20x against <= 1.25x (met; 1 of 1 rounds at or below it)" in text
+    # one round is a median below the bound, not a result: too few rounds for an interval
+    assert "8x70: 1.20x against <= 1.25x (not established: 1 round, too few for a 95% interval of the median; 1 of 1" in text
     assert (
-        "8x70: 1.20x against torch.profiler's 1.30x, medians of the 1 rounds both ran (met, the cheaper in 1 of 1 rounds, sign test p = 1)"
-        in text
+        "8x70: 1.20x against torch.profiler's 1.30x, medians of the 1 rounds both ran (not established, the cheaper in 1 of 1 "
+        "rounds, sign test p = 1; the difference per round: 1 round, too few" in text
     )
     assert (
-        "32x70: 1.10x against <= 1.12x (met; 1 of 1 rounds" in text
+        "32x70: 1.10x against <= 1.12x (not established: 1 round" in text
         and "32x70: 1.10x against torch.profiler's 1.05x, medians" in text
     )
+    assert "(met" not in text.split("trace 60 kB")[0].split("Targets of the default mode")[1]
     assert "CUPTI's kernel records alone (the bare client) add 2.0 µs to a launch" in text
     assert "torch.profiler adds" not in text  # torch timed its calls in another round than untraced: not compared
     assert "a `cuCtxGetDevice` takes under launch-only Score-P (8 kB) 510 ns instead of 500 ns" in text
@@ -91,7 +95,8 @@ def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(t
 def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.3)]
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, modes=modes, rounds=[{}])  # no step_sync: the first version
-    assert "Every timed step ended in a device synchronisation" in text and "8x70: 1.30x against <= 1.25x (missed)" in text
+    assert "Every timed step ended in a device synchronisation" in text
+    assert "8x70: 1.30x against <= 1.25x (not established: 0 rounds, too few" in text  # no rounds: a median alone judges nothing
     assert "kernels found: not counted (not met)" in text  # no count of launches: the target is not met by silence
 
 
@@ -100,7 +105,10 @@ def test_the_torch_comparison_counts_the_rounds_launch_only_was_cheaper(tmp_path
     launch = _row(D, "8x70", 1.2, round_ratios=[[0, 1.2], [1, 1.3], [2, 1.1]])  # round 3: none
     modes = [_row("untraced", "8x70", 1.0), torch, launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 4)
-    assert "torch.profiler's 1.30x, medians of the 3 rounds both ran (met, the cheaper in 2 of 3 rounds, sign test p = 1)" in text
+    assert (
+        "torch.profiler's 1.30x, medians of the 3 rounds both ran (not established, the cheaper in 2 of 3 rounds, sign test p = 1"
+        in text
+    )
 
 
 def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
@@ -144,7 +152,10 @@ def test_targets_say_how_the_rounds_and_the_runs_lie_around_the_bound(tmp_path):
     launch.update(kernels_found_share=0.95, kernels_found=19, launches_counted=20, experiments_counted=2)
     modes = [_row("untraced", "8x70", 1.0), launch]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds, counts=counts)
-    assert "8x70: 1.27x against <= 1.25x (missed; 2 of 4 rounds at or below it; per run 1.29x (d.json), 1.22x (e.json))" in text
+    assert (
+        "8x70: 1.27x against <= 1.25x (not established: 4 rounds, too few for a 95% interval of the median; 2 of 4 rounds at or "
+        "below it; per run 1.29x (d.json), 1.22x (e.json))" in text
+    )
     assert "(missed; per run 10 of 10 (d.json), 9 of 10 (e.json); lost: 1 in e.json's counted experiment)" in text
 
 
@@ -212,22 +223,32 @@ def test_without_the_default_mode_the_targets_are_not_judged(tmp_path):
 
 
 def test_cupti_alone_says_where_a_bound_lies_against_it(tmp_path):
-    def text_for(folder, cupti_8x70, cupti_32x70):
-        cupti = [_row("cupti-kernels", "8x70", cupti_8x70, round_ratios=[[0, cupti_8x70], [1, 1.30]])]
-        cupti.append(_row("cupti-kernels", "32x70", cupti_32x70, round_ratios=[[0, 1.05], [1, cupti_32x70]]))
+    def text_for(folder, at_8x70, at_32x70):  # six rounds each: the fewest a 95% interval of a median needs
+        cupti = [
+            _row("cupti-kernels", c, statistics.median(xs), round_ratios=[[k, x] for k, x in enumerate(xs)])
+            for c, xs in (("8x70", at_8x70), ("32x70", at_32x70))
+        ]
         modes = [_row("untraced", c, 1.0) for c in ("8x70", "32x70")] + [_row(D, c, 1.3) for c in ("8x70", "32x70")] + cupti
-        return _block(folder, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 2)
+        return _block(folder, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}] * 6)
 
-    text = text_for(tmp_path / "a", 1.14, 1.11)
-    assert "CUPTI alone (bare client), 4 MB buffers 1.14x at 8x70, 1.11x at 32x70 (3 rounds)" in text
-    assert (
-        "At 32x70 CUPTI alone costs 1.11x (2 of 2 rounds at or below it): the bound of 1.12x lies at what CUPTI alone costs"
-        in text
+    text = text_for(tmp_path / "a", [1.10, 1.12, 1.13, 1.15, 1.16, 1.17], [1.05, 1.08, 1.11, 1.13, 1.15, 1.18])
+    assert "CUPTI alone (bare client), 4 MB buffers 1.14x at 8x70, 1.12x at 32x70 (3 rounds)" in text
+    assert (  # the interval holds the bound: at it, not below it
+        "At 32x70 CUPTI alone costs 1.12x (95% interval of the median 1.05-1.18; 3 of 6 rounds at or below it): the bound of "
+        "1.12x lies at what CUPTI alone costs" in text
     )
-    assert "At 8x70 CUPTI alone" not in text  # 1.14x is well below 1.25x: nothing to say
-    above = text_for(tmp_path / "b", 1.27, 1.15)
-    assert "At 8x70 CUPTI alone costs 1.27x (0 of 2 rounds at or below it): the bound of 1.25x lies below what CUPTI" in above
-    assert "At 32x70 CUPTI alone costs 1.15x (1 of 2 rounds at or below it): the bound of 1.12x lies below what CUPTI" in above
+    assert "At 8x70 CUPTI alone" not in text  # wholly below 1.25x: nothing to say
+    above = text_for(tmp_path / "b", [1.26, 1.27, 1.28, 1.30, 1.31, 1.33], [1.121, 1.14, 1.15, 1.15, 1.18, 1.19])
+    assert (
+        "At 8x70 CUPTI alone costs 1.29x (95% interval of the median 1.26-1.33; 0 of 6 rounds at or below it): the bound" in above
+    )
+    assert (  # an end that would read as the bound itself gets a third digit
+        "At 32x70 CUPTI alone costs 1.15x (95% interval of the median 1.121-1.190; 0 of 6 rounds at or below it): the bound of "
+        "1.12x lies below what CUPTI alone costs" in above
+    )
+    # a median just over the bound with rounds on both sides: at it, never "below what CUPTI costs"
+    mixed = text_for(tmp_path / "c", [1.10] * 6, [1.02, 1.05, 1.14, 1.15, 1.20, 1.22])
+    assert "1.12x lies at what CUPTI alone costs" in mixed and "lies below what" not in mixed
 
 
 def test_the_8_kb_chunk_sentence_gives_its_own_kernels_found_and_the_lost_one(tmp_path):
@@ -323,39 +344,84 @@ def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_t
     )
     # paired over the rounds both ran: cheaper in rounds 0 and 2, by a median of 0.05 (0.06, -0.02, 0.05)
     assert "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, sign test p = 1, by a median of 0.050 per round" in text
-    assert "at 8x70 1.24x with the cache, 1.26x without it, against <= 1.25x: met with the cache, missed without it" in text
+    assert (  # three rounds on either side of the bound decide nothing, with the cache or without it
+        "at 8x70 1.24x with the cache (3 rounds, too few for a 95% interval of the median), 1.26x without it (3 rounds, too few "
+        "for a 95% interval of the median), against <= 1.25x: not established with the cache and without it" in text
+    )
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on): 8x70: 1.24x" in text
+    on, off = [1.15, 1.17, 1.18, 1.20, 1.21, 1.23], [1.22, 1.24, 1.26, 1.27, 1.28, 1.30]
+    text = _cache_run(tmp_path / "split", on, off, [four])
+    assert "against <= 1.25x: met with the cache, not established without it" in text
 
 
 def test_the_stream_cache_block_does_not_credit_the_cache_with_a_target_both_meet(tmp_path):
     four = [docbench.CACHE_PATCH]
-    text = _cache_run(tmp_path, [1.20, 1.21, 1.22], [1.21, 1.22, 1.23], [four])
-    assert "met with the cache off too: these rounds meet it, not the cache" in text
+    text = _cache_run(tmp_path, [1.20, 1.21, 1.22, 1.20, 1.19, 1.18], [1.21, 1.22, 1.23, 1.22, 1.20, 1.21], [four])
+    assert "met with the cache and without it: these rounds meet it, not the cache" in text
     # a build without the patch: its launch-only mode is not labelled as cached
-    text = _cache_run(tmp_path, [1.30], [1.31], [["8.4-cupti-launch-callbacks.patch"], None])
+    text = _cache_run(tmp_path / "b", [1.30], [1.31], [["8.4-cupti-launch-callbacks.patch"], None])
     assert "cache on (default)" not in text and "(launch-only Score-P in 4 MB buffers)" in text
     assert "None of the 1 of 2 runs that list their Score-P build's patches lists `8.4-cupti-stream-ref-cache.patch`" in text
     assert "with the cache" not in text  # no reading of a cache some runs did not have
-    text = _cache_run(tmp_path, [1.30], [1.31], [four])
-    assert "at 8x70 1.30x with the cache, 1.31x without it, against <= 1.25x: missed with the cache and without it" in text
+    text = _cache_run(tmp_path / "c", [1.30, 1.31, 1.32, 1.33, 1.34, 1.35], [1.31] * 6, [four])
+    assert "against <= 1.25x: missed with the cache and without it" in text
 
 
-def test_the_targets_summary_is_met_missed_or_not_established_over_every_file(tmp_path):
+def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
+    """A benchmark file of the default mode's round ratios, its runs listing ``builds`` (one per run)."""
+    modes = [
+        _row(D, c, statistics.median(xs), round_ratios=[[k, x] for k, x in enumerate(xs)])
+        for c, xs in (("8x70", at_8x70), ("32x70", at_32x70))
+    ]
+    if cupti:
+        modes.append(_row("cupti-kernels", "32x70", statistics.median(cupti), round_ratios=[[k, x] for k, x in enumerate(cupti)]))
+        callbacks = [x - 0.05 for x in at_32x70]  # the bare client with launch callbacks: 0.05 cheaper each round
+        modes.append(_row("cupti-launch", "32x70", 1.0, round_ratios=[[k, x] for k, x in enumerate(callbacks)]))
+    runs = [{"file": f"bench-{k}.json", "rounds": 1, "machine": {"scorep_patches": b}} for k, b in enumerate(builds)]
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(json.dumps({"modes": modes, "merged_from": runs}))
+
+
+def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_ships(tmp_path):
     assert docbench.scorep_targets_summary(Facts(tmp_path), None).startswith("not judged")
+    series = tmp_path / docbench.SERIES
+    series.parent.mkdir(parents=True)
+    series.write_text("# the series\na.patch verified note\nb.patch verified\nc.patch candidate\n")
     root = tmp_path / "expected" / "reference"
-    for path, ratios in zip([p for p, _ in docbench.TARGET_SETS], ([1.27, 1.30], [1.22, 1.10])):
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        modes = [_row(D, "8x70", ratios[0]), _row(D, "32x70", ratios[1])]
-        (root / path).write_text(json.dumps({"modes": modes}))
+    (shipped, _), (calls_nop, _), (calls_abc, _) = docbench.TARGET_SETS
+    old, ours = ["a.patch"], ["a.patch", "b.patch"]  # the shipped build: the series' verified patches, in order
+    _target_file(root, shipped, [old, None], [1.26, 1.27, 1.28, 1.29, 1.30, 1.31], [1.20] * 6)
+    _target_file(root, calls_nop, [ours, ours], [1.20, 1.22, 1.24, 1.25, 1.26, 1.27], [1.10] * 6, cupti=[1.14] * 6)
+    _target_file(root, calls_abc, [ours], [1.19, 1.20, 1.21, 1.22, 1.23, 1.26], [1.11] * 6, cupti=[1.14] * 6)
     text = docbench.scorep_targets_summary(Facts(tmp_path), None)
-    assert text.startswith("at 8x70 (<= 1.25x) not established: 1.27x over the shipped file's 3 rounds (missed), 1.22x over ")
-    assert "at 32x70 (<= 1.12x) not established: 1.30x over the shipped file's 3 rounds (missed), 1.10x" in text
-    (root / docbench.CACHE_BENCH).write_text(json.dumps({"modes": [_row(D, "8x70", 1.26)]}))
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
-    assert (
-        "at 8x70 (<= 1.25x) missed:" in text
-        and "at 32x70 (<= 1.12x) missed: 1.30x over the shipped file's 3 rounds (missed)" in text
+    # each file on its own: the older build's misses, the others' intervals hold the bound
+    assert text.startswith(
+        "at 8x70 (<= 1.25x) not established for the build the artifact ships: 1.29x over the shipped file's 6 rounds "
+        "(missed: 95% interval of the median 1.26-1.31), 1.25x over calls N, O and P's 6 rounds (not established: "
     )
+    # the shipped build's twelve rounds pooled, the older build's left out
+    assert "the 12 rounds of that build (calls N, O and P and calls A, B and C) pooled: 1.23x (not established: " in text
+    assert "at 32x70 (<= 1.12x) met for the build the artifact ships:" in text
+    assert "1.20x over the shipped file's 6 rounds (missed: 95% interval of the median 1.20-1.20)" in text
+    assert "pooled: 1.10x (met: 95% interval of the median 1.10-1.11)" in text
+    # CUPTI alone is said only beside a target the build does not meet, and against the bound it is judged by
+    assert "CUPTI alone" not in text.split("at 32x70")[1]
+    _target_file(root, calls_abc, [ours], [1.19, 1.20, 1.21, 1.22, 1.23, 1.26], [1.14] * 6, cupti=[1.14] * 6)
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert "at 32x70 (<= 1.12x) not established for the build the artifact ships:" in text
+    assert "CUPTI alone (the bare client, no Score-P) in 12 rounds of the same runs: 1.14x, above the bound" in text
+    assert (
+        "beyond the bare client with the same launch callbacks, paired in 12 rounds of those runs: +0.050 (median per round, "
+        "95% interval 0.050-0.050)" in text
+    )
+    # no file of the shipped build: the files must agree, or the target is not established
+    series.write_text("z.patch verified\n")
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert text.startswith("at 8x70 (<= 1.25x) not established: ") and "pooled" not in text
+    _target_file(root, calls_nop, [ours, ours], [1.26] * 6, [1.20] * 6)
+    _target_file(root, calls_abc, [ours], [1.30] * 6, [1.20] * 6)
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert text.startswith("at 8x70 (<= 1.25x) missed: ") and "at 32x70 (<= 1.12x) missed: " in text
 
 
 def test_the_sign_test_gives_how_likely_a_split_is_without_a_difference():

@@ -1,9 +1,11 @@
-"""The one summary statistic of the analysis: median and spread of a set of samples."""
+"""The summary statistics: median and spread of a set of samples (the analysis), and an interval for
+a median (the documents' verdicts on measured targets)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,3 +31,36 @@ def mean_of_known(values: Iterable[float | None]) -> float | None:
     """Mean of the values that are not None; None when all are."""
     vals = [v for v in values if v is not None]
     return float(np.mean(vals)) if vals else None
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """A distribution-free interval for the median of ``n`` values: ``lo`` and ``hi`` are the ``k``-th
+    smallest and the ``k``-th largest, and ``coverage`` is the chance that such an interval holds the
+    median of the distribution the values were drawn from (independently)."""
+
+    lo: float
+    hi: float
+    coverage: float
+    n: int
+    k: int
+
+
+def median_interval(values: Iterable[float], level: float = 0.95) -> MedianInterval | None:
+    """The narrowest order-statistic interval ``(x_(k), x_(n+1-k))`` whose coverage is at least ``level``.
+
+    Each value lies below the median with chance 1/2, so the interval misses the median only when fewer
+    than ``k`` values lie on one side: coverage = 1 - 2 P(Binomial(n, 1/2) <= k - 1). No assumption about
+    the distribution's shape, only independent draws. None where even ``(min, max)`` covers less than
+    ``level`` (fewer than 6 values at 0.95) or no value is finite."""
+    xs = sorted(float(v) for v in values if math.isfinite(float(v)))
+    n = len(xs)
+    best = None
+    below = 0  # P(Binomial(n, 1/2) <= k - 1), grown one term at a time
+    for k in range(1, n // 2 + 1):
+        below += math.comb(n, k - 1)
+        coverage = 1 - 2 * below / 2**n
+        if coverage < level:
+            break
+        best = MedianInterval(lo=xs[k - 1], hi=xs[n - k], coverage=coverage, n=n, k=k)
+    return best

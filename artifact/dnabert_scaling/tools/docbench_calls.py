@@ -26,6 +26,7 @@ from dnabert_scaling.tools.docbench import (
     _round_ratios,
     _rounds_cheaper,
     _scorep_targets,
+    bound_verdict,
 )
 from dnabert_scaling.tools.docfacts import Facts
 
@@ -159,15 +160,17 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
         if not (on and off):
             continue
         a, b = on["ratio_median"], off["ratio_median"]
-        if a <= bound < b:
-            verdict = "met with the cache, missed without it"
-        elif a <= bound and b <= bound:
-            verdict = "met with the cache off too: these rounds meet it, not the cache"
-        elif a > bound and b > bound:
-            verdict = "missed with the cache and without it"
+        v_on, i_on = bound_verdict(list(_round_ratios(by, DEFAULT_MODE, config).values()), bound)
+        v_off, i_off = bound_verdict(list(_round_ratios(by, CACHE_OFF, config).values()), bound)
+        if v_on == v_off:
+            verdict = f"{v_on} with the cache and without it"
+            if v_on == "met":
+                verdict += ": these rounds meet it, not the cache"
         else:
-            verdict = "missed with the cache, met without it"
-        readings.append(f"at {config} {a:.2f}x with the cache, {b:.2f}x without it, against <= {bound:.2f}x: {verdict}")
+            verdict = f"{v_on} with the cache, {v_off} without it"
+        readings.append(
+            f"at {config} {a:.2f}x with the cache ({i_on}), {b:.2f}x without it ({i_off}), against <= {bound:.2f}x: {verdict}"
+        )
     if readings:
         text += " On these rounds, " + "; ".join(readings) + "."
     return (

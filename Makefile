@@ -66,7 +66,7 @@ bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of
 bench-read: $(STAMP) ## trace reading speed: read_trace + summarize vs a plain otf2 event loop
 	$(VPY) scripts/bench_read.py
 
-bench-trace: $(STAMP) ## tracing cost: one process per tracer mode, taking turns step by step, each step over the untraced one of its turn (needs CUDA; the Score-P modes need Score-P; MODES=untraced,torch,... picks; SAMPLE=DIR also samples the steps' stacks, read with scripts/host_profile.py DIR)
+bench-trace: $(STAMP) ## tracing cost: one process per tracer mode, taking turns step by step, each step over the untraced one of its turn, ending with the default Score-P mode's targets judged by the 95% interval of the median (needs CUDA; the Score-P modes need Score-P; MODES=untraced,torch,... picks; SAMPLE=DIR also samples the steps' stacks, read with scripts/host_profile.py DIR)
 	$(VPY) scripts/bench_trace.py $(if $(MODES),--modes $(MODES)) $(if $(SAMPLE),--sample $(SAMPLE)) --json bench-trace.json
 
 .PHONY: bench-hook

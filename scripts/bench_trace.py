@@ -17,7 +17,10 @@ Per round and configuration, a mode's ratio is the median over the measured step
 time over the untraced process's step time in the same turn (host wall time of the step, from
 its first call to the end of its synchronisation). The JSON gives, per mode and configuration,
 the median, min and max of these per-round ratios over the rounds, and the median of all the
-paired step ratios of all rounds (``pooled_ratio_median``, with its quartiles).
+paired step ratios of all rounds (``pooled_ratio_median``, with its quartiles). The printout ends
+with the artifact's default Score-P mode against issue 24's targets (``#`` lines): met or missed only
+where the 95% interval of the median of its round ratios lies wholly on one side of a bound, else
+not established, the rule ARTIFACT.md's targets lines use (``tools/docbench.py: bound_verdict``).
 
 Modes (a Score-P mode without a chunk of its own runs in Score-P's 8 kB chunks, whatever the caller set):
   untraced          no tracer
@@ -964,11 +967,45 @@ def mode_settings(modes: list[str]) -> dict[str, dict | None]:
 
 
 def show(doc: dict) -> None:
-    """One line per mode and configuration, one per mode's per-call figures."""
+    """One line per mode and configuration, one per mode's per-call figures; then, where the run has the
+    artifact's default Score-P mode, its targets (issue 24) as ``#`` lines."""
     for r in doc["modes"]:
         print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "round_ratios"}))
     for r in doc.get("per_call") or []:
         print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
+    for line in target_lines(doc["modes"]):
+        print(line)
+
+
+def target_lines(modes: list[dict]) -> list[str]:
+    """The default mode's ratio targets, and "at most torch.profiler's cost", each met, missed or not
+    established by the rule the documents use (``docbench.bound_verdict``: the 95% interval of the median
+    of the rounds, or of the paired per-round differences, wholly on one side of the bound)."""
+    from dnabert_scaling.tools.docbench import DEFAULT_MODE, SCOREP_RATIO_TARGETS, bound_verdict
+
+    def rounds(mode: str, config: str) -> dict:
+        row = next((m for m in modes if m.get("mode") == mode and m.get("config") == config), None)
+        return {k: x for k, x in (row or {}).get("round_ratios") or []}
+
+    lines = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        mine = rounds(DEFAULT_MODE, config)
+        if not mine:
+            continue
+        verdict, interval = bound_verdict(list(mine.values()), bound)
+        ratio = statistics.median(mine.values())
+        said = interval if "too few" in interval else f"{interval}; {len(mine)} rounds"
+        lines.append(f"#   {config}: {ratio:.3f}x against <= {bound:.2f}x: {verdict} ({said})")
+        torch = rounds("torch", config)
+        diffs = [mine[k] - torch[k] for k in mine if k in torch]
+        if diffs:
+            verdict, interval = bound_verdict(diffs, 0.0)
+            lines.append(
+                f"#   {config}: against torch.profiler, paired in {len(diffs)} rounds: {verdict} (the difference: {interval})"
+            )
+    if lines:
+        lines.insert(0, f"# targets of {DEFAULT_MODE} (issue 24), judged by the 95% interval of the median:")
+    return lines
 
 
 MERGE_KEYS = ("model", "warmup", "steps", "configs", "step_sync")

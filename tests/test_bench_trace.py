@@ -723,23 +723,36 @@ def test_a_merge_input_with_damaged_step_figures_is_refused(bt, bad):
 
 
 def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
-    """A run or merge ends with the default mode's targets, by the same interval rule as ARTIFACT.md's
-    targets lines: the shipped merge of calls A, B and C gives the verdicts and intervals its block gives."""
+    """A run or merge ends with the default mode's targets, by the same rule as ARTIFACT.md's targets
+    lines: the shipped merge of calls A, B and C gives the verdicts and intervals its block gives."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-abc.json").read_text())
-    lines = bt.target_lines(doc["modes"])
+    lines = bt.target_lines(doc)
     assert lines[0].startswith("# targets of scorep-launch-chunk4m (issue 24)")
     assert "#   8x70: 1.222x against <= 1.25x: not established (95% interval of the median 1.19-1.27; 18 rounds)" in lines
     assert "#   32x70: 1.168x against <= 1.12x: not established (95% interval of the median 1.117-1.220; 18 rounds)" in lines
     assert (
-        "#   8x70: against torch.profiler, paired in 13 rounds: met (the difference: 95% interval of the median -0.27 to -0.10)"
-        in lines
+        "#   8x70: at most torch.profiler's cost: met (Score-P's ratio minus torch's, per round: 95% interval of the median "
+        "-0.27 to -0.10)" in lines
     )
     artifact = (ROOT / "ARTIFACT.md").read_text()
     block = artifact.split("<!-- generated:bench-trace-host-profile:begin -->")[1].split("<!-- generated:")[0]
     assert "8x70: 1.22x against <= 1.25x (not established: 95% interval of the median 1.19-1.27;" in block
+    assert "32x70: 1.17x against <= 1.12x (not established: 95% interval of the median 1.117-1.220;" in block
     # too few rounds for an interval, and no default mode at all
-    few = [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": [[0, 1.1], [1, 1.2]]}]
+    few = {"modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": [[0, 1.1], [1, 1.2]]}]}
     assert bt.target_lines(few)[1] == (
         "#   8x70: 1.150x against <= 1.25x: not established (2 rounds, too few for a 95% interval of the median)"
     )
-    assert bt.target_lines([{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]) == []
+    assert bt.target_lines({"modes": [{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]}) == []
+    # a merge whose runs disagree: the rounds' interval alone would say met
+    ratios = [[k, 1.10 + 0.01 * (k % 4)] for k in range(16)] + [[16, 1.30], [17, 1.31]]
+    merged = {
+        "modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": ratios}],
+        "rounds": [{"round": k, "source": "a.json" if k < 16 else "b.json"} for k in range(18)],
+    }
+    assert bt.target_lines(merged)[1] == (
+        "#   8x70: 1.120x against <= 1.25x: not established (95% interval of the median 1.11-1.13, but the median of 1 of 2 "
+        "runs lies on the other side of the bound (b.json 1.31); 18 rounds)"
+    )
+    del merged["rounds"]  # the same rounds as one run: the interval decides
+    assert "met (95% interval of the median 1.11-1.13; 18 rounds)" in bt.target_lines(merged)[1]

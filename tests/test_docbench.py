@@ -53,7 +53,7 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     assert "8x70: 1.20x against <= 1.25x (not established: 1 round, too few for a 95% interval of the median; 1 of 1" in text
     assert (
         "8x70: 1.20x against torch.profiler's 1.30x, medians of the 1 rounds both ran (not established, the cheaper in 1 of 1 "
-        "rounds, sign test p = 1; the difference per round: 1 round, too few" in text
+        "rounds, sign test p = 1; Score-P's ratio minus torch.profiler's, per round: 1 round, too few" in text
     )
     assert (
         "32x70: 1.10x against <= 1.12x (not established: 1 round" in text
@@ -346,25 +346,26 @@ def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_t
     assert "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, sign test p = 1, by a median of 0.050 per round" in text
     assert (  # three rounds on either side of the bound decide nothing, with the cache or without it
         "at 8x70 1.24x with the cache (3 rounds, too few for a 95% interval of the median), 1.26x without it (3 rounds, too few "
-        "for a 95% interval of the median), against <= 1.25x: not established with the cache and without it" in text
+        "for a 95% interval of the median), against <= 1.25x: the target is not established both with the cache and without it"
+        in text
     )
     assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on): 8x70: 1.24x" in text
     on, off = [1.15, 1.17, 1.18, 1.20, 1.21, 1.23], [1.22, 1.24, 1.26, 1.27, 1.28, 1.30]
     text = _cache_run(tmp_path / "split", on, off, [four])
-    assert "against <= 1.25x: met with the cache, not established without it" in text
+    assert "against <= 1.25x: the target is met with the cache and not established without it" in text
 
 
 def test_the_stream_cache_block_does_not_credit_the_cache_with_a_target_both_meet(tmp_path):
     four = [docbench.CACHE_PATCH]
     text = _cache_run(tmp_path, [1.20, 1.21, 1.22, 1.20, 1.19, 1.18], [1.21, 1.22, 1.23, 1.22, 1.20, 1.21], [four])
-    assert "met with the cache and without it: these rounds meet it, not the cache" in text
+    assert "the target is met both with the cache and without it: these rounds meet it, not the cache" in text
     # a build without the patch: its launch-only mode is not labelled as cached
     text = _cache_run(tmp_path / "b", [1.30], [1.31], [["8.4-cupti-launch-callbacks.patch"], None])
     assert "cache on (default)" not in text and "(launch-only Score-P in 4 MB buffers)" in text
     assert "None of the 1 of 2 runs that list their Score-P build's patches lists `8.4-cupti-stream-ref-cache.patch`" in text
     assert "with the cache" not in text  # no reading of a cache some runs did not have
     text = _cache_run(tmp_path / "c", [1.30, 1.31, 1.32, 1.33, 1.34, 1.35], [1.31] * 6, [four])
-    assert "against <= 1.25x: missed with the cache and without it" in text
+    assert "against <= 1.25x: the target is missed both with the cache and without it" in text
 
 
 def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
@@ -377,7 +378,10 @@ def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
         modes.append(_row("cupti-kernels", "32x70", statistics.median(cupti), round_ratios=[[k, x] for k, x in enumerate(cupti)]))
         callbacks = [x - 0.05 for x in at_32x70]  # the bare client with launch callbacks: 0.05 cheaper each round
         modes.append(_row("cupti-launch", "32x70", 1.0, round_ratios=[[k, x] for k, x in enumerate(callbacks)]))
-    runs = [{"file": f"bench-{k}.json", "rounds": 1, "machine": {"scorep_patches": b}} for k, b in enumerate(builds)]
+    runs = [
+        {"file": f"{Path(path).parent.name}-{k}.json", "rounds": 1, "machine": {"scorep_patches": b}}
+        for k, b in enumerate(builds)
+    ]
     (root / path).parent.mkdir(parents=True, exist_ok=True)
     (root / path).write_text(json.dumps({"modes": modes, "merged_from": runs}))
 
@@ -390,29 +394,30 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     root = tmp_path / "expected" / "reference"
     (shipped, _), (calls_nop, _), (calls_abc, _) = docbench.TARGET_SETS
     old, ours = ["a.patch"], ["a.patch", "b.patch"]  # the shipped build: the series' verified patches, in order
-    _target_file(root, shipped, [old, None], [1.26, 1.27, 1.28, 1.29, 1.30, 1.31], [1.20] * 6)
+    _target_file(root, shipped, [old, None], [1.26, 1.27, 1.28, 1.29, 1.30, 1.31], [1.20] * 6, cupti=[1.10] * 6)
     _target_file(root, calls_nop, [ours, ours], [1.20, 1.22, 1.24, 1.25, 1.26, 1.27], [1.10] * 6, cupti=[1.14] * 6)
     _target_file(root, calls_abc, [ours], [1.19, 1.20, 1.21, 1.22, 1.23, 1.26], [1.11] * 6, cupti=[1.14] * 6)
     text = docbench.scorep_targets_summary(Facts(tmp_path), None)
     # each file on its own: the older build's misses, the others' intervals hold the bound
     assert text.startswith(
-        "at 8x70 (<= 1.25x) not established for the build the artifact ships: 1.29x over the shipped file's 6 rounds "
+        "at 8x70 (<= 1.25x) not established for the build the artifact ships: 1.29x over calls D to M's 6 rounds "
         "(missed: 95% interval of the median 1.26-1.31), 1.25x over calls N, O and P's 6 rounds (not established: "
     )
     # the shipped build's twelve rounds pooled, the older build's left out
     assert "the 12 rounds of that build (calls N, O and P and calls A, B and C) pooled: 1.23x (not established: " in text
     assert "at 32x70 (<= 1.12x) met for the build the artifact ships:" in text
-    assert "1.20x over the shipped file's 6 rounds (missed: 95% interval of the median 1.20-1.20)" in text
+    assert "1.20x over calls D to M's 6 rounds (missed: 95% interval of the median 1.20-1.20)" in text
     assert "pooled: 1.10x (met: 95% interval of the median 1.10-1.11)" in text
-    # CUPTI alone is said only beside a target the build does not meet, and against the bound it is judged by
+    # CUPTI alone is said only beside a target the build does not meet
     assert "CUPTI alone" not in text.split("at 32x70")[1]
     _target_file(root, calls_abc, [ours], [1.19, 1.20, 1.21, 1.22, 1.23, 1.26], [1.14] * 6, cupti=[1.14] * 6)
     text = docbench.scorep_targets_summary(Facts(tmp_path), None)
     assert "at 32x70 (<= 1.12x) not established for the build the artifact ships:" in text
-    assert "CUPTI alone (the bare client, no Score-P) in 12 rounds of the same runs: 1.14x, above the bound" in text
+    # CUPTI alone over every file's rounds, whatever its Score-P build: the client loads none
+    assert "CUPTI alone (the bare client, no Score-P) over the 18 rounds of every file that ran it: 1.14x" in text
     assert (
-        "beyond the bare client with the same launch callbacks, paired in 12 rounds of those runs: +0.050 (median per round, "
-        "95% interval 0.050-0.050)" in text
+        "the default mode beyond the bare client with the same launch callbacks, paired in 12 rounds of that build: "
+        "+0.050 of an untraced step (median per round, 95% interval 0.050-0.050)" in text
     )
     # no file of the shipped build: the files must agree, or the target is not established
     series.write_text("z.patch verified\n")
@@ -422,6 +427,31 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     _target_file(root, calls_abc, [ours], [1.30] * 6, [1.20] * 6)
     text = docbench.scorep_targets_summary(Facts(tmp_path), None)
     assert text.startswith("at 8x70 (<= 1.25x) missed: ") and "at 32x70 (<= 1.12x) missed: " in text
+
+
+def test_the_pooled_verdict_needs_every_run_on_its_side_and_no_run_twice(tmp_path):
+    series = tmp_path / docbench.SERIES
+    series.parent.mkdir(parents=True)
+    series.write_text("a.patch verified\n")
+    root = tmp_path / "expected" / "reference"
+    (_, _), (calls_nop, _), (calls_abc, _) = docbench.TARGET_SETS
+    # twelve rounds wholly above 1.12x, but one run (a file of one run) has its median below the bound
+    _target_file(root, calls_nop, [["a.patch"]], [1.25] * 20, [1.20 + 0.01 * (k % 8) for k in range(20)])
+    _target_file(root, calls_abc, [["a.patch"]], [1.25] * 6, [1.10, 1.11, 1.11, 1.11, 1.30, 1.30])
+    assert docbench.bound_verdict([1.20 + 0.01 * (k % 8) for k in range(20)] + [1.10, 1.11, 1.11, 1.11, 1.30, 1.30], 1.12)[0] == (
+        "missed"  # the pooled rounds alone
+    )
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert "at 32x70 (<= 1.12x) not established for the build the artifact ships:" in text
+    assert "but the median of 1 of 2 runs lies on the other side of the bound (calls A, B and C 1.11)" in text
+    # two files that list the same run are not pooled: the same rounds would count twice
+    nop = json.loads((root / calls_nop).read_text())
+    abc = json.loads((root / calls_abc).read_text())
+    abc["merged_from"] = nop["merged_from"]
+    (root / calls_abc).write_text(json.dumps(abc))
+    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    assert "pooled" not in text.replace("not pooled", "")
+    assert "; not pooled: calls N, O and P and calls A, B and C both list a run gpu-call-2026-12-04-cache-0.json" in text
 
 
 def test_the_sign_test_gives_how_likely_a_split_is_without_a_difference():
@@ -493,3 +523,18 @@ def test_the_host_profile_block_draws_no_cpu_conclusion_from_steps_that_wait(tmp
     text = docbench_calls.bench_trace_host_profile(_profile_facts(tmp_path, doc), None)
     assert "the CPU time of all the process's threads is 0.60 in every mode (1 round)" in text
     assert "host-bound" not in text and "closing wait" not in text  # no wait recorded: none said, nothing concluded
+
+
+def test_a_round_cut_short_is_said_beside_the_verdict(tmp_path):
+    """A round whose default-mode process failed gives no ratio; the verdict says it was left out."""
+    ratios = [[k, 1.20] for k in range(6)]
+    modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.20, round_ratios=ratios)]
+    rounds = [{"round": k, "processes": {D: {}, "untraced": {}}} for k in range(7)]  # round 6 started it, paired nothing
+    text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds)
+    assert "8x70: 1.20x against <= 1.25x (met: 95% interval of the median 1.20-1.20; 1 round cut short, not counted;" in text
+    # torch.profiler ran in rounds 0-5 only: the rounds without it are not cut short for the comparison
+    modes.append(_row("torch", "8x70", 1.40, round_ratios=[[k, 1.40] for k in range(6)]))
+    for r in rounds[:6]:
+        r["processes"]["torch"] = {}
+    text = _block(tmp_path / "torch", device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds)
+    assert "per round: 95% interval of the median -0.20 to -0.20)" in text and text.count("cut short") == 1

@@ -22,7 +22,9 @@ def test_the_ends_and_coverage_are_the_order_statistics_and_the_binomial_tail():
     assert (eighteen.lo, eighteen.hi, eighteen.k) == (104, 113, 5)
     assert eighteen.coverage == pytest.approx(1 - 2 * 4048 / 2**18)
     assert median_interval(range(18), level=0.90).k == 6  # a lower level, a narrower interval
-    assert median_interval([1.0, math.nan, 2.0, math.inf, 3.0, 4.0, 5.0, 6.0]).n == 6  # only finite values count
+    for broken in (math.nan, math.inf, None, "1.0", True):  # a broken round is never quietly left out
+        with pytest.raises(ValueError):
+            median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, broken])
     assert median_interval([]) is None
 
 
@@ -51,3 +53,19 @@ def test_a_bound_is_met_or_missed_only_where_the_interval_lies_on_one_side_of_it
     assert bound_verdict([1.121, 1.13, 1.14, 1.15, 1.16, 1.17], 1.12) == ("missed", "95% interval of the median 1.121-1.170")
     # a difference against 0 (Score-P against torch.profiler): negative ends read "to", not a dash
     assert bound_verdict([-0.3, -0.2, -0.25, -0.1, -0.15, -0.05], 0.0) == ("met", "95% interval of the median -0.30 to -0.05")
+
+
+def test_a_verdict_needs_finite_rounds_and_no_run_against_it():
+    six = [1.10, 1.12, 1.13, 1.15, 1.16, 1.20]
+    for broken in (math.nan, math.inf, None, True):  # a broken round makes the figure not established, never met
+        assert bound_verdict([*six, broken], 1.25) == ("not established", "1 of 7 round values not finite numbers")
+    # the rounds' interval is below the bound, but one run's median is not: not established, and said
+    rounds = [*six, *six, 1.30, 1.32]
+    verdict, said = bound_verdict(rounds, 1.25, {"a.json": [*six, *six], "b.json": [1.30, 1.32]})
+    assert verdict == "not established"
+    assert said == (
+        "95% interval of the median 1.12-1.20, but the median of 1 of 2 runs lies on the other side of the bound (b.json 1.31)"
+    )
+    assert bound_verdict(rounds, 1.25, {"a.json": rounds}) == ("met", "95% interval of the median 1.12-1.20")  # one run
+    # an end within 0.0005 of the bound gets a fourth digit, and both ends as many
+    assert bound_verdict([1.1204, 1.13, 1.14, 1.15, 1.16, 1.17], 1.12)[1] == "95% interval of the median 1.1204-1.1700"

@@ -94,7 +94,7 @@ def _cache_in_builds(data: dict) -> str:
 
 # the benchmark files whose default-mode rows the targets are judged on, with what the documents call them
 TARGET_SETS = (
-    ("h200-bench/bench-trace-scorep.json", "the shipped file"),
+    ("h200-bench/bench-trace-scorep.json", "calls D to M"),  # the shipped file
     (CACHE_BENCH, "calls N, O and P"),
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
 )
@@ -115,65 +115,102 @@ def shipped_build(facts: Facts) -> tuple[str, ...] | None:
 
 def scorep_targets_summary(facts: Facts, _: str | None) -> str:
     """Each ratio target of the default mode over every benchmark file that ran it, each file judged by
-    :func:`bound_verdict` on its own rounds. The verdict that heads the line is that of the build the
-    artifact ships: the rounds of every file whose runs all list that build's patches, pooled (more rounds
-    of one build, a narrower interval); where no file ran it, all files must agree."""
+    :func:`bound_verdict` on its own rounds and runs. The verdict that heads the line is that of the build
+    the artifact ships: the rounds of every file whose runs all list that build's patches, pooled (more
+    rounds of one build, a narrower interval, every run's median held against it); where no file ran it,
+    all files must agree. Beside a target the build does not meet: CUPTI alone over every file's rounds
+    (the bare client loads no Score-P, so no build), and what the default mode adds to the bare client
+    with the same launch callbacks, paired per round over the pooled rounds."""
     build = shipped_build(facts)
     found = []
     for path, said in TARGET_SETS:
         data = facts.bench(path) or {}
         by = {(m.get("mode"), m.get("config")): m for m in data.get("modes") or []}
         if any(mode == DEFAULT_MODE for mode, _ in by):
-            found.append((said, by, build is not None and _build_of(data) == build))
+            found.append((said, data, by, build is not None and _build_of(data) == build))
     if not found:
         return "not judged: no benchmark file with the default mode is shipped"
+    shared = _shared_runs([(said, data) for said, data, _, ours in found if ours])
     parts = []
     for config, bound in SCOREP_RATIO_TARGETS:
-        seen = [(said, by, ours) for said, by, ours in found if (DEFAULT_MODE, config) in by]
+        seen = [(said, data, by, ours) for said, data, by, ours in found if (DEFAULT_MODE, config) in by]
         if not seen:
             parts.append(f"at {config} not judged (no rounds)")
             continue
-        figures, verdicts, pooled, alone, beyond, names = [], [], [], [], [], []
-        for said, by, ours in seen:
-            ratios = list(_round_ratios(by, DEFAULT_MODE, config).values())
-            verdict, interval = bound_verdict(ratios, bound)
+        figures, verdicts = [], []
+        for said, data, by, _ours in seen:
+            verdict, interval = judge(data, by, config, bound, DEFAULT_MODE)
+            n = len(_round_ratios(by, DEFAULT_MODE, config))
             verdicts.append(verdict)
-            figures.append(
-                f"{by[(DEFAULT_MODE, config)]['ratio_median']:.2f}x over {said}'s {len(ratios)} rounds ({verdict}: {interval})"
-            )
-            if ours:
-                pooled, names = pooled + ratios, names + [said]
-                alone += list(_round_ratios(by, "cupti-kernels", config).values())
-                beyond += [-d for d in _paired_differences(by, config, "cupti-launch", DEFAULT_MODE)]
-        if pooled:
-            verdict, interval = bound_verdict(pooled, bound)
+            figures.append(f"{by[(DEFAULT_MODE, config)]['ratio_median']:.2f}x over {said}'s {n} rounds ({verdict}: {interval})")
+        ours = [(said, data, by) for said, data, by, mine in seen if mine]
+        if ours and not shared:
+            values, runs = _pool(ours, config, DEFAULT_MODE)
+            verdict, interval = bound_verdict(values, bound, runs)
             head = f"{verdict} for the build the artifact ships"
             tail = (
-                f"; the {len(pooled)} rounds of that build ({' and '.join(names)}) pooled: "
-                f"{statistics.median(pooled):.2f}x ({verdict}: {interval})"
-                if len(names) > 1
+                f"; the {len(values)} rounds of that build ({' and '.join(said for said, _, _ in ours)}) pooled: "
+                f"{statistics.median(values):.2f}x ({verdict}: {interval})"
+                if len(ours) > 1
                 else ""
             )
-            if alone and verdict != "met":  # what any tracer built on CUPTI's records pays, on the same runs
-                v_alone, i_alone = bound_verdict(alone, bound)
-                side = {"met": "below the bound", "missed": "above the bound"}.get(v_alone, "not told from the bound")
-                tail += (
-                    f"; CUPTI alone (the bare client, no Score-P) in {len(alone)} rounds of the same runs: "
-                    f"{_near(statistics.median(alone), bound)}x, {side} ({i_alone})"
-                )
-            if beyond:  # what Score-P adds to a client that takes the same launch callbacks, round by round
-                iv = median_interval(beyond, CONFIDENCE)
-                ends = (f"{iv.lo:.3f} to {iv.hi:.3f}" if iv.lo < 0 else f"{iv.lo:.3f}-{iv.hi:.3f}") if iv else ""
-                said = f", 95% interval {ends}" if iv else ": too few rounds for an interval"
-                tail += (
-                    f"; beyond the bare client with the same launch callbacks, paired in {len(beyond)} rounds of those runs: "
-                    f"{statistics.median(beyond):+.3f} (median per round{said})"
-                )
+            if verdict != "met":
+                tail += _cupti_beside(seen, ours, config, bound)
         else:
             head = verdicts[0] if len(set(verdicts)) == 1 else "not established"
-            tail = ""
+            tail = f"; not pooled: {shared}" if shared else ""
         parts.append(f"at {config} (<= {bound:.2f}x) {head}: " + ", ".join(figures) + tail)
     return "; ".join(parts)
+
+
+def _pool(files: list, config: str, mode: str, minus: str | None = None) -> tuple[list[float], dict[str, list[float]]]:
+    """``mode``'s round ratios at ``config`` (or their paired differences from ``minus``'s) in several files
+    pooled, and each run's values (a merge's rounds name their run; a file of one run is that run)."""
+    pooled: list[float] = []
+    runs: dict[str, list[float]] = {}
+    for said, data, by in files:
+        values = _paired_differences(by, config, mode, minus) if minus else _round_ratios(by, mode, config)
+        pooled += list(values.values())
+        for name, xs in (_runs_of(data, values) or {said: list(values.values())}).items():
+            runs.setdefault(name, []).extend(xs)
+    return pooled, runs
+
+
+def _shared_runs(files: list[tuple[str, dict]]) -> str:
+    """Why files may not be pooled: two of them list a run of the same name (the same rounds would count
+    twice, and narrow the interval falsely); "" where none do."""
+    owner: dict[str, str] = {}
+    for said, data in files:
+        for run in data.get("merged_from") or []:
+            name = str(run.get("file"))
+            if name in owner and owner[name] != said:
+                return f"{owner[name]} and {said} both list a run {name}"
+            owner[name] = said
+    return ""
+
+
+def _cupti_beside(seen: list, ours: list, config: str, bound: float) -> str:
+    """Beside a target the shipped build does not meet: CUPTI alone over every file's rounds, and what the
+    default mode adds to the bare client with the same launch callbacks over the pooled rounds."""
+    text = ""
+    alone, runs = _pool([(s, d, b) for s, d, b, _ in seen], config, "cupti-kernels")
+    if alone:
+        verdict, interval = bound_verdict(alone, bound, runs)
+        side = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
+        text += (
+            f"; CUPTI alone (the bare client, no Score-P) over the {len(alone)} rounds of every file that ran it: "
+            f"{_near(statistics.median(alone), bound)}x, {side} ({interval})"
+        )
+    beyond, _ = _pool(ours, config, DEFAULT_MODE, minus="cupti-launch")
+    if beyond:
+        iv = median_interval(beyond, CONFIDENCE)
+        ends = "" if iv is None else f"{iv.lo:.3f} to {iv.hi:.3f}" if iv.lo < 0 else f"{iv.lo:.3f}-{iv.hi:.3f}"
+        said = f", 95% interval {ends}" if iv else ": too few rounds for an interval"
+        text += (
+            f"; the default mode beyond the bare client with the same launch callbacks, paired in {len(beyond)} rounds "
+            f"of that build: {statistics.median(beyond):+.3f} of an untraced step (median per round{said})"
+        )
+    return text
 
 
 def _build_of(data: dict) -> tuple[str, ...] | None:
@@ -338,34 +375,59 @@ SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
 CONFIDENCE = 0.95  # of the interval of a median that a measured figure is judged by
 
 
-def bound_verdict(values: list[float], bound: float) -> tuple[str, str]:
+def bound_verdict(values: list, bound: float, runs: dict[str, list] | None = None) -> tuple[str, str]:
     """A measured figure (its values, one per round) against an upper bound: "met" where the 95% interval
-    of their median lies at or below the bound, "missed" where it lies above, else "not established" (the
-    interval holds the bound, or there are too few rounds for an interval); and the interval, said.
+    of their median lies at or below the bound, "missed" where it lies above, else "not established";
+    and the interval, said.
 
     The one rule for the Score-P cost targets and the comparisons beside them: a median a few hundredths
-    on one side of a bound, over rounds that scatter by tenths, is not a result. The interval treats the rounds as
-    independent draws; rounds of one machine may resemble each other more, so the blocks also give
-    each run's median."""
+    on one side of a bound, over rounds that scatter by tenths, is not a result. Not established also
+    where there are too few rounds for an interval, where a value is not a finite number (a broken round
+    is not left out), and where the rounds came from several runs (``runs``: each run's values) and the
+    median of one of them lies on the other side of the bound: the interval treats rounds as independent
+    draws, while rounds of one machine may resemble each other more, so a verdict must not rest on
+    pooling machines that disagree."""
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
+    if bad:
+        return "not established", f"{len(bad)} of {len(values)} round values not finite numbers"
     iv = median_interval(values, CONFIDENCE)
     if iv is None:
         return (
             "not established",
             f"{len(values)} round{'s' if len(values) != 1 else ''}, too few for a 95% interval of the median",
         )
-    digits = 3 if any(round(x, 2) == round(bound, 2) and x != bound for x in (iv.lo, iv.hi)) else 2
-    lo, hi = f"{iv.lo:.{digits}f}", f"{iv.hi:.{digits}f}"  # three digits where two would read as the bound
+    digits = max(len(_near(x, bound).split(".")[1]) for x in (iv.lo, iv.hi))  # both ends alike
+    lo, hi = f"{iv.lo:.{digits}f}", f"{iv.hi:.{digits}f}"
     said = f"95% interval of the median {lo} to {hi}" if iv.lo < 0 else f"95% interval of the median {lo}-{hi}"
-    if iv.hi <= bound:
-        return "met", said
-    if iv.lo > bound:
-        return "missed", said
-    return "not established", said
+    verdict = "met" if iv.hi <= bound else "missed" if iv.lo > bound else "not established"
+    if verdict != "not established" and runs and len(runs) > 1:
+        medians = {name: statistics.median(xs) for name, xs in runs.items() if xs and all(math.isfinite(x) for x in xs)}
+        against = {name: m for name, m in medians.items() if (m > bound if verdict == "met" else m <= bound)}
+        if against:
+            other = ", ".join(f"{name} {_near(m, bound)}" for name, m in against.items())
+            said += f", but the median of {len(against)} of {len(runs)} runs lies on the other side of the bound ({other})"
+            verdict = "not established"
+    return verdict, said
 
 
 def _near(x: float, bound: float) -> str:
-    """``x`` to two decimals, or three where two would make it read as the bound itself."""
-    return f"{x:.3f}" if round(x, 2) == round(bound, 2) and x != bound else f"{x:.2f}"
+    """``x`` to two decimals, or to as many more (up to four) as it takes not to read as the bound."""
+    for digits in (2, 3, 4):
+        if x == bound or f"{x:.{digits}f}" != f"{bound:.{digits}f}":
+            return f"{x:.{digits}f}"
+    return f"{x:.4f}"
+
+
+def _runs_of(data: dict, ratios: dict) -> dict[str, list] | None:
+    """``{run: its round values}`` of one mode's ``{round: value}`` in a merge whose rounds each name
+    their run (``rounds[i]["source"]``); None for a single run or rounds without sources."""
+    source = {r.get("round"): r.get("source") for r in data.get("rounds") or [] if isinstance(r, dict)}
+    runs: dict[str, list] = {}
+    for k, x in ratios.items():
+        if source.get(k) is None:
+            return None
+        runs.setdefault(source[k], []).append(x)
+    return runs if len(runs) > 1 else None
 
 
 def _round_ratios(by: dict, mode: str, config: str) -> dict:
@@ -468,16 +530,16 @@ def _scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEF
         if not launch:
             continue
         r = launch.get("ratio_median", float("nan"))
-        verdict, interval = bound_verdict(list(_round_ratios(by, DEFAULT_MODE, config).values()), bound)
+        verdict, interval = judge(data, by, config, bound, DEFAULT_MODE)
         around = _against_bound(launch, bound, data)
         out.append(f"{config}: {r:.2f}x against <= {bound:.2f}x ({verdict}: {interval}{around})")
         mine_t, t, n = _paired_medians(by, config, DEFAULT_MODE, "torch")
         if torch and n:  # on the rounds both ran: at most torch.profiler's cost where the paired differences say so
-            verdict, interval = bound_verdict(_paired_differences(by, config, DEFAULT_MODE, "torch"), 0.0)
+            verdict, interval = judge(data, by, config, 0.0, DEFAULT_MODE, minus="torch")
             cheaper = _rounds_cheaper(by, config)
             out.append(
                 f"{config}: {mine_t:.2f}x against torch.profiler's {t:.2f}x, medians of the {n} rounds both ran "
-                f"({verdict}{cheaper}; the difference per round: {interval})"
+                f"({verdict}{cheaper}; Score-P's ratio minus torch.profiler's, per round: {interval})"
             )
     size = mine[0].get("trace_bytes_per_step")
     if isinstance(size, (int, float)):
@@ -522,7 +584,7 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
         if not alone:
             continue
         r = alone.get("ratio_median", float("nan"))
-        verdict, interval = bound_verdict(list(_round_ratios(by, "cupti-kernels", config).values()), bound)
+        verdict, interval = judge(data, by, config, bound, "cupti-kernels")
         if verdict == "missed":  # CUPTI alone, no tracer's own records, already costs more than the bound
             reading = (
                 "below what CUPTI alone costs over these rounds: a tracer that takes its kernels from CUPTI's activity "
@@ -582,10 +644,30 @@ def _paired_phrase(by: dict, config: str, mode: str, other: str) -> str | None:
     return f"{a:.2f}x against {b:.2f}x at {config}{_rounds_cheaper(by, config, mode, other)}" if n else None
 
 
-def _paired_differences(by: dict, config: str, mode: str, other: str) -> list[float]:
-    """``mode``'s round ratio minus ``other``'s, over the rounds both ran (below 0: ``mode`` the cheaper)."""
+def _paired_differences(by: dict, config: str, mode: str, other: str) -> dict:
+    """``{round: mode's round ratio minus other's}`` over the rounds both ran (below 0: ``mode`` the cheaper)."""
     a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
-    return [a[k] - b[k] for k in a if k in b]
+    return {k: a[k] - b[k] for k in a if k in b}
+
+
+def judge(data: dict, by: dict, config: str, bound: float, mode: str, minus: str | None = None) -> tuple[str, str]:
+    """:func:`bound_verdict` of ``mode``'s round ratios at ``config`` (or of their paired differences from
+    ``minus``'s), with each run's rounds where ``data`` is a merge of runs."""
+    values = _paired_differences(by, config, mode, minus) if minus else _round_ratios(by, mode, config)
+    verdict, said = bound_verdict(list(values.values()), bound, _runs_of(data, values))
+    short = _cut_short(data, values, (mode, minus) if minus else (mode,))
+    return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
+
+
+def _cut_short(data: dict, counted: dict, modes: tuple) -> int:
+    """How many rounds started a process of each of ``modes`` yet gave no value (a process that failed, a round
+    cut short: ``bench_trace.paired_ratios`` pairs no turn of it): said, since a round left out silently
+    could be the one that would have decided against a verdict."""
+    return sum(
+        1
+        for r in data.get("rounds") or []
+        if isinstance(r, dict) and all(m in (r.get("processes") or {}) for m in modes) and r.get("round") not in counted
+    )
 
 
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:

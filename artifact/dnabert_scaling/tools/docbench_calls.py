@@ -26,7 +26,7 @@ from dnabert_scaling.tools.docbench import (
     _round_ratios,
     _rounds_cheaper,
     _scorep_targets,
-    bound_verdict,
+    judge,
 )
 from dnabert_scaling.tools.docfacts import Facts
 
@@ -160,14 +160,14 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
         if not (on and off):
             continue
         a, b = on["ratio_median"], off["ratio_median"]
-        v_on, i_on = bound_verdict(list(_round_ratios(by, DEFAULT_MODE, config).values()), bound)
-        v_off, i_off = bound_verdict(list(_round_ratios(by, CACHE_OFF, config).values()), bound)
+        v_on, i_on = judge(data, by, config, bound, DEFAULT_MODE)
+        v_off, i_off = judge(data, by, config, bound, CACHE_OFF)
         if v_on == v_off:
-            verdict = f"{v_on} with the cache and without it"
+            verdict = f"the target is {v_on} both with the cache and without it"
             if v_on == "met":
                 verdict += ": these rounds meet it, not the cache"
         else:
-            verdict = f"{v_on} with the cache, {v_off} without it"
+            verdict = f"the target is {v_on} with the cache and {v_off} without it"
         readings.append(
             f"at {config} {a:.2f}x with the cache ({i_on}), {b:.2f}x without it ({i_off}), against <= {bound:.2f}x: {verdict}"
         )

@@ -463,7 +463,7 @@ def test_the_sign_test_gives_how_likely_a_split_is_without_a_difference():
         (D, "8x70"): {"round_ratios": [[k, 1.1] for k in range(21)]},
         ("torch", "8x70"): {"round_ratios": [[k, 1.4] for k in range(21)]},
     }
-    assert docbench._rounds_cheaper(by, "8x70") == ", the cheaper in 21 of 21 rounds, sign test p < 0.001"
+    assert docbench.rounds_cheaper(by, "8x70") == ", the cheaper in 21 of 21 rounds, sign test p < 0.001"
 
 
 def _profile_facts(tmp_path, bench: dict | None = None) -> Facts:

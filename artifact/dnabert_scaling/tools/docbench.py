@@ -44,7 +44,7 @@ CACHE_PATCH = "8.4-cupti-stream-ref-cache.patch"
 CACHE_OFF = "scorep-launch-nocache-chunk4m"  # the default mode with the cache turned off
 
 
-def _mode_row(m: dict, names: dict | None = None) -> str:
+def mode_row(m: dict, names: dict | None = None) -> str:
     size = m.get("trace_bytes_per_step")
     return (
         f"| {(names or NAMES)[m['mode']]} | {m.get('config')} | {m.get('ratio_median', 0):.2f}x "
@@ -66,7 +66,7 @@ def _found(m: dict) -> str:
     return _pct(share, 1)
 
 
-def _builds(data: dict) -> tuple[int, int, int]:
+def build_counts(data: dict) -> tuple[int, int, int]:
     """Of a merge's runs (a single run: itself): how many, how many list their Score-P build's patches,
     and how many of those list the stream reference cache patch."""
     runs = data.get("merged_from") or [{"machine": data.get("machine") or {}}]
@@ -74,9 +74,9 @@ def _builds(data: dict) -> tuple[int, int, int]:
     return len(runs), len(listed), sum(CACHE_PATCH in p for p in listed)
 
 
-def _cache_in_builds(data: dict) -> str:
+def cache_in_builds(data: dict) -> str:
     """Whether the Score-P that ran a benchmark carried the stream reference cache, from its runs' records."""
-    runs, listed, cached = _builds(data)
+    runs, listed, cached = build_counts(data)
     if cached == runs:
         ran_off = any(m.get("mode") == CACHE_OFF for m in data.get("modes") or [] if isinstance(m, dict))
         return (
@@ -140,7 +140,7 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
         figures, verdicts = [], []
         for said, data, by, _ours in seen:
             verdict, interval = judge(data, by, config, bound, DEFAULT_MODE)
-            n = len(_round_ratios(by, DEFAULT_MODE, config))
+            n = len(round_ratios(by, DEFAULT_MODE, config))
             verdicts.append(verdict)
             figures.append(f"{by[(DEFAULT_MODE, config)]['ratio_median']:.2f}x over {said}'s {n} rounds ({verdict}: {interval})")
         ours = [(said, data, by) for said, data, by, mine in seen if mine]
@@ -169,7 +169,7 @@ def _pool(files: list, config: str, mode: str, minus: str | None = None) -> tupl
     pooled: list[float] = []
     runs: dict[str, list[float]] = {}
     for said, data, by in files:
-        values = _paired_differences(by, config, mode, minus) if minus else _round_ratios(by, mode, config)
+        values = _paired_differences(by, config, mode, minus) if minus else round_ratios(by, mode, config)
         pooled += list(values.values())
         for name, xs in (_runs_of(data, values) or {said: list(values.values())}).items():
             runs.setdefault(name, []).extend(xs)
@@ -237,7 +237,7 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
     of all step pairs), trace bytes per step, kernels found; the per-call figures; the targets."""
     data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
     rows = list(TABLE_HEAD)
-    rows += [_mode_row(m) for m in data.get("modes") or [] if m.get("mode") in NAMES]
+    rows += [mode_row(m) for m in data.get("modes") or [] if m.get("mode") in NAMES]
     for c in data.get("per_call") or []:
         if c.get("mode") in NAMES or c.get("mode") == "untraced":
             label = NAMES.get(c["mode"], "untraced")
@@ -247,7 +247,7 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
             )
     if len(rows) <= 2:
         return "(no `h200-bench/bench-trace-scorep.json` shipped)"
-    parts = [_method(data) + _cache_in_builds(data), _per_call_reading(data), _scorep_targets(data.get("modes") or [], data)]
+    parts = [method_text(data) + cache_in_builds(data), _per_call_reading(data), scorep_targets(data.get("modes") or [], data)]
     return "\n".join(rows) + "\n\n" + "\n\n".join(p for p in parts if p)
 
 
@@ -277,7 +277,7 @@ def _per_call_reading(data: dict) -> str:
             f"Score-P's kernel records (Score-P without `driver`, 8 kB buffers) add {kernels[0] / 1e3:.1f} µs to a "
             f"launch{kernels[1]}{also}, the launch-only subscription {launch[0] / 1e3:.1f} µs more{launch[1]}"
         )
-    spread = _launch_spread(calls)
+    spread = launch_spread(calls)
     if spread:
         lo, hi, _ = _widest_launch_turns(calls) or (0.0, 0.0, "")
         if said and all(abs(x) < hi - lo for x in said):
@@ -332,7 +332,7 @@ def _widest_launch_turns(calls: dict) -> tuple[float, float, str] | None:
     return widest
 
 
-def _launch_spread(calls: dict) -> str:
+def launch_spread(calls: dict) -> str:
     """How far one mode's per-launch turns lie apart (the widest mode), and how many processes the
     figures come from: a difference between two medians smaller than that spread is within the noise."""
     widest = _widest_launch_turns(calls)
@@ -347,7 +347,7 @@ def _launch_spread(calls: dict) -> str:
     )
 
 
-def _method(data: dict) -> str:
+def method_text(data: dict) -> str:
     """How the shipped figures were taken: sources, rounds, and how a timed step ended."""
     sources = data.get("merged_from") or [{"rounds": len(data.get("rounds") or []), "date": data.get("date")}]
     dates = sorted({str(s.get("date")) for s in sources})
@@ -430,17 +430,17 @@ def _runs_of(data: dict, ratios: dict) -> dict[str, list] | None:
     return runs if len(runs) > 1 else None
 
 
-def _round_ratios(by: dict, mode: str, config: str) -> dict:
+def round_ratios(by: dict, mode: str, config: str) -> dict:
     """``{round: its median ratio}`` of ``mode`` at ``config`` (``round_ratios``, as
     ``scripts/bench_trace.py`` summarises them)."""
     rows = (by.get((mode, config)) or {}).get("round_ratios") or []
     return {r[0]: r[1] for r in rows if isinstance(r, list) and len(r) == 2}
 
 
-def _rounds_cheaper(by: dict, config: str, mode: str = DEFAULT_MODE, other: str = "torch") -> str:
+def rounds_cheaper(by: dict, config: str, mode: str = DEFAULT_MODE, other: str = "torch") -> str:
     """In how many rounds ``mode`` cost less than ``other`` at ``config`` (the rounds both have a ratio in),
     with the two-sided sign test's p: how often a count this far from even comes from no difference."""
-    launch, torch = _round_ratios(by, mode, config), _round_ratios(by, other, config)
+    launch, torch = round_ratios(by, mode, config), round_ratios(by, other, config)
     pairs = [(launch[k], torch[k]) for k in launch if k in torch]
     if not pairs:
         return ""
@@ -516,7 +516,7 @@ def _kernels_found(m: dict) -> tuple[str, str]:
     return what, "missed" if share < 1 else "not met" if uncountable else "met"
 
 
-def _scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEFAULT_SAID) -> str:
+def scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEFAULT_SAID) -> str:
     """The default mode against its targets, each met or missed, from the benchmark's medians; what kernel
     records cost without launch records (CUPTI alone, Score-P without `driver`); Score-P's 8 kB chunk."""
     data = data or {}
@@ -536,7 +536,7 @@ def _scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEF
         mine_t, t, n = _paired_medians(by, config, DEFAULT_MODE, "torch")
         if torch and n:  # on the rounds both ran: at most torch.profiler's cost where the paired differences say so
             verdict, interval = judge(data, by, config, 0.0, DEFAULT_MODE, minus="torch")
-            cheaper = _rounds_cheaper(by, config)
+            cheaper = rounds_cheaper(by, config)
             out.append(
                 f"{config}: {mine_t:.2f}x against torch.profiler's {t:.2f}x, medians of the {n} rounds both ran "
                 f"({verdict}{cheaper}; Score-P's ratio minus torch.profiler's, per round: {interval})"
@@ -576,7 +576,7 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
     if not parts:
         return ""
     text = " Kernel records without launch records cost, each over its own rounds: " + "; ".join(parts) + "."
-    paired = [f for c, _ in SCOREP_RATIO_TARGETS if (f := _paired_phrase(by, c, "cupti-kernels", "scorep-nodriver-chunk4m"))]
+    paired = [f for c, _ in SCOREP_RATIO_TARGETS if (f := paired_phrase(by, c, "cupti-kernels", "scorep-nodriver-chunk4m"))]
     if paired:
         text += f" On the rounds both ran, CUPTI alone against Score-P without `driver` (4 MB): {'; '.join(paired)}."
     for config, bound in SCOREP_RATIO_TARGETS:
@@ -606,7 +606,7 @@ def _eight_kb_chunk(by: dict, modes: list[dict], data: dict) -> str:
     against the default, on the rounds both ran, and its own kernels found."""
     pairs = [
         f"{b:.2f}x against the default's {a:.2f}x at {c} (medians of the {n} rounds that ran both)"
-        f"{_rounds_cheaper(by, c, DEFAULT_MODE, 'scorep-launch').replace('the cheaper', 'the default the cheaper')}"
+        f"{rounds_cheaper(by, c, DEFAULT_MODE, 'scorep-launch').replace('the cheaper', 'the default the cheaper')}"
         for c, _ in SCOREP_RATIO_TARGETS
         for a, b, n in [_paired_medians(by, c, DEFAULT_MODE, "scorep-launch")]
         if n
@@ -637,23 +637,23 @@ def _untraced_per_run(data: dict, config: str) -> str:
     return f" (the runs' medians {min(medians):.1f}-{max(medians):.1f} ms)"
 
 
-def _paired_phrase(by: dict, config: str, mode: str, other: str) -> str | None:
+def paired_phrase(by: dict, config: str, mode: str, other: str) -> str | None:
     """``mode`` against ``other`` at ``config`` on the rounds both ran, with the rounds ``mode`` was the
     cheaper in; None where no round ran both."""
     a, b, n = _paired_medians(by, config, mode, other)
-    return f"{a:.2f}x against {b:.2f}x at {config}{_rounds_cheaper(by, config, mode, other)}" if n else None
+    return f"{a:.2f}x against {b:.2f}x at {config}{rounds_cheaper(by, config, mode, other)}" if n else None
 
 
 def _paired_differences(by: dict, config: str, mode: str, other: str) -> dict:
     """``{round: mode's round ratio minus other's}`` over the rounds both ran (below 0: ``mode`` the cheaper)."""
-    a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
+    a, b = round_ratios(by, mode, config), round_ratios(by, other, config)
     return {k: a[k] - b[k] for k in a if k in b}
 
 
 def judge(data: dict, by: dict, config: str, bound: float, mode: str, minus: str | None = None) -> tuple[str, str]:
     """:func:`bound_verdict` of ``mode``'s round ratios at ``config`` (or of their paired differences from
     ``minus``'s), with each run's rounds where ``data`` is a merge of runs."""
-    values = _paired_differences(by, config, mode, minus) if minus else _round_ratios(by, mode, config)
+    values = _paired_differences(by, config, mode, minus) if minus else round_ratios(by, mode, config)
     verdict, said = bound_verdict(list(values.values()), bound, _runs_of(data, values))
     short = _cut_short(data, values, (mode, minus) if minus else (mode,))
     return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
@@ -673,7 +673,7 @@ def _cut_short(data: dict, counted: dict, modes: tuple) -> int:
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:
     """The medians of two modes' round ratios over the rounds both ran, and how many those are (0: none):
     modes run in different sets of rounds are compared on their common rounds only."""
-    a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
+    a, b = round_ratios(by, mode, config), round_ratios(by, other, config)
     common = [k for k in a if k in b]
     if not common:
         return float("nan"), float("nan"), 0

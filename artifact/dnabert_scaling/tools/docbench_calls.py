@@ -17,15 +17,15 @@ from dnabert_scaling.tools.docbench import (
     NAMES,
     SCOREP_RATIO_TARGETS,
     TABLE_HEAD,
-    _builds,
-    _cache_in_builds,
-    _launch_spread,
-    _method,
-    _mode_row,
-    _paired_phrase,
-    _round_ratios,
-    _rounds_cheaper,
-    _scorep_targets,
+    build_counts,
+    cache_in_builds,
+    launch_spread,
+    method_text,
+    mode_row,
+    paired_phrase,
+    round_ratios,
+    rounds_cheaper,
+    scorep_targets,
     judge,
 )
 from dnabert_scaling.tools.docfacts import Facts
@@ -49,9 +49,9 @@ def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
     by = {(m["mode"], m["config"]): m for m in modes}
     calls = {c.get("mode"): c for c in data.get("per_call") or []}
     launch = {k: c["launch_ns"] for k, c in calls.items() if isinstance(c.get("launch_ns"), (int, float))}
-    text = "\n".join([*TABLE_HEAD, *(_mode_row(m) for m in modes)]) + "\n\n" + _method(data)
+    text = "\n".join([*TABLE_HEAD, *(mode_row(m) for m in modes)]) + "\n\n" + method_text(data)
     if launch:
-        spread = _launch_spread(calls)
+        spread = launch_spread(calls)
         text += (
             " One launch (host µs, median of the per-call turns): "
             + ", ".join(f"{NAMES.get(k, k)} {v / 1e3:.1f}" for k, v in launch.items())
@@ -62,7 +62,7 @@ def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
     if configs:
         pairs = [(by[("scorep-nocuda", c)]["ratio_median"], by[("scorep-nodriver", c)]["ratio_median"]) for c in configs]
         figures = "; ".join(
-            f"{lo:.2f}x against {hi:.2f}x at {c}{_rounds_cheaper(by, c, 'scorep-nocuda', 'scorep-nodriver')}"
+            f"{lo:.2f}x against {hi:.2f}x at {c}{rounds_cheaper(by, c, 'scorep-nocuda', 'scorep-nodriver')}"
             for c, (lo, hi) in zip(configs, pairs)
         )
         if all(lo <= 1.05 and hi - lo >= 0.05 for lo, hi in pairs):
@@ -96,10 +96,10 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
         return f"(no `{BUFFERS_BENCH}` shipped)"
     by = {(m["mode"], m["config"]): m for m in modes}
     configs = list(dict.fromkeys(m["config"] for m in modes))
-    text = "\n".join([*TABLE_HEAD, *(_mode_row(m) for m in modes)]) + "\n\n" + _method(data)
+    text = "\n".join([*TABLE_HEAD, *(mode_row(m) for m in modes)]) + "\n\n" + method_text(data)
     sentences = []
     for big, small in (*BUFFER_PAIRS, ("cupti-kernels", "scorep-nodriver-chunk4m")):
-        figures = [f for c in configs if (f := _paired_phrase(by, c, big, small))]
+        figures = [f for c in configs if (f := paired_phrase(by, c, big, small))]
         if figures:
             sentences.append(f"{NAMES[big]} against {NAMES[small]}: {'; '.join(figures)}")
     return text + (" " + ". ".join(sentences) + "." if sentences else "")
@@ -107,7 +107,7 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
 
 def _paired_gain(by: dict, config: str, mode: str, other: str) -> float | None:
     """The median over the rounds both ran of ``other``'s round ratio minus ``mode``'s (what ``mode`` saves)."""
-    a, b = _round_ratios(by, mode, config), _round_ratios(by, other, config)
+    a, b = round_ratios(by, mode, config), round_ratios(by, other, config)
     common = [k for k in a if k in b]
     return statistics.median(b[k] - a[k] for k in common) if common else None
 
@@ -116,13 +116,13 @@ def _cache_run_head(data: dict, modes: list[dict]) -> tuple[str, dict, dict, lis
     """The table and method of a run on a build that may carry the stream reference cache (the default
     mode named as cached where every run's build lists the patch): (text, names, rows by (mode, config),
     configurations, runs with the cache, runs)."""
-    runs, _, cached = _builds(data)
+    runs, _, cached = build_counts(data)
     names = dict(NAMES)
     if cached == runs:
         names[DEFAULT_MODE] = "Score-P, launch-only, 4 MB buffers, stream reference cache on (default)"
     by = {(m["mode"], m["config"]): m for m in modes}
     configs = list(dict.fromkeys(m["config"] for m in modes))
-    text = "\n".join([*TABLE_HEAD, *(_mode_row(m, names) for m in modes)]) + "\n\n" + _method(data) + _cache_in_builds(data)
+    text = "\n".join([*TABLE_HEAD, *(mode_row(m, names) for m in modes)]) + "\n\n" + method_text(data) + cache_in_builds(data)
     return text, names, by, configs, cached, runs
 
 
@@ -133,7 +133,7 @@ def _paired_sentences(by: dict, configs: list[str], names: dict, pairs) -> str:
     for mode, other in pairs:
         figures = []
         for c in configs:
-            phrase, gain = _paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
+            phrase, gain = paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
             if phrase and gain is not None:
                 side = "" if gain >= 0 else "yet dearer "
                 figures.append(f"{phrase}, {side}by a median of {abs(gain):.3f} per round")
@@ -176,7 +176,7 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
     return (
         text
         + "\n\n"
-        + _scorep_targets(modes, data, said=f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID)
+        + scorep_targets(modes, data, said=f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID)
     )
 
 
@@ -209,7 +209,7 @@ def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
     beyond = [g for c in configs if (g := _paired_gain(by, c, "cupti-launch", DEFAULT_MODE)) is not None]
     text += _step_accounting(data) + _sampled_round(facts, names, by, beyond)
     said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
-    return text + "\n\n" + _scorep_targets(modes, data, said=said)
+    return text + "\n\n" + scorep_targets(modes, data, said=said)
 
 
 def _step_ratios(data: dict, key: str) -> tuple[dict[str, list[float]], int]:

@@ -19,8 +19,9 @@ its first call to the end of its synchronisation). The JSON gives, per mode and 
 the median, min and max of these per-round ratios over the rounds, and the median of all the
 paired step ratios of all rounds (``pooled_ratio_median``, with its quartiles). The printout ends
 with the artifact's default Score-P mode against issue 24's targets (``#`` lines): met or missed only
-where the 95% interval of the median of its round ratios lies wholly on one side of a bound, else
-not established, the rule ARTIFACT.md's targets lines use (``tools/docbench.py: bound_verdict``).
+where the 95% interval of the median of its round ratios lies wholly on one side of a bound (and the
+runs of a merge agree), else not established, the rule ARTIFACT.md's targets lines use
+(``tools/cost_verdicts.py``).
 
 Modes (a Score-P mode without a chunk of its own runs in Score-P's 8 kB chunks, whatever the caller set):
   untraced          no tracer
@@ -979,27 +980,32 @@ def show(doc: dict) -> None:
 
 def target_lines(doc: dict) -> list[str]:
     """The default mode's ratio targets, and "at most torch.profiler's cost", each met, missed or not
-    established by the rule the documents use (``docbench.judge``: the 95% interval of the median of the
-    rounds, or of the paired per-round differences, wholly on one side of the bound, and in a merge no
-    run's median on the other side)."""
-    from dnabert_scaling.tools.docbench import DEFAULT_MODE, SCOREP_RATIO_TARGETS, judge
+    established by the rule the documents use (``tools/cost_verdicts.py``)."""
+    from dnabert_scaling.tools import cost_verdicts as cv
+    from dnabert_scaling.tools.docbench import DEFAULT_MODE, SCOREP_RATIO_TARGETS
 
-    by = {(m.get("mode"), m.get("config")): m for m in doc.get("modes") or []}
     lines = []
     for config, bound in SCOREP_RATIO_TARGETS:
-        mine = {k: x for k, x in (by.get((DEFAULT_MODE, config)) or {}).get("round_ratios") or []}
-        if not mine:
+        rounds = cv.rounds_of(doc, config, DEFAULT_MODE)
+        if not rounds.values and not rounds.problems:
             continue
-        verdict, interval = judge(doc, by, config, bound, DEFAULT_MODE)
-        said = interval if "too few" in interval else f"{interval}; {len(mine)} rounds"
-        lines.append(f"#   {config}: {statistics.median(mine.values()):.3f}x against <= {bound:.2f}x: {verdict} ({said})")
-        if (by.get(("torch", config)) or {}).get("round_ratios"):
-            verdict, interval = judge(doc, by, config, 0.0, DEFAULT_MODE, minus="torch")
+        verdict, said = cv.judge([rounds], bound)
+        xs = rounds.numbers
+        median = f"{statistics.median(xs):.3f}x" if xs and all(cv.is_number(x) for x in xs) else "-"
+        lines.append(f"#   {config}: {median} over {len(xs)} rounds against <= {bound:.2f}x: {verdict} ({said})")
+        paired = cv.rounds_of(doc, config, DEFAULT_MODE, minus="torch")
+        if paired.values or paired.problems:
+            verdict, said = cv.judge([paired], 0.0)
             lines.append(
-                f"#   {config}: at most torch.profiler's cost: {verdict} (Score-P's ratio minus torch's, per round: {interval})"
+                f"#   {config}: at most torch.profiler's cost, paired in {len(paired.values)} rounds: {verdict} "
+                f"(Score-P's ratio minus torch's: {said})"
             )
     if lines:
-        lines.insert(0, f"# targets of {DEFAULT_MODE} (issue 24), judged by the 95% interval of the median:")
+        lines[:0] = [
+            f"# targets of the default Score-P mode ({DEFAULT_MODE}), its step over the untraced step of the same turn:",
+            "# met = the 95% interval of the median of the rounds lies at or below the bound (and the runs of a merge",
+            "# agree), missed = it lies above, else not established (tools/cost_verdicts.py)",
+        ]
     return lines
 
 

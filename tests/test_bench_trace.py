@@ -727,12 +727,13 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     lines: the shipped merge of calls A, B and C gives the verdicts and intervals its block gives."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-abc.json").read_text())
     lines = bt.target_lines(doc)
-    assert lines[0].startswith("# targets of scorep-launch-chunk4m (issue 24)")
-    assert "#   8x70: 1.222x against <= 1.25x: not established (95% interval of the median 1.19-1.27; 18 rounds)" in lines
-    assert "#   32x70: 1.168x against <= 1.12x: not established (95% interval of the median 1.117-1.220; 18 rounds)" in lines
+    assert lines[0].startswith("# targets of the default Score-P mode (scorep-launch-chunk4m), its step over the untraced")
+    assert lines[1].startswith("# met = the 95% interval of the median of the rounds lies at or below the bound")
+    assert "#   8x70: 1.222x over 18 rounds against <= 1.25x: not established (95% interval of the median 1.19-1.27)" in lines
+    assert "#   32x70: 1.168x over 18 rounds against <= 1.12x: not established (95% interval of the median 1.117-1.220)" in lines
     assert (
-        "#   8x70: at most torch.profiler's cost: met (Score-P's ratio minus torch's, per round: 95% interval of the median "
-        "-0.27 to -0.10)" in lines
+        "#   8x70: at most torch.profiler's cost, paired in 13 rounds: met (Score-P's ratio minus torch's: 95% interval of the "
+        "median -0.27 to -0.10)" in lines
     )
     artifact = (ROOT / "ARTIFACT.md").read_text()
     block = artifact.split("<!-- generated:bench-trace-host-profile:begin -->")[1].split("<!-- generated:")[0]
@@ -740,19 +741,24 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     assert "32x70: 1.17x against <= 1.12x (not established: 95% interval of the median 1.117-1.220;" in block
     # too few rounds for an interval, and no default mode at all
     few = {"modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": [[0, 1.1], [1, 1.2]]}]}
-    assert bt.target_lines(few)[1] == (
-        "#   8x70: 1.150x against <= 1.25x: not established (2 rounds, too few for a 95% interval of the median)"
+    assert bt.target_lines(few)[3] == (
+        "#   8x70: 1.150x over 2 rounds against <= 1.25x: not established (2 rounds, too few for a 95% interval of the median)"
     )
     assert bt.target_lines({"modes": [{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]}) == []
-    # a merge whose runs disagree: the rounds' interval alone would say met
-    ratios = [[k, 1.10 + 0.01 * (k % 4)] for k in range(16)] + [[16, 1.30], [17, 1.31]]
+    # a merge in which one run's own rounds lie wholly above the bound: the pooled rounds alone would say met
+    low = [[k, 1.10 + 0.01 * (k % 4)] for k in range(24)]
+    high = [[24 + k, 1.30 + 0.01 * k] for k in range(6)]
+    runs = [
+        {"file": f"{x}.json", "date": "2026-12-04", "revision": x, "wall_s": 1.0, "rounds": n} for x, n in (("a", 24), ("b", 6))
+    ]
     merged = {
-        "modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": ratios}],
-        "rounds": [{"round": k, "source": "a.json" if k < 16 else "b.json"} for k in range(18)],
+        "modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": low + high}],
+        "merged_from": runs,
+        "rounds": [{"round": k, "source": "a.json" if k < 24 else "b.json"} for k in range(30)],
     }
-    assert bt.target_lines(merged)[1] == (
-        "#   8x70: 1.120x against <= 1.25x: not established (95% interval of the median 1.11-1.13, but the median of 1 of 2 "
-        "runs lies on the other side of the bound (b.json 1.31); 18 rounds)"
+    assert bt.target_lines(merged)[3] == (
+        "#   8x70: 1.120x over 30 rounds against <= 1.25x: not established (95% interval of the median 1.11-1.13, but the "
+        "interval of a run's own rounds lies on the other side (b.json 1.30-1.35))"
     )
-    del merged["rounds"]  # the same rounds as one run: the interval decides
-    assert "met (95% interval of the median 1.11-1.13; 18 rounds)" in bt.target_lines(merged)[1]
+    merged["rounds"][0].pop("source")  # a merge's round of no run: not judged, and why
+    assert "not established (round 0 of the run is not attributed to one of its runs)" in bt.target_lines(merged)[3]

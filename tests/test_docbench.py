@@ -11,7 +11,8 @@ import statistics
 import pytest
 from pathlib import Path
 
-from dnabert_scaling.tools import docbench, docbench_calls
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tools import cost_verdicts, docbench, docbench_calls, docbench_targets
 from dnabert_scaling.tools.docfacts import Facts
 
 D = docbench.DEFAULT_MODE  # the artifact's default Score-P mode: the targets are judged on its rows
@@ -21,6 +22,11 @@ def _row(mode, config, ratio, **extra):
     return {"mode": mode, "config": config, "ratio_median": ratio, "ratio_min": ratio, "ratio_max": ratio, "rounds": 3,
             "pooled_ratio_median": ratio, "pooled_ratio_q1": ratio, "pooled_ratio_q3": ratio, "pairs": 90,
             "step_ms_median": 20.0, "trace_bytes_per_step": None, "kernels_found_share": None, **extra}  # fmt: skip
+
+
+def _doc(**parts):
+    """A bench-trace output of 30 measured steps after 5 warm-up steps, each ended by a stream wait."""
+    return {"device": "GPU", "steps": 30, "warmup": 5, "step_sync": "stream", **parts}
 
 
 def _block(tmp_path, **doc):
@@ -96,7 +102,10 @@ def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), _row(D, "8x70", 1.3)]
     text = _block(tmp_path, device="GPU", steps=30, warmup=5, modes=modes, rounds=[{}])  # no step_sync: the first version
     assert "Every timed step ended in a device synchronisation" in text
-    assert "8x70: 1.30x against <= 1.25x (not established: 0 rounds, too few" in text  # no rounds: a median alone judges nothing
+    # no per-round ratios (the first version of the file): a median alone judges nothing, and it says why
+    assert (
+        "8x70: 1.30x against <= 1.25x (not established: the run's scorep-launch-chunk4m at 8x70 keeps no per-round ratios" in text
+    )
     assert "kernels found: not counted (not met)" in text  # no count of launches: the target is not met by silence
 
 
@@ -118,15 +127,7 @@ def _presence(tmp_path, nocuda: float, nodriver: float = 1.2) -> str:
     modes += [_row("scorep-nodriver", c, nodriver, trace_bytes_per_step=25e3) for c in ("8x70", "32x70")]
     modes += [_row("scorep-nocuda", c, nocuda, trace_bytes_per_step=300.0) for c in ("8x70", "32x70")]
     calls = [{"mode": "scorep-nocuda", "launch_ns": 6300.0}, {"mode": "untraced", "launch_ns": 6400.0}]
-    doc = {
-        "device": "GPU",
-        "steps": 30,
-        "warmup": 5,
-        "step_sync": "stream",
-        "modes": modes,
-        "per_call": calls,
-        "rounds": [{}] * 9,
-    }
+    doc = _doc(modes=modes, per_call=calls, rounds=[{}] * 9)
     (tmp_path / "expected" / "reference" / docbench_calls.PRESENCE_BENCH).write_text(json.dumps(doc))
     return docbench_calls.bench_trace_scorep_presence(Facts(tmp_path), None)
 
@@ -328,7 +329,8 @@ def _cache_run(tmp_path, on, off, patches):
         {"file": f"bench-{k}.json", "rounds": 1, "date": "2026-12-04", "machine": {"scorep_patches": p}}
         for k, p in enumerate(patches)
     ]
-    doc = {"device": "GPU", "steps": 30, "warmup": 5, "step_sync": "stream", "modes": modes, "merged_from": runs, "rounds": []}
+    rounds = [{"round": k, "source": f"bench-{k % len(runs)}.json"} for k in range(len(on))]  # each round names its run
+    doc = _doc(modes=modes, merged_from=runs, rounds=rounds)
     (tmp_path / "expected" / "reference" / docbench.CACHE_BENCH).write_text(json.dumps(doc))
     return docbench_calls.bench_trace_stream_cache(Facts(tmp_path), None)
 
@@ -369,7 +371,8 @@ def test_the_stream_cache_block_does_not_credit_the_cache_with_a_target_both_mee
 
 
 def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
-    """A benchmark file of the default mode's round ratios, its runs listing ``builds`` (one per run)."""
+    """A benchmark file of the default mode's round ratios, its runs listing ``builds`` (one per run, each
+    a run of its own date, revision and wall time); the rounds go to the runs in turn."""
     modes = [
         _row(D, c, statistics.median(xs), round_ratios=[[k, x] for k, x in enumerate(xs)])
         for c, xs in (("8x70", at_8x70), ("32x70", at_32x70))
@@ -378,26 +381,30 @@ def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
         modes.append(_row("cupti-kernels", "32x70", statistics.median(cupti), round_ratios=[[k, x] for k, x in enumerate(cupti)]))
         callbacks = [x - 0.05 for x in at_32x70]  # the bare client with launch callbacks: 0.05 cheaper each round
         modes.append(_row("cupti-launch", "32x70", 1.0, round_ratios=[[k, x] for k, x in enumerate(callbacks)]))
+    name = Path(path).parent.name
     runs = [
-        {"file": f"{Path(path).parent.name}-{k}.json", "rounds": 1, "machine": {"scorep_patches": b}}
+        {"file": f"{name}-{k}.json", "rounds": 1, "date": "2026-12-04", "revision": f"{name}{k}", "wall_s": 100.0 + k,
+         "machine": {"scorep_patches": b}}
         for k, b in enumerate(builds)
-    ]
+    ]  # fmt: skip
+    n = max(len(at_8x70), len(at_32x70), len(cupti or []))
+    rounds = [{"round": k, "source": runs[k % len(runs)]["file"]} for k in range(n)]
     (root / path).parent.mkdir(parents=True, exist_ok=True)
-    (root / path).write_text(json.dumps({"modes": modes, "merged_from": runs}))
+    (root / path).write_text(json.dumps({"modes": modes, "merged_from": runs, "rounds": rounds}))
 
 
 def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_ships(tmp_path):
-    assert docbench.scorep_targets_summary(Facts(tmp_path), None).startswith("not judged")
-    series = tmp_path / docbench.SERIES
+    assert docbench_targets.scorep_targets_summary(Facts(tmp_path), None).startswith("not judged")
+    series = tmp_path / docbench_targets.SERIES
     series.parent.mkdir(parents=True)
     series.write_text("# the series\na.patch verified note\nb.patch verified\nc.patch candidate\n")
     root = tmp_path / "expected" / "reference"
-    (shipped, _), (calls_nop, _), (calls_abc, _) = docbench.TARGET_SETS
+    (shipped, _), _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS
     old, ours = ["a.patch"], ["a.patch", "b.patch"]  # the shipped build: the series' verified patches, in order
     _target_file(root, shipped, [old, None], [1.26, 1.27, 1.28, 1.29, 1.30, 1.31], [1.20] * 6, cupti=[1.10] * 6)
     _target_file(root, calls_nop, [ours, ours], [1.20, 1.22, 1.24, 1.25, 1.26, 1.27], [1.10] * 6, cupti=[1.14] * 6)
     _target_file(root, calls_abc, [ours], [1.19, 1.20, 1.21, 1.22, 1.23, 1.26], [1.11] * 6, cupti=[1.14] * 6)
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
     # each file on its own: the older build's misses, the others' intervals hold the bound
     assert text.startswith(
         "at 8x70 (<= 1.25x) not established for the build the artifact ships: 1.29x over calls D to M's 6 rounds "
@@ -411,47 +418,98 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     # CUPTI alone is said only beside a target the build does not meet
     assert "CUPTI alone" not in text.split("at 32x70")[1]
     _target_file(root, calls_abc, [ours], [1.19, 1.20, 1.21, 1.22, 1.23, 1.26], [1.14] * 6, cupti=[1.14] * 6)
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
     assert "at 32x70 (<= 1.12x) not established for the build the artifact ships:" in text
     # CUPTI alone over every file's rounds, whatever its Score-P build: the client loads none
     assert "CUPTI alone (the bare client, no Score-P) over the 18 rounds of every file that ran it: 1.14x" in text
     assert (
         "the default mode beyond the bare client with the same launch callbacks, paired in 12 rounds of that build: "
-        "+0.050 of an untraced step (median per round, 95% interval 0.050-0.050)" in text
+        "+0.050 of an untraced step, more than that client (the differences' 95% interval of the median 0.05-0.05)" in text
     )
     # no file of the shipped build: the files must agree, or the target is not established
     series.write_text("z.patch verified\n")
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
-    assert text.startswith("at 8x70 (<= 1.25x) not established: ") and "pooled" not in text
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+    assert text.startswith(
+        "at 8x70 (<= 1.25x) not judged for the build the artifact ships (no file ran it); over the other builds not established: "
+    )
+    assert "pooled" not in text
     _target_file(root, calls_nop, [ours, ours], [1.26] * 6, [1.20] * 6)
     _target_file(root, calls_abc, [ours], [1.30] * 6, [1.20] * 6)
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
-    assert text.startswith("at 8x70 (<= 1.25x) missed: ") and "at 32x70 (<= 1.12x) missed: " in text
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+    assert (
+        "at 8x70 (<= 1.25x) not judged for the build the artifact ships (no file ran it); over the other builds missed: " in text
+    )
+    assert (
+        "at 32x70 (<= 1.12x) not judged for the build the artifact ships (no file ran it); over the other builds missed: " in text
+    )
 
 
-def test_the_pooled_verdict_needs_every_run_on_its_side_and_no_run_twice(tmp_path):
-    series = tmp_path / docbench.SERIES
+def test_the_pooled_verdict_holds_the_runs_against_it_and_counts_no_run_twice(tmp_path):
+    series = tmp_path / docbench_targets.SERIES
     series.parent.mkdir(parents=True)
     series.write_text("a.patch verified\n")
     root = tmp_path / "expected" / "reference"
-    (_, _), (calls_nop, _), (calls_abc, _) = docbench.TARGET_SETS
-    # twelve rounds wholly above 1.12x, but one run (a file of one run) has its median below the bound
-    _target_file(root, calls_nop, [["a.patch"]], [1.25] * 20, [1.20 + 0.01 * (k % 8) for k in range(20)])
-    _target_file(root, calls_abc, [["a.patch"]], [1.25] * 6, [1.10, 1.11, 1.11, 1.11, 1.30, 1.30])
-    assert docbench.bound_verdict([1.20 + 0.01 * (k % 8) for k in range(20)] + [1.10, 1.11, 1.11, 1.11, 1.30, 1.30], 1.12)[0] == (
-        "missed"  # the pooled rounds alone
-    )
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
+    _shipped, _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS
+    above = [1.20 + 0.01 * (k % 8) for k in range(20)]
+    # two runs: the pooled rounds lie above 1.12x, but one run's own rounds lie wholly below it
+    _target_file(root, calls_nop, [["a.patch"]], [1.25] * 20, above)
+    _target_file(root, calls_abc, [["a.patch"]], [1.25] * 6, [1.05, 1.06, 1.07, 1.08, 1.09, 1.10])
+    assert cost_verdicts.bound_verdict(above + [1.05, 1.06, 1.07, 1.08, 1.09, 1.10], 1.12)[0] == "missed"  # rounds alone
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
     assert "at 32x70 (<= 1.12x) not established for the build the artifact ships:" in text
-    assert "but the median of 1 of 2 runs lies on the other side of the bound (calls A, B and C 1.11)" in text
-    # two files that list the same run are not pooled: the same rounds would count twice
+    assert "but the interval of a run's own rounds lies on the other side (gpu-call-2026-12-04-profile-0.json 1.05-1.10)" in text
+    # a run whose median is below the bound but whose own interval holds it does not overrule the rest
+    _target_file(root, calls_abc, [["a.patch"]], [1.25] * 6, [1.10, 1.11, 1.11, 1.11, 1.30, 1.30])
+    assert "at 32x70 (<= 1.12x) missed for the build the artifact ships:" in docbench_targets.scorep_targets_summary(
+        Facts(tmp_path), None
+    )
+    # six runs or more: the interval of the runs' medians must lie on the same side
+    _target_file(root, calls_nop, [["a.patch"]] * 6, [1.25] * 24, [1.10 if k % 6 == 5 else 1.20 for k in range(24)])
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+    assert "but over the 7 runs' medians the interval is 1.10-1.20" in text and "at 32x70 (<= 1.12x) not established" in text
+    # two files that hold the same run are not pooled as two: the same rounds would count twice
     nop = json.loads((root / calls_nop).read_text())
     abc = json.loads((root / calls_abc).read_text())
-    abc["merged_from"] = nop["merged_from"]
+    abc["merged_from"] = nop["merged_from"][:1] + abc["merged_from"]
+    abc["rounds"] = [{**r, "source": abc["merged_from"][k % 2]["file"]} for k, r in enumerate(abc["rounds"])]
     (root / calls_abc).write_text(json.dumps(abc))
-    text = docbench.scorep_targets_summary(Facts(tmp_path), None)
-    assert "pooled" not in text.replace("not pooled", "")
-    assert "; not pooled: calls N, O and P and calls A, B and C both list a run gpu-call-2026-12-04-cache-0.json" in text
+    text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+    assert "not established: one run is in two of the pooled files (gpu-call-2026-12-04-cache-0.json and " in text
+
+
+def test_rounds_that_cannot_be_read_whole_are_not_judged(tmp_path):
+    """What a tester breaks in a shipped file gives "not established" and the reason, never a verdict or a traceback."""
+    root = tmp_path / "expected" / "reference"
+    (shipped, _), *_ = docbench_targets.TARGET_SETS
+    cases = {
+        "a null ratio": lambda doc: doc["modes"][0]["round_ratios"][0].__setitem__(1, None),
+        "a repeated round": lambda doc: doc["modes"][0]["round_ratios"].append([0, 1.2]),
+        "a malformed entry": lambda doc: doc["modes"][0]["round_ratios"].append([1.2]),
+        "a round of no run": lambda doc: doc["rounds"][0].pop("source"),
+    }
+    for what, damage in cases.items():
+        _target_file(root, shipped, [None, None], [1.10 + 0.01 * k for k in range(8)], [1.10] * 8)
+        doc = json.loads((root / shipped).read_text())
+        damage(doc)
+        (root / shipped).write_text(json.dumps(doc))
+        text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+        first = text.split("; at 32x70")[0]
+        assert "(met" not in first, (what, first)
+        block = _block(tmp_path / what.replace(" ", "-"), device="GPU", steps=2, warmup=1, step_sync="stream", **doc)
+        assert "8x70: " in block and "(met" not in block.split("Targets of the default mode")[1].split("; 32x70")[0], what
+    # a row without its median: the verdict is the rounds', the median shown is "-", no traceback
+    _target_file(root, shipped, [None, None], [1.10 + 0.01 * k for k in range(8)], [1.10] * 8)
+    doc = json.loads((root / shipped).read_text())
+    doc["modes"][0].pop("ratio_median")
+    (root / shipped).write_text(json.dumps(doc))
+    block = _block(tmp_path / "no-median", device="GPU", steps=2, warmup=1, step_sync="stream", **doc)
+    assert "8x70: - against <= 1.25x (met: 95% interval of the median 1.10-1.17" in block
+    # a file whose top level is not a bench-trace output: an error that names it, not a traceback
+    doc["merged_from"].append("bench-x.json")
+    (root / shipped).write_text(json.dumps(doc))
+    with pytest.raises(ArtifactError, match="'merged_from' is not a list of objects") as e:
+        docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+    assert e.value.path == str(root / shipped)
 
 
 def test_the_sign_test_gives_how_likely_a_split_is_without_a_difference():

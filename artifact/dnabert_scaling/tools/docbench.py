@@ -1,8 +1,7 @@
 """The generated parts of the documents that quote the Score-P tracing-cost benchmark
 (``expected/reference/h200-bench/bench-trace-scorep.json``): the table per mode and configuration,
-and the launch-only mode against its targets (issue 24). A ratio target is met or missed only where
-the 95% interval of the median of the rounds lies on one side of it (:func:`bound_verdict`); else it
-is not established."""
+and the launch-only mode against its targets (issue 24), each met, missed or not established by the
+rule of :mod:`cost_verdicts`."""
 
 from __future__ import annotations
 
@@ -11,9 +10,9 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from dnabert_scaling.analysis.stats import median_interval
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docfacts import Facts
-from dnabert_scaling.tools.scorep_series import read_series
 
 
 # The artifact's default Score-P mode, as the benchmark names it: launch-only driver callbacks, CUPTI's
@@ -42,6 +41,23 @@ TABLE_HEAD = (
 CACHE_BENCH = "h200-bench/gpu-call-2026-12-04-cache/bench-nop.json"
 CACHE_PATCH = "8.4-cupti-stream-ref-cache.patch"
 CACHE_OFF = "scorep-launch-nocache-chunk4m"  # the default mode with the cache turned off
+
+
+def bench_file(facts: Facts, relative: str) -> dict:
+    """A shipped output or merge of ``scripts/bench_trace.py`` (under ``expected/reference/``), its
+    top-level shape checked once here so that the blocks can read it: {} where it is not shipped, an
+    ArtifactError naming the file where it is not such an output."""
+    data = facts.bench(relative)
+    if data is None:
+        return {}
+    path = facts.root / "expected" / "reference" / relative
+    if not isinstance(data, dict):
+        raise ArtifactError("not a bench-trace output (not a JSON object)", path)
+    for key in ("modes", "rounds", "merged_from", "per_call"):
+        value = data.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(x, dict) for x in value)):
+            raise ArtifactError(f"not a bench-trace output: '{key}' is not a list of objects", path)
+    return data
 
 
 def mode_row(m: dict, names: dict | None = None) -> str:
@@ -92,135 +108,6 @@ def cache_in_builds(data: dict) -> str:
     return f" {cached} of {runs} runs' Score-P list `{CACHE_PATCH}`: launch-only Score-P ran with and without the stream reference cache."
 
 
-# the benchmark files whose default-mode rows the targets are judged on, with what the documents call them
-TARGET_SETS = (
-    ("h200-bench/bench-trace-scorep.json", "calls D to M"),  # the shipped file
-    (CACHE_BENCH, "calls N, O and P"),
-    ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
-)
-
-
-SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches
-
-
-def shipped_build(facts: Facts) -> tuple[str, ...] | None:
-    """The patches, in order, of the Score-P the artifact builds (the verified entries of its series);
-    None where the series cannot be read."""
-    try:
-        entries, _ = read_series(facts.root / SERIES)
-    except OSError:
-        return None
-    return tuple(e.file for e in entries if e.status == "verified") or None
-
-
-def scorep_targets_summary(facts: Facts, _: str | None) -> str:
-    """Each ratio target of the default mode over every benchmark file that ran it, each file judged by
-    :func:`bound_verdict` on its own rounds and runs. The verdict that heads the line is that of the build
-    the artifact ships: the rounds of every file whose runs all list that build's patches, pooled (more
-    rounds of one build, a narrower interval, every run's median held against it); where no file ran it,
-    all files must agree. Beside a target the build does not meet: CUPTI alone over every file's rounds
-    (the bare client loads no Score-P, so no build), and what the default mode adds to the bare client
-    with the same launch callbacks, paired per round over the pooled rounds."""
-    build = shipped_build(facts)
-    found = []
-    for path, said in TARGET_SETS:
-        data = facts.bench(path) or {}
-        by = {(m.get("mode"), m.get("config")): m for m in data.get("modes") or []}
-        if any(mode == DEFAULT_MODE for mode, _ in by):
-            found.append((said, data, by, build is not None and _build_of(data) == build))
-    if not found:
-        return "not judged: no benchmark file with the default mode is shipped"
-    shared = _shared_runs([(said, data) for said, data, _, ours in found if ours])
-    parts = []
-    for config, bound in SCOREP_RATIO_TARGETS:
-        seen = [(said, data, by, ours) for said, data, by, ours in found if (DEFAULT_MODE, config) in by]
-        if not seen:
-            parts.append(f"at {config} not judged (no rounds)")
-            continue
-        figures, verdicts = [], []
-        for said, data, by, _ours in seen:
-            verdict, interval = judge(data, by, config, bound, DEFAULT_MODE)
-            n = len(round_ratios(by, DEFAULT_MODE, config))
-            verdicts.append(verdict)
-            figures.append(f"{by[(DEFAULT_MODE, config)]['ratio_median']:.2f}x over {said}'s {n} rounds ({verdict}: {interval})")
-        ours = [(said, data, by) for said, data, by, mine in seen if mine]
-        if ours and not shared:
-            values, runs = _pool(ours, config, DEFAULT_MODE)
-            verdict, interval = bound_verdict(values, bound, runs)
-            head = f"{verdict} for the build the artifact ships"
-            tail = (
-                f"; the {len(values)} rounds of that build ({' and '.join(said for said, _, _ in ours)}) pooled: "
-                f"{statistics.median(values):.2f}x ({verdict}: {interval})"
-                if len(ours) > 1
-                else ""
-            )
-            if verdict != "met":
-                tail += _cupti_beside(seen, ours, config, bound)
-        else:
-            head = verdicts[0] if len(set(verdicts)) == 1 else "not established"
-            tail = f"; not pooled: {shared}" if shared else ""
-        parts.append(f"at {config} (<= {bound:.2f}x) {head}: " + ", ".join(figures) + tail)
-    return "; ".join(parts)
-
-
-def _pool(files: list, config: str, mode: str, minus: str | None = None) -> tuple[list[float], dict[str, list[float]]]:
-    """``mode``'s round ratios at ``config`` (or their paired differences from ``minus``'s) in several files
-    pooled, and each run's values (a merge's rounds name their run; a file of one run is that run)."""
-    pooled: list[float] = []
-    runs: dict[str, list[float]] = {}
-    for said, data, by in files:
-        values = _paired_differences(by, config, mode, minus) if minus else round_ratios(by, mode, config)
-        pooled += list(values.values())
-        for name, xs in (_runs_of(data, values) or {said: list(values.values())}).items():
-            runs.setdefault(name, []).extend(xs)
-    return pooled, runs
-
-
-def _shared_runs(files: list[tuple[str, dict]]) -> str:
-    """Why files may not be pooled: two of them list a run of the same name (the same rounds would count
-    twice, and narrow the interval falsely); "" where none do."""
-    owner: dict[str, str] = {}
-    for said, data in files:
-        for run in data.get("merged_from") or []:
-            name = str(run.get("file"))
-            if name in owner and owner[name] != said:
-                return f"{owner[name]} and {said} both list a run {name}"
-            owner[name] = said
-    return ""
-
-
-def _cupti_beside(seen: list, ours: list, config: str, bound: float) -> str:
-    """Beside a target the shipped build does not meet: CUPTI alone over every file's rounds, and what the
-    default mode adds to the bare client with the same launch callbacks over the pooled rounds."""
-    text = ""
-    alone, runs = _pool([(s, d, b) for s, d, b, _ in seen], config, "cupti-kernels")
-    if alone:
-        verdict, interval = bound_verdict(alone, bound, runs)
-        side = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
-        text += (
-            f"; CUPTI alone (the bare client, no Score-P) over the {len(alone)} rounds of every file that ran it: "
-            f"{_near(statistics.median(alone), bound)}x, {side} ({interval})"
-        )
-    beyond, _ = _pool(ours, config, DEFAULT_MODE, minus="cupti-launch")
-    if beyond:
-        iv = median_interval(beyond, CONFIDENCE)
-        ends = "" if iv is None else f"{iv.lo:.3f} to {iv.hi:.3f}" if iv.lo < 0 else f"{iv.lo:.3f}-{iv.hi:.3f}"
-        said = f", 95% interval {ends}" if iv else ": too few rounds for an interval"
-        text += (
-            f"; the default mode beyond the bare client with the same launch callbacks, paired in {len(beyond)} rounds "
-            f"of that build: {statistics.median(beyond):+.3f} of an untraced step (median per round{said})"
-        )
-    return text
-
-
-def _build_of(data: dict) -> tuple[str, ...] | None:
-    """The Score-P build (its patches, in order) that every run of a benchmark file lists; None where a
-    run lists none or the runs differ."""
-    runs = data.get("merged_from") or [{"machine": data.get("machine") or {}}]
-    builds = {tuple(p) if isinstance(p := (r.get("machine") or {}).get("scorep_patches"), list) else None for r in runs}
-    return builds.pop() if len(builds) == 1 and None not in builds else None
-
-
 def _size(size: Any) -> str:
     if not isinstance(size, (int, float)):
         return "-"
@@ -235,7 +122,7 @@ def bench_trace_scorep(facts: Facts, _: str | None) -> str:
     """``bench-trace-scorep.json``: per mode and configuration, the step time over the untraced
     step of the same turn (median and range of the per-round medians, and the median and quartiles
     of all step pairs), trace bytes per step, kernels found; the per-call figures; the targets."""
-    data = facts.bench("h200-bench/bench-trace-scorep.json") or {}
+    data = bench_file(facts, "h200-bench/bench-trace-scorep.json")
     rows = list(TABLE_HEAD)
     rows += [mode_row(m) for m in data.get("modes") or [] if m.get("mode") in NAMES]
     for c in data.get("per_call") or []:
@@ -372,62 +259,6 @@ def method_text(data: dict) -> str:
 
 # issue 24's targets for the launch-only mode: (config, highest ratio)
 SCOREP_RATIO_TARGETS = (("8x70", 1.25), ("32x70", 1.12))
-CONFIDENCE = 0.95  # of the interval of a median that a measured figure is judged by
-
-
-def bound_verdict(values: list, bound: float, runs: dict[str, list] | None = None) -> tuple[str, str]:
-    """A measured figure (its values, one per round) against an upper bound: "met" where the 95% interval
-    of their median lies at or below the bound, "missed" where it lies above, else "not established";
-    and the interval, said.
-
-    The one rule for the Score-P cost targets and the comparisons beside them: a median a few hundredths
-    on one side of a bound, over rounds that scatter by tenths, is not a result. Not established also
-    where there are too few rounds for an interval, where a value is not a finite number (a broken round
-    is not left out), and where the rounds came from several runs (``runs``: each run's values) and the
-    median of one of them lies on the other side of the bound: the interval treats rounds as independent
-    draws, while rounds of one machine may resemble each other more, so a verdict must not rest on
-    pooling machines that disagree."""
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)]
-    if bad:
-        return "not established", f"{len(bad)} of {len(values)} round values not finite numbers"
-    iv = median_interval(values, CONFIDENCE)
-    if iv is None:
-        return (
-            "not established",
-            f"{len(values)} round{'s' if len(values) != 1 else ''}, too few for a 95% interval of the median",
-        )
-    digits = max(len(_near(x, bound).split(".")[1]) for x in (iv.lo, iv.hi))  # both ends alike
-    lo, hi = f"{iv.lo:.{digits}f}", f"{iv.hi:.{digits}f}"
-    said = f"95% interval of the median {lo} to {hi}" if iv.lo < 0 else f"95% interval of the median {lo}-{hi}"
-    verdict = "met" if iv.hi <= bound else "missed" if iv.lo > bound else "not established"
-    if verdict != "not established" and runs and len(runs) > 1:
-        medians = {name: statistics.median(xs) for name, xs in runs.items() if xs and all(math.isfinite(x) for x in xs)}
-        against = {name: m for name, m in medians.items() if (m > bound if verdict == "met" else m <= bound)}
-        if against:
-            other = ", ".join(f"{name} {_near(m, bound)}" for name, m in against.items())
-            said += f", but the median of {len(against)} of {len(runs)} runs lies on the other side of the bound ({other})"
-            verdict = "not established"
-    return verdict, said
-
-
-def _near(x: float, bound: float) -> str:
-    """``x`` to two decimals, or to as many more (up to four) as it takes not to read as the bound."""
-    for digits in (2, 3, 4):
-        if x == bound or f"{x:.{digits}f}" != f"{bound:.{digits}f}":
-            return f"{x:.{digits}f}"
-    return f"{x:.4f}"
-
-
-def _runs_of(data: dict, ratios: dict) -> dict[str, list] | None:
-    """``{run: its round values}`` of one mode's ``{round: value}`` in a merge whose rounds each name
-    their run (``rounds[i]["source"]``); None for a single run or rounds without sources."""
-    source = {r.get("round"): r.get("source") for r in data.get("rounds") or [] if isinstance(r, dict)}
-    runs: dict[str, list] = {}
-    for k, x in ratios.items():
-        if source.get(k) is None:
-            return None
-        runs.setdefault(source[k], []).append(x)
-    return runs if len(runs) > 1 else None
 
 
 def round_ratios(by: dict, mode: str, config: str) -> dict:
@@ -463,7 +294,7 @@ def _against_bound(launch: dict, bound: float, data: dict) -> str:
     """How the rounds lie around a ratio target: how many at or below it and, for a merge of runs,
     each run's median of its rounds (``rounds[i]["source"]`` names the run of round ``i``)."""
     numbered = [r for r in launch.get("round_ratios") or [] if isinstance(r, list) and len(r) == 2]
-    if not numbered:
+    if not numbered or not all(cv.is_number(x) for _, x in numbered):
         return ""
     text = f"; {sum(x <= bound for _, x in numbered)} of {len(numbered)} rounds at or below it"
     source = {r.get("round"): r.get("source") for r in data.get("rounds") or [] if isinstance(r, dict)}
@@ -471,7 +302,10 @@ def _against_bound(launch: dict, bound: float, data: dict) -> str:
     for k, x in numbered:
         runs.setdefault(source.get(k), []).append(x)
     if len(runs) > 1 and None not in runs:
-        text += "; per run " + ", ".join(f"{statistics.median(xs):.2f}x ({name})" for name, xs in runs.items())
+        text += "; per run " + ", ".join(
+            f"{cv.near(statistics.median(xs), bound)}x ({name})" if all(cv.is_number(x) for x in xs) else f"- ({name})"
+            for name, xs in runs.items()
+        )
     return text
 
 
@@ -517,7 +351,7 @@ def _kernels_found(m: dict) -> tuple[str, str]:
 
 
 def scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEFAULT_SAID) -> str:
-    """The default mode against its targets, each met or missed, from the benchmark's medians; what kernel
+    """The default mode against its targets, each met, missed or not established (:mod:`cost_verdicts`); what kernel
     records cost without launch records (CUPTI alone, Score-P without `driver`); Score-P's 8 kB chunk."""
     data = data or {}
     by = {(m.get("mode"), m.get("config")): m for m in modes}
@@ -529,13 +363,14 @@ def scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEFA
         launch, torch = by.get((DEFAULT_MODE, config)), by.get(("torch", config))
         if not launch:
             continue
-        r = launch.get("ratio_median", float("nan"))
-        verdict, interval = judge(data, by, config, bound, DEFAULT_MODE)
+        r = launch.get("ratio_median")
+        verdict, interval = cv.judge([cv.rounds_of(data, config, DEFAULT_MODE)], bound)
         around = _against_bound(launch, bound, data)
-        out.append(f"{config}: {r:.2f}x against <= {bound:.2f}x ({verdict}: {interval}{around})")
+        shown = f"{r:.2f}x" if cv.is_number(r) else "-"
+        out.append(f"{config}: {shown} against <= {bound:.2f}x ({verdict}: {interval}{around})")
         mine_t, t, n = _paired_medians(by, config, DEFAULT_MODE, "torch")
         if torch and n:  # on the rounds both ran: at most torch.profiler's cost where the paired differences say so
-            verdict, interval = judge(data, by, config, 0.0, DEFAULT_MODE, minus="torch")
+            verdict, interval = cv.judge([cv.rounds_of(data, config, DEFAULT_MODE, minus="torch")], 0.0)
             cheaper = rounds_cheaper(by, config)
             out.append(
                 f"{config}: {mine_t:.2f}x against torch.profiler's {t:.2f}x, medians of the {n} rounds both ran "
@@ -583,21 +418,21 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
         alone = by.get(("cupti-kernels", config))
         if not alone:
             continue
-        r = alone.get("ratio_median", float("nan"))
-        verdict, interval = judge(data, by, config, bound, "cupti-kernels")
+        r = alone.get("ratio_median")
+        if not cv.is_number(r):
+            continue
+        verdict, interval = cv.judge([cv.rounds_of(data, config, "cupti-kernels")], bound)
         if verdict == "missed":  # CUPTI alone, no tracer's own records, already costs more than the bound
             reading = (
                 "below what CUPTI alone costs over these rounds: a tracer that takes its kernels from CUPTI's activity "
                 "records cannot be expected to meet it on this GPU"
             )
-        elif verdict == "not established" and r > bound - 0.02:
+        elif verdict == "not established" and interval.startswith("95% interval"):  # an interval that holds the bound
             reading = "at what CUPTI alone costs: a tracer built on CUPTI has next to nothing left for its own records"
         else:
             continue
         around = _against_bound(alone, bound, data).lstrip("; ")
-        text += (
-            f" At {config} CUPTI alone costs {_near(r, bound)}x ({interval}; {around}): the bound of {bound:.2f}x lies {reading}."
-        )
+        text += f" At {config} CUPTI alone costs {cv.near(r, bound)}x ({interval}; {around}): the bound of {bound:.2f}x lies {reading}."
     return text
 
 
@@ -648,26 +483,6 @@ def _paired_differences(by: dict, config: str, mode: str, other: str) -> dict:
     """``{round: mode's round ratio minus other's}`` over the rounds both ran (below 0: ``mode`` the cheaper)."""
     a, b = round_ratios(by, mode, config), round_ratios(by, other, config)
     return {k: a[k] - b[k] for k in a if k in b}
-
-
-def judge(data: dict, by: dict, config: str, bound: float, mode: str, minus: str | None = None) -> tuple[str, str]:
-    """:func:`bound_verdict` of ``mode``'s round ratios at ``config`` (or of their paired differences from
-    ``minus``'s), with each run's rounds where ``data`` is a merge of runs."""
-    values = _paired_differences(by, config, mode, minus) if minus else round_ratios(by, mode, config)
-    verdict, said = bound_verdict(list(values.values()), bound, _runs_of(data, values))
-    short = _cut_short(data, values, (mode, minus) if minus else (mode,))
-    return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
-
-
-def _cut_short(data: dict, counted: dict, modes: tuple) -> int:
-    """How many rounds started a process of each of ``modes`` yet gave no value (a process that failed, a round
-    cut short: ``bench_trace.paired_ratios`` pairs no turn of it): said, since a round left out silently
-    could be the one that would have decided against a verdict."""
-    return sum(
-        1
-        for r in data.get("rounds") or []
-        if isinstance(r, dict) and all(m in (r.get("processes") or {}) for m in modes) and r.get("round") not in counted
-    )
 
 
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:

@@ -17,6 +17,7 @@ from dnabert_scaling.tools.docbench import (
     NAMES,
     SCOREP_RATIO_TARGETS,
     TABLE_HEAD,
+    bench_file,
     build_counts,
     cache_in_builds,
     launch_spread,
@@ -26,8 +27,8 @@ from dnabert_scaling.tools.docbench import (
     round_ratios,
     rounds_cheaper,
     scorep_targets,
-    judge,
 )
+from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docfacts import Facts
 
 # the run that measured the buffer sizes (call L): CUPTI alone and Score-P, each in 4 MB and 8 kB buffers
@@ -42,7 +43,7 @@ def bench_trace_scorep_presence(facts: Facts, _: str | None) -> str:
     """Call F: Score-P loaded with no CUDA recording against kernel recording only, torch.profiler and
     no tracer, in the same lockstep rounds; whether the cost of Score-P without `driver` is Score-P's presence or its
     kernel recording, judged from the medians."""
-    data = facts.bench(PRESENCE_BENCH) or {}
+    data = bench_file(facts, PRESENCE_BENCH)
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
     if not modes:
         return f"(no `{PRESENCE_BENCH}` shipped)"
@@ -90,7 +91,7 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
     """Call L: CUPTI alone and Score-P, each in 4 MB and in 8 kB buffers, in the same lockstep rounds:
     the table, and each 4 MB mode against its 8 kB twin and Score-P (4 MB) against CUPTI alone (4 MB),
     on the rounds both ran, with the rounds the first was the cheaper in."""
-    data = facts.bench(BUFFERS_BENCH) or {}
+    data = bench_file(facts, BUFFERS_BENCH)
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
     if not modes:
         return f"(no `{BUFFERS_BENCH}` shipped)"
@@ -146,7 +147,7 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
     """Calls N, O and P: launch-only Score-P with and without the stream reference cache, beside CUPTI
     alone without and with launch callbacks, Score-P without `driver`, torch.profiler and no tracer, in
     the same lockstep rounds; the paired comparisons, and the default mode's targets on these rounds."""
-    data = facts.bench(CACHE_BENCH) or {}
+    data = bench_file(facts, CACHE_BENCH)
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
     if not modes:
         return f"(no `{CACHE_BENCH}` shipped)"
@@ -160,8 +161,8 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
         if not (on and off):
             continue
         a, b = on["ratio_median"], off["ratio_median"]
-        v_on, i_on = judge(data, by, config, bound, DEFAULT_MODE)
-        v_off, i_off = judge(data, by, config, bound, CACHE_OFF)
+        v_on, i_on = cv.judge([cv.rounds_of(data, config, DEFAULT_MODE)], bound)
+        v_off, i_off = cv.judge([cv.rounds_of(data, config, CACHE_OFF)], bound)
         if v_on == v_off:
             verdict = f"the target is {v_on} both with the cache and without it"
             if v_on == "met":
@@ -194,7 +195,7 @@ def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
     launch callbacks, Score-P without `driver`, torch.profiler and no tracer; the paired comparisons;
     where a step's time goes (the process's CPU time, the stepping thread's, the closing wait); the
     sampled round; the default mode's targets on these rounds."""
-    data = facts.bench(PROFILE_BENCH) or {}
+    data = bench_file(facts, PROFILE_BENCH)
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
     if not modes:
         return f"(no `{PROFILE_BENCH}` shipped)"

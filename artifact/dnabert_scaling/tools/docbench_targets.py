@@ -1,0 +1,131 @@
+"""The summary of the default Score-P mode's ratio targets over every shipped benchmark file that ran it
+(ARTIFACT.md G, the generated part ``scorep-targets-summary``): each file judged on its own rounds and
+runs, then the rounds of the build the artifact ships pooled, with CUPTI alone and what the default mode
+adds to the bare client with the same launch callbacks beside a target that build does not meet. The
+rule is :mod:`cost_verdicts`'; the shared names are :mod:`docbench`'s."""
+
+from __future__ import annotations
+
+
+from dnabert_scaling.tools import cost_verdicts as cv
+from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file
+from dnabert_scaling.tools.docfacts import Facts
+from dnabert_scaling.tools.scorep_series import read_series
+
+# the benchmark files whose default-mode rows the targets are judged on, with what the documents call them:
+# every shipped file that ran the default mode, none of them a merge of another's runs (the summary refuses
+# to pool a run twice)
+TARGET_SETS = (
+    ("h200-bench/bench-trace-scorep.json", "calls D to M"),  # the shipped file
+    ("h200-bench/gpu-call-2026-12-04-cupti/bench-l.json", "call L"),
+    (CACHE_BENCH, "calls N, O and P"),
+    ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
+)
+SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches
+
+
+def shipped_build(facts: Facts) -> tuple[str, ...] | None:
+    """The patches, in order, of the Score-P the artifact builds (the verified entries of its series);
+    None where the series cannot be read."""
+    try:
+        entries, _ = read_series(facts.root / SERIES)
+    except OSError:
+        return None
+    return tuple(e.file for e in entries if e.status == "verified") or None
+
+
+def scorep_targets_summary(facts: Facts, _: str | None) -> str:
+    """Each ratio target of the default mode over every benchmark file that ran it, each file judged on
+    its own rounds and runs (:mod:`cost_verdicts`). The verdict that heads the line is that of the build
+    the artifact ships: the rounds of every file whose runs all list that build's patches, pooled; where
+    no file ran that build, the line says so and gives the other builds' verdict (all files must agree).
+    Beside a target the shipped build does not meet: CUPTI alone over every file's rounds (the bare
+    client loads no Score-P, so no build), and what the default mode adds to the bare client with the
+    same launch callbacks, paired per round over the shipped build's rounds."""
+    build = shipped_build(facts)
+    found = []
+    for path, said in TARGET_SETS:
+        data = bench_file(facts, path)
+        if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
+            found.append((said, data, build is not None and _build_of(data) == build))
+    if not found:
+        return "not judged: no benchmark file with the default mode is shipped"
+    parts = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        figures, verdicts, ours, everyone = [], [], [], []
+        for said, data, mine in found:
+            rounds = cv.rounds_of(data, config, DEFAULT_MODE, label=said)
+            if not rounds.values and not rounds.problems:
+                continue  # this file did not run the default mode at this size
+            verdict, interval = cv.judge([rounds], bound)
+            verdicts.append(verdict)
+            m = cv.median_of([rounds])
+            shown = "" if m is None else f"{m:.2f}x over "
+            figures.append(f"{shown}{said}'s {len(rounds.values)} rounds ({verdict}: {interval})")
+            everyone.append((said, data))
+            if mine:
+                ours.append((said, data, rounds))
+        if not figures:
+            parts.append(f"at {config} not judged (no rounds)")
+            continue
+        if ours:
+            verdict, interval = cv.judge([r for _, _, r in ours], bound)
+            head = f"{verdict} for the build the artifact ships"
+            m = cv.median_of([r for _, _, r in ours])
+            tail = (
+                f"; the {sum(len(r.values) for _, _, r in ours)} rounds of that build "
+                f"({' and '.join(said for said, _, _ in ours)}) pooled: {'' if m is None else f'{m:.2f}x '}({verdict}: {interval})"
+                if len(ours) > 1
+                else ""
+            )
+            if verdict != "met":
+                tail += _cupti_beside(everyone, [(said, data) for said, data, _ in ours], config, bound)
+        else:
+            agreed = verdicts[0] if len(set(verdicts)) == 1 else "not established"
+            head = f"not judged for the build the artifact ships (no file ran it); over the other builds {agreed}"
+            tail = ""
+        parts.append(f"at {config} (<= {bound:.2f}x) {head}: " + ", ".join(figures) + tail)
+    return "; ".join(parts)
+
+
+def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
+    """Beside a target the shipped build does not meet: CUPTI alone over every file's rounds, and what the
+    default mode adds to the bare client with the same launch callbacks over the shipped build's rounds,
+    each judged by the same rule (the addition against 0: does Score-P cost more than that client?)."""
+    text = ""
+    alone = [r for said, data in everyone if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).values or r.problems]
+    if alone:
+        verdict, interval = cv.judge(alone, bound)
+        where = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
+        m = cv.median_of(alone)
+        text += (
+            f"; CUPTI alone (the bare client, no Score-P) over the {sum(len(r.values) for r in alone)} rounds of every file "
+            f"that ran it: {'' if m is None else cv.near(m, bound) + 'x, '}{where} ({interval})"
+        )
+    beyond = [
+        r
+        for said, data in ours
+        if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).values or r.problems
+    ]
+    if beyond:
+        verdict, interval = cv.judge(beyond, 0.0)
+        what = {"met": "no more than that client", "missed": "more than that client"}.get(verdict, "not told from that client")
+        m = cv.median_of(beyond)
+        text += (
+            f"; the default mode beyond the bare client with the same launch callbacks, paired in "
+            f"{sum(len(r.values) for r in beyond)} rounds of that build: "
+            f"{'' if m is None else f'{m:+.3f} of an untraced step, '}{what} (the differences' {interval})"
+        )
+    return text
+
+
+def _build_of(data: dict) -> tuple[str, ...] | None:
+    """The Score-P build (its patches, in order) that every run of a benchmark file lists; None where a
+    run lists none or the runs differ."""
+    runs = data.get("merged_from") or [{"machine": data.get("machine") or {}}]
+    builds = set()
+    for r in runs:
+        machine = r.get("machine") if isinstance(r, dict) else None
+        patches = machine.get("scorep_patches") if isinstance(machine, dict) else None
+        builds.add(tuple(patches) if isinstance(patches, list) else None)
+    return builds.pop() if len(builds) == 1 and None not in builds else None

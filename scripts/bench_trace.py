@@ -1017,7 +1017,15 @@ def merge(args) -> int:
     steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
     every source (``counts[mode]["experiments"]``), the share of kernels found taken over all of them."""
     docs, seen, rounds_seen = [], {}, {}
+    names = [Path(n).name for n in args.merge]
     for name in args.merge:
+        if names.count(Path(name).name) > 1:  # the merged rounds name their run by file name alone
+            print(
+                f"bench-trace: {name}: another input has the same file name; the merged rounds name their run by it, "
+                "so give each run a name of its own (copy or rename one)",
+                file=sys.stderr,
+            )
+            return 2
         try:
             raw = Path(name).read_bytes()
             doc = json.loads(raw)

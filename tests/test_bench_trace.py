@@ -374,6 +374,10 @@ def test_merge_refuses_the_same_rounds_twice_an_output_over_an_input_and_edited_
     assert proc.returncode == 2 and "copy.json: the same content as" in proc.stderr and not (tmp_path / "m.json").exists()
     proc = _merge(a, "--json", a)
     assert proc.returncode == 2 and "--json: is also an input" in proc.stderr and Path(a).read_bytes() == before
+    (tmp_path / "other").mkdir()  # another run under the same file name: its merged rounds could not name their run
+    b = _doc(tmp_path / "other" / "a.json", [_round(0, [12.0], [13.0])])
+    proc = _merge(a, b, "--json", str(tmp_path / "m.json"))
+    assert proc.returncode == 2 and "another input has the same file name" in proc.stderr and not (tmp_path / "m.json").exists()
     edited = json.loads(before)
     edited["rounds"][0]["steps_ms"]["8x70"]["untraced"] = ["10", 10.0]
     (tmp_path / "e.json").write_text(json.dumps(edited))

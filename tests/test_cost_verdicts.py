@@ -128,3 +128,11 @@ def test_a_size_that_ran_without_ratios_and_rounds_cut_short_are_said():
     verdict, said = judge([rounds_of(doc, "8x70", "scorep-launch-chunk4m")], 1.25)
     assert verdict == "met" and said.endswith("; 1 round cut short, not counted")
     assert rounds_of({"modes": []}, "8x70", "scorep-launch-chunk4m").values == ()  # not run at all: nothing to judge, no problem
+
+
+def test_a_merge_of_two_runs_of_one_file_name_is_not_judged():
+    from dnabert_scaling.tools.cost_verdicts import judge, rounds_of
+
+    doc = _merge([("bench-a.json", 6), ("bench-a.json", 6)], [1.10] * 12)  # two folders' bench-a.json, merged by hand
+    got = rounds_of(doc, "8x70", "scorep-launch-chunk4m", label="calls X")
+    assert "calls X merges two runs of one file name" in got.problems and judge([got], 1.25)[0] == "not established"

@@ -107,6 +107,8 @@ def rounds_of(data: dict, config: str, mode: str, minus: str | None = None, labe
     if len(data.get("merged_from") or []) != len(merged):
         problems.append(f"{label}'s list of merged runs is malformed")
     by_file = {str(e.get("file")): e for e in merged}
+    if len(by_file) != len(merged):  # rounds name their run by file name: two of one name cannot be told apart
+        problems.append(f"{label} merges two runs of one file name")
     source = {r.get("round"): r.get("source") for r in rounds}
     out = []
     for k, x in sorted(values.items()):

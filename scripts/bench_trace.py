@@ -1066,15 +1066,31 @@ def merge(args) -> int:
             return 2
     rounds, counts, sources = [], {}, []
     for name, doc in docs:
+        inner = doc.get("merged_from")  # a merged input: its rounds keep their own run, as its counts do
         for r in doc["rounds"]:
-            rounds.append({**r, "round": len(rounds), "source": Path(name).name, "source_round": r["round"]})
+            if inner:
+                rounds.append({**r, "round": len(rounds)})
+            else:
+                rounds.append({**r, "round": len(rounds), "source": Path(name).name, "source_round": r["round"]})
         for mode, c in (doc.get("counts") or {}).items():  # every source's counted experiments, none dropped
             found = counts.setdefault(mode, {"experiments": []})["experiments"]
             found += [
                 {**e, "source": e.get("source") or Path(name).name} for e in experiments_of(c)
             ]  # a merged input keeps its sources
         keep = ("date", "revision", "cpus", "wall_s", "machine")
-        sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
+        if inner:
+            sources += inner
+        else:
+            sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
+    runs = [s_["file"] for s_ in sources]
+    twice = sorted({f for f in runs if runs.count(f) > 1})
+    if twice:  # the merged rounds name their run by file name alone
+        print(
+            f"bench-trace: two runs of the inputs have the same file name ({', '.join(map(str, twice))}); the merged rounds "
+            "name their run by it, so give each run a name of its own (copy or rename one)",
+            file=sys.stderr,
+        )
+        return 2
     out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
     out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
     out.update(counts=counts, rounds=rounds)
@@ -1152,6 +1168,13 @@ def merge_input_problem(doc) -> str | None:
         why = round_problem(r)
         if why:
             return f"round {r['round']}: {why}"
+    if "merged_from" in doc:  # a merge merged again: each round keeps the run it names
+        runs = doc["merged_from"]
+        if not (isinstance(runs, list) and runs and all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in runs)):
+            return "'merged_from' is not a list of runs, each with its file name"
+        names = {e["file"] for e in runs}
+        if any(r.get("source") not in names for r in doc["rounds"]):
+            return "a round that names none of its merged runs ('source')"
     counts = doc.get("counts") or {}
     if not isinstance(counts, dict) or not all(isinstance(c, dict) for c in counts.values()):
         return "kernel counts that are not one entry per mode"

@@ -401,8 +401,16 @@ def test_a_merged_output_merged_again_keeps_every_counted_experiment_and_edited_
     proc = _merge(str(ab), c, "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
-    # the lost kernel of b.json survives a second merge, under its own run's name
+    # the lost kernel of b.json survives a second merge, under its own run's name, and so do the rounds' runs
     assert [e["source"] for e in doc["counts"]["scorep-launch"]["experiments"]] == ["a.json", "b.json", "c.json"]
+    assert [r["source"] for r in doc["rounds"]] == ["a.json", "b.json", "c.json"]
+    assert [e["file"] for e in doc["merged_from"]] == ["a.json", "b.json", "c.json"]
+    assert [r["source_round"] for r in doc["rounds"]] == [0, 0, 0]
+    broken = json.loads(ab.read_text())
+    broken["rounds"][0]["source"] = "z.json"  # a round of no run of the merge: refused, not guessed
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    proc = _merge(str(tmp_path / "broken.json"), c)
+    assert proc.returncode == 2 and "a round that names none of its merged runs" in proc.stderr
     row = {r["mode"]: r for r in doc["modes"]}["scorep-launch"]
     assert (row["kernels_found"], row["launches_counted"], row["experiments_counted"]) == (14, 15, 3)
     # a merge that holds a run, merged with that run again, would count its rounds and kernels twice

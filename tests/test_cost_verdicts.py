@@ -136,3 +136,36 @@ def test_a_merge_of_two_runs_of_one_file_name_is_not_judged():
     doc = _merge([("bench-a.json", 6), ("bench-a.json", 6)], [1.10] * 12)  # two folders' bench-a.json, merged by hand
     got = rounds_of(doc, "8x70", "scorep-launch-chunk4m", label="calls X")
     assert "calls X merges two runs of one file name" in got.problems and judge([got], 1.25)[0] == "not established"
+
+
+def test_two_runs_of_one_file_name_in_two_pooled_files_stay_two_runs():
+    """Two calls' folders each hold a bench-a.json: pooled, they are two runs, and neither's rounds are lost."""
+    from dnabert_scaling.tools.cost_verdicts import judge, rounds_of
+
+    above = _merge([("bench-a.json", 6), ("bench-c.json", 6)], [1.30, 1.31, 1.32, 1.33, 1.34, 1.35] + [1.10] * 6)
+    below = _merge([("bench-a.json", 6), ("bench-d.json", 6)], [1.10] * 12)
+    for entry in below["merged_from"]:
+        entry["revision"] += "-another-call"
+    verdict, said = judge(
+        [rounds_of(above, "8x70", "scorep-launch-chunk4m"), rounds_of(below, "8x70", "scorep-launch-chunk4m")], 1.25
+    )
+    # both bench-a.json runs are counted apart: the one above the bound is not hidden in the other
+    assert (verdict, said) == (
+        "not established",
+        "95% interval of the median 1.10-1.10, but the interval of a run's own rounds lies on the other side "
+        "(bench-a.json (pooled file 0) 1.30-1.35)",
+    )
+
+
+def test_a_file_of_other_sizes_is_not_judged_at_this_one_and_no_end_reads_as_minus_zero():
+    from dnabert_scaling.tools.cost_verdicts import bound_verdict, rounds_of, rounds_side
+
+    doc = _merge([("a.json", 4), ("b.json", 4)], [1.10] * 8)
+    doc["modes"][0]["config"], doc["configs"] = "32x70", ["32x70"]  # the run measured 32x70 only
+    got = rounds_of(doc, "8x70", "scorep-launch-chunk4m")
+    assert got.values == () and got.problems == ()  # not run at 8x70: nothing to judge, nothing wrong
+    # the side of the rounds alone, which the runs may overrule in the verdict
+    twelve = _merge([("a.json", 6), ("b.json", 6)], [1.10] * 6 + [1.30] * 6)
+    assert rounds_side([rounds_of(twelve, "8x70", "scorep-launch-chunk4m")], 1.25) == "not established"
+    assert rounds_side([rounds_of(doc, "8x70", "scorep-launch-chunk4m")], 1.25) is None  # no rounds: no interval
+    assert bound_verdict([-0.004, -0.003, -0.002, -0.001, 0.01, 0.02], 0.0)[1] == "95% interval of the median -0.004 to 0.020"

@@ -9,7 +9,10 @@ bound it is "met" where the 95% interval of the median of its rounds lies at or 
 benchmark (one process set, often one machine) can resemble each other more, so where the rounds come
 from several runs the runs are held against the verdict too: from six runs on, the interval of the
 runs' medians must lie on the same side; with two to five runs (too few for that interval), a run
-whose own rounds' interval lies wholly on the other side makes the figure not established. A figure
+whose own rounds' interval lies wholly on the other side makes the figure not established. Two
+edges follow, and are meant: from nine runs on, one run's disagreement can be outweighed by the
+others (the runs' interval then leaves out the extreme ones), and a run of fewer than six rounds
+never overrules on its own (its rounds are too few for an interval). A figure
 whose rounds cannot be read as whole (a value that is not a finite number, a malformed or repeated
 round, rounds of a merge not attributed to runs, the same run pooled twice) is not established, and
 says why; rounds that started the mode yet gave no value are said beside the verdict.
@@ -96,7 +99,7 @@ def rounds_of(data: dict, config: str, mode: str, minus: str | None = None, labe
     ran = [r for r in rounds if all(m in (r.get("processes") or {}) for m, _ in rows)]
     for m, row in rows:
         if row is None:
-            if ran:  # the rounds started the mode, yet the file keeps no ratio of it at this size
+            if ran and config in (data.get("configs") or [config]):  # started at this size, yet no ratio of it
                 problems.append(f"{label} ran {m} but keeps no ratios of it at {config}")
             return Rounds((), tuple(problems))
     per_mode = [_per_round(row, problems, f"{label}'s {m} at {config}") for m, row in rows if row is not None]
@@ -114,6 +117,9 @@ def rounds_of(data: dict, config: str, mode: str, minus: str | None = None, labe
     for k, x in sorted(values.items()):
         if len(merged) > 1:
             entry = by_file.get(str(source.get(k)))
+            if entry is not None and not any(entry.get(f) is not None for f in ("date", "revision", "wall_s")):
+                problems.append(f"the run {entry.get('file')} of {label} keeps no date, revision or wall time to tell it by")
+                break
             if entry is None:
                 problems.append(f"round {k} of {label} is not attributed to one of its runs")
                 break
@@ -139,10 +145,13 @@ def judge(sets: list[Rounds], bound: float) -> tuple[str, str]:
             if first[0] != i:
                 return "not established", f"one run is in two of the pooled files ({first[1]} and {name})"
     runs: dict[tuple, tuple[str, list[float]]] = {}
-    for s in sets:
+    for i, s in enumerate(sets):
         for ident, name, x in s.values:
-            runs.setdefault(ident, (name, []))[1].append(x)
-    verdict, said = bound_verdict([x for s in sets for x in s.numbers], bound, {name: xs for name, xs in runs.values()})
+            runs.setdefault(ident, (f"{name}\0{i}", []))[1].append(x)
+    shown = [name for name, _ in runs.values()]
+    bare = [n.split("\0")[0] for n in shown]  # a run's file name, or with its file's number where two runs share one
+    names = {n: (b if bare.count(b) == 1 else f"{b} (pooled file {n.split(chr(0))[1]})") for n, b in zip(shown, bare)}
+    verdict, said = bound_verdict([x for s in sets for x in s.numbers], bound, {names[n]: xs for n, xs in runs.values()})
     short = sum(s.short for s in sets)
     return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
 
@@ -180,6 +189,16 @@ def bound_verdict(values: list, bound: float, runs: dict[str, list] | None = Non
     return verdict, said
 
 
+def rounds_side(sets: list[Rounds], bound: float) -> str | None:
+    """Where the interval of the pooled rounds alone lies against ``bound`` (met, missed, not established),
+    the runs not held against it; None where the rounds cannot be read whole or are too few for one."""
+    xs = [x for s in sets for x in s.numbers]
+    if any(s.problems for s in sets) or not all(is_number(x) for x in xs):
+        return None
+    iv = median_interval(xs, CONFIDENCE)
+    return None if iv is None else side(iv.lo, iv.hi, bound)
+
+
 def side(lo: float, hi: float, bound: float) -> str:
     """Where an interval lies against an upper bound."""
     return "met" if hi <= bound else "missed" if lo > bound else "not established"
@@ -195,6 +214,6 @@ def ends(lo: float, hi: float, bound: float) -> str:
 def near(x: float, bound: float) -> str:
     """``x`` to two decimals, or to as many more (up to four) as it takes not to read as the bound."""
     for digits in (2, 3, 4):
-        if x == bound or f"{x:.{digits}f}" != f"{bound:.{digits}f}":
+        if x == bound or float(f"{x:.{digits}f}") != float(f"{bound:.{digits}f}"):  # -0.00 reads as 0.00
             return f"{x:.{digits}f}"
     return f"{x:.4f}"

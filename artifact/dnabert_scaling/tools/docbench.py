@@ -421,13 +421,14 @@ def _kernel_records_alone(by: dict, data: dict | None = None) -> str:
         r = alone.get("ratio_median")
         if not cv.is_number(r):
             continue
-        verdict, interval = cv.judge([cv.rounds_of(data, config, "cupti-kernels")], bound)
+        rounds = cv.rounds_of(data, config, "cupti-kernels")
+        verdict, interval = cv.judge([rounds], bound)
         if verdict == "missed":  # CUPTI alone, no tracer's own records, already costs more than the bound
             reading = (
                 "below what CUPTI alone costs over these rounds: a tracer that takes its kernels from CUPTI's activity "
                 "records cannot be expected to meet it on this GPU"
             )
-        elif verdict == "not established" and interval.startswith("95% interval"):  # an interval that holds the bound
+        elif cv.rounds_side([rounds], bound) == "not established":  # the rounds' interval holds the bound
             reading = "at what CUPTI alone costs: a tracer built on CUPTI has next to nothing left for its own records"
         else:
             continue

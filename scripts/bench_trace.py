@@ -987,14 +987,14 @@ def target_lines(doc: dict) -> list[str]:
     lines = []
     for config, bound in SCOREP_RATIO_TARGETS:
         rounds = cv.rounds_of(doc, config, DEFAULT_MODE)
-        if not rounds.values and not rounds.problems:
+        if not rounds.ran:
             continue
         verdict, said = cv.judge([rounds], bound)
-        xs = rounds.numbers
-        median = f"{statistics.median(xs):.3f}x" if xs and all(cv.is_number(x) for x in xs) else "-"
-        lines.append(f"#   {config}: {median} over {len(xs)} rounds against <= {bound:.2f}x: {verdict} ({said})")
+        m = cv.median_of([rounds])
+        median = "-" if m is None else f"{m:.3f}x"
+        lines.append(f"#   {config}: {median} over {len(rounds.values)} rounds against <= {bound:.2f}x: {verdict} ({said})")
         paired = cv.rounds_of(doc, config, DEFAULT_MODE, minus="torch")
-        if paired.values or paired.problems:
+        if paired.ran:
             verdict, said = cv.judge([paired], 0.0)
             lines.append(
                 f"#   {config}: at most torch.profiler's cost, paired in {len(paired.values)} rounds: {verdict} "
@@ -1017,15 +1017,7 @@ def merge(args) -> int:
     steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
     every source (``counts[mode]["experiments"]``), the share of kernels found taken over all of them."""
     docs, seen, rounds_seen = [], {}, {}
-    names = [Path(n).name for n in args.merge]
     for name in args.merge:
-        if names.count(Path(name).name) > 1:  # the merged rounds name their run by file name alone
-            print(
-                f"bench-trace: {name}: another input has the same file name; the merged rounds name their run by it, "
-                "so give each run a name of its own (copy or rename one)",
-                file=sys.stderr,
-            )
-            return 2
         try:
             raw = Path(name).read_bytes()
             doc = json.loads(raw)
@@ -1082,12 +1074,12 @@ def merge(args) -> int:
             sources += inner
         else:
             sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
-    runs = [s_["file"] for s_ in sources]
+    runs = [run["file"] for run in sources]
     twice = sorted({f for f in runs if runs.count(f) > 1})
-    if twice:  # the merged rounds name their run by file name alone
+    if twice:  # the merged rounds name their run by file name alone (an input's, or a run of a merged input)
         print(
-            f"bench-trace: two runs of the inputs have the same file name ({', '.join(map(str, twice))}); the merged rounds "
-            "name their run by it, so give each run a name of its own (copy or rename one)",
+            f"bench-trace: {', '.join(map(str, twice))}: another input has the same file name (a run of a merged input "
+            "counts); the merged rounds name their run by it, so give each run a name of its own (copy or rename one)",
             file=sys.stderr,
         )
         return 2

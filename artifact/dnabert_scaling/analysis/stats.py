@@ -33,6 +33,11 @@ def mean_of_known(values: Iterable[float | None]) -> float | None:
     return float(np.mean(vals)) if vals else None
 
 
+def is_finite_number(x: object) -> bool:
+    """A finite int or float (a bool is not a number here)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 @dataclass(frozen=True)
 class MedianInterval:
     """A distribution-free interval for the median of ``n`` values: ``lo`` and ``hi`` are the ``k``-th
@@ -58,7 +63,7 @@ def median_interval(values: Iterable[float], level: float = 0.95) -> MedianInter
     ValueError otherwise."""
     xs = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if not is_finite_number(v):
             raise ValueError(f"not a finite number: {v!r}")
         xs.append(float(v))
     xs.sort()

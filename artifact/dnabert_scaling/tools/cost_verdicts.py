@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
+from dnabert_scaling.analysis.stats import is_finite_number as is_number
 from dnabert_scaling.analysis.stats import median_interval
 
 CONFIDENCE = 0.95
@@ -43,10 +45,10 @@ class Rounds:
     def numbers(self) -> list[float]:
         return [x for _, _, x in self.values]
 
-
-def is_number(x: object) -> bool:
-    """A finite int or float (not a bool)."""
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+    @property
+    def ran(self) -> bool:
+        """Whether the file ran the figure at all: it has rounds, or a reason they cannot be judged."""
+        return bool(self.values or self.problems)
 
 
 def median_of(sets: list[Rounds]) -> float | None:
@@ -102,8 +104,8 @@ def rounds_of(data: dict, config: str, mode: str, minus: str | None = None, labe
             if ran and config in (data.get("configs") or [config]):  # started at this size, yet no ratio of it
                 problems.append(f"{label} ran {m} but keeps no ratios of it at {config}")
             return Rounds((), tuple(problems))
-    per_mode = [_per_round(row, problems, f"{label}'s {m} at {config}") for m, row in rows if row is not None]
-    if problems or any(p is None for p in per_mode):
+    per_mode = [_per_round(row, problems, f"{label}'s {m} at {config}") for m, row in rows]
+    if problems:
         return Rounds((), tuple(problems))
     values = per_mode[0] if not minus else {k: x - per_mode[1][k] for k, x in per_mode[0].items() if k in per_mode[1]}
     merged = [e for e in data.get("merged_from") or [] if isinstance(e, dict)]
@@ -144,14 +146,13 @@ def judge(sets: list[Rounds], bound: float) -> tuple[str, str]:
             first = seen.setdefault(ident, (i, name))
             if first[0] != i:
                 return "not established", f"one run is in two of the pooled files ({first[1]} and {name})"
-    runs: dict[tuple, tuple[str, list[float]]] = {}
+    runs: dict[tuple, tuple[str, int, list[float]]] = {}  # identity -> (name, pooled file, values)
     for i, s in enumerate(sets):
         for ident, name, x in s.values:
-            runs.setdefault(ident, (f"{name}\0{i}", []))[1].append(x)
-    shown = [name for name, _ in runs.values()]
-    bare = [n.split("\0")[0] for n in shown]  # a run's file name, or with its file's number where two runs share one
-    names = {n: (b if bare.count(b) == 1 else f"{b} (pooled file {n.split(chr(0))[1]})") for n, b in zip(shown, bare)}
-    verdict, said = bound_verdict([x for s in sets for x in s.numbers], bound, {names[n]: xs for n, xs in runs.values()})
+            runs.setdefault(ident, (name, i, []))[2].append(x)
+    names = Counter(name for name, _, _ in runs.values())  # a name two runs share is shown with its file's number
+    shown = {(name if names[name] == 1 else f"{name} (pooled file {i})"): xs for name, i, xs in runs.values()}
+    verdict, said = bound_verdict([x for s in sets for x in s.numbers], bound, shown)
     short = sum(s.short for s in sets)
     return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
 

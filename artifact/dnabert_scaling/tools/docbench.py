@@ -82,12 +82,24 @@ def _found(m: dict) -> str:
     return _pct(share, 1)
 
 
+def run_patches(data: dict) -> list[list | None]:
+    """Per run of a benchmark file (a merge's runs; a single run: itself) the Score-P patches its build
+    lists, or None where it lists none."""
+    runs = data.get("merged_from") or [{"machine": data.get("machine")}]
+    out = []
+    for r in runs:
+        machine = r.get("machine") if isinstance(r, dict) else None
+        patches = machine.get("scorep_patches") if isinstance(machine, dict) else None
+        out.append(patches if isinstance(patches, list) else None)
+    return out
+
+
 def build_counts(data: dict) -> tuple[int, int, int]:
     """Of a merge's runs (a single run: itself): how many, how many list their Score-P build's patches,
     and how many of those list the stream reference cache patch."""
-    runs = data.get("merged_from") or [{"machine": data.get("machine") or {}}]
-    listed = [r["machine"]["scorep_patches"] for r in runs if isinstance((r.get("machine") or {}).get("scorep_patches"), list)]
-    return len(runs), len(listed), sum(CACHE_PATCH in p for p in listed)
+    patches = run_patches(data)
+    listed = [p for p in patches if p is not None]
+    return len(patches), len(listed), sum(CACHE_PATCH in p for p in listed)
 
 
 def cache_in_builds(data: dict) -> str:
@@ -480,7 +492,7 @@ def paired_phrase(by: dict, config: str, mode: str, other: str) -> str | None:
     return f"{a:.2f}x against {b:.2f}x at {config}{rounds_cheaper(by, config, mode, other)}" if n else None
 
 
-def _paired_differences(by: dict, config: str, mode: str, other: str) -> dict:
+def paired_differences(by: dict, config: str, mode: str, other: str) -> dict:
     """``{round: mode's round ratio minus other's}`` over the rounds both ran (below 0: ``mode`` the cheaper)."""
     a, b = round_ratios(by, mode, config), round_ratios(by, other, config)
     return {k: a[k] - b[k] for k in a if k in b}

@@ -23,8 +23,8 @@ from dnabert_scaling.tools.docbench import (
     launch_spread,
     method_text,
     mode_row,
+    paired_differences,
     paired_phrase,
-    round_ratios,
     rounds_cheaper,
     scorep_targets,
 )
@@ -108,9 +108,8 @@ def bench_trace_cupti_buffers(facts: Facts, _: str | None) -> str:
 
 def _paired_gain(by: dict, config: str, mode: str, other: str) -> float | None:
     """The median over the rounds both ran of ``other``'s round ratio minus ``mode``'s (what ``mode`` saves)."""
-    a, b = round_ratios(by, mode, config), round_ratios(by, other, config)
-    common = [k for k in a if k in b]
-    return statistics.median(b[k] - a[k] for k in common) if common else None
+    differences = paired_differences(by, config, other, mode)
+    return statistics.median(differences.values()) if differences else None
 
 
 def _cache_run_head(data: dict, modes: list[dict]) -> tuple[str, dict, dict, list[str], int, int]:
@@ -276,7 +275,7 @@ def _step_accounting(data: dict) -> str:
 def _sampled_rate(facts: Facts, procs: dict) -> tuple[float, float] | None:
     """The samples per second of CPU time each sampled process got (its samples over the CPU time of all
     its threads in its measured steps, from the sampled round's JSON): the lowest and highest."""
-    sampled = facts.bench(PROFILE_SAMPLED) or {}
+    sampled = bench_file(facts, PROFILE_SAMPLED)
     rounds = [r for r in sampled.get("rounds") or [] if isinstance(r, dict) and r.get("steps_proc_cpu_ms")]
     if not rounds:
         return None

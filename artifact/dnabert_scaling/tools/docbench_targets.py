@@ -2,13 +2,12 @@
 (ARTIFACT.md G, the generated part ``scorep-targets-summary``): each file judged on its own rounds and
 runs, then the rounds of the build the artifact ships pooled, with CUPTI alone and what the default mode
 adds to the bare client with the same launch callbacks beside a target that build does not meet. The
-rule is :mod:`cost_verdicts`'; the shared names are :mod:`docbench`'s."""
+rule is that of :mod:`cost_verdicts`; the shared names are :mod:`docbench`'s."""
 
 from __future__ import annotations
 
-
 from dnabert_scaling.tools import cost_verdicts as cv
-from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file
+from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file, run_patches
 from dnabert_scaling.tools.docfacts import Facts
 from dnabert_scaling.tools.scorep_series import read_series
 
@@ -55,7 +54,7 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
         figures, verdicts, ours, everyone = [], [], [], []
         for said, data, mine in found:
             rounds = cv.rounds_of(data, config, DEFAULT_MODE, label=said)
-            if not rounds.values and not rounds.problems:
+            if not rounds.ran:
                 continue  # this file did not run the default mode at this size
             verdict, interval = cv.judge([rounds], bound)
             verdicts.append(verdict)
@@ -93,7 +92,7 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
     default mode adds to the bare client with the same launch callbacks over the shipped build's rounds,
     each judged by the same rule (the addition against 0: does Score-P cost more than that client?)."""
     text = ""
-    alone = [r for said, data in everyone if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).values or r.problems]
+    alone = [r for said, data in everyone if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).ran]
     if alone:
         verdict, interval = cv.judge(alone, bound)
         where = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
@@ -102,11 +101,7 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
             f"; CUPTI alone (the bare client, no Score-P) over the {sum(len(r.values) for r in alone)} rounds of every file "
             f"that ran it: {'' if m is None else cv.near(m, bound) + 'x, '}{where} ({interval})"
         )
-    beyond = [
-        r
-        for said, data in ours
-        if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).values or r.problems
-    ]
+    beyond = [r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran]
     if beyond:
         verdict, interval = cv.judge(beyond, 0.0)
         what = {"met": "no more than that client", "missed": "more than that client"}.get(verdict, "not told from that client")
@@ -122,10 +117,5 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
 def _build_of(data: dict) -> tuple[str, ...] | None:
     """The Score-P build (its patches, in order) that every run of a benchmark file lists; None where a
     run lists none or the runs differ."""
-    runs = data.get("merged_from") or [{"machine": data.get("machine") or {}}]
-    builds = set()
-    for r in runs:
-        machine = r.get("machine") if isinstance(r, dict) else None
-        patches = machine.get("scorep_patches") if isinstance(machine, dict) else None
-        builds.add(tuple(patches) if isinstance(patches, list) else None)
+    builds = {None if p is None else tuple(p) for p in run_patches(data)}
     return builds.pop() if len(builds) == 1 and None not in builds else None

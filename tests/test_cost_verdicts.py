@@ -169,3 +169,23 @@ def test_a_file_of_other_sizes_is_not_judged_at_this_one_and_no_end_reads_as_min
     assert rounds_side([rounds_of(twelve, "8x70", "scorep-launch-chunk4m")], 1.25) == "not established"
     assert rounds_side([rounds_of(doc, "8x70", "scorep-launch-chunk4m")], 1.25) is None  # no rounds: no interval
     assert bound_verdict([-0.004, -0.003, -0.002, -0.001, 0.01, 0.02], 0.0)[1] == "95% interval of the median -0.004 to 0.020"
+
+
+def test_a_lower_bound_is_the_same_rule_mirrored():
+    # "at least": met where the interval lies wholly at or above the bound, missed wholly below
+    assert bound_verdict([1.50, 1.55, 1.60, 1.62, 1.70, 1.80], 1.5, at_least=True) == (
+        "met",
+        "95% interval of the median 1.50-1.80",
+    )
+    assert bound_verdict([1.10, 1.12, 1.13, 1.15, 1.16, 1.49], 1.5, at_least=True)[0] == "missed"
+    assert bound_verdict([1.10, 1.12, 1.13, 1.15, 1.16, 1.49], 1.5)[0] == "met"  # the same rounds, read as "at most"
+    assert bound_verdict([1.40, 1.45, 1.48, 1.52, 1.55, 1.60], 1.5, at_least=True)[0] == "not established"
+    # a run whose own interval lies wholly on the other side vetoes, as for an upper bound
+    runs = {"a": [1.6, 1.6, 1.7, 1.7, 1.8, 1.8] * 3, "b": [1.1, 1.1, 1.2, 1.2, 1.3, 1.3]}
+    assert bound_verdict(runs["a"] + runs["b"], 1.5, at_least=True)[0] == "met"  # the rounds alone
+    verdict, said = bound_verdict(runs["a"] + runs["b"], 1.5, runs, at_least=True)
+    assert verdict == "not established" and "b 1.10-1.30" in said
+    assert bound_verdict([2.0] * 3, 1.5, at_least=True, unit="repeat") == (
+        "not established",
+        "3 repeats, too few for a 95% interval of the median",
+    )

@@ -4,7 +4,8 @@ judge a measured cost against a bound, and the reading of the per-round values i
 A figure is a mode's ratio per round (its step time over the untraced step of the same turn, the
 median over a round's steps), or the paired per-round difference of two modes. Against an upper
 bound it is "met" where the 95% interval of the median of its rounds lies at or below the bound,
-"missed" where it lies wholly above, and else "not established". The interval
+"missed" where it lies wholly above, and else "not established" (against a lower bound, such as a
+speed-up to reach, the same mirrored). The interval
 (:func:`analysis.stats.median_interval`) treats rounds as independent draws; rounds of one run of the
 benchmark (one process set, often one machine) can resemble each other more, so where the rounds come
 from several runs the runs are held against the verdict too: from six runs on, the interval of the
@@ -157,33 +158,36 @@ def judge(sets: list[Rounds], bound: float) -> tuple[str, str]:
     return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
 
 
-def bound_verdict(values: list, bound: float, runs: dict[str, list] | None = None) -> tuple[str, str]:
-    """``values`` (one per round) against an upper bound: met, missed or not established, and the interval
-    said; ``runs``: each run's values, held against the verdict as the module says."""
+def bound_verdict(
+    values: list, bound: float, runs: dict[str, list] | None = None, at_least: bool = False, unit: str = "round"
+) -> tuple[str, str]:
+    """``values`` (one per round, or per ``unit``) against an upper bound (a lower one with ``at_least``):
+    met, missed or not established, and the interval said; ``runs``: each run's values, held against the
+    verdict as the module says."""
     bad = [v for v in values if not is_number(v)]
     if bad:
-        return "not established", f"{len(bad)} of {len(values)} round values not finite numbers"
+        return "not established", f"{len(bad)} of {len(values)} {unit} values not finite numbers"
     iv = median_interval(values, CONFIDENCE)
     if iv is None:
         return (
             "not established",
-            f"{len(values)} round{'s' if len(values) != 1 else ''}, too few for a 95% interval of the median",
+            f"{len(values)} {unit}{'s' if len(values) != 1 else ''}, too few for a 95% interval of the median",
         )
     said = f"95% interval of the median {ends(iv.lo, iv.hi, bound)}"
-    verdict = side(iv.lo, iv.hi, bound)
+    verdict = side(iv.lo, iv.hi, bound, at_least)
     if verdict == "not established" or not runs or len(runs) < 2:
         return verdict, said
     medians = {name: statistics.median(xs) for name, xs in runs.items() if xs}
     across = median_interval(list(medians.values()), CONFIDENCE)
     if across is not None:  # six runs or more: the runs' medians must say the same
-        if side(across.lo, across.hi, bound) != verdict:
+        if side(across.lo, across.hi, bound, at_least) != verdict:
             said += f", but over the {len(medians)} runs' medians the interval is {ends(across.lo, across.hi, bound)}"
             return "not established", said
         return verdict, said + f"; over the {len(medians)} runs' medians {ends(across.lo, across.hi, bound)}"
     against = []
     for name, xs in runs.items():
         own = median_interval(xs, CONFIDENCE)
-        if own is not None and side(own.lo, own.hi, bound) not in (verdict, "not established"):
+        if own is not None and side(own.lo, own.hi, bound, at_least) not in (verdict, "not established"):
             against.append(f"{name} {ends(own.lo, own.hi, bound)}")
     if against:
         return "not established", said + f", but the interval of a run's own rounds lies on the other side ({'; '.join(against)})"
@@ -200,8 +204,10 @@ def rounds_side(sets: list[Rounds], bound: float) -> str | None:
     return None if iv is None else side(iv.lo, iv.hi, bound)
 
 
-def side(lo: float, hi: float, bound: float) -> str:
-    """Where an interval lies against an upper bound."""
+def side(lo: float, hi: float, bound: float, at_least: bool = False) -> str:
+    """Where an interval lies against an upper bound, or against a lower one (``at_least``)."""
+    if at_least:
+        return "met" if lo >= bound else "missed" if hi < bound else "not established"
     return "met" if hi <= bound else "missed" if lo > bound else "not established"
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dnabert_scaling.tools import docbench, docbench_calls, docbench_targets
+from dnabert_scaling.tools import docbench, docbench_calls, docbench_early_targets, docbench_targets
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
 
 
@@ -547,6 +547,8 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "make-help": make_help,
     "bench-train": bench_train,
     "bench-trace": bench_trace,
+    "bench-train-targets": docbench_early_targets.port_targets,
+    "torch-dilation-target": docbench_early_targets.torch_target,
     "bench-trace-scorep": docbench.bench_trace_scorep,
     "bench-trace-scorep-presence": docbench_calls.bench_trace_scorep_presence,
     "bench-trace-cupti-buffers": docbench_calls.bench_trace_cupti_buffers,

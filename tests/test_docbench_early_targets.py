@@ -1,0 +1,103 @@
+"""The first build's targets in ARTIFACT.md F (tools/docbench_early_targets.py) are judged by the rule of
+every measured target (tools/cost_verdicts.py) on the shipped repeats and rounds, never from a median of
+a few alone: the port's speed-up over eager attention and its MFU per repeat, the default torch tracer's
+cost over the lockstep rounds of every benchmark file that ran it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tools import docbench_early_targets as early
+from dnabert_scaling.tools.docbench_targets import TARGET_SETS
+from dnabert_scaling.tools.docfacts import Facts
+
+PEAK = 1e15
+
+
+def _train(tmp_path, sdpa_ms, eager_ms, params=1e8, shape=(128, 128)):
+    folder = tmp_path / "expected" / "reference" / "h200-bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    batch, seq = shape
+    rows = [
+        {"batch": batch, "seq": seq, "attention": a, "params": params, "step_ms_repeats": ms}
+        for a, ms in (("sdpa", sdpa_ms), ("eager", eager_ms))
+    ]
+    (folder / "bench_train.json").write_text(json.dumps({"peak_bf16_flops": PEAK, "results": rows}))
+    return Facts(tmp_path)
+
+
+def test_repeats_that_all_clear_a_lower_bound_meet_it_only_when_they_are_enough(tmp_path):
+    sdpa = [10.0] * 6
+    eager = [16.0, 16.5, 17.0, 17.5, 18.0, 19.0]  # 1.6-1.9x in every repeat
+    text = early.port_targets(_train(tmp_path, sdpa, eager), None)
+    assert "sdpa over eager at 128 x 128 (>= 1.5x): 1.73x (repeats 1.60x-1.90x, 6 of 6 at or above the bound), met" in text
+    # MFU per repeat: 6 x 1e8 x 128 x 128 FLOPs in 10 ms against a 1e15 peak = 98.3%, with its own verdict
+    assert "MFU of sdpa at 128 x 128 (>= 35%): 98.3% (repeats 98.3%-98.3%, 6 of 6 at or above the bound), met" in text
+
+
+def test_three_repeats_below_a_bound_are_not_established_as_missed(tmp_path):
+    text = early.port_targets(_train(tmp_path, [43.4, 43.4, 43.4], [51.2, 51.2, 51.3], params=1.17e8), None)
+    assert "1.18x (repeats 1.18x-1.18x, 0 of 3 at or above the bound)" in text
+    assert text.endswith("each not established: 3 repeats, too few for a 95% interval of the median")
+    assert "missed" not in text and "not met" not in text
+
+
+def test_repeats_that_cannot_be_paired_or_read_are_not_established(tmp_path):
+    text = early.port_targets(_train(tmp_path, [10.0] * 6, [16.0] * 5), None)
+    assert "sdpa over eager at 128 x 128 (>= 1.5x), not established (sdpa and eager differ in their number of repeats)" in text
+    text = early.port_targets(_train(tmp_path, [10.0] * 5 + [None], [16.0] * 6), None)
+    assert "not established (1 of 6 repeat values not finite numbers)" in text
+    assert ", met" not in text.split("MFU")[0]
+
+
+def test_a_bench_train_file_of_another_shape_is_refused_naming_it(tmp_path):
+    folder = tmp_path / "expected" / "reference" / "h200-bench"
+    folder.mkdir(parents=True)
+    (folder / "bench_train.json").write_text(json.dumps({"results": {"batch": 8}}))
+    with pytest.raises(ArtifactError) as err:
+        early.port_targets(Facts(tmp_path), None)
+    assert "bench_train.json" in str(err.value) and "'results' is not a list" in str(err.value)
+    assert early.port_targets(Facts(tmp_path / "none"), None).startswith("not judged")
+
+
+def _lockstep(root, relative, rounds_by_run, config="32x70"):
+    """A merge of runs (one per list) of the torch mode's round ratios at ``config``."""
+    runs, ratios, rounds = [], [], []
+    for i, xs in enumerate(rounds_by_run):
+        name = f"bench-{i}.json"
+        runs.append({"file": name, "rounds": len(xs), "date": "2026-12-04", "revision": f"{relative}:{i}", "wall_s": 10.0 + i})
+        for x in xs:
+            rounds.append({"round": len(ratios), "source": name, "processes": {"untraced": {}, "torch": {}}})
+            ratios.append([len(ratios), x])
+    path = root / "expected" / "reference" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    modes = [{"mode": "torch", "config": config, "ratio_median": 1.0, "round_ratios": ratios}]
+    path.write_text(json.dumps({"modes": modes, "rounds": rounds, "merged_from": runs, "configs": [config]}))
+
+
+def test_the_torch_target_pools_every_file_that_ran_torch_and_holds_the_runs_against_it(tmp_path):
+    assert early.torch_target(Facts(tmp_path), None).startswith("not judged")
+    (first, said_first), (second, said_second) = TARGET_SETS[0], TARGET_SETS[2]
+    _lockstep(tmp_path, first, [[1.30, 1.35, 1.40, 1.42], [1.38, 1.41, 1.44]])
+    _lockstep(tmp_path, second, [[1.36, 1.39, 1.45]])
+    text = early.torch_target(Facts(tmp_path), None)
+    assert text.startswith(
+        f"missed: 1.40x over the lockstep rounds ({said_first}'s 7, {said_second}'s 3; 95% interval of the median"
+    )
+    # one run of six rounds wholly under the bound vetoes the verdict the pooled rounds alone would give
+    _lockstep(tmp_path, first, [[1.30, 1.32, 1.35, 1.38, 1.40, 1.42]] * 3)
+    _lockstep(tmp_path, second, [[1.00, 1.01, 1.02, 1.03, 1.04, 1.00]])
+    text = early.torch_target(Facts(tmp_path), None)
+    assert text.startswith("not established: ") and "but the interval of a run's own rounds lies on the other side" in text
+
+
+def test_the_in_process_rounds_are_said_beside_and_judged_by_the_same_rule(tmp_path):
+    folder = tmp_path / "expected" / "reference" / "h200-bench"
+    folder.mkdir(parents=True)
+    row = {"batch": 32, "seq": 70, "mode": "torch:cuda", "dilation_rounds": [1.25, 1.0505, 1.06, 1.22, 1.15]}
+    (folder / "bench_trace.json").write_text(json.dumps({"rows": [row]}))
+    text = early.torch_target(Facts(tmp_path), None)
+    assert "the table's in-process rounds: 5 of 5 above the bound, not established (5 rounds, too few" in text

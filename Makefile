@@ -63,7 +63,7 @@ bench: bench-train bench-read bench-hook ## all CPU-runnable benchmarks
 bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of repeats)
 	$(VPY) scripts/bench_train.py
 
-bench-read: $(STAMP) ## trace reading speed: read_trace + summarize vs a plain otf2 event loop
+bench-read: $(STAMP) ## trace reading speed: read_run_traces + summarize vs a plain otf2 event loop
 	$(VPY) scripts/bench_read.py
 
 bench-trace: $(STAMP) ## tracing cost: one process per tracer mode, taking turns step by step, each step over the untraced one of its turn, ending with the default Score-P mode's targets judged by the 95% interval of the median (needs CUDA; the Score-P modes need Score-P; MODES=untraced,torch,... picks; SAMPLE=DIR also samples the steps' stacks, read with scripts/host_profile.py DIR)

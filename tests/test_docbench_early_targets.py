@@ -101,3 +101,12 @@ def test_the_in_process_rounds_are_said_beside_and_judged_by_the_same_rule(tmp_p
     (folder / "bench_trace.json").write_text(json.dumps({"rows": [row]}))
     text = early.torch_target(Facts(tmp_path), None)
     assert "the table's in-process rounds: 5 of 5 above the bound, not established (5 rounds, too few" in text
+
+
+def test_the_lockstep_figure_at_another_size_is_a_figure_with_its_interval(tmp_path):
+    assert early.torch_lockstep(Facts(tmp_path), "128x128").startswith("(no lockstep rounds")
+    first, said = TARGET_SETS[0]
+    _lockstep(tmp_path, first, [[1.10, 1.12, 1.14, 1.16, 1.18, 1.20]], config="128x128")
+    assert early.torch_lockstep(Facts(tmp_path), "128x128") == (
+        f"1.15x over the lockstep rounds at 128x128 ({said}'s 6; 95% interval of the median 1.10-1.20)"
+    )

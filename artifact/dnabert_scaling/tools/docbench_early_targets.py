@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from dnabert_scaling.analysis.stats import is_finite_number
+from dnabert_scaling.analysis.stats import is_finite_number, median_interval
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import bench_file
@@ -92,17 +92,36 @@ def port_targets(facts: Facts, _: str | None) -> str:
     return "; ".join(f"{f}, {v}" for f, v in figures)
 
 
-def torch_target(facts: Facts, _: str | None) -> str:
-    """The default torch tracer's cost at batch 32 against <= 1.05: the lockstep rounds of every shipped
-    benchmark file that ran torch.profiler, pooled and judged with their runs held against the verdict;
-    beside it, the in-process rounds of the first build's ``bench_trace.json``."""
-    config, bound = TORCH_TARGET
+def _torch_rounds(facts: Facts, config: str) -> tuple[list[str], list[cv.Rounds]]:
+    """The torch mode's lockstep rounds at ``config`` in every shipped benchmark file that ran it, and
+    what each file is called with its number of rounds."""
     named, sets = [], []
     for path, said in TARGET_SETS:
         rounds = cv.rounds_of(bench_file(facts, path), config, TORCH_MODE, label=said)
         if rounds.ran:
             named.append(f"{said}'s {len(rounds.values)}")
             sets.append(rounds)
+    return named, sets
+
+
+def torch_lockstep(facts: Facts, config: str | None) -> str:
+    """The default torch tracer's cost at ``config`` over the lockstep rounds of every shipped file that
+    ran it, with the interval of the median and the runs' medians (no bound: a figure, not a target)."""
+    named, sets = _torch_rounds(facts, config or "")
+    m = cv.median_of(sets)
+    if m is None or any(s.problems for s in sets):
+        return f"(no lockstep rounds of torch.profiler at {config} that can be read whole)"
+    iv = median_interval([x for s in sets for x in s.numbers], cv.CONFIDENCE)
+    said = "too few rounds for a 95% interval" if iv is None else f"95% interval of the median {iv.lo:.2f}-{iv.hi:.2f}"
+    return f"{m:.2f}x over the lockstep rounds at {config} ({', '.join(named)}; {said})"
+
+
+def torch_target(facts: Facts, _: str | None) -> str:
+    """The default torch tracer's cost at batch 32 against <= 1.05: the lockstep rounds of every shipped
+    benchmark file that ran torch.profiler, pooled and judged with their runs held against the verdict;
+    beside it, the in-process rounds of the first build's ``bench_trace.json``."""
+    config, bound = TORCH_TARGET
+    named, sets = _torch_rounds(facts, config)
     if sets:
         verdict, said = cv.judge(sets, bound)
         m = cv.median_of(sets)

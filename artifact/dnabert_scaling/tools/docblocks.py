@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dnabert_scaling.tools import docbench, docbench_calls, docbench_early_targets, docbench_targets
+from dnabert_scaling.tools import docbench, docbench_calls, docbench_counts, docbench_early_targets, docbench_targets
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
 
 
@@ -158,6 +158,17 @@ def bench_folders(facts: Facts, _: str | None) -> str:
         files = sorted(p.name for p in folder.iterdir() if p.is_file())
         lines.append(f"- `reference/{folder.name}/`: " + (", ".join(f"`{f}`" for f in files) or "empty"))
     return "\n".join(lines) or "- (none)"
+
+
+def gpu_call_folders(facts: Facts, _: str | None) -> str:
+    """Every folder of the GPU calls' commands and outputs under ``reference/h200-bench/``, each said with
+    whether it keeps its ``NOTES.md``."""
+    base = facts.root / "expected" / "reference" / "h200-bench"
+    folders = sorted(p for p in base.glob("gpu-call-*") if p.is_dir()) if base.is_dir() else []
+    if not folders:
+        return "(no GPU call folder shipped)"
+    said = [f"`{p.name}/`" + ("" if (p / "NOTES.md").is_file() else " (no `NOTES.md`)") for p in folders]
+    return ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
 
 
 def verdicts_by_set(facts: Facts, _: str | None) -> str:
@@ -447,7 +458,7 @@ def _parse_bench_hook(text: str) -> dict[str, Any]:
 
 def bench_hook(facts: Facts, _: str | None) -> str:
     """One row per shipped ``bench-hook*.txt``: step time with DDP's built-in all-reduce, the plain hook, the bucket hook."""
-    head = "| output | run | buckets | rotations | built-in (ms) | plain hook (ms, ratio, p10-p90) | bucket hook (ms, ratio, p10-p90) | one mark (µs, share of step) | parameters bitwise equal |"
+    head = "| output | run | buckets | rotations | built-in (ms) | plain hook (ms, ratio, p10-p90) | bucket hook (ms, ratio, p10-p90) | one mark (µs; all of a step's marks, share of the step) | parameters bitwise equal |"
     rows = [head, "|" + "---|" * 9]
     for folder in facts.bench_folders:
         for path in sorted(folder.glob("bench-hook*.txt")):
@@ -549,6 +560,10 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace": bench_trace,
     "bench-train-targets": docbench_early_targets.port_targets,
     "torch-dilation-target": docbench_early_targets.torch_target,
+    "torch-lockstep": docbench_early_targets.torch_lockstep,
+    "gpu-call-folders": gpu_call_folders,
+    "scorep-host-events": docbench_counts.host_events,
+    "untraced-spread": docbench_counts.untraced_spread,
     "bench-trace-scorep": docbench.bench_trace_scorep,
     "bench-trace-scorep-presence": docbench_calls.bench_trace_scorep_presence,
     "bench-trace-cupti-buffers": docbench_calls.bench_trace_cupti_buffers,

@@ -1,0 +1,61 @@
+"""Figures ARTIFACT.md quotes in its prose about the shipped benchmark come from the shipped file
+(tools/docbench_counts.py), and the list of GPU call folders from the folders shipped
+(docblocks.gpu_call_folders): nothing there is typed by hand."""
+
+from __future__ import annotations
+
+import json
+
+from dnabert_scaling.tools import docblocks, docbench_counts
+from dnabert_scaling.tools.docfacts import Facts
+
+
+def _shipped(tmp_path, **doc):
+    path = tmp_path / "expected" / "reference" / docbench_counts.SHIPPED
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return Facts(tmp_path)
+
+
+def _experiment(enters, queries, launches, source="bench-a.json"):
+    regions = {"cuCtxGetDevice_v2": queries, "cuDevicePrimaryCtxGetState": queries // 4, "cuLaunchKernel": launches}
+    return {"host_enters": enters, "top_host_regions": regions, "source": source}
+
+
+def test_host_events_are_the_counted_experiments_of_each_mode(tmp_path):
+    counts = {
+        "scorep-all": {"experiments": [_experiment(1000, 600, 50), _experiment(1200, 720, 60)]},
+        "scorep-launch": {"experiments": [{"host_enters": 80}, {"host_enters": 80}]},
+    }
+    text = docbench_counts.host_events(_shipped(tmp_path, counts=counts, configs=["8x70"], warmup=5, steps=30), None)
+    assert text.startswith("1,000-1,200 Enter events in each of 2 counted processes of Score-P as released")
+    assert "5 warm-up and 30 measured steps at each of 8x70" in text
+    assert "60.0% of them `cuCtxGetDevice_v2` and 15.0% `cuDevicePrimaryCtxGetState`, 5.0% kernel launches" in text
+    assert "launch-only Score-P (`scorep-launch`) records 80 for the same work" in text
+    # an experiment that counted nothing is not a process of zero events
+    counts["scorep-all"]["experiments"] = [{"host_enters": 0}, {"host_enters": None}]
+    assert docbench_counts.host_events(_shipped(tmp_path, counts=counts), None).startswith("(no counted experiment")
+
+
+def test_the_untraced_spread_gives_every_round_and_the_widest_run(tmp_path):
+    rounds = [
+        {"round": k, "source": src, "steps_ms": {"8x70": {"untraced": [x, x, x]}}}
+        for k, (src, x) in enumerate([("a.json", 20.0), ("a.json", 30.0), ("b.json", 40.0), ("b.json", 42.0)])
+    ]
+    rounds.append({"round": 4, "source": "b.json", "steps_ms": {"8x70": {"untraced": [None]}}})  # not a step time
+    text = docbench_counts.untraced_spread(_shipped(tmp_path, configs=["8x70"], rounds=rounds), None)
+    assert "20.0-42.0 ms at 8x70 (2.10x over 4 rounds of 2 runs; within one run up to 1.50x, a.json)" in text
+    assert docbench_counts.untraced_spread(_shipped(tmp_path, configs=["8x70"], rounds=[]), None).startswith("(no untraced")
+
+
+def test_the_gpu_call_folders_are_those_shipped(tmp_path):
+    assert docblocks.gpu_call_folders(Facts(tmp_path), None) == "(no GPU call folder shipped)"
+    base = tmp_path / "expected" / "reference" / "h200-bench"
+    for name in ("gpu-call-2026-12-04", "gpu-call-2026-12-03"):
+        (base / name).mkdir(parents=True)
+        (base / name / "NOTES.md").write_text("notes")
+    (base / "gpu-call-2026-12-05").mkdir()
+    (base / "gpu-call-file").write_text("not a folder")
+    assert docblocks.gpu_call_folders(Facts(tmp_path), None) == (
+        "`gpu-call-2026-12-03/`, `gpu-call-2026-12-04/` and `gpu-call-2026-12-05/` (no `NOTES.md`)"
+    )

@@ -59,3 +59,15 @@ def test_the_gpu_call_folders_are_those_shipped(tmp_path):
     assert docblocks.gpu_call_folders(Facts(tmp_path), None) == (
         "`gpu-call-2026-12-03/`, `gpu-call-2026-12-04/` and `gpu-call-2026-12-05/` (no `NOTES.md`)"
     )
+
+
+def test_a_hand_edited_file_of_other_shapes_reads_as_holding_nothing_there(tmp_path):
+    for counts in ([1], {"scorep-all": [1]}, {"scorep-all": {"experiments": {"a": 1}}}):
+        assert docbench_counts.host_events(_shipped(tmp_path, counts=counts), None).startswith("(no counted experiment")
+    odd = {"scorep-all": {"experiments": [{"host_enters": 10, "top_host_regions": {"cuCtxGetDevice_v2": "x"}}]}}
+    assert "0.0% of them `cuCtxGetDevice_v2`" in docbench_counts.host_events(_shipped(tmp_path, counts=odd, configs="8x70"), None)
+    for rounds in ([{"steps_ms": [1]}], [{"steps_ms": {"8x70": [20.0]}}]):
+        assert docbench_counts.untraced_spread(_shipped(tmp_path, configs=["8x70"], rounds=rounds), None).startswith(
+            "(no untraced"
+        )
+    assert docbench_counts.untraced_spread(_shipped(tmp_path, configs="8x70"), None).startswith("(no untraced")

@@ -60,7 +60,12 @@ def test_a_bench_train_file_of_another_shape_is_refused_naming_it(tmp_path):
     with pytest.raises(ArtifactError) as err:
         early.port_targets(Facts(tmp_path), None)
     assert "bench_train.json" in str(err.value) and "'results' is not a list" in str(err.value)
+    (folder / "bench_train.json").write_text(json.dumps({"results": [{"batch": [8], "seq": 70}]}))
+    with pytest.raises(ArtifactError, match="batch and seq"):
+        early.port_targets(Facts(tmp_path), None)
     assert early.port_targets(Facts(tmp_path / "none"), None).startswith("not judged")
+    text = early.port_targets(_train(tmp_path / "p", [10.0] * 6, [16.0] * 6, params="many"), None)
+    assert "MFU of sdpa at 128 x 128 (>= 35%), not judged (no sdpa row at 128 x 128 with its parameter count" in text
 
 
 def _lockstep(root, relative, rounds_by_run, config="32x70"):

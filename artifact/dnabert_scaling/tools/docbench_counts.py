@@ -17,9 +17,18 @@ QUERIES = ("cuCtxGetDevice_v2", "cuDevicePrimaryCtxGetState")  # the context que
 LAUNCHES = ("cuLaunchKernel", "cuLaunchKernelEx")
 
 
+def _dict(x: object) -> dict:
+    """``x`` where it is a JSON object, else {} (a hand-edited file reads as holding nothing there)."""
+    return x if isinstance(x, dict) else {}
+
+
 def _experiments(data: dict, mode: str) -> list[dict]:
-    counts = ((data.get("counts") or {}).get(mode) or {}).get("experiments") or []
-    return [e for e in counts if isinstance(e, dict) and isinstance(e.get("host_enters"), int) and e["host_enters"] > 0]
+    counts = _dict(_dict(data.get("counts")).get(mode)).get("experiments")
+    return [
+        e
+        for e in (counts if isinstance(counts, list) else [])
+        if isinstance(e, dict) and isinstance(e.get("host_enters"), int) and e["host_enters"] > 0
+    ]
 
 
 def _span(values: list[int]) -> str:
@@ -28,7 +37,10 @@ def _span(values: list[int]) -> str:
 
 def _share(experiments: list[dict], names: tuple[str, ...]) -> str:
     """The share of the Enter events that ``names`` hold, over the experiments (a range where they differ)."""
-    shares = [sum((e.get("top_host_regions") or {}).get(n, 0) for n in names) / e["host_enters"] for e in experiments]
+    shares = [
+        sum(x for n in names if isinstance(x := _dict(e.get("top_host_regions")).get(n, 0), int)) / e["host_enters"]
+        for e in experiments
+    ]
     lo, hi = f"{100 * min(shares):.1f}%", f"{100 * max(shares):.1f}%"
     return lo if lo == hi else f"{lo}-{hi}"
 
@@ -40,7 +52,9 @@ def host_events(facts: Facts, _: str | None) -> str:
     full, launch = _experiments(data, AS_RELEASED), _experiments(data, LAUNCH_ONLY)
     if not full:
         return f"(no counted experiment of `{AS_RELEASED}` in `{SHIPPED}`)"
-    steps = f"{data.get('warmup', '?')} warm-up and {data.get('steps', '?')} measured steps at each of {', '.join(data.get('configs') or ['?'])}"
+    configs = data.get("configs")
+    sizes = ", ".join(str(c) for c in configs) if isinstance(configs, list) and configs else "?"
+    steps = f"{data.get('warmup', '?')} warm-up and {data.get('steps', '?')} measured steps at each of {sizes}"
     text = (
         f"{_span([e['host_enters'] for e in full])} Enter events in each of {len(full)} counted processes of Score-P as released "
         f"(`{AS_RELEASED}`; a process runs {steps}), {_share(full, QUERIES[:1])} of them `{QUERIES[0]}` and "
@@ -56,10 +70,11 @@ def untraced_spread(facts: Facts, _: str | None) -> str:
     every round, and within the run (one lent machine) where it is widest."""
     data = bench_file(facts, SHIPPED)
     parts = []
-    for config in data.get("configs") or []:
+    configs = data.get("configs")
+    for config in [c for c in configs if isinstance(c, str)] if isinstance(configs, list) else []:
         per_run: dict[str, list[float]] = {}
         for r in data.get("rounds") or []:
-            steps = ((r.get("steps_ms") or {}).get(config) or {}).get("untraced")
+            steps = _dict(_dict(r.get("steps_ms")).get(config)).get("untraced")
             if isinstance(steps, list) and steps and all(is_finite_number(x) and x > 0 for x in steps):
                 per_run.setdefault(str(r.get("source") or "the run"), []).append(statistics.median(steps))
         medians = [x for xs in per_run.values() for x in xs]

@@ -38,7 +38,10 @@ def _train_rows(facts: Facts) -> tuple[dict[tuple, dict[str, dict]], float | Non
     for row in data["results"]:
         if not isinstance(row, dict):
             raise ArtifactError("not a bench-train output (a result is not a JSON object)", path)
-        shapes.setdefault((row.get("batch"), row.get("seq")), {})[str(row.get("attention"))] = row
+        shape = (row.get("batch"), row.get("seq"))
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+            raise ArtifactError(f"not a bench-train output (a result's batch and seq are {shape!r:.40}, not whole numbers)", path)
+        shapes.setdefault(shape, {})[str(row.get("attention"))] = row
     peak = data.get("peak_bf16_flops")
     return shapes, peak if is_finite_number(peak) and peak > 0 else None
 
@@ -80,10 +83,10 @@ def port_targets(facts: Facts, _: str | None) -> str:
         figures.append(_figure(label, ratios, SPEEDUP_OVER_EAGER, lambda x: f"{x:.2f}x"))
     row = shapes.get((128, 128), {}).get("sdpa")
     label = f"MFU of sdpa at 128 x 128 (>= {MFU_AT_128:.0%})"
-    if row is None or peak is None:
-        figures.append((label, "not judged (no sdpa row at 128 x 128, or no measured peak)"))
+    if row is None or peak is None or not is_finite_number(row.get("params")):
+        figures.append((label, "not judged (no sdpa row at 128 x 128 with its parameter count, or no measured peak)"))
     else:
-        work = 6 * (row.get("params") or 0) * 128 * 128  # FLOPs of one step
+        work = 6 * row["params"] * 128 * 128  # FLOPs of one step
         mfu = [work / (ms / 1e3) / peak if is_finite_number(ms) and ms > 0 else float("nan") for ms in _repeats(row)]
         figures.append(_figure(label, mfu, MFU_AT_128, lambda x: f"{100 * x:.1f}%"))
     verdicts = {v for _, v in figures}
@@ -128,10 +131,11 @@ def torch_target(facts: Facts, _: str | None) -> str:
         text = f"{verdict}: {'' if m is None else cv.near(m, bound) + 'x '}over the lockstep rounds ({', '.join(named)}; {said})"
     else:
         text = "not judged: no shipped benchmark file ran torch.profiler in lockstep"
-    first = facts.bench(TORCH_FILE) or {}
+    first = facts.bench(TORCH_FILE)
+    listed = first.get("rows") if isinstance(first, dict) else None
     rows = [
         r
-        for r in first.get("rows") or []
+        for r in (listed if isinstance(listed, list) else [])
         if isinstance(r, dict) and r.get("mode") == "torch:cuda" and (r.get("batch"), r.get("seq")) == (32, 70)
     ]
     if rows and isinstance(rows[0].get("dilation_rounds"), list):

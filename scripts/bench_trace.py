@@ -105,259 +105,28 @@ from dnabert_scaling.outputs import refuse_overlap, writable_file, write_text_at
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-SCOREP_ENABLE = "driver,kernel,memcpy,references"
-# mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS, other Score-P variables); None: not under Score-P
-MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
-    "untraced": None,
-    "torch": None,
-    "scorep-all": (SCOREP_ENABLE, "all", {}),
-    "scorep-launch": (SCOREP_ENABLE, "launch", {}),
-    "scorep-nodriver": ("kernel,memcpy", "all", {}),
-    "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),  # the artifact's default
-    "scorep-nodriver-chunk4m": ("kernel,memcpy", "all", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
-    # the modes below (and scorep-nodriver) run only where --modes names them
-    "scorep-nocuda": ("no", "all", {}),
-    "cupti-kernels": None,
-    "cupti-kernels-8k": None,
-    "cupti-launch": None,
-    "scorep-launch-nocache-chunk4m": (
-        SCOREP_ENABLE,
-        "launch",
-        {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_CUDA_STREAM_REF_CACHE": "false"},
-    ),
-}
-# Score-P modes that need a patch in the installed Score-P: mode -> the patch (share/scorep-patches.txt)
-MODE_NEEDS_PATCH = {"scorep-launch-nocache-chunk4m": "8.4-cupti-stream-ref-cache.patch"}
-# not under Score-P: the bare CUPTI client of bench_trace_cupti.c, with the bytes of its activity buffers
-CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
-CUPTI_LAUNCH_MODES = ("cupti-launch",)  # the client's modes that also take the launch callbacks
-CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
-CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
-CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given", "driver_callbacks")
-DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
-MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
-MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches
-MICRO_KEYS = ("cuCtxGetDevice_ns", "launch_ns", "page_fault_ns")
-# per-step figures beside the time: the child's reply key -> the round's field (per configuration and mode):
-# the stepping thread's minor page faults and CPU ms, the process's CPU ms (all threads: PyTorch runs the
-# backward pass on a thread of its own), the ms the step waited in its closing synchronisation
-STEP_FIGURES = {
-    "minflt": "steps_minflt",
-    "cpu_ms": "steps_cpu_ms",
-    "proc_cpu_ms": "steps_proc_cpu_ms",
-    "sync_ms": "steps_sync_ms",
-}
+# the modules beside this file, found also where this file is loaded by its path
+from bench_trace_child import child
+from bench_trace_modes import (
+    CUPTI_CLIENT_ENV,
+    CUPTI_CLIENT_LIB,
+    CUPTI_CLIENT_MODES,
+    CUPTI_COUNT_KEYS,
+    DEFAULT_MODES,
+    ENTRY,
+    MICRO_KEYS,
+    MICRO_TURNS,
+    MODE_NEEDS_PATCH,
+    MODES,
+    REPLY,
+    STEP_FIGURES,
+    mode_settings,
+    mode_variables,
+    parse_configs,
+)
+
 SAMPLER_LIB = "libhost_sampler.so"  # scripts/host_sampler.c, built in the run's work folder for --sample
-REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
 REPLY_TIMEOUT_S = 300.0
-
-
-def parse_cpus(text: str) -> set[int]:
-    """``2-7,9`` -> {2, 3, 4, 5, 6, 7, 9}."""
-    out: set[int] = set()
-    for part in text.split(","):
-        lo, _, hi = part.strip().partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
-def parse_configs(text: str) -> list[tuple[int, int]]:
-    out = []
-    for item in text.split(","):
-        b, _, s = item.strip().lower().partition("x")
-        out.append((int(b), int(s)))
-    return out
-
-
-# ---- the child: one process of one mode, serving the parent's commands ----------------------------
-
-
-class Served:
-    """The child's state: the model of the current configuration and, in torch mode, its tracer."""
-
-    def __init__(self, args):
-        import torch
-
-        self.torch, self.args = torch, args
-        self.cupti = None
-        if args.child in CUPTI_CLIENT_MODES:
-            self.cupti = start_cupti_client(CUPTI_CLIENT_MODES[args.child], args.child in CUPTI_LAUNCH_MODES)
-        self.device = torch.device(args.device)
-        self.bench = self.tracer = self.micro_prof = None
-        self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
-        self.tmp = tempfile.TemporaryDirectory()
-        self.sampler_mark = None  # host_sampler.c's mark, where --sample preloaded it
-        if os.environ.get("HOST_SAMPLER_OUT"):
-            import ctypes
-
-            self.sampler_mark = getattr(ctypes.CDLL(None), "host_sampler_mark", None)
-
-    def sync(self) -> None:
-        if self.device.type == "cuda":
-            self.torch.cuda.synchronize()
-
-    def config(self, cfg: str) -> dict:
-        from bench_train import Bench
-
-        from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
-
-        batch, seq = parse_configs(cfg)[0]
-        precision = "bf16" if self.device.type == "cuda" else "fp32"
-        self.bench = Bench(self.torch, self.args.model, "sdpa", batch, seq, self.device, precision, "default")
-        self.tracer = None
-        if self.args.child == "torch":
-            path = Path(self.tmp.name) / f"{cfg}.json.gz"
-            self.tracer = TorchProfilerTracer(path, self.args.warmup, self.args.steps, self.device.type, cpu_ops=False)
-        self.sync()
-        return {}
-
-    def step(self, i: int) -> dict:
-        """One training step, timed from its first call to the end of its synchronisation, with the
-        thread's minor page faults and CPU time over the same span."""
-        import resource
-
-        if self.tracer:
-            self.tracer.step_begin(i)
-        mark = self.sampler_mark if i >= self.args.warmup else None
-        if mark:
-            mark(1)
-        faults0, cpu0, proc0 = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt, time.thread_time_ns(), time.process_time_ns()
-        t0 = time.perf_counter_ns()
-        self.bench.step(self.bench.ids, self.bench.mask, self.bench.labels, measured=i >= self.args.warmup)
-        t_sync = time.perf_counter_ns()
-        if self.device.type == "cuda" and self.args.step_sync == "stream":
-            self.torch.cuda.current_stream().synchronize()
-        else:
-            self.sync()
-        t1 = time.perf_counter_ns()
-        ms, sync_ms = (t1 - t0) / 1e6, (t1 - t_sync) / 1e6
-        cpu_ms, proc_cpu_ms = (time.thread_time_ns() - cpu0) / 1e6, (time.process_time_ns() - proc0) / 1e6
-        faults = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - faults0
-        if mark:
-            mark(0)
-        if self.tracer:
-            self.tracer.step_end(i)  # the last measured step exports the trace: not timed
-        return {"ms": ms, "minflt": faults, "cpu_ms": cpu_ms, "proc_cpu_ms": proc_cpu_ms, "sync_ms": sync_ms}
-
-    def release(self) -> dict:
-        self.bench = self.tracer = None
-        if self.device.type == "cuda":
-            self.torch.cuda.empty_cache()
-        return {}
-
-    def micro(self) -> dict:
-        """Host ns per driver query and per small PyTorch kernel launch, one batch of each."""
-        import ctypes
-
-        torch = self.torch
-        if self._x is None:
-            self._x = torch.zeros(1, device=self.device)
-            self._cuda = ctypes.CDLL("libcuda.so.1") if self.device.type == "cuda" else None
-            if self.args.child == "torch":
-                activities = [
-                    torch.profiler.ProfilerActivity.CUDA if self.device.type == "cuda" else torch.profiler.ProfilerActivity.CPU
-                ]
-                self.micro_prof = torch.profiler.profile(activities=activities)
-                self.micro_prof.__enter__()
-        self.sync()
-        out = {"cuCtxGetDevice_ns": None}
-        if self._cuda is not None:
-            dev = ctypes.c_int()
-            t0 = time.perf_counter_ns()
-            for _ in range(MICRO_QUERIES):
-                self._cuda.cuCtxGetDevice(ctypes.byref(dev))
-            out["cuCtxGetDevice_ns"] = (time.perf_counter_ns() - t0) / MICRO_QUERIES
-        t0 = time.perf_counter_ns()
-        for _ in range(MICRO_LAUNCHES):
-            self._x.add_(1)
-        out["launch_ns"] = (time.perf_counter_ns() - t0) / MICRO_LAUNCHES
-        self.sync()
-        out["page_fault_ns"] = page_fault_ns()
-        return out
-
-    def quit(self) -> dict:
-        if self.micro_prof is not None:
-            self.micro_prof.__exit__(None, None, None)
-        self.tmp.cleanup()
-        return {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
-
-
-def page_fault_ns() -> float:
-    """Host ns of one first touch of a fresh page: one byte written per page of a new anonymous
-    mapping, less the same writes again (the pages then present), per page."""
-    import mmap
-
-    page = mmap.PAGESIZE
-    pages = MICRO_FAULT_BYTES // page
-    with mmap.mmap(-1, MICRO_FAULT_BYTES) as m:
-        spans = []
-        for _ in range(2):
-            t0 = time.perf_counter_ns()
-            for k in range(0, MICRO_FAULT_BYTES, page):
-                m[k] = 1
-            spans.append(time.perf_counter_ns() - t0)
-    return max(0.0, (spans[0] - spans[1]) / pages)
-
-
-def start_cupti_client(buffer_bytes: int, launch_callbacks: bool = False):
-    """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records (and its
-    launch callbacks), before this process makes its CUDA context."""
-    import ctypes
-
-    lib = ctypes.CDLL(os.environ[CUPTI_CLIENT_ENV])
-    lib.bench_cupti_start.argtypes = [ctypes.c_ulonglong, ctypes.c_int]
-    lib.bench_cupti_error.restype = ctypes.c_char_p
-    status = lib.bench_cupti_start(buffer_bytes, int(launch_callbacks))
-    if status != 0:
-        raise SystemExit(f"bench-trace: the CUPTI client cannot start: {lib.bench_cupti_error(status).decode()} ({status})")
-    return lib
-
-
-def stop_cupti_client(lib) -> dict:
-    """Flush the client's records and return its counts (records by kind, buffers, dropped)."""
-    import ctypes
-
-    counts = (ctypes.c_ulonglong * len(CUPTI_COUNT_KEYS))()
-    status = lib.bench_cupti_stop(counts)
-    out = dict(zip(CUPTI_COUNT_KEYS, (int(n) for n in counts)))
-    if status != 0:
-        out["error"] = f"flush: {lib.bench_cupti_error(status).decode()} ({status})"
-    return out
-
-
-def reply(doc: dict) -> None:
-    sys.stdout.write(REPLY + json.dumps(doc) + "\n")
-    sys.stdout.flush()
-
-
-def child(args) -> int:
-    if MODES.get(args.child) is not None:
-        from dnabert_scaling.run.tracing.scorep import under_scorep
-
-        if not under_scorep():
-            raise SystemExit(f"bench-trace: mode {args.child} must run under python -m scorep")
-    if args.cpus:  # every thread made from here on inherits it
-        os.sched_setaffinity(0, parse_cpus(args.cpus))
-    served = Served(args)
-    reply({"op": "ready", "pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0))})
-    for line in sys.stdin:
-        cmd = json.loads(line)
-        op = cmd["op"]
-        if op == "config":
-            out = served.config(cmd["config"])
-        elif op == "step":
-            out = served.step(cmd["i"])
-        elif op == "release":
-            out = served.release()
-        elif op == "micro":
-            out = served.micro()
-        elif op == "quit":
-            reply({"op": "quit", **served.quit()})
-            return 0
-        else:
-            raise SystemExit(f"bench-trace child: unknown command {op!r}")
-        reply({"op": op, **out})
-    return 1  # the parent went away
 
 
 # ---- the parent: rounds of processes that take turns ---------------------------------------------
@@ -456,20 +225,11 @@ def child_env(mode: str, run_dir: Path, base: dict) -> dict[str, str]:
     return env
 
 
-def mode_variables(mode: str) -> dict[str, str] | None:
-    """The Score-P variables a mode sets beyond the artifact's own (None: not under Score-P)."""
-    spec = MODES[mode]
-    if spec is None:
-        return None
-    cuda_enable, callbacks, extra = spec
-    return {"SCOREP_CUDA_ENABLE": cuda_enable, "SCOREP_CUDA_DRIVER_CALLBACKS": callbacks, **extra}
-
-
 def child_argv(mode: str, args) -> list[str]:
     argv = [sys.executable]
     if MODES[mode] is not None:
         argv += ["-m", "scorep", "--cuda", "--mpp=none", "--thread=pthread", "--nocompiler", "--noinstrumenter"]
-    argv += [str(Path(__file__).resolve()), "--child", mode, "--model", args.model, "--device", args.device]
+    argv += [str(ENTRY), "--child", mode, "--model", args.model, "--device", args.device]
     argv += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--step-sync", args.step_sync]
     return argv + (["--cpus", args.cpus] if getattr(args, "cpus", None) else [])
 
@@ -960,11 +720,6 @@ def measure(args, modes: list[str], work: Path) -> int:
     if args.json:
         write_text_atomic(args.json, json.dumps(doc, indent=1) + "\n")
     return 0 if doc["modes"] else 1
-
-
-def mode_settings(modes: list[str]) -> dict[str, dict | None]:
-    """Per mode, the Score-P variables it sets beyond the artifact's own (None: not under Score-P)."""
-    return {m: mode_variables(m) for m in modes}
 
 
 def show(doc: dict) -> None:

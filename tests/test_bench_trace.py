@@ -4,15 +4,27 @@ the protocol, not the figures; the measurement itself needs CUDA)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import PYTHON, ROOT
+
+SCRIPTS = ROOT / "scripts"
+
+
+def _script(name: str):
+    """A module of the benchmark, imported as the script's own modules import each other: by name, with
+    the scripts folder on the path."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module(name)
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +33,12 @@ def bt():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="module")
+def bt_modes():
+    """The modes and the settings every part shares."""
+    return _script("bench_trace_modes")
 
 
 def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
@@ -89,18 +107,18 @@ def test_turns_rotate_so_no_mode_always_goes_first(bt):
     assert firsts == set(modes) and sorted(bt.turn_order(modes, 5)) == sorted(modes)
 
 
-def test_child_command_lines(bt):
+def test_child_command_lines(bt, bt_modes):
     args = bt.main.__globals__["argparse"].Namespace(model="base", device="cuda", warmup=3, steps=12, step_sync="stream")
     plain = bt.child_argv("torch", args)
     assert "-m" not in plain and plain[plain.index("--child") + 1] == "torch"
     traced = bt.child_argv("scorep-launch", args)
     assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced
     assert traced[traced.index("--step-sync") + 1] == "stream" and "--cpus" not in traced
-    assert bt.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch", {})
-    assert bt.MODES["scorep-nodriver"][0] == "kernel,memcpy"
+    assert bt_modes.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch", {})
+    assert bt_modes.MODES["scorep-nodriver"][0] == "kernel,memcpy"
 
 
-def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, tmp_path):
+def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, bt_modes, tmp_path):
     outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k", "SCOREP_CUDA_DRIVER_CALLBACKS": "all"}
     plain = bt.child_env("untraced", tmp_path / "u", outer)
     assert plain == outer  # not under Score-P: the environment as it is
@@ -112,7 +130,7 @@ def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, tmp_pat
     assert chunk["SCOREP_EXPERIMENT_DIRECTORY"] != launch["SCOREP_EXPERIMENT_DIRECTORY"]
     nodriver = bt.child_env("scorep-nodriver", tmp_path / "n", outer)
     assert nodriver["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"
-    settings = bt.mode_settings(["untraced", "scorep-launch-chunk4m"])
+    settings = bt_modes.mode_settings(["untraced", "scorep-launch-chunk4m"])
     assert settings["untraced"] is None and settings["scorep-launch-chunk4m"]["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
 
 
@@ -507,12 +525,12 @@ def test_cupti_dir_takes_cuda_home_before_nvcc(bt, tmp_path):
     assert found == home
 
 
-def test_the_cupti_client_that_does_not_compile_is_refused_with_the_file_and_the_cupti_folder(bt, tmp_path):
+def test_the_cupti_client_that_does_not_compile_is_refused_with_the_file_and_the_cupti_folder(bt, bt_modes, tmp_path):
     fake = _fake_cupti(tmp_path / "cupti")  # an empty cupti.h: nothing the client needs is declared
     (tmp_path / "work").mkdir()
     built, why = bt.build_cupti_client(tmp_path / "work", {"CUPTI_ROOT": str(fake), "PATH": "/usr/bin:/bin"})
     assert built is None and "bench_trace_cupti.c does not build against" in why and str(fake) in why
-    assert not (tmp_path / "work" / bt.CUPTI_CLIENT_LIB).exists()
+    assert not (tmp_path / "work" / bt_modes.CUPTI_CLIENT_LIB).exists()
 
 
 def test_the_cupti_client_without_a_c_compiler_is_a_message_not_an_exception(bt, tmp_path):
@@ -555,15 +573,18 @@ def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_cal
     assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
 
 
-def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, tmp_path):
+def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, bt_modes, tmp_path):
     outer = {"PATH": "/usr/bin"}
     lib = str(tmp_path / "work" / "libbench_trace_cupti.so")
-    assert bt.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
-    assert bt.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt.CUPTI_CLIENT_ENV] == lib
-    assert bt.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
-    assert bt.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
-    assert bt.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
-    assert bt.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
+    assert bt.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {
+        **outer,
+        bt_modes.CUPTI_CLIENT_ENV: lib,
+    }
+    assert bt.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt_modes.CUPTI_CLIENT_ENV] == lib
+    assert bt.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {**outer, bt_modes.CUPTI_CLIENT_ENV: lib}
+    assert bt_modes.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
+    assert bt_modes.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
+    assert bt_modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
 
 
 def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt, tmp_path):
@@ -592,19 +613,19 @@ def test_a_mode_that_switches_a_patch_is_refused_on_a_score_p_without_it(bt, tmp
     assert "lists no patch" in bt.missing_patch(["scorep-launch-nocache-chunk4m"], three)
 
 
-def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt, tmp_path):
+def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt, bt_modes, tmp_path):
     four = _prefix_with(tmp_path, "8.4-cupti-launch-callbacks.patch", "8.4-cupti-stream-ref-cache.patch")
     assert bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], four) is None
     # every patch a mode needs is one of the series
     series = (Path(__file__).resolve().parents[1] / "containers" / "scorep-patches" / "series-8.4").read_text()
-    assert all(f"\n{p} " in series for p in bt.MODE_NEEDS_PATCH.values())
+    assert all(f"\n{p} " in series for p in bt_modes.MODE_NEEDS_PATCH.values())
 
 
-def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt, tmp_path):
+def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt, bt_modes, tmp_path):
     outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k"}
     env = bt.child_env("scorep-nodriver-chunk4m", tmp_path / "n4", outer)
     assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy" and env["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
-    assert bt.CUPTI_CLIENT_ENV not in env
+    assert bt_modes.CUPTI_CLIENT_ENV not in env
     assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt.child_env("scorep-nodriver", tmp_path / "n", outer)
 
 
@@ -618,11 +639,11 @@ def _real_cupti(bt):
     return found
 
 
-def test_the_real_cupti_client_builds_and_exports_its_functions(bt, tmp_path):
+def test_the_real_cupti_client_builds_and_exports_its_functions(bt, bt_modes, tmp_path):
     cupti = _real_cupti(bt)
     built, why = bt.build_cupti_client(tmp_path, dict(os.environ))
     assert why is None and built["cupti"] == str(cupti) and Path(built["libcupti"]).exists()
-    lib = tmp_path / bt.CUPTI_CLIENT_LIB
+    lib = tmp_path / bt_modes.CUPTI_CLIENT_LIB
     assert lib.is_file()
     probe = f"import ctypes; l = ctypes.CDLL({str(lib)!r}); l.bench_cupti_error.restype = ctypes.c_char_p; "
     probe += "print(l.bench_cupti_start, l.bench_cupti_stop, l.bench_cupti_error(0).decode())"

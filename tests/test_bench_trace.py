@@ -41,6 +41,12 @@ def bt_modes():
     return _script("bench_trace_modes")
 
 
+@pytest.fixture(scope="module")
+def bt_summary():
+    """The figures from the rounds."""
+    return _script("bench_trace_summary")
+
+
 def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
     procs = {"untraced": {"exit_status": 0}, "scorep-launch": {"exit_status": 0, "trace_bytes": trace_bytes}}
     return {
@@ -52,7 +58,7 @@ def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
     }
 
 
-def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
+def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt_summary):
     rounds = [
         _round(0, [40.0, 50.0, 60.0], [44.0, 60.0, 66.0], trace_bytes=10_000),  # 1.1, 1.2, 1.1
         _round(1, [50.0, 50.0, 50.0], [75.0, 60.0, 65.0], micro=True, trace_bytes=99_000),  # 1.5, 1.2, 1.3
@@ -60,7 +66,7 @@ def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
         _round(3, [10.0, 10.0], [99.0]),  # cut short: its turns are not paired
     ]
     counts = {"scorep-launch": {"launches": 200, "kernels": 199}}
-    rows = {r["mode"]: r for r in bt.summarise(rounds, ["8x70"], counts)}
+    rows = {r["mode"]: r for r in bt_summary.summarise(rounds, ["8x70"], counts)}
     row = rows["scorep-launch"]
     assert row["rounds"] == 3 and row["pairs"] == 9
     assert row["ratio_median"] == pytest.approx(1.3) and row["ratio_min"] == pytest.approx(1.1)
@@ -73,14 +79,14 @@ def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
     assert rows["untraced"]["ratio_median"] == 1.0 and rows["untraced"]["trace_bytes_per_step"] is None
 
 
-def test_per_call_figures_pool_the_turns_of_every_round_that_took_them(bt):
+def test_per_call_figures_pool_the_turns_of_every_round_that_took_them(bt_summary):
     rounds = [
         {"round": 0, "per_call": {"scorep-launch": [{"launch_ns": 10.0, "cuCtxGetDevice_ns": 1.0}, {"launch_ns": 12.0}]}},
         {"round": 1},  # no per-call loops in this round
         {"round": 2, "per_call": {"scorep-launch": [{"launch_ns": 20.0}], "untraced": [{"launch_ns": 5.0}]}},
     ]
-    calls = {c["mode"]: c for c in bt.per_call(rounds)}
-    assert len(bt.per_call(rounds)) == 2  # one entry per mode, never one per round
+    calls = {c["mode"]: c for c in bt_summary.per_call(rounds)}
+    assert len(bt_summary.per_call(rounds)) == 2  # one entry per mode, never one per round
     launch = calls["scorep-launch"]
     assert launch["turns"] == 3 and launch["rounds"] == [0, 2] and launch["launch_ns_all"] == [10.0, 12.0, 20.0]
     assert launch["launch_ns"] == 12.0 and launch["cuCtxGetDevice_ns"] == 1.0
@@ -445,7 +451,7 @@ def test_a_merged_output_merged_again_keeps_every_counted_experiment_and_edited_
         assert "kernel counts" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt, tmp_path):
+def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt_summary, tmp_path):
     """Two real Score-P experiments of the H200 (shipped reference sets) stand for two rounds' processes;
     a round with the per-call loops and an unreadable experiment never stop the count."""
     real = [ROOT / f"expected/reference/h200-scorep-{b}/ws1-scorep-r0/traces/scorep-rank0" for b in ("b8", "b32")]
@@ -457,15 +463,15 @@ def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt,
         return {"round": i, "micro": micro, "processes": {"scorep-launch": {"experiment": str(exp)}}}
 
     rounds = [rnd(0, real[0]), rnd(1, real[1], micro=True), rnd(2, real[1]), rnd(3, broken), rnd(4, tmp_path / "gone")]
-    every = bt.count_kernels(rounds, ["untraced", "scorep-launch"], "every")["scorep-launch"]["experiments"]
+    every = bt_summary.count_kernels(rounds, ["untraced", "scorep-launch"], "every")["scorep-launch"]["experiments"]
     assert [e["round"] for e in every] == [0, 2, 3, 4]
     assert "no finished experiment" in every[3]["error"]  # a process without its experiment is said
     assert every[0]["launches"] == every[0]["kernels"] == 25289  # scorep_count's figure for that set
     assert every[1]["launches"] > 0 and every[1]["kernels"] == every[1]["launches"]
     assert "error" in every[2] and "launches" not in every[2]
-    first = bt.count_kernels(rounds, ["scorep-launch"], "first")["scorep-launch"]["experiments"]
+    first = bt_summary.count_kernels(rounds, ["scorep-launch"], "first")["scorep-launch"]["experiments"]
     assert [e["round"] for e in first] == [0]
-    row = bt.trace_figures(rounds, "scorep-launch", {"experiments": every})
+    row = bt_summary.trace_figures(rounds, "scorep-launch", {"experiments": every})
     assert row["experiments_counted"] == 2 and row["kernels_found_share"] == 1.0  # the broken ones are not counted
     assert row["experiments_uncountable"] == 2  # but they are said
 
@@ -559,10 +565,10 @@ def _cupti_round(rnd, kernels, dropped, micro=False, error=None):
     return row
 
 
-def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_call_loops(bt):
+def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_call_loops(bt_summary):
     rounds = [_cupti_round(0, 100, 1), _cupti_round(1, 130, 7, micro=True), _cupti_round(2, 1000, 2)]
     rounds.append(_cupti_round(3, 90, 5, error="r3-untraced: exited with status 1: ..."))  # a broken round: not counted
-    rows = {r["mode"]: r for r in bt.summarise(rounds, ["8x70"])}
+    rows = {r["mode"]: r for r in bt_summary.summarise(rounds, ["8x70"])}
     cupti = rows["cupti-kernels"]
     assert cupti["ratio_median"] == pytest.approx(1.1) and cupti["rounds"] == 4
     assert cupti["cupti_kernel_records"] == [100, 1000] and cupti["cupti_dropped"] == 3 and cupti["cupti_processes"] == 2
@@ -570,7 +576,7 @@ def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_cal
     assert cupti["kernels_found_share"] is None and cupti["trace_bytes_per_step"] is None
     for other in ("scorep-launch", "untraced"):  # no client there: no such keys
         assert not [k for k in rows[other] if k.startswith("cupti_")], other
-    assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
+    assert bt_summary.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
 
 
 def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, bt_modes, tmp_path):
@@ -698,7 +704,7 @@ def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, sa
         "gpu-call-2026-12-04-profile/bench-abc.json",
     ],
 )
-def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
+def test_the_shipped_figures_are_what_their_own_rounds_give(bt, bt_summary, shipped):
     """The documents quote the rows; the rows must be the summary of the rounds shipped beside them (the
     figures the documents read: an as-run file keeps the other keys its code version wrote)."""
     doc = json.loads((ROOT / "expected/reference/h200-bench" / shipped).read_text())
@@ -706,9 +712,9 @@ def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
     quoted = ("mode", "config", "ratio_median", "ratio_min", "ratio_max", "rounds", "pooled_ratio_median",
               "pooled_ratio_q1", "pooled_ratio_q3", "pairs", "round_ratios", "step_ms_median",
               "trace_bytes_per_step", "kernels_found_share")  # fmt: skip
-    again = json.loads(json.dumps(bt.summarise(doc["rounds"], doc["configs"], doc.get("counts"))))
+    again = json.loads(json.dumps(bt_summary.summarise(doc["rounds"], doc["configs"], doc.get("counts"))))
     assert [{k: m.get(k) for k in quoted} for m in doc["modes"]] == [{k: m.get(k) for k in quoted} for m in again]
-    for mine, redone in zip(doc["per_call"], bt.per_call(doc["rounds"]), strict=True):
+    for mine, redone in zip(doc["per_call"], bt_summary.per_call(doc["rounds"]), strict=True):
         assert {k: mine.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")} == {
             k: redone.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")
         }
@@ -735,12 +741,12 @@ def test_a_shipped_merge_is_the_merge_of_the_runs_shipped_with_it(tmp_path, ship
     assert out.read_bytes() == (H200 / shipped).read_bytes()
 
 
-def test_a_round_with_an_error_gives_no_trace_size(bt):
+def test_a_round_with_an_error_gives_no_trace_size(bt_summary):
     """A process of a round that failed may have stopped early: its smaller trace never lowers the figure."""
     rounds = [_round(0, [10.0], [11.0], trace_bytes=10_000), _round(1, [10.0], [11.0], trace_bytes=1_000)]
     rounds[1]["error"] = "r1-untraced: exited with status 1: killed"
-    assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(1000.0)
-    assert bt.whole_round(rounds[0]) and not bt.whole_round(rounds[1])
+    assert bt_summary.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(1000.0)
+    assert bt_summary.whole_round(rounds[0]) and not bt_summary.whole_round(rounds[1])
 
 
 @pytest.mark.parametrize("bad", [{"8x70": {"untraced": [-1.0]}}, "x", {"8x70": {"untraced": "1"}}, {"8x70": [1.0]}])

@@ -47,6 +47,12 @@ def bt_summary():
     return _script("bench_trace_summary")
 
 
+@pytest.fixture(scope="module")
+def bt_printout():
+    """The printout of a run or a merge."""
+    return _script("bench_trace_printout")
+
+
 def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
     procs = {"untraced": {"exit_status": 0}, "scorep-launch": {"exit_status": 0, "trace_bytes": trace_bytes}}
     return {
@@ -761,11 +767,11 @@ def test_a_merge_input_with_damaged_step_figures_is_refused(bt, bad):
     )
 
 
-def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
+def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt_printout):
     """A run or merge ends with the default mode's targets, by the same rule as ARTIFACT.md's targets
     lines: the shipped merge of calls A, B and C gives the verdicts and intervals its block gives."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-abc.json").read_text())
-    lines = bt.target_lines(doc)
+    lines = bt_printout.target_lines(doc)
     assert lines[0].startswith("# targets of the default Score-P mode (scorep-launch-chunk4m), its step over the untraced")
     assert lines[1].startswith("# met = the 95% interval of the median of the rounds lies at or below the bound")
     assert "#   8x70: 1.222x over 18 rounds against <= 1.25x: not established (95% interval of the median 1.19-1.27)" in lines
@@ -780,10 +786,10 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     assert "32x70: 1.17x against <= 1.12x (not established: 95% interval of the median 1.117-1.220;" in block
     # too few rounds for an interval, and no default mode at all
     few = {"modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": [[0, 1.1], [1, 1.2]]}]}
-    assert bt.target_lines(few)[3] == (
+    assert bt_printout.target_lines(few)[3] == (
         "#   8x70: 1.150x over 2 rounds against <= 1.25x: not established (2 rounds, too few for a 95% interval of the median)"
     )
-    assert bt.target_lines({"modes": [{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]}) == []
+    assert bt_printout.target_lines({"modes": [{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]}) == []
     # a merge in which one run's own rounds lie wholly above the bound: the pooled rounds alone would say met
     low = [[k, 1.10 + 0.01 * (k % 4)] for k in range(24)]
     high = [[24 + k, 1.30 + 0.01 * k] for k in range(6)]
@@ -795,9 +801,9 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
         "merged_from": runs,
         "rounds": [{"round": k, "source": "a.json" if k < 24 else "b.json"} for k in range(30)],
     }
-    assert bt.target_lines(merged)[3] == (
+    assert bt_printout.target_lines(merged)[3] == (
         "#   8x70: 1.120x over 30 rounds against <= 1.25x: not established (95% interval of the median 1.11-1.13, but the "
         "interval of a run's own rounds lies on the other side (b.json 1.30-1.35))"
     )
     merged["rounds"][0].pop("source")  # a merge's round of no run: not judged, and why
-    assert "not established (round 0 of the run is not attributed to one of its runs)" in bt.target_lines(merged)[3]
+    assert "not established (round 0 of the run is not attributed to one of its runs)" in bt_printout.target_lines(merged)[3]

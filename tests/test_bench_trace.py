@@ -53,6 +53,12 @@ def bt_printout():
     return _script("bench_trace_printout")
 
 
+@pytest.fixture(scope="module")
+def bt_merge():
+    """--merge and the check of its inputs."""
+    return _script("bench_trace_merge")
+
+
 def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
     procs = {"untraced": {"exit_status": 0}, "scorep-launch": {"exit_status": 0, "trace_bytes": trace_bytes}}
     return {
@@ -710,11 +716,11 @@ def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, sa
         "gpu-call-2026-12-04-profile/bench-abc.json",
     ],
 )
-def test_the_shipped_figures_are_what_their_own_rounds_give(bt, bt_summary, shipped):
+def test_the_shipped_figures_are_what_their_own_rounds_give(bt_merge, bt_summary, shipped):
     """The documents quote the rows; the rows must be the summary of the rounds shipped beside them (the
     figures the documents read: an as-run file keeps the other keys its code version wrote)."""
     doc = json.loads((ROOT / "expected/reference/h200-bench" / shipped).read_text())
-    assert bt.merge_input_problem(doc) is None
+    assert bt_merge.merge_input_problem(doc) is None
     quoted = ("mode", "config", "ratio_median", "ratio_min", "ratio_max", "rounds", "pooled_ratio_median",
               "pooled_ratio_q1", "pooled_ratio_q3", "pairs", "round_ratios", "step_ms_median",
               "trace_bytes_per_step", "kernels_found_share")  # fmt: skip
@@ -756,13 +762,13 @@ def test_a_round_with_an_error_gives_no_trace_size(bt_summary):
 
 
 @pytest.mark.parametrize("bad", [{"8x70": {"untraced": [-1.0]}}, "x", {"8x70": {"untraced": "1"}}, {"8x70": [1.0]}])
-def test_a_merge_input_with_damaged_step_figures_is_refused(bt, bad):
+def test_a_merge_input_with_damaged_step_figures_is_refused(bt_merge, bad):
     """The per-step figures beside the times (faults, CPU, closing wait) are read by the summary: a round
     whose figures are not lists of non-negative numbers per configuration and mode is not merged."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-c.json").read_text())
-    assert bt.merge_input_problem(doc) is None
+    assert bt_merge.merge_input_problem(doc) is None
     doc["rounds"][0]["steps_sync_ms"] = bad
-    assert bt.merge_input_problem(doc) == (
+    assert bt_merge.merge_input_problem(doc) == (
         "round 0: 'steps_sync_ms' is not a list of non-negative numbers per configuration and mode"
     )
 

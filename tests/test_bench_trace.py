@@ -4,6 +4,7 @@ the protocol, not the figures; the measurement itself needs CUDA)."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import json
@@ -39,6 +40,12 @@ def bt():
 def bt_modes():
     """The modes and the settings every part shares."""
     return _script("bench_trace_modes")
+
+
+@pytest.fixture(scope="module")
+def bt_lockstep():
+    """The rounds: a child process per mode, taking turns."""
+    return _script("bench_trace_lockstep")
 
 
 @pytest.fixture(scope="module")
@@ -105,48 +112,49 @@ def test_per_call_figures_pool_the_turns_of_every_round_that_took_them(bt_summar
     assert calls["untraced"]["cuCtxGetDevice_ns"] is None and calls["untraced"]["launch_ns"] == 5.0
 
 
-def test_score_p_messages_of_a_child_are_kept_once_each(bt, tmp_path):
+def test_score_p_messages_of_a_child_are_kept_once_each(bt_lockstep, tmp_path):
     log = tmp_path / "child.log"
     log.write_text(
         "loading\n[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...\n"
         "other\n[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...\n"
         "  [Score-P] buffer advice\n"
     )
-    assert bt.scorep_messages(log) == [
+    assert bt_lockstep.scorep_messages(log) == [
         "[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...",
         "[Score-P] buffer advice",
     ]
-    assert bt.scorep_messages(tmp_path / "missing.log") == []
+    assert bt_lockstep.scorep_messages(tmp_path / "missing.log") == []
 
 
-def test_turns_rotate_so_no_mode_always_goes_first(bt):
+def test_turns_rotate_so_no_mode_always_goes_first(bt_lockstep):
     modes = ["untraced", "torch", "scorep-launch"]
-    firsts = {bt.turn_order(modes, k)[0] for k in range(3)}
-    assert firsts == set(modes) and sorted(bt.turn_order(modes, 5)) == sorted(modes)
+    firsts = {bt_lockstep.turn_order(modes, k)[0] for k in range(3)}
+    assert firsts == set(modes) and sorted(bt_lockstep.turn_order(modes, 5)) == sorted(modes)
 
 
-def test_child_command_lines(bt, bt_modes):
-    args = bt.main.__globals__["argparse"].Namespace(model="base", device="cuda", warmup=3, steps=12, step_sync="stream")
-    plain = bt.child_argv("torch", args)
+def test_child_command_lines(bt_lockstep, bt_modes):
+    args = argparse.Namespace(model="base", device="cuda", warmup=3, steps=12, step_sync="stream")
+    plain = bt_lockstep.child_argv("torch", args)
+    assert plain[1] == str(SCRIPTS / "bench_trace.py")  # a child runs the entry point, not the module that starts it
     assert "-m" not in plain and plain[plain.index("--child") + 1] == "torch"
-    traced = bt.child_argv("scorep-launch", args)
+    traced = bt_lockstep.child_argv("scorep-launch", args)
     assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced
     assert traced[traced.index("--step-sync") + 1] == "stream" and "--cpus" not in traced
     assert bt_modes.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch", {})
     assert bt_modes.MODES["scorep-nodriver"][0] == "kernel,memcpy"
 
 
-def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, bt_modes, tmp_path):
+def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt_lockstep, bt_modes, tmp_path):
     outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k", "SCOREP_CUDA_DRIVER_CALLBACKS": "all"}
-    plain = bt.child_env("untraced", tmp_path / "u", outer)
+    plain = bt_lockstep.child_env("untraced", tmp_path / "u", outer)
     assert plain == outer  # not under Score-P: the environment as it is
-    launch = bt.child_env("scorep-launch", tmp_path / "l", outer)
+    launch = bt_lockstep.child_env("scorep-launch", tmp_path / "l", outer)
     assert launch["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch" and "SCOREP_CUDA_BUFFER_CHUNK" not in launch
     assert launch["SCOREP_CUDA_ENABLE"] == "driver,kernel,memcpy,references"
-    chunk = bt.child_env("scorep-launch-chunk4m", tmp_path / "c", outer)
+    chunk = bt_lockstep.child_env("scorep-launch-chunk4m", tmp_path / "c", outer)
     assert chunk["SCOREP_CUDA_BUFFER_CHUNK"] == "4M" and chunk["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch"
     assert chunk["SCOREP_EXPERIMENT_DIRECTORY"] != launch["SCOREP_EXPERIMENT_DIRECTORY"]
-    nodriver = bt.child_env("scorep-nodriver", tmp_path / "n", outer)
+    nodriver = bt_lockstep.child_env("scorep-nodriver", tmp_path / "n", outer)
     assert nodriver["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"
     settings = bt_modes.mode_settings(["untraced", "scorep-launch-chunk4m"])
     assert settings["untraced"] is None and settings["scorep-launch-chunk4m"]["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
@@ -591,23 +599,29 @@ def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_cal
     assert bt_summary.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
 
 
-def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, bt_modes, tmp_path):
+def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt_lockstep, bt_modes, tmp_path):
     outer = {"PATH": "/usr/bin"}
     lib = str(tmp_path / "work" / "libbench_trace_cupti.so")
-    assert bt.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {
+    assert bt_lockstep.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {
         **outer,
         bt_modes.CUPTI_CLIENT_ENV: lib,
     }
-    assert bt.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt_modes.CUPTI_CLIENT_ENV] == lib
-    assert bt.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {**outer, bt_modes.CUPTI_CLIENT_ENV: lib}
+    assert (
+        bt_lockstep.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt_modes.CUPTI_CLIENT_ENV]
+        == lib
+    )
+    assert bt_lockstep.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {
+        **outer,
+        bt_modes.CUPTI_CLIENT_ENV: lib,
+    }
     assert bt_modes.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
     assert bt_modes.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
     assert bt_modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
 
 
-def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt, tmp_path):
-    env = bt.child_env("scorep-launch-nocache-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
-    default = bt.child_env("scorep-launch-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
+def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt_lockstep, tmp_path):
+    env = bt_lockstep.child_env("scorep-launch-nocache-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
+    default = bt_lockstep.child_env("scorep-launch-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
     assert env.pop("SCOREP_CUDA_STREAM_REF_CACHE") == "false"
     assert env == default  # nothing else differs
 
@@ -639,12 +653,12 @@ def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt, bt_modes, tm
     assert all(f"\n{p} " in series for p in bt_modes.MODE_NEEDS_PATCH.values())
 
 
-def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt, bt_modes, tmp_path):
+def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt_lockstep, bt_modes, tmp_path):
     outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k"}
-    env = bt.child_env("scorep-nodriver-chunk4m", tmp_path / "n4", outer)
+    env = bt_lockstep.child_env("scorep-nodriver-chunk4m", tmp_path / "n4", outer)
     assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy" and env["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
     assert bt_modes.CUPTI_CLIENT_ENV not in env
-    assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt.child_env("scorep-nodriver", tmp_path / "n", outer)
+    assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt_lockstep.child_env("scorep-nodriver", tmp_path / "n", outer)
 
 
 def _real_cupti(bt):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -29,14 +28,6 @@ def _script(name: str):
 
 
 @pytest.fixture(scope="module")
-def bt():
-    spec = importlib.util.spec_from_file_location("bench_trace", ROOT / "scripts" / "bench_trace.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="module")
 def bt_modes():
     """The modes and the settings every part shares."""
     return _script("bench_trace_modes")
@@ -46,6 +37,12 @@ def bt_modes():
 def bt_lockstep():
     """The rounds: a child process per mode, taking turns."""
     return _script("bench_trace_lockstep")
+
+
+@pytest.fixture(scope="module")
+def bt_setup():
+    """The checks and builds before the rounds."""
+    return _script("bench_trace_setup")
 
 
 @pytest.fixture(scope="module")
@@ -516,60 +513,60 @@ def _fake_nvcc(cuda):
     return str(cuda / "bin")
 
 
-def test_cupti_dir_takes_cupti_root_first(bt, tmp_path):
+def test_cupti_dir_takes_cupti_root_first(bt_setup, tmp_path):
     root = _fake_cupti(tmp_path / "cupti")
     nvcc_path = _fake_nvcc(tmp_path / "cuda")
     _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")
-    assert bt.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == root
+    assert bt_setup.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == root
     (root / "lib64" / "libcupti.so").unlink()  # a header without its library is no CUPTI: nvcc's toolkit then
-    assert bt.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == tmp_path / "cuda" / "extras" / "CUPTI"
+    assert bt_setup.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == tmp_path / "cuda" / "extras" / "CUPTI"
 
 
-def test_cupti_dir_finds_the_cuda_13_layout_of_nvccs_toolkit(bt, tmp_path):
+def test_cupti_dir_finds_the_cuda_13_layout_of_nvccs_toolkit(bt_setup, tmp_path):
     cuda = tmp_path / "cuda-13"
     target = _fake_cupti(cuda / "targets" / "x86_64-linux", lib="lib")
-    assert bt.cupti_dir({"PATH": _fake_nvcc(cuda)}) == target
+    assert bt_setup.cupti_dir({"PATH": _fake_nvcc(cuda)}) == target
 
 
-def test_cupti_dir_finds_the_extras_cupti_layout_of_nvccs_toolkit(bt, tmp_path):
+def test_cupti_dir_finds_the_extras_cupti_layout_of_nvccs_toolkit(bt_setup, tmp_path):
     cuda = tmp_path / "cuda-12"
     extras = _fake_cupti(cuda / "extras" / "CUPTI")
-    assert bt.cupti_dir({"PATH": _fake_nvcc(cuda)}) == extras
+    assert bt_setup.cupti_dir({"PATH": _fake_nvcc(cuda)}) == extras
 
 
-def test_cupti_dir_is_none_without_cupti_root_cuda_home_nvcc_or_a_fallback(bt, tmp_path):
+def test_cupti_dir_is_none_without_cupti_root_cuda_home_nvcc_or_a_fallback(bt_setup, tmp_path):
     (tmp_path / "empty").mkdir()
-    assert bt.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",)) is None
+    assert bt_setup.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",)) is None
     fallback = _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")  # the last resort, where /usr/local/cuda stands
-    assert bt.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "cuda",)) == fallback
+    assert bt_setup.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "cuda",)) == fallback
 
 
-def test_cupti_dir_takes_cuda_home_before_nvcc(bt, tmp_path):
+def test_cupti_dir_takes_cuda_home_before_nvcc(bt_setup, tmp_path):
     home = _fake_cupti(tmp_path / "home" / "targets" / "x86_64-linux", lib="lib")
     _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")
-    found = bt.cupti_dir({"CUDA_HOME": str(tmp_path / "home"), "PATH": _fake_nvcc(tmp_path / "cuda")}, fallbacks=())
+    found = bt_setup.cupti_dir({"CUDA_HOME": str(tmp_path / "home"), "PATH": _fake_nvcc(tmp_path / "cuda")}, fallbacks=())
     assert found == home
 
 
-def test_the_cupti_client_that_does_not_compile_is_refused_with_the_file_and_the_cupti_folder(bt, bt_modes, tmp_path):
+def test_the_cupti_client_that_does_not_compile_is_refused_with_the_file_and_the_cupti_folder(bt_modes, bt_setup, tmp_path):
     fake = _fake_cupti(tmp_path / "cupti")  # an empty cupti.h: nothing the client needs is declared
     (tmp_path / "work").mkdir()
-    built, why = bt.build_cupti_client(tmp_path / "work", {"CUPTI_ROOT": str(fake), "PATH": "/usr/bin:/bin"})
+    built, why = bt_setup.build_cupti_client(tmp_path / "work", {"CUPTI_ROOT": str(fake), "PATH": "/usr/bin:/bin"})
     assert built is None and "bench_trace_cupti.c does not build against" in why and str(fake) in why
     assert not (tmp_path / "work" / bt_modes.CUPTI_CLIENT_LIB).exists()
 
 
-def test_the_cupti_client_without_a_c_compiler_is_a_message_not_an_exception(bt, tmp_path):
+def test_the_cupti_client_without_a_c_compiler_is_a_message_not_an_exception(bt_setup, tmp_path):
     fake = _fake_cupti(tmp_path / "cupti")
-    built, why = bt.build_cupti_client(tmp_path, {"CC": "/nonexistent/cc", "CUPTI_ROOT": str(fake), "PATH": "/usr/bin"})
+    built, why = bt_setup.build_cupti_client(tmp_path, {"CC": "/nonexistent/cc", "CUPTI_ROOT": str(fake), "PATH": "/usr/bin"})
     assert built is None and "cannot run the C compiler /nonexistent/cc" in why
 
 
-def test_the_cupti_client_without_cupti_says_cupti_is_needed(bt, tmp_path):
+def test_the_cupti_client_without_cupti_says_cupti_is_needed(bt_setup, tmp_path):
     (tmp_path / "empty").mkdir()
-    built, why = bt.build_cupti_client(tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",))
+    built, why = bt_setup.build_cupti_client(tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",))
     assert built is None and "mode cupti-kernels needs CUPTI" in why
-    built, why = bt.build_cupti_client(
+    built, why = bt_setup.build_cupti_client(
         tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",), modes=("cupti-kernels", "cupti-launch")
     )
     assert built is None and why.startswith("bench-trace: modes cupti-kernels, cupti-launch need CUPTI")
@@ -633,21 +630,21 @@ def _prefix_with(tmp_path, *patches):
     return tmp_path / "prefix"
 
 
-def test_a_mode_that_switches_a_patch_is_refused_on_a_score_p_without_it(bt, tmp_path):
+def test_a_mode_that_switches_a_patch_is_refused_on_a_score_p_without_it(bt_setup, tmp_path):
     three = _prefix_with(tmp_path, "8.4-cupti-stream-order.patch", "8.4-cupti-launch-callbacks.patch")
-    why = bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], three)
+    why = bt_setup.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], three)
     assert why.startswith(
         "bench-trace: mode scorep-launch-nocache-chunk4m needs a Score-P built with 8.4-cupti-stream-ref-cache.patch"
     )
     assert f"{three}/share/scorep-patches.txt lists 8.4-cupti-launch-callbacks.patch, 8.4-cupti-stream-order.patch" in why
-    assert bt.missing_patch(["untraced", "scorep-launch-chunk4m"], three) is None  # no mode needs a patch
+    assert bt_setup.missing_patch(["untraced", "scorep-launch-chunk4m"], three) is None  # no mode needs a patch
     (three / "share" / "scorep-patches.txt").unlink()
-    assert "lists no patch" in bt.missing_patch(["scorep-launch-nocache-chunk4m"], three)
+    assert "lists no patch" in bt_setup.missing_patch(["scorep-launch-nocache-chunk4m"], three)
 
 
-def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt, bt_modes, tmp_path):
+def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt_modes, bt_setup, tmp_path):
     four = _prefix_with(tmp_path, "8.4-cupti-launch-callbacks.patch", "8.4-cupti-stream-ref-cache.patch")
-    assert bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], four) is None
+    assert bt_setup.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], four) is None
     # every patch a mode needs is one of the series
     series = (Path(__file__).resolve().parents[1] / "containers" / "scorep-patches" / "series-8.4").read_text()
     assert all(f"\n{p} " in series for p in bt_modes.MODE_NEEDS_PATCH.values())
@@ -661,19 +658,19 @@ def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt_lockstep
     assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt_lockstep.child_env("scorep-nodriver", tmp_path / "n", outer)
 
 
-def _real_cupti(bt):
+def _real_cupti(bt_setup):
     """The machine's own CUPTI (a real cupti.h, not a test's fake), or skip."""
     import shutil
 
-    found = bt.cupti_dir(dict(os.environ))
+    found = bt_setup.cupti_dir(dict(os.environ))
     if found is None or not (found / "include" / "cupti.h").stat().st_size or not shutil.which("cc"):
         pytest.skip("no real CUPTI (include/cupti.h, libcupti.so) or no C compiler on this machine")
     return found
 
 
-def test_the_real_cupti_client_builds_and_exports_its_functions(bt, bt_modes, tmp_path):
-    cupti = _real_cupti(bt)
-    built, why = bt.build_cupti_client(tmp_path, dict(os.environ))
+def test_the_real_cupti_client_builds_and_exports_its_functions(bt_modes, bt_setup, tmp_path):
+    cupti = _real_cupti(bt_setup)
+    built, why = bt_setup.build_cupti_client(tmp_path, dict(os.environ))
     assert why is None and built["cupti"] == str(cupti) and Path(built["libcupti"]).exists()
     lib = tmp_path / bt_modes.CUPTI_CLIENT_LIB
     assert lib.is_file()
@@ -684,10 +681,10 @@ def test_the_real_cupti_client_builds_and_exports_its_functions(bt, bt_modes, tm
 
 
 @pytest.mark.parametrize("mode", ["cupti-kernels", "cupti-launch"])
-def test_a_cupti_client_run_without_a_gpu_reports_that_the_client_cannot_start(bt, tmp_path, monkeypatch, mode):
+def test_a_cupti_client_run_without_a_gpu_reports_that_the_client_cannot_start(bt_setup, tmp_path, monkeypatch, mode):
     import torch
 
-    cupti = _real_cupti(bt)
+    cupti = _real_cupti(bt_setup)
     if torch.cuda.is_available():  # pragma: no cover - a GPU machine: the client would start
         pytest.skip("a GPU is present")
     monkeypatch.setenv("CUPTI_ROOT", str(cupti))

@@ -22,8 +22,39 @@ def merge(args) -> int:
     """One document from the rounds of several runs of the same set-up (same model, configurations,
     steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
     every source (``counts[mode]["experiments"]``), the share of kernels found taken over all of them."""
+    docs = read_inputs(args.merge)
+    if docs is None:
+        return 2
+    first = docs[0][1]
+    for name, doc in docs[1:]:
+        differ = [k for k in MERGE_KEYS if doc.get(k) != first.get(k)]
+        if differ:
+            print(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged", file=sys.stderr)
+            return 2
+    rounds, counts, sources = join_runs(docs)
+    runs = [run["file"] for run in sources]
+    twice = sorted({f for f in runs if runs.count(f) > 1})
+    if twice:  # the merged rounds name their run by file name alone (an input's, or a run of a merged input)
+        print(
+            f"bench-trace: {', '.join(map(str, twice))}: another input has the same file name (a run of a merged input "
+            "counts); the merged rounds name their run by it, so give each run a name of its own (copy or rename one)",
+            file=sys.stderr,
+        )
+        return 2
+    out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
+    out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
+    out.update(counts=counts, rounds=rounds)
+    show(out)
+    if args.json:
+        write_text_atomic(args.json, json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def read_inputs(names: list[str]) -> list[tuple[str, dict]] | None:
+    """Each input, read and checked, as (its name, its document); or None, said on stderr, where one cannot
+    be read, is not a bench-trace output, has the content of another or holds a round another holds."""
     docs, seen, rounds_seen = [], {}, {}
-    for name in args.merge:
+    for name in names:
         try:
             raw = Path(name).read_bytes()
             doc = json.loads(raw)
@@ -33,14 +64,14 @@ def merge(args) -> int:
             doc.setdefault("step_sync", "device")  # the first lockstep version (d6ee75a) knew no other
         except OSError as exc:
             print(f"bench-trace: {name}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
-            return 2
+            return None
         except ValueError as exc:
             print(f"bench-trace: {name}: not a bench-trace output ({exc})", file=sys.stderr)
-            return 2
+            return None
         digest = hashlib.sha256(raw).hexdigest()
         if digest in seen:  # the same rounds twice would count twice
             print(f"bench-trace: {name}: the same content as {seen[digest]}; give each output once", file=sys.stderr)
-            return 2
+            return None
         seen[digest] = name
         for r in doc["rounds"]:  # a round already given, in another file or a merge that holds it
             if not any(r.get("steps_ms", {}).values()):
@@ -53,16 +84,18 @@ def merge(args) -> int:
                     "a merge that holds a run is not merged with that run again; give each run once",
                     file=sys.stderr,
                 )
-                return 2
+                return None
             rounds_seen[mark] = f"round {r['round']} of {name}"
         docs.append((name, doc))
-    first = docs[0][1]
-    for name, doc in docs[1:]:
-        differ = [k for k in MERGE_KEYS if doc.get(k) != first.get(k)]
-        if differ:
-            print(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged", file=sys.stderr)
-            return 2
-    rounds, counts, sources = [], {}, []
+    return docs
+
+
+def join_runs(docs: list[tuple[str, dict]]) -> tuple[list[dict], dict[str, dict], list[dict]]:
+    """The inputs' rounds renumbered, each naming its run; every run's counted experiments per mode; the
+    runs (a merged input gives the runs it holds, its rounds and counts keeping theirs)."""
+    rounds: list[dict] = []
+    counts: dict[str, dict] = {}
+    sources: list[dict] = []
     for name, doc in docs:
         inner = doc.get("merged_from")  # a merged input: its rounds keep their own run, as its counts do
         for r in doc["rounds"]:
@@ -80,22 +113,7 @@ def merge(args) -> int:
             sources += inner
         else:
             sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
-    runs = [run["file"] for run in sources]
-    twice = sorted({f for f in runs if runs.count(f) > 1})
-    if twice:  # the merged rounds name their run by file name alone (an input's, or a run of a merged input)
-        print(
-            f"bench-trace: {', '.join(map(str, twice))}: another input has the same file name (a run of a merged input "
-            "counts); the merged rounds name their run by it, so give each run a name of its own (copy or rename one)",
-            file=sys.stderr,
-        )
-        return 2
-    out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
-    out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
-    out.update(counts=counts, rounds=rounds)
-    show(out)
-    if args.json:
-        write_text_atomic(args.json, json.dumps(out, indent=1) + "\n")
-    return 0
+    return rounds, counts, sources
 
 
 def round_mark(r: dict) -> str:

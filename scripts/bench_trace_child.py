@@ -1,6 +1,6 @@
-"""bench_trace.py's child: one process of one tracer mode, serving the parent's commands on its stdin
-(a configuration's model, one timed training step, the per-call loops, quit) with one reply line each
-on its stdout; in a CUPTI client mode it starts the bare client before its CUDA context."""
+"""bench_trace.py's child: one process of one tracer mode, serving the parent's commands on its stdin (a
+configuration's model, one timed training step, the model's release, the per-call loops, quit) with one
+reply line each on its stdout; in a CUPTI client mode it starts the bare client before its CUDA context."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """bench_trace.py's rounds: one child process per mode (its environment and command line), then the
 configurations step by step in turns, the order rotated from step to step, and the per-call loops in
-turns; each process's exit, pid, trace size and Score-P messages kept with the round."""
+turns; each process's exit status, pid, trace size, CUPTI client counts and Score-P messages kept with
+the round."""
 
 from __future__ import annotations
 

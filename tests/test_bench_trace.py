@@ -4,23 +4,30 @@ the protocol, not the figures; the measurement itself needs CUDA)."""
 
 from __future__ import annotations
 
-import importlib.util
+import argparse
+import importlib
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import PYTHON, ROOT
 
+SCRIPTS = ROOT / "scripts"
+
 
 @pytest.fixture(scope="module")
 def bt():
-    spec = importlib.util.spec_from_file_location("bench_trace", ROOT / "scripts" / "bench_trace.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The benchmark's modules by their part (``bt.modes``, ``bt.lockstep``, ...), imported as the script's
+    modules import each other: by name, with the scripts folder on the path."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    parts = ("modes", "child", "lockstep", "setup", "parent", "summary", "merge", "printout")
+    return SimpleNamespace(**{part: importlib.import_module(f"bench_trace_{part}") for part in parts})
 
 
 def _round(rnd, untraced, launch, micro=False, trace_bytes=None):
@@ -42,7 +49,7 @@ def test_ratios_pair_each_step_with_the_untraced_step_of_its_turn(bt):
         _round(3, [10.0, 10.0], [99.0]),  # cut short: its turns are not paired
     ]
     counts = {"scorep-launch": {"launches": 200, "kernels": 199}}
-    rows = {r["mode"]: r for r in bt.summarise(rounds, ["8x70"], counts)}
+    rows = {r["mode"]: r for r in bt.summary.summarise(rounds, ["8x70"], counts)}
     row = rows["scorep-launch"]
     assert row["rounds"] == 3 and row["pairs"] == 9
     assert row["ratio_median"] == pytest.approx(1.3) and row["ratio_min"] == pytest.approx(1.1)
@@ -61,8 +68,8 @@ def test_per_call_figures_pool_the_turns_of_every_round_that_took_them(bt):
         {"round": 1},  # no per-call loops in this round
         {"round": 2, "per_call": {"scorep-launch": [{"launch_ns": 20.0}], "untraced": [{"launch_ns": 5.0}]}},
     ]
-    calls = {c["mode"]: c for c in bt.per_call(rounds)}
-    assert len(bt.per_call(rounds)) == 2  # one entry per mode, never one per round
+    calls = {c["mode"]: c for c in bt.summary.per_call(rounds)}
+    assert len(bt.summary.per_call(rounds)) == 2  # one entry per mode, never one per round
     launch = calls["scorep-launch"]
     assert launch["turns"] == 3 and launch["rounds"] == [0, 2] and launch["launch_ns_all"] == [10.0, 12.0, 20.0]
     assert launch["launch_ns"] == 12.0 and launch["cuCtxGetDevice_ns"] == 1.0
@@ -76,43 +83,44 @@ def test_score_p_messages_of_a_child_are_kept_once_each(bt, tmp_path):
         "other\n[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...\n"
         "  [Score-P] buffer advice\n"
     )
-    assert bt.scorep_messages(log) == [
+    assert bt.lockstep.scorep_messages(log) == [
         "[Score-P] scorep_cupti_activity.c:352: Warning: [CUPTI Activity] Skipping ...",
         "[Score-P] buffer advice",
     ]
-    assert bt.scorep_messages(tmp_path / "missing.log") == []
+    assert bt.lockstep.scorep_messages(tmp_path / "missing.log") == []
 
 
 def test_turns_rotate_so_no_mode_always_goes_first(bt):
     modes = ["untraced", "torch", "scorep-launch"]
-    firsts = {bt.turn_order(modes, k)[0] for k in range(3)}
-    assert firsts == set(modes) and sorted(bt.turn_order(modes, 5)) == sorted(modes)
+    firsts = {bt.lockstep.turn_order(modes, k)[0] for k in range(3)}
+    assert firsts == set(modes) and sorted(bt.lockstep.turn_order(modes, 5)) == sorted(modes)
 
 
 def test_child_command_lines(bt):
-    args = bt.main.__globals__["argparse"].Namespace(model="base", device="cuda", warmup=3, steps=12, step_sync="stream")
-    plain = bt.child_argv("torch", args)
+    args = argparse.Namespace(model="base", device="cuda", warmup=3, steps=12, step_sync="stream")
+    plain = bt.lockstep.child_argv("torch", args)
+    assert plain[1] == str(SCRIPTS / "bench_trace.py")  # a child runs the entry point, not the module that starts it
     assert "-m" not in plain and plain[plain.index("--child") + 1] == "torch"
-    traced = bt.child_argv("scorep-launch", args)
+    traced = bt.lockstep.child_argv("scorep-launch", args)
     assert traced[1:4] == ["-m", "scorep", "--cuda"] and "--noinstrumenter" in traced
     assert traced[traced.index("--step-sync") + 1] == "stream" and "--cpus" not in traced
-    assert bt.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch", {})
-    assert bt.MODES["scorep-nodriver"][0] == "kernel,memcpy"
+    assert bt.modes.MODES["scorep-launch"] == ("driver,kernel,memcpy,references", "launch", {})
+    assert bt.modes.MODES["scorep-nodriver"][0] == "kernel,memcpy"
 
 
 def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, tmp_path):
     outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k", "SCOREP_CUDA_DRIVER_CALLBACKS": "all"}
-    plain = bt.child_env("untraced", tmp_path / "u", outer)
+    plain = bt.lockstep.child_env("untraced", tmp_path / "u", outer)
     assert plain == outer  # not under Score-P: the environment as it is
-    launch = bt.child_env("scorep-launch", tmp_path / "l", outer)
+    launch = bt.lockstep.child_env("scorep-launch", tmp_path / "l", outer)
     assert launch["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch" and "SCOREP_CUDA_BUFFER_CHUNK" not in launch
     assert launch["SCOREP_CUDA_ENABLE"] == "driver,kernel,memcpy,references"
-    chunk = bt.child_env("scorep-launch-chunk4m", tmp_path / "c", outer)
+    chunk = bt.lockstep.child_env("scorep-launch-chunk4m", tmp_path / "c", outer)
     assert chunk["SCOREP_CUDA_BUFFER_CHUNK"] == "4M" and chunk["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch"
     assert chunk["SCOREP_EXPERIMENT_DIRECTORY"] != launch["SCOREP_EXPERIMENT_DIRECTORY"]
-    nodriver = bt.child_env("scorep-nodriver", tmp_path / "n", outer)
+    nodriver = bt.lockstep.child_env("scorep-nodriver", tmp_path / "n", outer)
     assert nodriver["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"
-    settings = bt.mode_settings(["untraced", "scorep-launch-chunk4m"])
+    settings = bt.modes.mode_settings(["untraced", "scorep-launch-chunk4m"])
     assert settings["untraced"] is None and settings["scorep-launch-chunk4m"]["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
 
 
@@ -439,15 +447,15 @@ def test_the_kernels_of_every_rounds_experiment_are_counted_from_real_traces(bt,
         return {"round": i, "micro": micro, "processes": {"scorep-launch": {"experiment": str(exp)}}}
 
     rounds = [rnd(0, real[0]), rnd(1, real[1], micro=True), rnd(2, real[1]), rnd(3, broken), rnd(4, tmp_path / "gone")]
-    every = bt.count_kernels(rounds, ["untraced", "scorep-launch"], "every")["scorep-launch"]["experiments"]
+    every = bt.summary.count_kernels(rounds, ["untraced", "scorep-launch"], "every")["scorep-launch"]["experiments"]
     assert [e["round"] for e in every] == [0, 2, 3, 4]
     assert "no finished experiment" in every[3]["error"]  # a process without its experiment is said
     assert every[0]["launches"] == every[0]["kernels"] == 25289  # scorep_count's figure for that set
     assert every[1]["launches"] > 0 and every[1]["kernels"] == every[1]["launches"]
     assert "error" in every[2] and "launches" not in every[2]
-    first = bt.count_kernels(rounds, ["scorep-launch"], "first")["scorep-launch"]["experiments"]
+    first = bt.summary.count_kernels(rounds, ["scorep-launch"], "first")["scorep-launch"]["experiments"]
     assert [e["round"] for e in first] == [0]
-    row = bt.trace_figures(rounds, "scorep-launch", {"experiments": every})
+    row = bt.summary.trace_figures(rounds, "scorep-launch", {"experiments": every})
     assert row["experiments_counted"] == 2 and row["kernels_found_share"] == 1.0  # the broken ones are not counted
     assert row["experiments_uncountable"] == 2  # but they are said
 
@@ -476,56 +484,56 @@ def test_cupti_dir_takes_cupti_root_first(bt, tmp_path):
     root = _fake_cupti(tmp_path / "cupti")
     nvcc_path = _fake_nvcc(tmp_path / "cuda")
     _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")
-    assert bt.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == root
+    assert bt.setup.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == root
     (root / "lib64" / "libcupti.so").unlink()  # a header without its library is no CUPTI: nvcc's toolkit then
-    assert bt.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == tmp_path / "cuda" / "extras" / "CUPTI"
+    assert bt.setup.cupti_dir({"CUPTI_ROOT": str(root), "PATH": nvcc_path}) == tmp_path / "cuda" / "extras" / "CUPTI"
 
 
 def test_cupti_dir_finds_the_cuda_13_layout_of_nvccs_toolkit(bt, tmp_path):
     cuda = tmp_path / "cuda-13"
     target = _fake_cupti(cuda / "targets" / "x86_64-linux", lib="lib")
-    assert bt.cupti_dir({"PATH": _fake_nvcc(cuda)}) == target
+    assert bt.setup.cupti_dir({"PATH": _fake_nvcc(cuda)}) == target
 
 
 def test_cupti_dir_finds_the_extras_cupti_layout_of_nvccs_toolkit(bt, tmp_path):
     cuda = tmp_path / "cuda-12"
     extras = _fake_cupti(cuda / "extras" / "CUPTI")
-    assert bt.cupti_dir({"PATH": _fake_nvcc(cuda)}) == extras
+    assert bt.setup.cupti_dir({"PATH": _fake_nvcc(cuda)}) == extras
 
 
 def test_cupti_dir_is_none_without_cupti_root_cuda_home_nvcc_or_a_fallback(bt, tmp_path):
     (tmp_path / "empty").mkdir()
-    assert bt.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",)) is None
+    assert bt.setup.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",)) is None
     fallback = _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")  # the last resort, where /usr/local/cuda stands
-    assert bt.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "cuda",)) == fallback
+    assert bt.setup.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "cuda",)) == fallback
 
 
 def test_cupti_dir_takes_cuda_home_before_nvcc(bt, tmp_path):
     home = _fake_cupti(tmp_path / "home" / "targets" / "x86_64-linux", lib="lib")
     _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")
-    found = bt.cupti_dir({"CUDA_HOME": str(tmp_path / "home"), "PATH": _fake_nvcc(tmp_path / "cuda")}, fallbacks=())
+    found = bt.setup.cupti_dir({"CUDA_HOME": str(tmp_path / "home"), "PATH": _fake_nvcc(tmp_path / "cuda")}, fallbacks=())
     assert found == home
 
 
 def test_the_cupti_client_that_does_not_compile_is_refused_with_the_file_and_the_cupti_folder(bt, tmp_path):
     fake = _fake_cupti(tmp_path / "cupti")  # an empty cupti.h: nothing the client needs is declared
     (tmp_path / "work").mkdir()
-    built, why = bt.build_cupti_client(tmp_path / "work", {"CUPTI_ROOT": str(fake), "PATH": "/usr/bin:/bin"})
+    built, why = bt.setup.build_cupti_client(tmp_path / "work", {"CUPTI_ROOT": str(fake), "PATH": "/usr/bin:/bin"})
     assert built is None and "bench_trace_cupti.c does not build against" in why and str(fake) in why
-    assert not (tmp_path / "work" / bt.CUPTI_CLIENT_LIB).exists()
+    assert not (tmp_path / "work" / bt.modes.CUPTI_CLIENT_LIB).exists()
 
 
 def test_the_cupti_client_without_a_c_compiler_is_a_message_not_an_exception(bt, tmp_path):
     fake = _fake_cupti(tmp_path / "cupti")
-    built, why = bt.build_cupti_client(tmp_path, {"CC": "/nonexistent/cc", "CUPTI_ROOT": str(fake), "PATH": "/usr/bin"})
+    built, why = bt.setup.build_cupti_client(tmp_path, {"CC": "/nonexistent/cc", "CUPTI_ROOT": str(fake), "PATH": "/usr/bin"})
     assert built is None and "cannot run the C compiler /nonexistent/cc" in why
 
 
 def test_the_cupti_client_without_cupti_says_cupti_is_needed(bt, tmp_path):
     (tmp_path / "empty").mkdir()
-    built, why = bt.build_cupti_client(tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",))
+    built, why = bt.setup.build_cupti_client(tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",))
     assert built is None and "mode cupti-kernels needs CUPTI" in why
-    built, why = bt.build_cupti_client(
+    built, why = bt.setup.build_cupti_client(
         tmp_path, {"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "no-cuda",), modes=("cupti-kernels", "cupti-launch")
     )
     assert built is None and why.startswith("bench-trace: modes cupti-kernels, cupti-launch need CUPTI")
@@ -544,7 +552,7 @@ def _cupti_round(rnd, kernels, dropped, micro=False, error=None):
 def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_call_loops(bt):
     rounds = [_cupti_round(0, 100, 1), _cupti_round(1, 130, 7, micro=True), _cupti_round(2, 1000, 2)]
     rounds.append(_cupti_round(3, 90, 5, error="r3-untraced: exited with status 1: ..."))  # a broken round: not counted
-    rows = {r["mode"]: r for r in bt.summarise(rounds, ["8x70"])}
+    rows = {r["mode"]: r for r in bt.summary.summarise(rounds, ["8x70"])}
     cupti = rows["cupti-kernels"]
     assert cupti["ratio_median"] == pytest.approx(1.1) and cupti["rounds"] == 4
     assert cupti["cupti_kernel_records"] == [100, 1000] and cupti["cupti_dropped"] == 3 and cupti["cupti_processes"] == 2
@@ -552,23 +560,32 @@ def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_cal
     assert cupti["kernels_found_share"] is None and cupti["trace_bytes_per_step"] is None
     for other in ("scorep-launch", "untraced"):  # no client there: no such keys
         assert not [k for k in rows[other] if k.startswith("cupti_")], other
-    assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
+    assert bt.summary.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
 
 
 def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, tmp_path):
     outer = {"PATH": "/usr/bin"}
     lib = str(tmp_path / "work" / "libbench_trace_cupti.so")
-    assert bt.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
-    assert bt.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt.CUPTI_CLIENT_ENV] == lib
-    assert bt.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {**outer, bt.CUPTI_CLIENT_ENV: lib}
-    assert bt.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
-    assert bt.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
-    assert bt.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
+    assert bt.lockstep.child_env("cupti-kernels", tmp_path / "work" / "r0-cupti-kernels", outer) == {
+        **outer,
+        bt.modes.CUPTI_CLIENT_ENV: lib,
+    }
+    assert (
+        bt.lockstep.child_env("cupti-kernels-8k", tmp_path / "work" / "r1-cupti-kernels-8k", outer)[bt.modes.CUPTI_CLIENT_ENV]
+        == lib
+    )
+    assert bt.lockstep.child_env("cupti-launch", tmp_path / "work" / "r0-cupti-launch", outer) == {
+        **outer,
+        bt.modes.CUPTI_CLIENT_ENV: lib,
+    }
+    assert bt.modes.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
+    assert bt.modes.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
+    assert bt.modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
 
 
 def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt, tmp_path):
-    env = bt.child_env("scorep-launch-nocache-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
-    default = bt.child_env("scorep-launch-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
+    env = bt.lockstep.child_env("scorep-launch-nocache-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
+    default = bt.lockstep.child_env("scorep-launch-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
     assert env.pop("SCOREP_CUDA_STREAM_REF_CACHE") == "false"
     assert env == default  # nothing else differs
 
@@ -582,37 +599,37 @@ def _prefix_with(tmp_path, *patches):
 
 def test_a_mode_that_switches_a_patch_is_refused_on_a_score_p_without_it(bt, tmp_path):
     three = _prefix_with(tmp_path, "8.4-cupti-stream-order.patch", "8.4-cupti-launch-callbacks.patch")
-    why = bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], three)
+    why = bt.setup.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], three)
     assert why.startswith(
         "bench-trace: mode scorep-launch-nocache-chunk4m needs a Score-P built with 8.4-cupti-stream-ref-cache.patch"
     )
     assert f"{three}/share/scorep-patches.txt lists 8.4-cupti-launch-callbacks.patch, 8.4-cupti-stream-order.patch" in why
-    assert bt.missing_patch(["untraced", "scorep-launch-chunk4m"], three) is None  # no mode needs a patch
+    assert bt.setup.missing_patch(["untraced", "scorep-launch-chunk4m"], three) is None  # no mode needs a patch
     (three / "share" / "scorep-patches.txt").unlink()
-    assert "lists no patch" in bt.missing_patch(["scorep-launch-nocache-chunk4m"], three)
+    assert "lists no patch" in bt.setup.missing_patch(["scorep-launch-nocache-chunk4m"], three)
 
 
 def test_a_mode_that_switches_a_patch_runs_on_a_score_p_with_it(bt, tmp_path):
     four = _prefix_with(tmp_path, "8.4-cupti-launch-callbacks.patch", "8.4-cupti-stream-ref-cache.patch")
-    assert bt.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], four) is None
+    assert bt.setup.missing_patch(["untraced", "scorep-launch-nocache-chunk4m"], four) is None
     # every patch a mode needs is one of the series
     series = (Path(__file__).resolve().parents[1] / "containers" / "scorep-patches" / "series-8.4").read_text()
-    assert all(f"\n{p} " in series for p in bt.MODE_NEEDS_PATCH.values())
+    assert all(f"\n{p} " in series for p in bt.modes.MODE_NEEDS_PATCH.values())
 
 
 def test_scorep_nodriver_chunk4m_records_kernels_only_into_4m_chunks(bt, tmp_path):
     outer = {"PATH": "/usr/bin", "SCOREP_CUDA_BUFFER_CHUNK": "1k"}
-    env = bt.child_env("scorep-nodriver-chunk4m", tmp_path / "n4", outer)
+    env = bt.lockstep.child_env("scorep-nodriver-chunk4m", tmp_path / "n4", outer)
     assert env["SCOREP_CUDA_ENABLE"] == "kernel,memcpy" and env["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
-    assert bt.CUPTI_CLIENT_ENV not in env
-    assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt.child_env("scorep-nodriver", tmp_path / "n", outer)
+    assert bt.modes.CUPTI_CLIENT_ENV not in env
+    assert "SCOREP_CUDA_BUFFER_CHUNK" not in bt.lockstep.child_env("scorep-nodriver", tmp_path / "n", outer)
 
 
 def _real_cupti(bt):
     """The machine's own CUPTI (a real cupti.h, not a test's fake), or skip."""
     import shutil
 
-    found = bt.cupti_dir(dict(os.environ))
+    found = bt.setup.cupti_dir(dict(os.environ))
     if found is None or not (found / "include" / "cupti.h").stat().st_size or not shutil.which("cc"):
         pytest.skip("no real CUPTI (include/cupti.h, libcupti.so) or no C compiler on this machine")
     return found
@@ -620,9 +637,9 @@ def _real_cupti(bt):
 
 def test_the_real_cupti_client_builds_and_exports_its_functions(bt, tmp_path):
     cupti = _real_cupti(bt)
-    built, why = bt.build_cupti_client(tmp_path, dict(os.environ))
+    built, why = bt.setup.build_cupti_client(tmp_path, dict(os.environ))
     assert why is None and built["cupti"] == str(cupti) and Path(built["libcupti"]).exists()
-    lib = tmp_path / bt.CUPTI_CLIENT_LIB
+    lib = tmp_path / bt.modes.CUPTI_CLIENT_LIB
     assert lib.is_file()
     probe = f"import ctypes; l = ctypes.CDLL({str(lib)!r}); l.bench_cupti_error.restype = ctypes.c_char_p; "
     probe += "print(l.bench_cupti_start, l.bench_cupti_stop, l.bench_cupti_error(0).decode())"
@@ -681,13 +698,13 @@ def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
     """The documents quote the rows; the rows must be the summary of the rounds shipped beside them (the
     figures the documents read: an as-run file keeps the other keys its code version wrote)."""
     doc = json.loads((ROOT / "expected/reference/h200-bench" / shipped).read_text())
-    assert bt.merge_input_problem(doc) is None
+    assert bt.merge.merge_input_problem(doc) is None
     quoted = ("mode", "config", "ratio_median", "ratio_min", "ratio_max", "rounds", "pooled_ratio_median",
               "pooled_ratio_q1", "pooled_ratio_q3", "pairs", "round_ratios", "step_ms_median",
               "trace_bytes_per_step", "kernels_found_share")  # fmt: skip
-    again = json.loads(json.dumps(bt.summarise(doc["rounds"], doc["configs"], doc.get("counts"))))
+    again = json.loads(json.dumps(bt.summary.summarise(doc["rounds"], doc["configs"], doc.get("counts"))))
     assert [{k: m.get(k) for k in quoted} for m in doc["modes"]] == [{k: m.get(k) for k in quoted} for m in again]
-    for mine, redone in zip(doc["per_call"], bt.per_call(doc["rounds"]), strict=True):
+    for mine, redone in zip(doc["per_call"], bt.summary.per_call(doc["rounds"]), strict=True):
         assert {k: mine.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")} == {
             k: redone.get(k) for k in ("mode", "turns", "rounds", "cuCtxGetDevice_ns", "launch_ns")
         }
@@ -718,8 +735,8 @@ def test_a_round_with_an_error_gives_no_trace_size(bt):
     """A process of a round that failed may have stopped early: its smaller trace never lowers the figure."""
     rounds = [_round(0, [10.0], [11.0], trace_bytes=10_000), _round(1, [10.0], [11.0], trace_bytes=1_000)]
     rounds[1]["error"] = "r1-untraced: exited with status 1: killed"
-    assert bt.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(1000.0)
-    assert bt.whole_round(rounds[0]) and not bt.whole_round(rounds[1])
+    assert bt.summary.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(1000.0)
+    assert bt.summary.whole_round(rounds[0]) and not bt.summary.whole_round(rounds[1])
 
 
 @pytest.mark.parametrize("bad", [{"8x70": {"untraced": [-1.0]}}, "x", {"8x70": {"untraced": "1"}}, {"8x70": [1.0]}])
@@ -727,9 +744,9 @@ def test_a_merge_input_with_damaged_step_figures_is_refused(bt, bad):
     """The per-step figures beside the times (faults, CPU, closing wait) are read by the summary: a round
     whose figures are not lists of non-negative numbers per configuration and mode is not merged."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-c.json").read_text())
-    assert bt.merge_input_problem(doc) is None
+    assert bt.merge.merge_input_problem(doc) is None
     doc["rounds"][0]["steps_sync_ms"] = bad
-    assert bt.merge_input_problem(doc) == (
+    assert bt.merge.merge_input_problem(doc) == (
         "round 0: 'steps_sync_ms' is not a list of non-negative numbers per configuration and mode"
     )
 
@@ -738,7 +755,7 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     """A run or merge ends with the default mode's targets, by the same rule as ARTIFACT.md's targets
     lines: the shipped merge of calls A, B and C gives the verdicts and intervals its block gives."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-abc.json").read_text())
-    lines = bt.target_lines(doc)
+    lines = bt.printout.target_lines(doc)
     assert lines[0].startswith("# targets of the default Score-P mode (scorep-launch-chunk4m), its step over the untraced")
     assert lines[1].startswith("# met = the 95% interval of the median of the rounds lies at or below the bound")
     assert "#   8x70: 1.222x over 18 rounds against <= 1.25x: not established (95% interval of the median 1.19-1.27)" in lines
@@ -753,10 +770,10 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     assert "32x70: 1.17x against <= 1.12x (not established: 95% interval of the median 1.117-1.220;" in block
     # too few rounds for an interval, and no default mode at all
     few = {"modes": [{"mode": "scorep-launch-chunk4m", "config": "8x70", "round_ratios": [[0, 1.1], [1, 1.2]]}]}
-    assert bt.target_lines(few)[3] == (
+    assert bt.printout.target_lines(few)[3] == (
         "#   8x70: 1.150x over 2 rounds against <= 1.25x: not established (2 rounds, too few for a 95% interval of the median)"
     )
-    assert bt.target_lines({"modes": [{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]}) == []
+    assert bt.printout.target_lines({"modes": [{"mode": "torch", "config": "8x70", "round_ratios": [[0, 1.3]]}]}) == []
     # a merge in which one run's own rounds lie wholly above the bound: the pooled rounds alone would say met
     low = [[k, 1.10 + 0.01 * (k % 4)] for k in range(24)]
     high = [[24 + k, 1.30 + 0.01 * k] for k in range(6)]
@@ -768,9 +785,9 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
         "merged_from": runs,
         "rounds": [{"round": k, "source": "a.json" if k < 24 else "b.json"} for k in range(30)],
     }
-    assert bt.target_lines(merged)[3] == (
+    assert bt.printout.target_lines(merged)[3] == (
         "#   8x70: 1.120x over 30 rounds against <= 1.25x: not established (95% interval of the median 1.11-1.13, but the "
         "interval of a run's own rounds lies on the other side (b.json 1.30-1.35))"
     )
     merged["rounds"][0].pop("source")  # a merge's round of no run: not judged, and why
-    assert "not established (round 0 of the run is not attributed to one of its runs)" in bt.target_lines(merged)[3]
+    assert "not established (round 0 of the run is not attributed to one of its runs)" in bt.printout.target_lines(merged)[3]

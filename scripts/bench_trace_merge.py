@@ -1,0 +1,201 @@
+"""bench_trace.py --merge: one document from the rounds of several earlier outputs of one set-up, and the
+check of each input first (every shape the summaries read, no run given twice, no two runs of one file
+name), so that a damaged or repeated input is refused with its reason rather than summarised."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from bench_trace_modes import CUPTI_COUNT_KEYS, MICRO_KEYS, STEP_FIGURES
+from bench_trace_printout import show
+from bench_trace_summary import experiments_of, nonnegative_number, per_call, summarise
+
+from dnabert_scaling.outputs import write_text_atomic
+
+MERGE_KEYS = ("model", "warmup", "steps", "configs", "step_sync")
+
+
+def merge(args) -> int:
+    """One document from the rounds of several runs of the same set-up (same model, configurations,
+    steps and step synchronisation): rounds renumbered, each naming its source; the kernel counts of
+    every source (``counts[mode]["experiments"]``), the share of kernels found taken over all of them."""
+    docs = read_inputs(args.merge)
+    if docs is None:
+        return 2
+    first = docs[0][1]
+    for name, doc in docs[1:]:
+        differ = [k for k in MERGE_KEYS if doc.get(k) != first.get(k)]
+        if differ:
+            print(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged", file=sys.stderr)
+            return 2
+    rounds, counts, sources = join_runs(docs)
+    runs = [run["file"] for run in sources]
+    twice = sorted({f for f in runs if runs.count(f) > 1})
+    if twice:  # the merged rounds name their run by file name alone (an input's, or a run of a merged input)
+        print(
+            f"bench-trace: {', '.join(map(str, twice))}: another input has the same file name (a run of a merged input "
+            "counts); the merged rounds name their run by it, so give each run a name of its own (copy or rename one)",
+            file=sys.stderr,
+        )
+        return 2
+    out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
+    out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
+    out.update(counts=counts, rounds=rounds)
+    show(out)
+    if args.json:
+        write_text_atomic(args.json, json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def read_inputs(names: list[str]) -> list[tuple[str, dict]] | None:
+    """Each input, read and checked, as (its name, its document); or None, said on stderr, where one cannot
+    be read, is not a bench-trace output, has the content of another or holds a round another holds."""
+    docs, seen, rounds_seen = [], {}, {}
+    for name in names:
+        try:
+            raw = Path(name).read_bytes()
+            doc = json.loads(raw)
+            why = merge_input_problem(doc)
+            if why:
+                raise ValueError(why)
+            doc.setdefault("step_sync", "device")  # the first lockstep version (d6ee75a) knew no other
+        except OSError as exc:
+            print(f"bench-trace: {name}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
+            return None
+        except ValueError as exc:
+            print(f"bench-trace: {name}: not a bench-trace output ({exc})", file=sys.stderr)
+            return None
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest in seen:  # the same rounds twice would count twice
+            print(f"bench-trace: {name}: the same content as {seen[digest]}; give each output once", file=sys.stderr)
+            return None
+        seen[digest] = name
+        for r in doc["rounds"]:  # a round already given, in another file or a merge that holds it
+            if not any(r.get("steps_ms", {}).values()):
+                continue  # a round without step times adds nothing to the figures
+            mark = round_mark(r)
+            if mark in rounds_seen:
+                where = rounds_seen[mark]
+                print(
+                    f"bench-trace: {name}: its round {r['round']} is also {where} (the same step times): "
+                    "a merge that holds a run is not merged with that run again; give each run once",
+                    file=sys.stderr,
+                )
+                return None
+            rounds_seen[mark] = f"round {r['round']} of {name}"
+        docs.append((name, doc))
+    return docs
+
+
+def join_runs(docs: list[tuple[str, dict]]) -> tuple[list[dict], dict[str, dict], list[dict]]:
+    """The inputs' rounds renumbered, each naming its run; every run's counted experiments per mode; the
+    runs (a merged input gives the runs it holds, its rounds and counts keeping theirs)."""
+    rounds: list[dict] = []
+    counts: dict[str, dict] = {}
+    sources: list[dict] = []
+    for name, doc in docs:
+        inner = doc.get("merged_from")  # a merged input: its rounds keep their own run, as its counts do
+        for r in doc["rounds"]:
+            if inner:
+                rounds.append({**r, "round": len(rounds)})
+            else:
+                rounds.append({**r, "round": len(rounds), "source": Path(name).name, "source_round": r["round"]})
+        for mode, c in (doc.get("counts") or {}).items():  # every source's counted experiments, none dropped
+            found = counts.setdefault(mode, {"experiments": []})["experiments"]
+            found += [
+                {**e, "source": e.get("source") or Path(name).name} for e in experiments_of(c)
+            ]  # a merged input keeps its sources
+        keep = ("date", "revision", "cpus", "wall_s", "machine")
+        if inner:
+            sources += inner
+        else:
+            sources.append({"file": Path(name).name, "rounds": len(doc["rounds"]), **{k: doc.get(k) for k in keep}})
+    return rounds, counts, sources
+
+
+def round_mark(r: dict) -> str:
+    """What identifies a measured round across files: its step times, which a merge copies unchanged
+    (two rounds measured apart never share every step time to the microsecond)."""
+    return hashlib.sha256(json.dumps(r.get("steps_ms"), sort_keys=True).encode()).hexdigest()
+
+
+def _count(x) -> bool:
+    return type(x) is int and x >= 0
+
+
+def round_problem(r: dict) -> str | None:
+    """What in one round (beyond its number and step times) ``summarise``, ``trace_figures`` and
+    ``per_call`` could not read, or None: each field they read, with the type they need."""
+    if type(r.get("micro")) is not bool:
+        return "'micro' (whether the round ran the per-call loops) is missing or not true or false"
+    procs = r.get("processes", {})
+    if not isinstance(procs, dict) or not all(isinstance(p, dict) for p in procs.values()):
+        return "'processes' is not one entry per mode"
+    sized = any(p.get("trace_bytes") is not None for p in procs.values())
+    if sized and not (type(r.get("executed_steps")) is int and r["executed_steps"] > 0):
+        return "trace sizes without a positive number of executed steps"
+    for mode, p in procs.items():
+        if p.get("trace_bytes") is not None and not _count(p["trace_bytes"]):
+            return f"{mode}: a trace size that is not a whole number of bytes"
+        records = p.get("cupti_records")
+        if records is not None and not (isinstance(records, dict) and all(_count(records.get(k, 0)) for k in CUPTI_COUNT_KEYS)):
+            return f"{mode}: CUPTI record counts that are not whole numbers"
+    for key in STEP_FIGURES.values():  # per-step figures beside the times (absent in older runs)
+        per_cfg = r.get(key, {})
+        if not isinstance(per_cfg, dict) or not all(
+            isinstance(per_mode, dict)
+            and all(isinstance(xs, list) and all(nonnegative_number(x) for x in xs) for xs in per_mode.values())
+            for per_mode in per_cfg.values()
+        ):
+            return f"'{key}' is not a list of non-negative numbers per configuration and mode"
+    calls = r.get("per_call", {})
+    if not isinstance(calls, dict) or not all(
+        isinstance(turns, list) and all(isinstance(t, dict) for t in turns) for turns in calls.values()
+    ):
+        return "per-call figures that are not a list of turns per mode"
+    for turns in calls.values():
+        for t in turns:
+            if not all(t.get(k) is None or nonnegative_number(t[k]) for k in MICRO_KEYS):
+                return "per-call figures that are not numbers of nanoseconds"
+    return None
+
+
+def merge_input_problem(doc) -> str | None:
+    """What makes ``doc`` unfit for a merge (the shapes ``summarise`` reads), or None."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list):
+        return "no rounds"
+    configs = doc.get("configs")
+    if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
+        return "no list of configurations"
+    for r in doc["rounds"]:
+        if not isinstance(r, dict) or type(r.get("round")) is not int or not isinstance(r.get("steps_ms", {}), dict):
+            return "a round without its number or its step times"
+        for times in r.get("steps_ms", {}).values():
+            for steps in times.values() if isinstance(times, dict) else [None]:
+                ok = isinstance(steps, list) and all(type(t) in (int, float) and 0 < t < float("inf") for t in steps)
+                if not ok:
+                    return f"round {r['round']}: step times that are not positive numbers"
+        why = round_problem(r)
+        if why:
+            return f"round {r['round']}: {why}"
+    if "merged_from" in doc:  # a merge merged again: each round keeps the run it names
+        runs = doc["merged_from"]
+        if not (isinstance(runs, list) and runs and all(isinstance(e, dict) and isinstance(e.get("file"), str) for e in runs)):
+            return "'merged_from' is not a list of runs, each with its file name"
+        names = {e["file"] for e in runs}
+        if any(r.get("source") not in names for r in doc["rounds"]):
+            return "a round that names none of its merged runs ('source')"
+    counts = doc.get("counts") or {}
+    if not isinstance(counts, dict) or not all(isinstance(c, dict) for c in counts.values()):
+        return "kernel counts that are not one entry per mode"
+    for mode, c in counts.items():
+        if "experiments" in c and not (isinstance(c["experiments"], list) and all(isinstance(e, dict) for e in c["experiments"])):
+            return f"{mode}: kernel counts that are not a list of experiments"
+        for e in experiments_of(c):
+            numbers = [e.get("launches"), e.get("kernels")]
+            if "error" not in e and not all(type(n) is int and n >= 0 for n in numbers):
+                return f"{mode}: kernel counts that are not whole numbers of launches and kernels"
+    return None

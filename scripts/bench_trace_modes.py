@@ -1,0 +1,75 @@
+"""bench_trace.py's tracer modes and the settings every part of the benchmark shares: what each mode
+sets, the CUPTI client's modes, the per-step and per-call figures, the child's reply prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parent
+ENTRY = SCRIPTS / "bench_trace.py"  # the entry point, which each child process runs with --child MODE
+
+SCOREP_ENABLE = "driver,kernel,memcpy,references"
+# mode: (SCOREP_CUDA_ENABLE, SCOREP_CUDA_DRIVER_CALLBACKS, other Score-P variables); None: not under Score-P
+MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
+    "untraced": None,
+    "torch": None,
+    "scorep-all": (SCOREP_ENABLE, "all", {}),
+    "scorep-launch": (SCOREP_ENABLE, "launch", {}),
+    "scorep-nodriver": ("kernel,memcpy", "all", {}),
+    "scorep-launch-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),  # the artifact's default
+    "scorep-nodriver-chunk4m": ("kernel,memcpy", "all", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    # the modes below (and scorep-nodriver) run only where --modes names them
+    "scorep-nocuda": ("no", "all", {}),
+    "cupti-kernels": None,
+    "cupti-kernels-8k": None,
+    "cupti-launch": None,
+    "scorep-launch-nocache-chunk4m": (
+        SCOREP_ENABLE,
+        "launch",
+        {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_CUDA_STREAM_REF_CACHE": "false"},
+    ),
+}
+# Score-P modes that need a patch in the installed Score-P: mode -> the patch (share/scorep-patches.txt)
+MODE_NEEDS_PATCH = {"scorep-launch-nocache-chunk4m": "8.4-cupti-stream-ref-cache.patch"}
+# not under Score-P: the bare CUPTI client of bench_trace_cupti.c, with the bytes of its activity buffers
+CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
+CUPTI_LAUNCH_MODES = ("cupti-launch",)  # the client's modes that also take the launch callbacks
+CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
+CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
+CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given", "driver_callbacks")
+DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
+MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
+MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches
+MICRO_KEYS = ("cuCtxGetDevice_ns", "launch_ns", "page_fault_ns")
+# per-step figures beside the time: the child's reply key -> the round's field (per configuration and mode):
+# the stepping thread's minor page faults and CPU ms, the process's CPU ms (all threads: PyTorch runs the
+# backward pass on a thread of its own), the ms the step waited in its closing synchronisation
+STEP_FIGURES = {
+    "minflt": "steps_minflt",
+    "cpu_ms": "steps_cpu_ms",
+    "proc_cpu_ms": "steps_proc_cpu_ms",
+    "sync_ms": "steps_sync_ms",
+}
+REPLY = "@@bench-trace "  # the prefix of the child's replies on its stdout (other output is passed over)
+
+
+def parse_configs(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in text.split(","):
+        b, _, s = item.strip().lower().partition("x")
+        out.append((int(b), int(s)))
+    return out
+
+
+def mode_variables(mode: str) -> dict[str, str] | None:
+    """The Score-P variables a mode sets beyond the artifact's own (None: not under Score-P)."""
+    spec = MODES[mode]
+    if spec is None:
+        return None
+    cuda_enable, callbacks, extra = spec
+    return {"SCOREP_CUDA_ENABLE": cuda_enable, "SCOREP_CUDA_DRIVER_CALLBACKS": callbacks, **extra}
+
+
+def mode_settings(modes: list[str]) -> dict[str, dict | None]:
+    """Per mode, the Score-P variables it sets beyond the artifact's own (None: not under Score-P)."""
+    return {m: mode_variables(m) for m in modes}

@@ -1,0 +1,49 @@
+"""bench_trace.py's printout of a run or a merge: one JSON line per mode and configuration, one per mode's
+per-call figures, then the default Score-P mode's targets as ``#`` lines, judged by the rule the
+documents use (``tools/cost_verdicts.py``)."""
+
+from __future__ import annotations
+
+import json
+
+
+def show(doc: dict) -> None:
+    """One line per mode and configuration, one per mode's per-call figures; then, where the run has the
+    artifact's default Score-P mode, its targets (issue 24) as ``#`` lines."""
+    for r in doc["modes"]:
+        print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "round_ratios"}))
+    for r in doc.get("per_call") or []:
+        print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
+    for line in target_lines(doc):
+        print(line)
+
+
+def target_lines(doc: dict) -> list[str]:
+    """The default mode's ratio targets, and "at most torch.profiler's cost", each met, missed or not
+    established by the rule the documents use (``tools/cost_verdicts.py``)."""
+    from dnabert_scaling.tools import cost_verdicts as cv
+    from dnabert_scaling.tools.docbench import DEFAULT_MODE, SCOREP_RATIO_TARGETS
+
+    lines = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        rounds = cv.rounds_of(doc, config, DEFAULT_MODE)
+        if not rounds.ran:
+            continue
+        verdict, said = cv.judge([rounds], bound)
+        m = cv.median_of([rounds])
+        median = "-" if m is None else f"{m:.3f}x"
+        lines.append(f"#   {config}: {median} over {len(rounds.values)} rounds against <= {bound:.2f}x: {verdict} ({said})")
+        paired = cv.rounds_of(doc, config, DEFAULT_MODE, minus="torch")
+        if paired.ran:
+            verdict, said = cv.judge([paired], 0.0)
+            lines.append(
+                f"#   {config}: at most torch.profiler's cost, paired in {len(paired.values)} rounds: {verdict} "
+                f"(Score-P's ratio minus torch's: {said})"
+            )
+    if lines:
+        lines[:0] = [
+            f"# targets of the default Score-P mode ({DEFAULT_MODE}), its step over the untraced step of the same turn:",
+            "# met = the 95% interval of the median of the rounds lies at or below the bound (and the runs of a merge",
+            "# agree), missed = it lies above, else not established (tools/cost_verdicts.py)",
+        ]
+    return lines

@@ -4,6 +4,7 @@ script that zooms it (no library, nothing fetched)."""
 from __future__ import annotations
 
 import re
+from itertools import groupby
 from typing import Any
 
 from dnabert_scaling.phases import STEP_PHASES
@@ -82,13 +83,8 @@ def zoom_timeline_html(rs: ResultSet) -> str:
     row_h = 18
     t0 = min(float(min(b["start_s"].min() for _, b in rows if len(b))), 0.0) * 1e6
     t1 = float(max(b["end_s"].max() for _, b in rows if len(b))) * 1e6
-    bars = [
-        {"x": f"{a:.3f}", "y": i * row_h + 2, "w": f"{max(b - a, 0.3):.3f}", "fill": c, "title": f"{t} ({(b - a):.1f} µs)"}
-        for i, (_, frame) in enumerate(rows)
-        for a, b, c, t in zip(frame["start_s"] * 1e6, frame["end_s"] * 1e6, frame["color"], frame["title"])
-    ]
     height, uid = len(rows) * row_h, f"ds-zoom-{rs.index}"
-    script = Markup(ZOOM_JS % {"id": uid, "t0": f"{t0:.3f}", "t1": f"{t1:.3f}", "h": height})  # the module's own code
+    script = Markup(ZOOM_JS % {"id": uid, "t0": _num(t0), "t1": _num(t1), "h": height})  # the module's own code
     return str(
         render(
             "zoom_timeline.html.j2",
@@ -96,10 +92,33 @@ def zoom_timeline_html(rs: ResultSet) -> str:
             uid=uid,
             labels=[label for label, _ in rows],
             row_h=row_h,
-            t0=t0,
-            width=t1 - t0,
+            bar_h=row_h - 4,
+            t0=_num(t0),
+            width=_num(t1 - t0),
             height=height,
-            bars=bars,
+            rows=[{"y": i * row_h + 2, "runs": _runs(frame)} for i, (_, frame) in enumerate(rows) if len(frame)],
             script=script,
         )
     )
+
+
+def _num(us: float) -> str:
+    """A time in µs to the ns (the traces' resolution at best; the zoom's narrowest window, 0.05 µs,
+    still shows 1 ns as 1/50 of its width), without trailing zeros: 12.5, not 12.500."""
+    text = f"{us:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _runs(frame) -> list[dict[str, Any]]:
+    """A row's bars as runs of one colour ({fill, bars: [{x, w, title}]}), in the frame's order: the
+    <g> of each run carries the fill, a bar its x and width (and the height: a <rect> takes none
+    from its <g>). The order is the drawing order (where bars overlap, the later one is on top and
+    answers the hover), so runs are kept in it rather than merged by colour."""
+    bars = zip(frame["start_s"] * 1e6, frame["end_s"] * 1e6, frame["color"], frame["title"])
+    return [
+        {
+            "fill": color,
+            "bars": [{"x": _num(a), "w": _num(max(b - a, 0.3)), "title": f"{t} ({(b - a):.1f} µs)"} for a, b, _, t in run],
+        }
+        for color, run in groupby(bars, key=lambda bar: bar[2])
+    ]

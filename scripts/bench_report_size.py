@@ -40,6 +40,18 @@ def measure(html: str) -> dict[str, tuple[int, int]]:
     return sizes
 
 
+def read_report(path: Path) -> str:
+    """The text of a report given on the command line; exit 2 naming it where it cannot be one."""
+    try:
+        if not path.is_file():
+            raise OSError("not a file" if path.exists() else "no such file")
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (exc.strerror or str(exc))
+        print(f"bench-report-size: {path}: cannot be read as a report ({why})", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def shipped_sets() -> list[Path]:
     return sorted(p for p in SETS.iterdir() if (p / "metrics.json").is_file())
 
@@ -79,11 +91,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="folder for the built report (default: a temporary one)")
     args = p.parse_args(argv)
     todo = [(str(path), path) for path in args.reports]
+    given = [read_report(path) for path in args.reports]  # each read before the build: a bad one stops it at once
     names = {f"ds-zoom-{i}": s.name for i, s in enumerate(shipped_sets())}
     with tempfile.TemporaryDirectory(prefix="bench-report-size-") as tmp:
         if args.build or not args.reports:
             todo.append(("built here", build(args.out or Path(tmp))))
-        reports = [(label, measure(path.read_text(encoding="utf-8"))) for label, path in todo]
+            given.append(read_report(todo[-1][1]))
+        reports = [(label, measure(text)) for (label, _), text in zip(todo, given)]
     for i, (label, path) in enumerate(todo, 1):
         print(f"({i}) {path}" + (f" ({label})" if label != str(path) else ""))
     print("\n".join(table(reports, names)))

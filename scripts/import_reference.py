@@ -31,7 +31,9 @@ from dnabert_scaling.layout import ANCHOR, SCOREP_RANK_PREFIX  # noqa: E402
 from dnabert_scaling.provenance import now_iso, sha256_file  # noqa: E402
 from dnabert_scaling.tools.compact import compact_kineto  # noqa: E402
 
-BENCH_FILES = ("bench_train.json", "bench_trace.json", "nvidia-smi.csv", "nvidia-topo.txt", "ref.log")
+# bench_trace.json: the in-process form of scripts/bench_trace.py (archives of 2026-12-02); bench-trace.json:
+# its lockstep form, which reference_run.sh writes since, under a name of its own so that neither is read as the other
+BENCH_FILES = ("bench_train.json", "bench_trace.json", "bench-trace.json", "nvidia-smi.csv", "nvidia-topo.txt", "ref.log")
 
 
 def import_sweep(src: Path, dst: Path) -> dict:

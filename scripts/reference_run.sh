@@ -172,7 +172,7 @@ done
 if [ "$BENCH" != none ]; then
   case ",$BENCH," in *,train,*) $PY scripts/bench_train.py --json "$OUTDIR/bench_train.json" >> "$LOG" 2>&1 || status=1 ;; esac
   case ",$BENCH," in *,trace,*) $PY scripts/bench_trace.py --configs 8x70,32x70,128x128 \
-                                  --json "$OUTDIR/bench_trace.json" >> "$LOG" 2>&1 || status=1 ;; esac
+                                  --json "$OUTDIR/bench-trace.json" >> "$LOG" 2>&1 || status=1 ;; esac
 fi
 say "done at $(elapsed) s, status $status"
 pack_logs

@@ -128,6 +128,24 @@ def test_a_size_that_ran_without_ratios_and_rounds_cut_short_are_said():
     verdict, said = judge([rounds_of(doc, "8x70", "scorep-launch-chunk4m")], 1.25)
     assert verdict == "met" and said.endswith("; 1 round cut short, not counted")
     assert rounds_of({"modes": []}, "8x70", "scorep-launch-chunk4m").values == ()  # not run at all: nothing to judge, no problem
+    assert not rounds_of({"modes": []}, "8x70", "scorep-launch-chunk4m").ran
+    doc = _merge([("a.json", 4), ("b.json", 4)], [])  # every round started the mode, none gave a ratio
+    got = rounds_of(doc, "8x70", "scorep-launch-chunk4m")
+    assert got.ran and got.short == 8  # said, never passed over as a file that did not run the mode
+    assert judge([got], 1.25) == (
+        "not established",
+        "0 rounds, too few for a 95% interval of the median; 8 rounds cut short, not counted",
+    )
+
+
+def test_a_ratio_not_above_zero_is_no_measurement():
+    from dnabert_scaling.tools.cost_verdicts import judge, rounds_of
+
+    for bad in (0, -1.2, 0.0):
+        doc = _merge([("a.json", 6)], [1.10] * 5 + [bad])
+        got = rounds_of(doc, "8x70", "scorep-launch-chunk4m", label="calls X")
+        assert got.problems == (f"calls X's scorep-launch-chunk4m at 8x70 has a ratio of {bad!r} in round 5, not above 0",)
+        assert judge([got], 1.25)[0] == "not established"
 
 
 def test_a_merge_of_two_runs_of_one_file_name_is_not_judged():

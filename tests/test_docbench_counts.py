@@ -17,15 +17,16 @@ def _shipped(tmp_path, **doc):
     return Facts(tmp_path)
 
 
-def _experiment(enters, queries, launches, source="bench-a.json"):
+def _experiment(enters, queries, launches, rnd=0, source="bench-a.json"):
     regions = {"cuCtxGetDevice_v2": queries, "cuDevicePrimaryCtxGetState": queries // 4, "cuLaunchKernel": launches}
-    return {"host_enters": enters, "top_host_regions": regions, "source": source}
+    regions["cuLaunchKernelEx"] = 0
+    return {"host_enters": enters, "top_host_regions": regions, "source": source, "round": rnd}
 
 
 def test_host_events_are_the_counted_experiments_of_each_mode(tmp_path):
     counts = {
-        "scorep-all": {"experiments": [_experiment(1000, 600, 50), _experiment(1200, 720, 60)]},
-        "scorep-launch": {"experiments": [{"host_enters": 80}, {"host_enters": 80}]},
+        "scorep-all": {"experiments": [_experiment(1000, 600, 50), _experiment(1200, 720, 60, rnd=1)]},
+        "scorep-launch": {"experiments": [{"host_enters": 80, "round": 0}, {"host_enters": 80, "round": 1}]},
     }
     text = docbench_counts.host_events(_shipped(tmp_path, counts=counts, configs=["8x70"], warmup=5, steps=30), None)
     assert text.startswith("1,000-1,200 Enter events in each of 2 counted processes of Score-P as released")
@@ -64,10 +65,32 @@ def test_the_gpu_call_folders_are_those_shipped(tmp_path):
 def test_a_hand_edited_file_of_other_shapes_reads_as_holding_nothing_there(tmp_path):
     for counts in ([1], {"scorep-all": [1]}, {"scorep-all": {"experiments": {"a": 1}}}):
         assert docbench_counts.host_events(_shipped(tmp_path, counts=counts), None).startswith("(no counted experiment")
-    odd = {"scorep-all": {"experiments": [{"host_enters": 10, "top_host_regions": {"cuCtxGetDevice_v2": "x"}}]}}
-    assert "0.0% of them `cuCtxGetDevice_v2`" in docbench_counts.host_events(_shipped(tmp_path, counts=odd, configs="8x70"), None)
+    for regions in (
+        {"cuCtxGetDevice_v2": "x"},
+        {"cuCtxGetDevice_v2": 11},
+        {"cuCtxGetDevice_v2": -1},
+    ):  # no count, or more than all
+        odd = {"scorep-all": {"experiments": [{"host_enters": 10, "top_host_regions": regions}]}}
+        text = docbench_counts.host_events(_shipped(tmp_path, counts=odd, configs="8x70"), None)
+        assert text.endswith(
+            "are not read: a counted process of `scorep-all` has a region count that is not a whole number at most its events)"
+        )
+    twice = {"scorep-all": {"experiments": [_experiment(1000, 600, 50)] * 2}}  # one process counted twice
+    assert "are not read: `scorep-all` lists one counted process twice" in docbench_counts.host_events(
+        _shipped(tmp_path, counts=twice), None
+    )
+    unlisted = {"scorep-all": {"experiments": [{"host_enters": 10, "top_host_regions": {"cuLaunchKernel": 2}, "round": 0}]}}
+    text = docbench_counts.host_events(_shipped(tmp_path, counts=unlisted), None)  # a top list, not every region: no 0%
+    assert "a share not known (not among the listed regions) of them `cuCtxGetDevice_v2`" in text
+    assert docbench_counts.host_events(
+        _shipped(tmp_path, counts={"scorep-all": {"experiments": [{"host_enters": True}]}}), None
+    ).startswith("(no counted experiment")
     for rounds in ([{"steps_ms": [1]}], [{"steps_ms": {"8x70": [20.0]}}]):
         assert docbench_counts.untraced_spread(_shipped(tmp_path, configs=["8x70"], rounds=rounds), None).startswith(
             "(no untraced"
         )
     assert docbench_counts.untraced_spread(_shipped(tmp_path, configs="8x70"), None).startswith("(no untraced")
+    again = [{"round": 0, "source": "a.json", "steps_ms": {"8x70": {"untraced": [20.0]}}}] * 2
+    assert "one round of one run is listed twice" in docbench_counts.untraced_spread(
+        _shipped(tmp_path, configs=["8x70"], rounds=again), None
+    )

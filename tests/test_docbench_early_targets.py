@@ -49,8 +49,15 @@ def test_repeats_that_cannot_be_paired_or_read_are_not_established(tmp_path):
     text = early.port_targets(_train(tmp_path, [10.0] * 6, [16.0] * 5), None)
     assert "sdpa over eager at 128 x 128 (>= 1.5x), not established (sdpa and eager differ in their number of repeats)" in text
     text = early.port_targets(_train(tmp_path, [10.0] * 5 + [None], [16.0] * 6), None)
-    assert "not established (1 of 6 repeat values not finite numbers)" in text
-    assert ", met" not in text.split("MFU")[0]
+    assert "not established (1 of 6 repeats hold a step time that is not a positive number)" in text
+    assert ", met" not in text.split("MFU")[0] and "missed" not in text
+    for impossible in (0.0, -16.0):  # no step takes no time, or less
+        text = early.port_targets(_train(tmp_path / str(impossible), [10.0] * 6, [16.0] * 5 + [impossible]), None)
+        assert text.startswith("sdpa over eager at 128 x 128 (>= 1.5x), not established (1 of 6 repeats hold a step time")
+    text = early.port_targets(_train(tmp_path / "tiny", [5e-324] * 6, [16.0] * 6), None)  # underflows to 0 s
+    assert "missed" not in text and "met" not in text
+    text = early.port_targets(_train(tmp_path / "nosdpa", [], [16.0] * 6), None)
+    assert "sdpa over eager at 128 x 128 (>= 1.5x), not established (no repeats of sdpa)" in text
 
 
 def test_a_bench_train_file_of_another_shape_is_refused_naming_it(tmp_path):
@@ -65,7 +72,15 @@ def test_a_bench_train_file_of_another_shape_is_refused_naming_it(tmp_path):
         early.port_targets(Facts(tmp_path), None)
     assert early.port_targets(Facts(tmp_path / "none"), None).startswith("not judged")
     text = early.port_targets(_train(tmp_path / "p", [10.0] * 6, [16.0] * 6, params="many"), None)
-    assert "MFU of sdpa at 128 x 128 (>= 35%), not judged (no sdpa row at 128 x 128 with its parameter count" in text
+    assert "MFU of sdpa at 128 x 128 (>= 35%), not judged (no sdpa row at 128 x 128 with a positive parameter count" in text
+    text = early.port_targets(_train(tmp_path / "q", [10.0] * 6, [16.0] * 6, params=-1), None)
+    assert "MFU of sdpa at 128 x 128 (>= 35%), not judged" in text
+    (folder / "bench_train.json").write_text(json.dumps({"results": []}))
+    assert early.port_targets(Facts(tmp_path), None) == "not judged: `h200-bench/bench_train.json` holds no results"
+    row = {"batch": 8, "seq": 70, "attention": "sdpa", "step_ms_repeats": [1.0]}
+    (folder / "bench_train.json").write_text(json.dumps({"results": [row, row]}))
+    with pytest.raises(ArtifactError, match="lists sdpa at 8 x 70 twice"):
+        early.port_targets(Facts(tmp_path), None)
 
 
 def _lockstep(root, relative, rounds_by_run, config="32x70"):
@@ -105,7 +120,12 @@ def test_the_in_process_rounds_are_said_beside_and_judged_by_the_same_rule(tmp_p
     row = {"batch": 32, "seq": 70, "mode": "torch:cuda", "dilation_rounds": [1.25, 1.0505, 1.06, 1.22, 1.15]}
     (folder / "bench_trace.json").write_text(json.dumps({"rows": [row]}))
     text = early.torch_target(Facts(tmp_path), None)
-    assert "the table's in-process rounds: 5 of 5 above the bound, not established (5 rounds, too few" in text
+    assert "the table's in-process rounds: 5 of 5 above the bound (the lowest 1.0505), not established (5 rounds, too few" in text
+    row["dilation_rounds"] = [-1.0] * 8  # no ratio of step times is 0 or below: never "met"
+    (folder / "bench_trace.json").write_text(json.dumps({"rows": [row]}))
+    assert early.torch_target(Facts(tmp_path), None).endswith(
+        "the table's in-process rounds: not established (a round's ratio is not a positive number)"
+    )
 
 
 def test_the_lockstep_figure_at_another_size_is_a_figure_with_its_interval(tmp_path):
@@ -114,4 +134,38 @@ def test_the_lockstep_figure_at_another_size_is_a_figure_with_its_interval(tmp_p
     _lockstep(tmp_path, first, [[1.10, 1.12, 1.14, 1.16, 1.18, 1.20]], config="128x128")
     assert early.torch_lockstep(Facts(tmp_path), "128x128") == (
         f"1.15x over the lockstep rounds at 128x128 ({said}'s 6; 95% interval of the median 1.10-1.20)"
+    )
+
+
+def test_every_shipped_lockstep_file_is_pooled_once_and_the_rest_said(tmp_path):
+    merged, _ = TARGET_SETS[0]
+    _lockstep(tmp_path, merged, [[1.30, 1.32, 1.35, 1.38, 1.40, 1.42]] * 2)
+    # one of the merge's runs shipped again as a file of its own: its rounds are pooled once
+    inner = json.loads((tmp_path / "expected" / "reference" / merged).read_text())
+    run = inner["merged_from"][0]
+    single = {
+        "modes": [{"mode": "torch", "config": "32x70", "round_ratios": [[k, x] for k, x in enumerate([1.30, 1.32, 1.35, 1.38, 1.40, 1.42])]}],
+        "rounds": [{"round": k, "processes": {"untraced": {}, "torch": {}}} for k in range(6)],
+        "date": run["date"], "revision": run["revision"], "wall_s": run["wall_s"], "configs": ["32x70"],
+    }  # fmt: skip
+    calls = tmp_path / "expected" / "reference" / "h200-bench" / "gpu-call-x"
+    calls.mkdir(parents=True)
+    (calls / "bench-0.json").write_text(json.dumps(single))
+    _lockstep(tmp_path, "h200-bench/gpu-call-y/bench-y.json", [[1.36, 1.37, 1.39]])  # a run of its own
+    older = {
+        "modes": [{"mode": "torch", "config": "32x70", "ratio_median": 1.4}],
+        "rounds": [{"round": 0, "processes": {"torch": {}}}],
+    }
+    (calls / "bench-old.json").write_text(json.dumps(older))
+    (calls / "bench-notes.json").write_text(json.dumps({"what": "not a benchmark output"}))  # no modes: not read
+    text = early.torch_target(Facts(tmp_path), None)
+    assert text.startswith(f"missed: 1.37x over the lockstep rounds ({TARGET_SETS[0][1]}'s 12, `gpu-call-y/bench-y.json`'s 3; ")
+    assert "left out: `gpu-call-x/bench-old.json` (its torch at 32x70 keeps no per-round ratios)" in text
+    # a file whose every round started torch yet kept no ratio is said, never passed over
+    (calls / "bench-old.json").write_text(
+        json.dumps({**older, "modes": [{"mode": "torch", "config": "32x70", "round_ratios": []}]})
+    )
+    text = early.torch_target(Facts(tmp_path), None)
+    assert "`gpu-call-x/bench-old.json`'s 0" in text and text.split("; the table")[0].endswith(
+        "; 1 round cut short, not counted)"
     )

@@ -260,6 +260,16 @@ def test_write_texts_atomic_leaves_the_old_files_when_one_write_fails(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt"]
 
 
+def test_a_file_checked_as_writable_is_written_into_a_folder_made_only_then(tmp_path):
+    from dnabert_scaling.outputs import writable_file
+
+    target = tmp_path / "new" / "deeper" / "out.json"
+    writable_file(target, "--json")  # creatable: checked, not made (a refused command leaves no folder)
+    assert not (tmp_path / "new").exists()
+    write_texts_atomic({target: "{}\n"})
+    assert target.read_text() == "{}\n" and sorted(p.name for p in target.parent.iterdir()) == ["out.json"]
+
+
 SWAP_THEN_HANG = """
 import sys, time
 from pathlib import Path

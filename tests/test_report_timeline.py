@@ -160,3 +160,21 @@ def test_names_from_the_traces_stay_text(zoom):
     titles = [b["title"] for b in zoom["bars"]]
     assert f"{SCRIPT} [forward] (1.0 µs)" in titles and "a<b>&c [backward] (160.1 µs)" in titles
     assert "rank 1 · host &lt;img src=x onerror=&#34;alert(2)&#34;&gt;" in html
+
+
+def test_the_report_size_benchmark_refuses_what_is_not_a_report(tmp_path):
+    import subprocess
+
+    from conftest import PYTHON, ROOT
+
+    (tmp_path / "bad.html").write_bytes(b"\xff\xfe")
+    for given, why in (
+        (tmp_path / "none.html", "no such file"),
+        (tmp_path, "not a file"),
+        (tmp_path / "bad.html", "not UTF-8 text"),
+    ):
+        proc = subprocess.run(
+            [PYTHON, str(ROOT / "scripts" / "bench_report_size.py"), str(given)], capture_output=True, text=True
+        )
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert proc.stderr.strip() == f"bench-report-size: {given}: cannot be read as a report ({why})"

@@ -90,7 +90,8 @@ def writable_dir(path: Path | str, option: str = "--out", create: bool = False) 
 
 
 def writable_file(path: Path | str, option: str = "--out") -> Path:
-    """``path`` as a file this process can create or replace (its folder is created)."""
+    """``path`` as a file this process can create or replace: its folder exists or can be created (it is
+    made when the file is written, :func:`staged_files`)."""
     path = Path(path)
     if path.is_dir():
         raise ArtifactError(f"{option}: is a folder, not a file", path)
@@ -147,10 +148,13 @@ def write_texts_atomic(files: dict[Path, str]) -> None:
 @contextmanager
 def staged_files(paths: list[Path]) -> Iterator[dict[Path, Path]]:
     """Temporary files beside ``paths`` (path -> its temporary file, created empty) for the block to
-    fill; renamed over their targets when the block ends without an exception, else all removed."""
+    fill; renamed over their targets when the block ends without an exception, else all removed. A
+    target's missing folder is made here, when there is something to write, so that an output option
+    checked by :func:`writable_file` (creatable, not created) can name a folder that does not exist yet."""
     staged: dict[Path, Path] = {}
     try:
         for path in map(Path, paths):
+            path.parent.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
             os.close(fd)
             staged[path] = Path(name)

@@ -48,8 +48,10 @@ class Rounds:
 
     @property
     def ran(self) -> bool:
-        """Whether the file ran the figure at all: it has rounds, or a reason they cannot be judged."""
-        return bool(self.values or self.problems)
+        """Whether the file ran the figure at all: it has rounds, a reason they cannot be judged, or rounds
+        that started the mode(s) yet gave no value (a file whose every round was cut short is said, not
+        passed over)."""
+        return bool(self.values or self.problems or self.short)
 
 
 def median_of(sets: list[Rounds]) -> float | None:
@@ -80,6 +82,9 @@ def _per_round(row: dict, problems: list[str], what: str) -> dict | None:
             return None
         if pair[0] in out:
             problems.append(f"{what} lists round {pair[0]} twice")
+            return None
+        if is_number(pair[1]) and pair[1] <= 0:  # a step-time ratio is above 0: this one is not a measurement
+            problems.append(f"{what} has a ratio of {pair[1]!r:.20} in round {pair[0]}, not above 0")
             return None
         out[pair[0]] = float(pair[1]) if is_number(pair[1]) else math.nan
     return out

@@ -22,13 +22,28 @@ def _dict(x: object) -> dict:
     return x if isinstance(x, dict) else {}
 
 
-def _experiments(data: dict, mode: str) -> list[dict]:
+def _count(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _experiments(data: dict, mode: str) -> tuple[list[dict], str | None]:
+    """``mode``'s counted experiments (a positive count of Enter events each), or the reason they cannot be
+    read: one process counted twice (its round and run repeated), or a region holding more events than the
+    process, or a count that is not a whole number."""
     counts = _dict(_dict(data.get("counts")).get(mode)).get("experiments")
-    return [
+    found = [
         e
         for e in (counts if isinstance(counts, list) else [])
-        if isinstance(e, dict) and isinstance(e.get("host_enters"), int) and e["host_enters"] > 0
+        if isinstance(e, dict) and _count(e.get("host_enters")) and e["host_enters"] > 0
     ]
+    keys = [(str(e.get("source")), e.get("round")) for e in found]
+    if len(set(keys)) != len(keys):
+        return [], f"`{mode}` lists one counted process twice"
+    for e in found:
+        regions = _dict(e.get("top_host_regions"))
+        if not all(_count(x) and x <= e["host_enters"] for x in regions.values()):
+            return [], f"a counted process of `{mode}` has a region count that is not a whole number at most its events"
+    return found, None
 
 
 def _span(values: list[int]) -> str:
@@ -36,11 +51,11 @@ def _span(values: list[int]) -> str:
 
 
 def _share(experiments: list[dict], names: tuple[str, ...]) -> str:
-    """The share of the Enter events that ``names`` hold, over the experiments (a range where they differ)."""
-    shares = [
-        sum(x for n in names if isinstance(x := _dict(e.get("top_host_regions")).get(n, 0), int)) / e["host_enters"]
-        for e in experiments
-    ]
+    """The share of the Enter events that ``names`` hold, over the experiments (a range where they differ);
+    "not among the listed regions" where a process's top list leaves one out (a share it cannot give)."""
+    if any(n not in _dict(e.get("top_host_regions")) for e in experiments for n in names):
+        return "a share not known (not among the listed regions)"
+    shares = [sum(e["top_host_regions"][n] for n in names) / e["host_enters"] for e in experiments]
     lo, hi = f"{100 * min(shares):.1f}%", f"{100 * max(shares):.1f}%"
     return lo if lo == hi else f"{lo}-{hi}"
 
@@ -49,7 +64,9 @@ def host_events(facts: Facts, _: str | None) -> str:
     """The Enter events of one benchmark process under Score-P as released and under launch-only Score-P,
     and the shares of the context queries and of the launches among the former."""
     data = bench_file(facts, SHIPPED)
-    full, launch = _experiments(data, AS_RELEASED), _experiments(data, LAUNCH_ONLY)
+    (full, problem), (launch, launch_problem) = _experiments(data, AS_RELEASED), _experiments(data, LAUNCH_ONLY)
+    if problem or launch_problem:
+        return f"(the counts of `{SHIPPED}` are not read: {problem or launch_problem})"
     if not full:
         return f"(no counted experiment of `{AS_RELEASED}` in `{SHIPPED}`)"
     configs = data.get("configs")
@@ -73,6 +90,9 @@ def untraced_spread(facts: Facts, _: str | None) -> str:
     configs = data.get("configs")
     for config in [c for c in configs if isinstance(c, str)] if isinstance(configs, list) else []:
         per_run: dict[str, list[float]] = {}
+        keys = [(str(r.get("source")), r.get("round")) for r in data.get("rounds") or []]
+        if len(set(keys)) != len(keys):
+            return f"(the rounds of `{SHIPPED}` are not read: one round of one run is listed twice)"
         for r in data.get("rounds") or []:
             steps = _dict(_dict(r.get("steps_ms")).get(config)).get("untraced")
             if isinstance(steps, list) and steps and all(is_finite_number(x) and x > 0 for x in steps):

@@ -65,7 +65,7 @@ with ``--count first``, counted once all rounds are done; null without launch re
 Per step, beside its time: the minor page faults of the stepping thread (``getrusage`` of the
 thread), its CPU time, the process's CPU time (every thread: PyTorch runs the backward pass on a
 thread of its own while the stepping thread waits), and the time the step waited in its closing
-synchronisation (``STEP_FIGURES``; medians per mode as ``<figure>_median``), so that a mode's
+synchronisation (``STEP_FIGURES`` in bench_trace_modes.py; medians per mode as ``<figure>_median``), so that a mode's
 cost can be read as faults (fresh memory the tracer's buffers touch), as work on the threads, or
 as waiting (for the GPU, or elsewhere: wall time beyond CPU time). ``--sample DIR`` also builds
 scripts/host_sampler.c and preloads it in every child: the stacks of the measured steps, sampled
@@ -77,7 +77,7 @@ Per call (in the second round, after the configurations, in turns like the steps
 skips it): the host time of one driver query (``cuCtxGetDevice`` through ctypes) and of one small
 kernel launch from PyTorch (``x.add_(1)`` on one element), and of one first touch of a fresh page
 of memory (``page_fault_ns``: writing one byte per page of a new 16 MB mapping, less the same
-writes to it again), the median over ``MICRO_TURNS`` turns, so that the ratios can be read as
+writes to it again), the median over ``MICRO_TURNS`` (bench_trace_modes.py) turns, so that the ratios can be read as
 callbacks x cost per callback. Trace figures come from the
 rounds without these loops and without an error.
 

@@ -161,6 +161,36 @@ class ResultSet:
             return "cuda"
         return None
 
+    def shared_gpu(self, ws: int) -> bool:
+        """Whether the ranks of world size ``ws`` shared GPUs (a rehearsal: not scaling evidence)."""
+        p = self.traced(ws).get("placement")
+        return isinstance(p, dict) and bool(p.get("shared_gpu") or p.get("rehearsal"))
+
+    @property
+    def one_gpu_per_rank(self) -> bool:
+        """Whether every world size ran on GPUs, one per rank: only then may the report say "N GPUs"."""
+        return self.device == "cuda" and not any(self.shared_gpu(n) for n in self.world_sizes)
+
+    def ranks(self, ws: int) -> str:
+        """How the report names world size ``ws``: "8 GPUs" only for one GPU per rank, else what ran:
+        "8 ranks on 1 shared GPU", "2 CPU ranks", "2 ranks"."""
+        if self.device == "cuda" and not self.shared_gpu(ws):
+            return f"{ws} GPU{'s' if ws != 1 else ''}"
+        p = self.traced(ws).get("placement")
+        p = p if isinstance(p, dict) else {}
+        gpus = p.get("gpus")
+        if self.shared_gpu(ws):
+            shared = "shared " if p.get("shared_gpu") else ""
+            where = f"{gpus} {shared}GPU{'s' if gpus != 1 else ''}" if isinstance(gpus, int) else f"{shared}GPUs"
+            return f"{ws} rank{'s' if ws != 1 else ''} on {where}" + ("" if shared else " (rehearsal)")
+        kind = "CPU " if self.device == "cpu" else ""
+        return f"{ws} {kind}rank{'s' if ws != 1 else ''}"
+
+    @property
+    def unit(self) -> str:
+        """The plural noun for the set's world sizes on an axis or in a title: "GPUs" or "ranks"."""
+        return "GPUs" if self.one_gpu_per_rank else "ranks"
+
     def table(self, name: str) -> pd.DataFrame | None:
         if name not in self._tables:
             path = self.path / "tables" / f"{name}.csv"

@@ -444,3 +444,24 @@ def test_shipped_report_first_screen_holds_every_set(tmp_path):
     assert box["rows"] == len(sets) + 1
     assert 0 <= box["top"] < box["bottom"] <= 900 and box["right"] <= box["width"], box
     assert box["scroll"] < 46787 / 4 * len(sets) / 7, box["scroll"]
+
+
+def test_cross_tracer_agreement_names_the_rows_that_differ_and_the_shared_gpu():
+    """Below each pair: every row whose two medians differ by more than 5%, never said to be explained
+    by the completeness line beyond the kinds a tool did not record; where the ranks shared a GPU (the
+    rehearsals), that the timings are those of ranks taking turns on it (never at one rank)."""
+    import html as html_lib
+    import re
+
+    from dnabert_scaling.report.agreement import agreement_html
+    from dnabert_scaling.report.results import load_set
+
+    shipped = ROOT / "expected" / "reference-results"
+    sets = [load_set(i, shipped / name) for i, name in enumerate(("h200-rehearsal", "h200-rehearsal-scorep"))]
+    text = html_lib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", agreement_html(sets))))
+    tables = text.split("NVIDIA H200, world size ")[1:]
+    by_ws = {t.split(",")[0]: t for t in tables}
+    assert set(by_ws) == {"1", "2", "4"}
+    assert "backward GPU time (1.595)" in by_ws["2"] and "any other difference is not explained here" in by_ws["2"]
+    assert "At world size 2 the ranks of set 2 and set 1 shared a GPU" in by_ws["2"]
+    assert "shared a GPU" not in by_ws["1"]  # one rank on the GPU shares it with nobody

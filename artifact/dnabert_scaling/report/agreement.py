@@ -74,6 +74,32 @@ def _fmt(x: float | None, unit: str) -> str:
     return f"{x * 1e3:.3f}" if unit == "ms" else f"{x:,.0f}"
 
 
+DIFFER = 0.05  # a ratio of the two tools' medians further than this from 1 is named below the table
+UNEXPLAINED = (
+    "The completeness line explains a difference only in a kind of activity a tool did not record "
+    "(Score-P 8.4 records no device-to-device copy and no memset); any other difference is not explained here."
+)
+
+
+def _differing_rows(a, b, ws: int) -> str:
+    """The rows whose two medians differ by more than ``DIFFER``, with their ratio, in table order."""
+    out = []
+    for label, metric, _ in ROWS:
+        x, y = _value(a, ws, metric), _value(b, ws, metric)
+        if x is not None and y and abs(x / y - 1) > DIFFER:
+            out.append(f"{label} ({x / y:.3f})")
+    return ", ".join(out)
+
+
+def _shared_note(numbers: list[int], ws: int) -> str:
+    """Where a paired run's ranks shared a GPU: their timings are those of ranks time-slicing it."""
+    which = " and ".join(f"set {n}" for n in numbers)
+    return (
+        f"At world size {ws} the ranks of {which} shared a GPU (a rehearsal): the timings are those of ranks "
+        "taking turns on one GPU, and differ between two such runs for that reason too, not only by tool."
+    )
+
+
 def _not_the_same_workload(a, b, ka: float, kb: float) -> str:
     """Two sets of one configuration whose steps launch different numbers of kernels were not the
     same workload (e.g. one recorded before the DDP bucket hook, which changes the gradient copies):
@@ -114,6 +140,12 @@ def agreement_html(sets: list, esc=None) -> str:
             f"{prov.get('batch_size_per_rank')} per rank: set {a.number} ({ta}) against set {b.number} ({tb})"
         )
         after = [{"small": True, "text": f"Completeness: {'; '.join(comp)}."}]
+        differ = _differing_rows(a, b, ws)
+        if differ:
+            after.append({"small": True, "text": f"Differ by more than {DIFFER:.0%}: {differ}. {UNEXPLAINED}"})
+        shared = [rs.number for rs in (a, b) if (rs.traced(ws).get("placement") or {}).get("shared_gpu")]
+        if shared:
+            after.append({"small": True, "text": _shared_note(shared, ws)})
         ka, kb = _value(a, ws, "kernels_per_step"), _value(b, ws, "kernels_per_step")
         if ka and kb and abs(ka - kb) > 0.01 * max(ka, kb):
             after.append({"small": True, "text": _not_the_same_workload(a, b, ka, kb)})

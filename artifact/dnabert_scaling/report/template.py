@@ -81,9 +81,10 @@ CAVEATS = """## {n} Caveats
 
 1. **NCCL's LL kernels busy-wait.** A low-latency (LL/LL128) NCCL kernel is launched early and spins on flags
    until its peers' data arrive, so its duration includes waiting for the slowest rank, not only moving bytes.
-   AllReduce kernel time therefore *overstates* the transfer cost; the bounds of C3 and C4 are read with this in
-   mind, and C5 measures the cost that matters (exposed time). Where a bus-bandwidth benchmark was run on the same
-   machine, the figure below compares the two.
+   AllReduce kernel time can therefore *overstate* the transfer cost (the original study's caveat); the bounds of
+   C3 and C4 are read with this in mind, and C5 measures the cost that matters (exposed time). Whether and by how
+   much it does here is measured only where a bus-bandwidth benchmark ran on the same machine: the figure below
+   compares the two, and a ratio near 1 says the kernels took no longer than the transfer.
 2. **Summed kernel time double-counts overlap.** Kernel time summed per activity (the ranking, AllReduce vs
    backward) counts time in which several streams are busy at once for each of them. The share of the step that
    communication actually costs is the *exposed* communication of the partition, which is much smaller than the

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import PYTHON
 
 from dnabert_scaling import checker
 from dnabert_scaling.cli import main as cli_main
@@ -321,10 +324,6 @@ def test_labels_are_made_distinct(tmp_path):
 
 
 def _agreement_section(tmp_path, names):
-    import subprocess
-
-    from conftest import PYTHON
-
     sets = [ROOT / "expected" / "reference-results" / n for n in names]
     shipped = {p: p.read_bytes() for d in sets for p in sorted(d.rglob("*")) if p.is_file()}
     proc = subprocess.run(
@@ -465,3 +464,27 @@ def test_cross_tracer_agreement_names_the_rows_that_differ_and_the_shared_gpu():
     assert "backward GPU time (1.595)" in by_ws["2"] and "any other difference is not explained here" in by_ws["2"]
     assert "At world size 2 the ranks of set 2 and set 1 shared a GPU" in by_ws["2"]
     assert "shared a GPU" not in by_ws["1"]  # one rank on the GPU shares it with nobody
+
+
+def test_refresh_report_rebuilds_the_page_from_the_results_as_they_are(tmp_path):
+    """``make refresh-report``: the page is rebuilt from the shipped results, which stay byte for byte
+    as they were (no creation time or digest rewritten), and the page says what wrote it."""
+    shipped = tmp_path / "reference-results"
+    for name in ("h200-scorep-b8", "h200-scorep-b8-torch"):
+        shutil.copytree(ROOT / "expected" / "reference-results" / name, shipped / name)
+    before = {p: p.read_bytes() for p in sorted(shipped.rglob("*")) if p.is_file()}
+    proc = subprocess.run(
+        [PYTHON, str(ROOT / "scripts" / "refresh_report.py"), "--results", str(shipped)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {p: p.read_bytes() for p in sorted(shipped.rglob("*")) if p.is_file() and p.name != "report.html"} == before
+    page = (shipped / "report.html").read_text()
+    assert "make refresh-report" in page and "kick-tires/reference-h200-scorep-b8/results" in page
+    assert sorted(p.name for p in shipped.iterdir()) == ["h200-scorep-b8", "h200-scorep-b8-torch", "report.html"]
+    proc = subprocess.run(
+        [PYTHON, str(ROOT / "scripts" / "refresh_report.py"), "--results", str(tmp_path / "none")], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "no result sets to build the report from" in proc.stderr

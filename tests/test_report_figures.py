@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dnabert_scaling.report import figures as F, results, set_section as D
+from dnabert_scaling.report import appendices as A, figures as F, results, set_section as D
 from reportfixtures import cpu_results, gpu_results, write_results
 
 
@@ -170,6 +170,22 @@ def test_throughput_caption_says_only_what_is_drawn(tmp_path):
     gpu = results.load_set(0, gpu.path)
     assert "and the bound of claim C6 (" in _caption(gpu, "throughput")
     assert "dashed: the bound of claim C5 (" in _caption(gpu, "overlap")
+
+
+def test_busy_wait_caption_says_the_ratios_as_measured_and_the_shared_benchmark(tmp_path):
+    rs = _set(tmp_path, "rehearsal", gpu_results((1, 2, 4)), shared=True)
+    rs.metrics["world_sizes"]["2"]["busy_wait"]["ratio"] = 0.99
+    rs.metrics["world_sizes"]["2"]["traced"]["gpu"]["busy_wait"]["ratio"] = 0.99
+    items = [(n, rs.busy_wait(n)) for n in rs.world_sizes if rs.busy_wait(n)]
+    text = A.busy_wait_caption(rs, items)
+    assert " 2 GPUs" not in text and " 4 GPUs" not in text
+    assert "at 2 ranks on 1 shared GPU the AllReduce kernels run 0.99x" in text
+    assert "At world size 2 the kernel time is no longer than the transfer time" in text
+    assert "at world size 4 the excess is 150% of the transfer time" in text
+    assert "The bus-bandwidth benchmark at world sizes 2, 4 ran as a rehearsal" in text
+    gpu = _set(tmp_path, "gpu", gpu_results((1, 2)), shared=False)
+    text = A.busy_wait_caption(gpu, [(2, gpu.busy_wait(2))])
+    assert "at 2 GPUs" in text and "rehearsal" not in text
 
 
 def test_repeated_fallback_heads_are_said_once_with_a_count():

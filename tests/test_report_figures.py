@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dnabert_scaling.report import appendices as A, figures as F, results, set_section as D
+from dnabert_scaling.report import appendices as A, figures as F, results, set_section as D, timeline
 from reportfixtures import cpu_results, gpu_results, write_results
 
 
@@ -191,3 +191,12 @@ def test_busy_wait_caption_says_the_ratios_as_measured_and_the_shared_benchmark(
 def test_repeated_fallback_heads_are_said_once_with_a_count():
     items = [D.Markup("<b>Deviation</b>: a"), D.Markup("<b>Synthetic data</b>: b"), D.Markup("<b>Deviation</b>: c")]
     assert D._heads(items) == ["Deviation (2)", "Synthetic data"]
+
+
+def test_zoom_timeline_advice_follows_the_tracer(tmp_path):
+    scorep = _set(tmp_path, "scorep", gpu_results((1, 2), tracer="scorep"), shared=False)
+    html = timeline.zoom_timeline_html(scorep)
+    assert "opens in Vampir" in html and "Perfetto" not in html and "Kineto" not in html
+    assert 'id="ds-zoom-0-range">0.000 to ' in html  # the shown range is said without the script
+    torch = _set(tmp_path, "torch", gpu_results((1, 2), tracer="torch"), shared=False)
+    assert "Kineto traces open in Perfetto" in timeline.zoom_timeline_html(torch)

@@ -36,15 +36,7 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
             without.append(rs.label)
             continue
         k += 1
-        words = "; ".join(
-            f"at {n} GPUs the AllReduce kernels run {b['ratio']:.1f}x as long as moving the gradient "
-            f"bytes at the bus bandwidth measured on the same machine ({fmt(b.get('busbw_GBps'))} GB/s)"
-            for n, b in items
-        )
-        caption = (
-            f"Busy-wait, {rs.label}: {words}. The excess over the pure transfer time is time the LL kernels "
-            "spend waiting for peers, not moving data (bus bandwidth from dnabert-scaling busbw)."
-        )
+        caption = busy_wait_caption(rs, items)
         out.append(figure_html(figures.busy_wait(rs), f"{section}.{k}", caption))
     if without:
         by_reason: dict[str, list[int]] = {}
@@ -57,6 +49,42 @@ def busy_wait_html(report: Report, figures, section: str) -> str:
         )
         out.append(str(render("not_available.html.j2", what="Busy-wait figure not available", why=why)))
     return "".join(out)
+
+
+def busy_wait_caption(rs: ResultSet, items: list[tuple[int, dict]]) -> str:
+    """The busy-wait figure's caption as measured: each ratio, the excess only where a ratio is above 1,
+    and where the bus-bandwidth benchmark's ranks shared a GPU (its ``rehearsal`` flag) or the traced ones did."""
+    words = "; ".join(
+        f"at {rs.ranks(n)} the AllReduce kernels run {b['ratio']:.2f}x as long as moving the gradient bytes at "
+        f"the bus bandwidth measured on the same machine ({fmt(b.get('busbw_GBps'))} GB/s)"
+        for n, b in items
+    )
+    over = [(n, b["ratio"]) for n, b in items if b["ratio"] > 1]
+    within = [n for n, b in items if b["ratio"] <= 1]
+    says = []
+    if within:
+        says.append(
+            f"At world size{'s' if len(within) > 1 else ''} {', '.join(map(str, within))} the kernel time is no longer "
+            "than the transfer time: no excess to attribute to waiting"
+        )
+    if over:
+        says.append(
+            "at world size"
+            + ("s " if len(over) > 1 else " ")
+            + ", ".join(f"{n} the excess is {r - 1:.0%} of the transfer time" for n, r in over)
+            + ": kernel time not spent moving bytes at that bandwidth (waiting for peers or other causes: the trace does not tell them apart)"
+        )
+    said = "; ".join(says)
+    said = said[0].upper() + said[1:] + "." if said else ""
+    bench = [n for n, _ in items if ((rs.metrics.get("busbw") or {}).get(str(n)) or {}).get("rehearsal")]
+    shared = ""
+    if bench:
+        shared = (
+            f" The bus-bandwidth benchmark at world size{'s' if len(bench) > 1 else ''} {', '.join(map(str, bench))} "
+            "ran as a rehearsal (its ranks shared the GPUs present and talked over loopback sockets), so it measured "
+            "no interconnect: the ratios compare two rehearsal timings."
+        )
+    return f"Busy-wait, {rs.label}: {words}. {said}{shared} (Bus bandwidth from dnabert-scaling busbw.)"
 
 
 def _no_busy_wait_why(rs: ResultSet) -> str:

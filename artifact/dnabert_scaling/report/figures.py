@@ -9,7 +9,8 @@ clear note, never an empty axis.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import matplotlib
 
@@ -37,6 +38,7 @@ PHASE_COLORS = {"forward": "#fde68a", "backward": "#bfdbfe", "optimizer": "#ddd6
 class Figure:
     png: bytes
     alt: str
+    facts: dict[str, Any] = field(default_factory=dict)  # what was drawn, for a caption that says only that
 
 
 @dataclass
@@ -44,11 +46,22 @@ class NotAvailable:
     reason: str
 
 
-def _png(fig, alt: str) -> Figure:
+def _png(fig, alt: str, **facts: Any) -> Figure:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     plt.close(fig)
-    return Figure(buf.getvalue(), alt)
+    return Figure(buf.getvalue(), alt, facts)
+
+
+def _below(ax) -> float:
+    """Where a legend under the axes starts (axes fraction): below tick labels of one or two lines."""
+    return -0.22 if any("\n" in t.get_text() for t in ax.get_xticklabels()) else -0.1
+
+
+def size_label(rs, n: int) -> str:
+    """World size ``n`` as a tick label or panel title: what ran (``rs.ranks``), on two lines where
+    it names a shared GPU ("8 ranks\non 1 shared GPU")."""
+    return rs.ranks(n).replace(" on ", "\non ", 1)
 
 
 def _gpu_sizes(rs) -> list[int]:
@@ -111,13 +124,18 @@ def breakdown(rs) -> Figure | NotAvailable:
         bottom += vals
     step = np.array([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])
     ax.scatter(x, step, marker="_", s=900, color="black", zorder=5, label="median step time")
-    ax.set_xticks(x, [f"{n} GPU" + ("s" if n > 1 else "") for n in sizes])
+    ax.set_xticks(x, [size_label(rs, n) for n in sizes])
     ax.set_ylabel("ms per step (median over ranks x steps)")
     ax.set_ylim(0, max(np.nanmax(bottom), np.nanmax(step)) * 1.08)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=4, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, _below(ax)), fontsize=8, ncol=4, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title("Where the GPU step goes: compute + exposed comm + exposed memcpy + idle", fontsize=10)
-    return _png(fig, "Stacked bars per world size: compute, exposed communication, exposed memcpy and idle time per step")
+    return _png(
+        fig,
+        "Stacked bars per world size: compute, exposed communication, exposed memcpy and idle time per step",
+        sizes=sizes,
+        idle_split=len(parts) > 4,
+    )
 
 
 # ---- Figure: AllReduce vs backward ---------------------------------------------------------
@@ -130,6 +148,7 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
     x = np.arange(len(sizes))
     w = 0.36
+    tops = np.zeros(len(sizes))  # the top of each group's bars and error bars: the ratio stands above it
     for off, key, label, color in (
         (-w / 2, "allreduce_kernel_s", "AllReduce kernel time (sum)", COLORS["allreduce"]),
         (w / 2, "backward_gpu_s", "backward GPU time (union)", COLORS["backward"]),
@@ -143,6 +162,7 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
             hi.append(np.nan if st.get("p90") is None else st["p90"] * 1e3)
         med, lo, hi = map(np.array, (med, lo, hi))
         yerr = np.vstack([np.clip(med - lo, 0, None), np.clip(hi - med, 0, None)])
+        tops = np.fmax(tops, np.nan_to_num(med + yerr[1]))
         ax.bar(
             x + off,
             np.nan_to_num(med),
@@ -153,27 +173,31 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
             capsize=3,
             error_kw={"elinewidth": 1},
         )
-    for xi, n in zip(x, sizes):
+    # the ratio above its pair of bars (inside them it was clipped by the narrower bar), "no AllReduce"
+    # where none ran; the axis grows to hold the labels and the legend
+    top = max(float(np.nanmax(tops)) if tops.size else 0.0, 1e-9)
+    ratios, without = {}, []
+    for xi, n, t in zip(x, sizes, tops):
         r = rs.gpu(n).get("allreduce_to_backward") or {}
-        if r.get("median") is not None and n > 1:
-            ax.text(
-                xi,
-                ax.get_ylim()[1] * 0.02,
-                f"ratio {r['median']:.2f}",
-                ha="center",
-                va="bottom",
-                fontsize=8,
-                color="white",
-                fontweight="bold",
-            )
-        elif not (rs.gpu(n).get("allreduce_kernel_s") or {}).get("median"):
-            ax.text(xi - w / 2, ax.get_ylim()[1] * 0.02, "none", ha="center", va="bottom", fontsize=8, color="#6b7280")
-    ax.set_xticks(x, [f"{n} GPU" + ("s" if n > 1 else "") for n in sizes])
+        if not (rs.gpu(n).get("allreduce_kernel_s") or {}).get("median"):
+            without.append(n)
+            ax.text(xi - w / 2, top * 0.02, "no\nAllReduce", ha="center", va="bottom", fontsize=7, color="#6b7280")
+        elif r.get("median") is not None:
+            ratios[n] = float(r["median"])
+            ax.text(xi, t + top * 0.02, f"ratio {ratios[n]:.3g}", ha="center", va="bottom", fontsize=8, fontweight="bold")
+    ax.set_ylim(0, top * 1.3)
+    ax.set_xticks(x, [size_label(rs, n) for n in sizes])
     ax.set_ylabel("ms per step (median, p10-p90)")
-    ax.legend(fontsize=8, frameon=False, loc="upper left")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", ncol=2)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title("AllReduce kernel time against the backward pass's GPU time", fontsize=10)
-    return _png(fig, "Grouped bars per world size: AllReduce kernel time and backward GPU time with p10-p90 error bars")
+    return _png(
+        fig,
+        "Grouped bars per world size: AllReduce kernel time and backward GPU time with p10-p90 error bars",
+        sizes=sizes,
+        ratios=ratios,
+        without_allreduce=without,
+    )
 
 
 # ---- Figure: Vampir-like timeline of one step -------------------------------------------------
@@ -298,6 +322,43 @@ def _timeline_legend(ax, with_host: bool) -> None:
     ax.legend(handles=handles, fontsize=7, ncol=7, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
 
 
+def _ns(seconds) -> np.ndarray:
+    return np.round(np.asarray(seconds, dtype=float) * 1e9).astype(np.int64)
+
+
+def step_facts(tl, host) -> dict[str, Any]:
+    """What the shown step holds, from the rows the timeline draws: per rank the NCCL and compute
+    time (unions), the NCCL time with compute under it, whether NCCL kernels have streams of their
+    own (no compute kernel on them), and how long before its first GPU activity a rank's host began."""
+    from dnabert_scaling.intervals import intersect, total_length, union
+
+    nccl, compute, under, lead = [], [], [], {}
+    own = True
+    for rank, g in tl.groupby("rank"):
+        n, c = g[g["category"] == "nccl"], g[g["category"] == "compute"]
+        un, uc = union(_ns(n["start_s"]), _ns(n["end_s"])), union(_ns(c["start_s"]), _ns(c["end_s"]))
+        nccl.append(total_length(un) / 1e9)
+        compute.append(total_length(uc) / 1e9)
+        under.append(total_length(intersect(un, uc)) / 1e9)
+        if len(n) and set(n["stream"]) & set(c["stream"]):
+            own = False
+        if host is not None and not host.empty:
+            h = host[host["rank"] == rank]
+            if len(h) and float(h["start_s"].min()) < float(g["start_s"].min()):
+                lead[int(rank)] = float(g["start_s"].min()) - float(h["start_s"].min())
+    total_nccl = sum(nccl)
+    first = max(lead, key=lambda r: lead[r]) if lead else None
+    return {
+        "ranks": int(tl["rank"].nunique()),
+        "nccl_s": float(np.median(nccl)) if nccl else 0.0,  # median over ranks
+        "compute_s": float(np.median(compute)) if compute else 0.0,
+        "overlap": sum(under) / total_nccl if total_nccl > 0 else None,  # over all ranks' NCCL time
+        "nccl_own_stream": own and total_nccl > 0,
+        "host_lead_s": lead[first] if first is not None else 0.0,
+        "host_lead_rank": first,
+    }
+
+
 def timeline(rs) -> Figure | NotAvailable:
     if not _gpu_sizes(rs):
         return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
@@ -331,6 +392,10 @@ def timeline(rs) -> Figure | NotAvailable:
         fig,
         f"Timeline of one measured step at world size {ws}: per rank its host threads (phases, launch calls) "
         "above its GPU streams, each phase shaded where the GPU ran its kernels",
+        ws=ws,
+        host_rows=bool(host_band),
+        axis_start_ms=tmin,
+        **step_facts(tl, host),
     )
 
 
@@ -346,12 +411,13 @@ def overlap(rs, bound: float | None = None) -> Figure | NotAvailable:
     sp = sp[sp["world_size"] > 1].dropna(subset=["overlap_ratio"])
     if sp.empty:
         return NotAvailable(
-            "no multi-GPU world size with NCCL activity: the overlap ratio is only defined where NCCL "
+            "no world size above 1 with NCCL activity: the overlap ratio is only defined where NCCL "
             f"kernels ran (measured world sizes: {', '.join(map(str, rs.world_sizes))})"
         )
     sizes = sorted(int(n) for n in sp["world_size"].unique())
     fig, axes = plt.subplots(1, len(sizes), figsize=(min(11, 3.9 * len(sizes) + 0.8), 3.0), sharey=True, squeeze=False)
     cmap = plt.get_cmap("viridis")
+    drawn = False
     for ax, n in zip(axes[0], sizes):
         g = sp[sp["world_size"] == n]
         ranks = sorted(g["rank"].unique())
@@ -367,17 +433,27 @@ def overlap(rs, bound: float | None = None) -> Figure | NotAvailable:
                 color=cmap(i / max(1, len(ranks) - 1)),
                 label=f"rank {r}",
             )
-        if bound is not None:
+        if bound is not None and not rs.shared_gpu(n):  # ranks sharing a GPU are no evidence for the claim
+            drawn = True
             ax.axhline(bound, color="#b3261e", ls="--", lw=1)
             ax.text(ax.get_xlim()[0], bound, f" claim bound {bound:g}", color="#b3261e", fontsize=7, va="bottom")
-        ax.set_title(f"{n} GPUs (median {g['overlap_ratio'].median():.2f})", fontsize=9)
+        med = float(g["overlap_ratio"].median())
+        ax.set_title(
+            f"{rs.ranks(n)}: median {med:.2f}" if med >= 0.01 or med == 0 else f"{rs.ranks(n)}: median {med:.2g}", fontsize=9
+        )
         ax.set_xlabel("measured step")
         ax.set_ylim(0, 1.05)
         ax.spines[["top", "right"]].set_visible(False)
         if len(ranks) <= 8:
             ax.legend(fontsize=6, ncol=2, frameon=False, loc="lower right")
     axes[0][0].set_ylabel("|U compute ∩ U nccl| / |U nccl|")
-    return _png(fig, "Overlap ratio per measured step, one line per rank, for each multi-GPU world size")
+    return _png(
+        fig,
+        "Overlap ratio per measured step, one line per rank, for each world size above 1 with NCCL kernels",
+        sizes=sizes,
+        bound=bound if drawn else None,
+        bound_withheld=bound is not None and any(rs.shared_gpu(n) for n in sizes),
+    )
 
 
 # ---- Figure: throughput and efficiency ---------------------------------------------------------
@@ -395,12 +471,16 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
         t = tp[tp["variant"] != "noddp"] if "variant" in tp else tp
         a.scatter(t["world_size"], t["samples_per_s"], s=14, color="#9ca3af", label="each untraced run", zorder=3)
     a.plot(sizes, med, marker="o", color=COLORS["compute"], label="median", zorder=4)
-    if base:
+    ideal = bool(base) and len(set([1, *sizes])) > 1  # a line needs two world sizes
+    if ideal:
         xs = np.array(sorted(set([1, *sizes])))
-        a.plot(xs, xs * base["median"], ls="--", color="black", lw=1, label="ideal (N x 1-GPU)")
+        a.plot(xs, xs * base["median"], ls="--", color="black", lw=1, label="ideal (N x world size 1)")
     a.set_xscale("log", base=2)
     a.set_xticks(sizes, [str(n) for n in sizes])
-    a.set_xlabel("GPUs (world size)" if rs.device != "cpu" else "ranks (world size, CPU)")
+    shared = [n for n in sizes if n > 1 and rs.shared_gpu(n)]
+    a.set_xlabel(
+        f"{rs.unit} (world size" + (", CPU" if rs.device == "cpu" else "") + ("; ranks share a GPU" if shared else "") + ")"
+    )
     a.set_ylabel("samples / s")
     a.legend(fontsize=8, frameon=False)
     a.spines[["top", "right"]].set_visible(False)
@@ -409,9 +489,11 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
     eff = [(n, e) for n, e in eff if e is not None]
     if len(eff) == 1 and eff[0][0] == 1:
         eff = []
-        why = "only the 1-GPU baseline was measured"
+        why = "only world size 1, the baseline, was measured"
     else:
-        why = "no 1-GPU throughput baseline"
+        why = "no throughput at world size 1, the baseline"
+    errbars = bound_drawn = False
+    not_evidence = "CPU ranks" if rs.device == "cpu" else ("ranks share a GPU" if shared else "")
     if eff:
         spread = [rs.entry(n).get("efficiency_spread") or {} for n, _ in eff]
         lo = [max(0.0, e - s["min"]) if s.get("min") is not None else 0.0 for (_, e), s in zip(eff, spread)]
@@ -421,20 +503,21 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
             [e for _, e in eff],
             color=COLORS["compute"],
             width=0.5,
-            yerr=[lo, hi] if any(lo) or any(hi) else None,
+            yerr=[lo, hi] if (errbars := any(lo) or any(hi)) else None,
             capsize=4,
             error_kw={"elinewidth": 1},
         )
         for i, (_, e) in enumerate(eff):
             b.text(i + 0.3, e + 0.02, f"{e:.2f}", ha="left", fontsize=8)
         b.axhline(1.0, color="black", ls="--", lw=1, label="ideal")
-        if bound is not None and rs.device != "cpu":
+        if bound is not None and rs.one_gpu_per_rank:
+            bound_drawn = True
             b.axhline(bound, color="#b3261e", ls="--", lw=1, label=f"claim bound {bound:g}")
         b.set_ylim(0, max(1.35, max(e for _, e in eff) + 0.15))
         b.legend(fontsize=8, frameon=False, loc="upper right", ncol=2)
         b.set_title(
-            "Weak-scaling efficiency" + (" (CPU ranks: not evidence for the GPU claim)" if rs.device == "cpu" else ""),
-            fontsize=10 if rs.device != "cpu" else 8,
+            "Weak-scaling efficiency" + (f" ({not_evidence}: not evidence for the GPU claim)" if not_evidence else ""),
+            fontsize=8 if not_evidence else 10,
         )
         b.set_xlabel("world size")
     else:
@@ -450,7 +533,20 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
             transform=b.transAxes,
         )
     b.spines[["top", "right"]].set_visible(False)
-    return _png(fig, "Throughput against ideal linear scaling, and weak-scaling efficiency per world size")
+    return _png(
+        fig,
+        "Throughput against ideal linear scaling, and weak-scaling efficiency per world size"
+        if eff
+        else "Throughput per world size; weak-scaling efficiency not available",
+        sizes=sizes,
+        repeats=tp is not None and not tp.empty and "samples_per_s" in tp,
+        ideal=ideal,
+        efficiency=[n for n, _ in eff],
+        efficiency_missing=None if eff else why,
+        errbars=errbars,
+        bound=bound if bound_drawn else None,
+        not_evidence=not_evidence,
+    )
 
 
 # ---- Figure: per-step distributions ----------------------------------------------------------
@@ -535,10 +631,10 @@ def busy_wait(rs) -> Figure | NotAvailable:
         label="gradient bytes at measured bus bandwidth",
     )
     for xi, (_, b) in zip(x, items):
-        ax.text(xi - 0.18, b["allreduce_kernel_s"] * 1e3 * 1.02, f"x{b['ratio']:.1f}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [f"{n} GPUs" for n, _ in items])
+        ax.text(xi - 0.18, b["allreduce_kernel_s"] * 1e3 * 1.02, f"x{b['ratio']:.2f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, [size_label(rs, n) for n, _ in items])
     ax.set_ylabel("ms per step")
     ax.set_ylim(0, max(b["allreduce_kernel_s"] for _, b in items) * 1e3 * 1.15)
-    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    ax.legend(fontsize=8, frameon=False, loc="upper center", bbox_to_anchor=(0.5, _below(ax)), ncol=2)
     ax.spines[["top", "right"]].set_visible(False)
     return _png(fig, "AllReduce kernel time against the pure transfer time at the measured bus bandwidth")

@@ -14,49 +14,149 @@ from typing import Any, Callable
 from dnabert_scaling.report import figures as F
 from dnabert_scaling.report.html import Markup, render
 
-# (name in the note, figure function, caption); the caption is trusted text of this module.
-FIGURES: tuple[tuple[str, str, str], ...] = (
-    (
-        "GPU time per step",
-        "breakdown",
+
+def _dur(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 1 else f"{seconds * 1e3:.1f} ms"
+
+
+def _ms_text(ms: float) -> str:
+    return f"{ms:.0f} ms" if abs(ms) >= 100 else f"{ms:.1f} ms"
+
+
+def _share(x: float) -> str:
+    return f"{x:.2%}" if 0 < x < 0.01 else f"{x:.0%}"
+
+
+def _sizes(rs: Any, sizes: list[int]) -> str:
+    return ", ".join(rs.ranks(n) for n in sizes)
+
+
+def _shared_note(rs: Any, sizes: list[int]) -> str:
+    """ " World sizes 2, 4: ranks share a GPU (a rehearsal), not scaling evidence." where they do, else ""."""
+    shared = [n for n in sizes if n > 1 and rs.shared_gpu(n)]
+    if not shared:
+        return ""
+    return f" World size{'s' if len(shared) > 1 else ''} {', '.join(map(str, shared))}: ranks share a GPU (a rehearsal), not scaling evidence."
+
+
+def breakdown_caption(rs: Any, fig: Any) -> str:
+    idle = " (split into host wait, kernel wait and other, Method)" if fig.facts.get("idle_split") else ""
+    return (
         "GPU time per step by world size, partitioned into compute, exposed communication (NCCL time with no "
-        "compute under it), exposed memcpy and idle (split into host wait, kernel wait and other, Method). Medians "
-        "over all (rank, step) samples, so the stacked parts need not add up exactly to the median step time (black bar).",
-    ),
-    (
-        "AllReduce against backward",
-        "allreduce_vs_backward",
-        "Summed AllReduce kernel time against the backward pass's GPU time per step (medians; error bars p10 to p90 "
-        "over ranks and steps). The ratio (claim C4) is the median of the per-step ratio. AllReduce time includes "
-        "busy-waiting (Caveat 1).",
-    ),
-    (
-        "one-step timeline",
-        "timeline",
-        "One measured step (the one nearest the median step time on rank 0) of the largest world size, as a "
-        "Vampir-like timeline: per rank its host threads (phase ranges, launch calls in black) above its GPU streams "
-        "(compute, NCCL), each phase shaded where the GPU ran the kernels the host launched in it. AllReduce buckets "
-        "running while the backward compute continues on the other stream are the overlap of claim C5.",
-    ),
-    (
-        "overlap per step",
-        "overlap",
-        "Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each multi-GPU "
-        "world size; dashed: the bound of claim C5.",
-    ),
-    (
-        "per-step distributions",
-        "distributions",
+        f"compute under it), exposed memcpy and idle{idle}. Medians over all (rank, step) samples, so the stacked "
+        "parts need not add up exactly to the median step time (black bar)." + _shared_note(rs, fig.facts.get("sizes", []))
+    )
+
+
+def allreduce_caption(rs: Any, fig: Any) -> str:
+    f = fig.facts
+    ratios, without = f.get("ratios") or {}, f.get("without_allreduce") or []
+    head = "Summed AllReduce kernel time against the backward pass's GPU time per step (medians; error bars p10 to p90 over ranks and steps)."
+    if not ratios:
+        return (
+            f"{head} No AllReduce kernels at {_sizes(rs, without)}: no gradients to synchronise, so no ratio "
+            "(claim C4) here." + _shared_note(rs, f.get("sizes", []))
+        )
+    parts = [f"{head} Above each pair: the ratio (claim C4), the median of the per-step ratio"]
+    if without:
+        parts.append(f"; no AllReduce kernels at {_sizes(rs, without)}")
+    parts.append(". AllReduce kernel time may include time the kernels wait for their peers (Caveat 1).")
+    return "".join(parts) + _shared_note(rs, f.get("sizes", []))
+
+
+def timeline_caption(rs: Any, fig: Any) -> str:
+    """The one-step timeline's caption from the step it shows: the overlap of claim C5 named only where
+    the step has NCCL kernels on streams of their own on GPUs of their own."""
+    f = fig.facts
+    ws = f["ws"]
+    host = (
+        "per rank its host threads (phase ranges, launch calls in black) above its GPU streams, "
+        if f.get("host_rows")
+        else "per rank its GPU streams, "
+    )
+    out = [
+        f"One measured step (the one nearest the median step time on rank 0) of the largest world size "
+        f"({rs.ranks(ws)}), as a Vampir-like timeline: {host}each phase shaded where the GPU ran the kernels the "
+        "host launched in it."
+    ]
+    nccl, overlap = f.get("nccl_s") or 0.0, f.get("overlap")
+    if overlap is None:
+        out.append(f"No NCCL kernels in this step ({rs.ranks(ws)}): nothing to overlap.")
+    elif not f.get("nccl_own_stream"):
+        out.append(
+            f"NCCL kernels run on a stream that also runs compute kernels ({_dur(nccl)} per rank, median): "
+            "within a rank nothing runs under them."
+        )
+    elif rs.shared_gpu(ws):
+        out.append(
+            f"A rehearsal ({rs.ranks(ws)}): in this step NCCL kernels occupy their own stream for {_dur(nccl)} per rank (median) while compute runs "
+            f"{_dur(f.get('compute_s') or 0.0)}, and compute is under {_share(overlap)} of the NCCL time. Not the "
+            "overlap of claim C5, which is about ranks on GPUs of their own."
+        )
+    else:
+        out.append(
+            f"NCCL kernels run on a stream of their own ({_dur(nccl)} per rank, median); AllReduce buckets running "
+            "while the backward compute continues on the other stream are the overlap of claim C5: in this step "
+            f"compute is under {_share(overlap)} of the NCCL time."
+        )
+    lead = f.get("host_lead_s") or 0.0
+    if lead > 0:
+        out.append(
+            f"The time axis starts at {_ms_text(f.get('axis_start_ms', -lead * 1e3))}: rank {f.get('host_lead_rank')}'s "
+            f"host began the step {_dur(lead)} before that rank's first GPU activity of the step (time 0)."
+        )
+    return " ".join(out)
+
+
+def overlap_caption(rs: Any, fig: Any) -> str:
+    f = fig.facts
+    bound = f"; dashed: the bound of claim C5 ({f['bound']:g})" if f.get("bound") is not None else ""
+    if f.get("bound_withheld"):
+        bound += "; no claim bound where ranks share a GPU"
+    return (
+        "Overlap ratio |U compute ∩ U nccl| / |U nccl| per measured step, one line per rank, for each world size "
+        f"above 1 with NCCL kernels{bound}." + _shared_note(rs, f.get("sizes", []))
+    )
+
+
+def distributions_caption(rs: Any, fig: Any) -> str:
+    return (
         "Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, "
-        "dots beyond; red: median.",
-    ),
-    (
-        "throughput",
-        "throughput",
-        "Left: samples per second of the untraced runs (grey: each repeat; blue: median) against ideal linear "
-        "scaling from the 1-GPU median. Right: weak-scaling efficiency, with the ideal (1.0) and the bound of claim "
-        "C6; error bars: the range the repeats allow (slowest at N over N x fastest 1-GPU repeat, and the reverse).",
-    ),
+        "dots beyond; red: median."
+    )
+
+
+def throughput_caption(rs: Any, fig: Any) -> str:
+    f = fig.facts
+    left = "Left: samples per second of the untraced runs (" + ("grey: each repeat; " if f.get("repeats") else "")
+    left += "blue: median)"
+    if f.get("ideal"):
+        left += " against ideal linear scaling from the world-size-1 median"
+    if not f.get("efficiency"):
+        right = f"Right: no weak-scaling efficiency ({f.get('efficiency_missing')})."
+    else:
+        right = "Right: weak-scaling efficiency at world sizes " + ", ".join(map(str, f["efficiency"]))
+        right += ", with the ideal (1.0)"
+        if f.get("bound") is not None:
+            right += f" and the bound of claim C6 ({f['bound']:g})"
+        if f.get("errbars"):
+            right += (
+                "; error bars: the range the repeats allow (slowest at N over N x fastest world-size-1 repeat, and the reverse)"
+            )
+        right += "."
+        if f.get("not_evidence"):
+            right += f" {f['not_evidence'][0].upper()}{f['not_evidence'][1:]}: not evidence for the GPU claim, no bound drawn."
+    return f"{left}. {right}" + _shared_note(rs, f.get("sizes", []))
+
+
+# (name in the note, figure function, caption from the set and the figure's facts: what it drew)
+FIGURES: tuple[tuple[str, str, Callable[[Any, Any], str]], ...] = (
+    ("GPU time per step", "breakdown", breakdown_caption),
+    ("AllReduce against backward", "allreduce_vs_backward", allreduce_caption),
+    ("one-step timeline", "timeline", timeline_caption),
+    ("overlap per step", "overlap", overlap_caption),
+    ("per-step distributions", "distributions", distributions_caption),
+    ("throughput", "throughput", throughput_caption),
 )
 BOUNDS = {"overlap": ("C5", "overlap"), "throughput": ("C6", "efficiency")}
 PREDICTION_CAPTION = (
@@ -107,7 +207,7 @@ def _figures(rs: Any, numbering: Numbering, keys: tuple[str, ...]) -> Markup:
         fn: Callable = getattr(F, key)
         bound = BOUNDS.get(key)
         fig = fn(rs, rs.bound(*bound)) if bound else fn(rs)
-        out += numbering.figure(fig, name, caption)
+        out += numbering.figure(fig, name, "" if isinstance(fig, F.NotAvailable) else caption(rs, fig))
     return out
 
 
@@ -132,6 +232,13 @@ def _parts(rs: Any, numbering: Numbering, study_sizes: list[int], claims: list |
     return parts
 
 
+def _heads(items: list[Markup]) -> list[Markup]:
+    """Each fallback's bold head once, in order, with a count where several share it ("Deviation (2)")."""
+    heads = [Markup(m.group(1)) if (m := _HEAD.match(f)) else Markup(f) for f in items]
+    counts = {h: heads.count(h) for h in heads}
+    return [h if counts[h] == 1 else h + Markup(f" ({counts[h]})") for h in dict.fromkeys(heads)]
+
+
 def set_section_html(
     rs: Any, section: int, shared_fallbacks: list[str], study_sizes: list[int], claims: list | None = None
 ) -> Markup:
@@ -143,7 +250,7 @@ def set_section_html(
     numbering = Numbering(section, F.gpu_missing_reason(rs) if no_gpu and rs.world_sizes else None)
     parts = _parts(rs, numbering, study_sizes, claims)
     own = [Markup(f) for f in H.fallback_items(rs) if f not in shared_fallbacks]
-    heads = [Markup(m.group(1)) if (m := _HEAD.match(f)) else Markup(f) for f in own]
+    heads = _heads(own)
     return render(
         "set_section.html.j2",
         n=section,

@@ -90,6 +90,8 @@ def zoom_timeline_html(rs: ResultSet) -> str:
             "zoom_timeline.html.j2",
             ws=ws,
             uid=uid,
+            tracer=rs.traced(ws).get("tracer"),
+            shown=f"{t0 / 1e3:.3f} to {t1 / 1e3:.3f} ms",  # what the script shows first; said without it too
             labels=[label for label, _ in rows],
             row_h=row_h,
             bar_h=row_h - 4,

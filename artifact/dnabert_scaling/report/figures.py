@@ -3,85 +3,33 @@
 Every function takes one :class:`~dnabert_scaling.report.content.ResultSet` and returns a
 :class:`Figure` (PNG bytes, alt text) or a :class:`NotAvailable` (a sentence). The notebook shows
 either through :func:`dnabert_scaling.report.content.show_figure`, so a figure without data is a
-clear note, never an empty axis.
+clear note, never an empty axis. What the figures share is in ``figure_base``; the one-step timeline
+is drawn in ``figure_timeline`` (both read here too, so that a caller finds every figure in this
+module).
 """
 
 from __future__ import annotations
 
-import io
-from dataclasses import dataclass, field
-from typing import Any
-
 import matplotlib
 
-matplotlib.use("Agg")
+matplotlib.use("Agg")  # before pyplot: no display is needed or wanted
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
 
-DPI = 110
-COLORS = {
-    "compute": "#3b6fb6",
-    "exposed_comm": "#d1495b",
-    "exposed_memcpy": "#2e9e6a",
-    "idle": "#c7c7c7",
-    "nccl": "#d1495b",
-    "memory": "#2e9e6a",
-    "allreduce": "#d1495b",
-    "backward": "#3b6fb6",
-}
-PHASE_COLORS = {"forward": "#fde68a", "backward": "#bfdbfe", "optimizer": "#ddd6fe"}
-
-
-@dataclass
-class Figure:
-    png: bytes
-    alt: str
-    facts: dict[str, Any] = field(default_factory=dict)  # what was drawn, for a caption that says only that
-
-
-@dataclass
-class NotAvailable:
-    reason: str
-
-
-def _png(fig, alt: str, **facts: Any) -> Figure:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return Figure(buf.getvalue(), alt, facts)
-
-
-def _below(ax) -> float:
-    """Where a legend under the axes starts (axes fraction): below tick labels of one or two lines."""
-    return -0.22 if any("\n" in t.get_text() for t in ax.get_xticklabels()) else -0.1
-
-
-def size_label(rs, n: int) -> str:
-    """World size ``n`` as a tick label or panel title: what ran (``rs.ranks``), on two lines where
-    it names a shared GPU ("8 ranks\non 1 shared GPU")."""
-    return rs.ranks(n).replace(" on ", "\non ", 1)
-
-
-def _gpu_sizes(rs) -> list[int]:
-    return [n for n in rs.world_sizes if rs.gpu(n)]
-
-
-def _ms(stat) -> float:
-    return float(stat["median"]) * 1e3 if stat and stat.get("median") is not None else float("nan")
-
-
-def gpu_missing_reason(rs) -> str:
-    """Why world sizes lack GPU metrics, grouped: "world sizes 1, 2: CPU run (gloo, no GPU): ..."."""
-    groups: dict[str, list[int]] = {}
-    for n in rs.world_sizes:
-        if not rs.gpu(n):
-            groups.setdefault(rs.gpu_missing_why(n), []).append(n)
-    if not groups:
-        return "no world size has GPU metrics"
-    return "; ".join(f"world size{'s' if len(v) > 1 else ''} {', '.join(map(str, v))}: {k}" for k, v in groups.items())
-
+from dnabert_scaling.report.figure_base import (  # noqa: E402, F401  (Figure, NotAvailable, gpu_missing_reason: callers read them here)
+    COLORS,
+    PHASE_COLORS,
+    Figure,
+    NotAvailable,
+    _below,
+    _gpu_sizes,
+    _ms,
+    _png,
+    gpu_missing_reason,
+    size_label,
+)
+from dnabert_scaling.report.figure_timeline import step_facts, timeline  # noqa: E402, F401  (one module of figures for the callers)
 
 # ---- Figure: GPU time breakdown per world size --------------------------------------------
 
@@ -200,205 +148,6 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
     )
 
 
-# ---- Figure: Vampir-like timeline of one step -------------------------------------------------
-
-
-def _host_threads(host, rank: int, limit: int = 4) -> list[str]:
-    """The host threads of a rank shown above its GPU streams: the one with the phases first, then
-    by number of launches (at most ``limit``)."""
-    if host is None or host.empty:
-        return []
-    mine = host[host["rank"] == rank]
-    counts = mine.groupby("thread")["kind"].agg(
-        phases=lambda k: int((k == "phase").sum()), launches=lambda k: int((k == "launch").sum())
-    )
-    counts = counts[(counts["phases"] > 0) | (counts["launches"] > 0)]
-    return list(counts.sort_values(["phases", "launches"], ascending=False).index[:limit])
-
-
-def _timeline_tables(rs, ws: int):
-    """The largest world size's timeline rows: GPU activities, step phases, host rows (or None)."""
-    tl = rs.table("timeline")
-    tl = tl[tl["world_size"] == ws]
-    ph = rs.table("timeline_phases")
-    if ph is not None and not ph.empty:
-        ph = ph[ph["world_size"] == ws]
-    host = rs.table("timeline_host")  # results from before the host rows lack it: GPU rows only
-    if host is not None and not host.empty:
-        host = host[host["world_size"] == ws]
-    return tl, ph, host
-
-
-def _timeline_rows(tl, host) -> list[tuple]:
-    """(rank, key, label) per drawn row: key is ("host", thread) or ("gpu", stream); per rank its host
-    threads, then its streams (compute, memory, NCCL)."""
-    rows = []
-    order = {"compute": 0, "memory": 1, "nccl": 2}
-    for rank in sorted(int(r) for r in tl["rank"].unique()):
-        for thread in _host_threads(host, rank):
-            rows.append((rank, ("host", thread), f"rank {rank} · host {thread}"))
-        streams = []
-        for stream, g in tl[tl["rank"] == rank].groupby("stream", sort=True):
-            dur = (g["end_s"] - g["start_s"]).groupby(g["category"]).sum()
-            role = str(dur.idxmax()) if len(dur) else "compute"
-            streams.append((order.get(role, 3), int(stream), role))
-        for _, stream, role in sorted(streams):
-            rows.append((rank, ("gpu", stream), f"rank {rank} · {role if role != 'memory' else 'memcpy'} (stream {stream})"))
-    return rows
-
-
-def _row_positions(rows: list[tuple], ranks: list[int]) -> tuple[dict, dict, dict, float]:
-    """The y of every row, and per rank the y range of its host rows and of its GPU rows."""
-    ypos, gpu_band, host_band = {}, {}, {}
-    y = 0.0
-    for rank in ranks:
-        for kind in ("host", "gpu"):
-            mine = [r for r in rows if r[0] == rank and r[1][0] == kind]
-            if not mine:
-                continue
-            top = y
-            for r in mine:
-                ypos[(rank, r[1])] = y
-                y += 1.0
-            (host_band if kind == "host" else gpu_band)[rank] = (top - 0.5, y - 0.5)
-        y += 0.4
-    return ypos, gpu_band, host_band, y
-
-
-def _draw_phase_shading(ax, tl, ph, ranks, gpu_band, host_band, tmax: float) -> float:
-    """GPU rows: each phase shaded where the GPU ran the kernels the host launched in it; step edges."""
-    for rank in ranks:
-        b0, b1 = gpu_band[rank]
-        mine = tl[(tl["rank"] == rank) & (tl["category"] == "compute")]
-        for name, color in PHASE_COLORS.items():
-            g = mine[mine["phase"] == name]
-            if len(g):
-                a, b = float(g["start_s"].min()) * 1e3, float(g["end_s"].max()) * 1e3
-                ax.add_patch(plt.Rectangle((a, b0), b - a, b1 - b0, color=color, alpha=0.45, lw=0, zorder=0))
-        if ph is not None and not ph.empty:
-            for _, p in ph[(ph["rank"] == rank) & (ph["name"] == "step")].iterrows():
-                lo = host_band.get(rank, gpu_band[rank])[0]
-                for edge in (p["start_s"], p["end_s"]):
-                    ax.plot([edge * 1e3] * 2, [lo, b1], color="#555555", lw=0.8, ls=":", zorder=1)
-            tmax = max(tmax, float(ph[ph["rank"] == rank]["end_s"].max()) * 1e3)
-    return tmax
-
-
-def _draw_host_rows(ax, host, rows, ypos, tmin: float, tmax: float) -> float:
-    """Host rows: phase ranges and launch calls (at least a hair wide)."""
-    for rank, key, _ in [r for r in rows if r[1][0] == "host"]:
-        yy = ypos[(rank, key)]
-        g = host[(host["rank"] == rank) & (host["thread"].astype(str) == key[1])]
-        for _, p in g[(g["kind"] == "phase") & g["name"].isin(list(PHASE_COLORS))].iterrows():
-            ax.add_patch(
-                plt.Rectangle(
-                    (p["start_s"] * 1e3, yy - 0.45),
-                    (p["end_s"] - p["start_s"]) * 1e3,
-                    0.9,
-                    color=PHASE_COLORS[p["name"]],
-                    alpha=0.9,
-                    lw=0,
-                    zorder=1,
-                )
-            )
-        la = g[g["kind"] == "launch"]
-        if len(la):
-            width = max(tmax - tmin, 1e-9) * 1.5e-4
-            spans = [(a * 1e3, max((b - a) * 1e3, width)) for a, b in zip(la["start_s"], la["end_s"])]
-            ax.broken_barh(spans, (yy - 0.3, 0.6), facecolors="#111827", linewidth=0, zorder=2)
-        tmax = max(tmax, float(g["end_s"].max()) * 1e3)
-    return tmax
-
-
-def _timeline_legend(ax, with_host: bool) -> None:
-    handles = [
-        Patch(color=COLORS["compute"], label="compute kernel"),
-        Patch(color=COLORS["nccl"], label="NCCL kernel"),
-        Patch(color=COLORS["memory"], label="memcpy / memset"),
-    ]
-    if with_host:
-        handles.append(Patch(color="#111827", label="launch call (host)"))
-    handles += [Patch(color=c, alpha=0.7, label=f"{n}") for n, c in PHASE_COLORS.items()]
-    ax.legend(handles=handles, fontsize=7, ncol=7, frameon=False, loc="lower left", bbox_to_anchor=(0, 1.0))
-
-
-def _ns(seconds) -> np.ndarray:
-    return np.round(np.asarray(seconds, dtype=float) * 1e9).astype(np.int64)
-
-
-def step_facts(tl, host) -> dict[str, Any]:
-    """What the shown step holds, from the rows the timeline draws: per rank the NCCL and compute
-    time (unions), the NCCL time with compute under it, whether NCCL kernels have streams of their
-    own (no compute kernel on them), and how long before its first GPU activity a rank's host began."""
-    from dnabert_scaling.intervals import intersect, total_length, union
-
-    nccl, compute, under, lead = [], [], [], {}
-    own = True
-    for rank, g in tl.groupby("rank"):
-        n, c = g[g["category"] == "nccl"], g[g["category"] == "compute"]
-        un, uc = union(_ns(n["start_s"]), _ns(n["end_s"])), union(_ns(c["start_s"]), _ns(c["end_s"]))
-        nccl.append(total_length(un) / 1e9)
-        compute.append(total_length(uc) / 1e9)
-        under.append(total_length(intersect(un, uc)) / 1e9)
-        if len(n) and set(n["stream"]) & set(c["stream"]):
-            own = False
-        if host is not None and not host.empty:
-            h = host[host["rank"] == rank]
-            if len(h) and float(h["start_s"].min()) < float(g["start_s"].min()):
-                lead[int(rank)] = float(g["start_s"].min()) - float(h["start_s"].min())
-    total_nccl = sum(nccl)
-    first = max(lead, key=lambda r: lead[r]) if lead else None
-    return {
-        "ranks": int(tl["rank"].nunique()),
-        "nccl_s": float(np.median(nccl)) if nccl else 0.0,  # median over ranks
-        "compute_s": float(np.median(compute)) if compute else 0.0,
-        "overlap": sum(under) / total_nccl if total_nccl > 0 else None,  # over all ranks' NCCL time
-        "nccl_own_stream": own and total_nccl > 0,
-        "host_lead_s": lead[first] if first is not None else 0.0,
-        "host_lead_rank": first,
-    }
-
-
-def timeline(rs) -> Figure | NotAvailable:
-    if not _gpu_sizes(rs):
-        return NotAvailable(f"no GPU activity was traced ({gpu_missing_reason(rs)})")
-    tl = rs.table("timeline")
-    if tl is None or tl.empty:
-        return NotAvailable(f"no timeline table ({rs.table_reason('timeline')})")
-    ws = int(tl["world_size"].max())
-    tl, ph, host = _timeline_tables(rs, ws)
-    has_host = host is not None and not host.empty
-    rows = _timeline_rows(tl, host)
-    ranks = sorted({r[0] for r in rows})
-    fig, ax = plt.subplots(figsize=(10, min(11.0, 1.4 + 0.32 * len(rows))))
-    ypos, gpu_band, host_band, y = _row_positions(rows, ranks)
-    tmax = float(tl["end_s"].max()) * 1e3
-    tmin = min(0.0, float(host["start_s"].min()) * 1e3) if has_host else 0.0
-    tmax = _draw_phase_shading(ax, tl, ph, ranks, gpu_band, host_band, tmax)
-    if has_host:
-        tmax = _draw_host_rows(ax, host, rows, ypos, tmin, tmax)
-    for (rank, stream), g in tl.groupby(["rank", "stream"], sort=False):
-        yy = ypos[(int(rank), ("gpu", int(stream)))]
-        for cat, gg in g.groupby("category"):
-            spans = list(zip(gg["start_s"] * 1e3, (gg["end_s"] - gg["start_s"]) * 1e3))
-            ax.broken_barh(spans, (yy - 0.38, 0.76), facecolors=COLORS.get(str(cat), "#888888"), linewidth=0, zorder=2)
-    ax.set_yticks([ypos[(r, k)] for r, k, _ in rows], [lab for _, _, lab in rows], fontsize=7 if len(rows) > 10 else 8)
-    ax.set_ylim(y - 0.4, -0.9)
-    ax.set_xlim(tmin, tmax * 1.01)
-    ax.set_xlabel(f"ms since the step's first GPU activity (world size {ws}, one measured step, each rank on its own clock)")
-    _timeline_legend(ax, bool(host_band))
-    ax.spines[["top", "right"]].set_visible(False)
-    return _png(
-        fig,
-        f"Timeline of one measured step at world size {ws}: per rank its host threads (phases, launch calls) "
-        "above its GPU streams, each phase shaded where the GPU ran its kernels",
-        ws=ws,
-        host_rows=bool(host_band),
-        axis_start_ms=tmin,
-        **step_facts(tl, host),
-    )
-
-
 # ---- Figure: overlap per step across ranks ---------------------------------------------------
 
 
@@ -459,41 +208,11 @@ def overlap(rs, bound: float | None = None) -> Figure | NotAvailable:
 # ---- Figure: throughput and efficiency ---------------------------------------------------------
 
 
-def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
-    sizes = [n for n in rs.world_sizes if (rs.entry(n).get("throughput") or {}).get("samples_per_s")]
-    if not sizes:
-        return NotAvailable("no throughput was measured (no untraced runs and no batch size for the traces)")
-    tp = rs.table("throughput")
-    base = (rs.entry(1).get("throughput") or {}).get("samples_per_s") if 1 in rs.world_sizes else None
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.3))
-    med = np.array([rs.entry(n)["throughput"]["samples_per_s"]["median"] for n in sizes])
-    if tp is not None and not tp.empty and "samples_per_s" in tp:
-        t = tp[tp["variant"] != "noddp"] if "variant" in tp else tp
-        a.scatter(t["world_size"], t["samples_per_s"], s=14, color="#9ca3af", label="each untraced run", zorder=3)
-    a.plot(sizes, med, marker="o", color=COLORS["compute"], label="median", zorder=4)
-    ideal = bool(base) and len(set([1, *sizes])) > 1  # a line needs two world sizes
-    if ideal:
-        xs = np.array(sorted(set([1, *sizes])))
-        a.plot(xs, xs * base["median"], ls="--", color="black", lw=1, label="ideal (N x world size 1)")
-    a.set_xscale("log", base=2)
-    a.set_xticks(sizes, [str(n) for n in sizes])
-    shared = [n for n in sizes if n > 1 and rs.shared_gpu(n)]
-    a.set_xlabel(
-        f"{rs.unit} (world size" + (", CPU" if rs.device == "cpu" else "") + ("; ranks share a GPU" if shared else "") + ")"
-    )
-    a.set_ylabel("samples / s")
-    a.legend(fontsize=8, frameon=False)
-    a.spines[["top", "right"]].set_visible(False)
-    a.set_title("Throughput", fontsize=10)
-    eff = [(n, rs.entry(n).get("efficiency")) for n in sizes]
-    eff = [(n, e) for n, e in eff if e is not None]
-    if len(eff) == 1 and eff[0][0] == 1:
-        eff = []
-        why = "only world size 1, the baseline, was measured"
-    else:
-        why = "no throughput at world size 1, the baseline"
+def _efficiency_panel(b, rs, eff: list, why: str, bound: float | None, not_evidence: str) -> tuple[bool, bool]:
+    """The throughput figure's right panel: the weak-scaling efficiency per world size with its spread
+    and, only where every rank had a GPU of its own, the claim's bound; else why there is none. Returns
+    whether error bars and the bound were drawn."""
     errbars = bound_drawn = False
-    not_evidence = "CPU ranks" if rs.device == "cpu" else ("ranks share a GPU" if shared else "")
     if eff:
         spread = [rs.entry(n).get("efficiency_spread") or {} for n, _ in eff]
         lo = [max(0.0, e - s["min"]) if s.get("min") is not None else 0.0 for (_, e), s in zip(eff, spread)]
@@ -532,6 +251,44 @@ def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
             color="#6b7280",
             transform=b.transAxes,
         )
+    return errbars, bound_drawn
+
+
+def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
+    sizes = [n for n in rs.world_sizes if (rs.entry(n).get("throughput") or {}).get("samples_per_s")]
+    if not sizes:
+        return NotAvailable("no throughput was measured (no untraced runs and no batch size for the traces)")
+    tp = rs.table("throughput")
+    base = (rs.entry(1).get("throughput") or {}).get("samples_per_s") if 1 in rs.world_sizes else None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.3))
+    med = np.array([rs.entry(n)["throughput"]["samples_per_s"]["median"] for n in sizes])
+    if tp is not None and not tp.empty and "samples_per_s" in tp:
+        t = tp[tp["variant"] != "noddp"] if "variant" in tp else tp
+        a.scatter(t["world_size"], t["samples_per_s"], s=14, color="#9ca3af", label="each untraced run", zorder=3)
+    a.plot(sizes, med, marker="o", color=COLORS["compute"], label="median", zorder=4)
+    ideal = bool(base) and len(set([1, *sizes])) > 1  # a line needs two world sizes
+    if ideal:
+        xs = np.array(sorted(set([1, *sizes])))
+        a.plot(xs, xs * base["median"], ls="--", color="black", lw=1, label="ideal (N x world size 1)")
+    a.set_xscale("log", base=2)
+    a.set_xticks(sizes, [str(n) for n in sizes])
+    shared = [n for n in sizes if n > 1 and rs.shared_gpu(n)]
+    a.set_xlabel(
+        f"{rs.unit} (world size" + (", CPU" if rs.device == "cpu" else "") + ("; ranks share a GPU" if shared else "") + ")"
+    )
+    a.set_ylabel("samples / s")
+    a.legend(fontsize=8, frameon=False)
+    a.spines[["top", "right"]].set_visible(False)
+    a.set_title("Throughput", fontsize=10)
+    eff = [(n, rs.entry(n).get("efficiency")) for n in sizes]
+    eff = [(n, e) for n, e in eff if e is not None]
+    if len(eff) == 1 and eff[0][0] == 1:
+        eff = []
+        why = "only world size 1, the baseline, was measured"
+    else:
+        why = "no throughput at world size 1, the baseline"
+    not_evidence = "CPU ranks" if rs.device == "cpu" else ("ranks share a GPU" if shared else "")
+    errbars, bound_drawn = _efficiency_panel(b, rs, eff, why, bound, not_evidence)
     b.spines[["top", "right"]].set_visible(False)
     return _png(
         fig,

@@ -182,9 +182,8 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
         _md(
             "## Appendix C: cross-tracer agreement\n\nWhere one configuration was traced by two tools "
             "(Score-P and torch.profiler), the same analysis of both traces, per-step medians side by "
-            "side. Figures that agree do not depend on the tool. Below each table: the rows that differ, "
-            "and the completeness line of each tool, which explains a difference only where a tool did not "
-            "record a kind of activity."
+            "side. Figures that agree do not depend on the tool. Below each table: the rows that differ, and "
+            "each tool's completeness line (it explains only a kind of activity a tool did not record)."
         )
     )
     cells.append(

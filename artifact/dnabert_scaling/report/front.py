@@ -9,6 +9,7 @@ import functools
 from importlib import resources
 from typing import Any
 
+from dnabert_scaling.checker import INVALID
 from dnabert_scaling.report.html import markup
 from dnabert_scaling.report.results import (
     Report,
@@ -106,14 +107,17 @@ def title_html(report: Report) -> str:
 
 
 def headline(rs: ResultSet) -> str:
-    """One sentence with the key numbers at the largest world size with GPU metrics."""
+    """One sentence with the key numbers at the largest world size with GPU metrics; where the ranks
+    of that world size shared a GPU, no numbers: what ran there and the checker's INVALID."""
     sizes = [n for n in rs.world_sizes if rs.gpu(n) and n > 1]
     if not sizes:
         return ""
     n = max(sizes)
+    if rs.shared_gpu(n):
+        return _shared_headline(rs, n)
     g = rs.gpu(n)
     bits = [
-        f"at {n} GPUs the AllReduce kernels take {ms(g.get('allreduce_kernel_s'))} ms per step against "
+        f"at {rs.ranks(n)} the AllReduce kernels take {ms(g.get('allreduce_kernel_s'))} ms per step against "
         f"{ms(g.get('backward_gpu_s'))} ms of backward GPU time (ratio {fmt(median(g.get('allreduce_to_backward')))})"
     ]
     if median(g.get("overlap_ratio")) is not None:
@@ -124,6 +128,23 @@ def headline(rs: ResultSet) -> str:
     if eff is not None:
         bits.append(f"weak-scaling efficiency {eff:.2f}")
     return "; ".join(bits) + "."
+
+
+def _shared_headline(rs: ResultSet, n: int) -> str:
+    """The headline of a set whose largest world size ran on a shared GPU: what ran, and that its
+    timings are no finding (the claims the checker marks INVALID for it, from verdicts.json)."""
+    invalid = [
+        str(c.get("id"))
+        for c in (rs.verdicts or {}).get("claims") or []
+        if c.get("verdict") == INVALID and any(ch.get("code") == "shared_gpu" for ch in c.get("checks") or [])
+    ]
+    text = (
+        f"at its largest world size this set ran {rs.ranks(n)}: the timings there are those of ranks time-slicing "
+        "one GPU, not scaling evidence, and this report draws no finding from their magnitudes"
+    )
+    if invalid:
+        text += f" (the checker marks {', '.join(invalid)} INVALID: shared GPU)"
+    return text + "."
 
 
 def fallback_items(rs: ResultSet) -> list[str]:

@@ -1,0 +1,49 @@
+"""The report's text says no more than its data: a set whose ranks shared one GPU is never
+headlined with its magnitudes, world sizes are named by what ran (GPUs, ranks on a shared GPU,
+CPU ranks), footnotes agree with the checker, and a forecast is not drawn as a verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dnabert_scaling import checker
+from dnabert_scaling.report import front, results
+from reportfixtures import gpu_results
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIMS_FILE = ROOT / "expected" / "claims.toml"
+
+
+def rehearsal_metrics(sizes=(1, 2, 4, 8)) -> dict:
+    """A GPU sweep whose ranks all ran on one GPU (a rehearsal), placement as analyze records it."""
+    m, _ = gpu_results(sizes, tracer="torch")
+    for ws in sizes:
+        m["world_sizes"][str(ws)]["traced"]["placement"] = {
+            "ranks": ws,
+            "hosts": 1,
+            "gpus": 1,
+            "ranks_per_gpu": ws,
+            "shared_gpu": ws > 1,
+            "identity": "uuid",
+            "transports": ["NET/Socket"] if ws > 1 else [],
+            "rehearsal": True,
+        }
+    return m
+
+
+def result_set(metrics: dict, tmp_path: Path, index: int = 0) -> results.ResultSet:
+    verdicts = checker.evaluate(metrics, checker.load_claims(CLAIMS_FILE))
+    return results.ResultSet(index, tmp_path, f"set {index}", "gpu", metrics, verdicts, "test")
+
+
+def test_a_shared_gpu_set_is_not_headlined_with_its_magnitudes(tmp_path):
+    rs = result_set(rehearsal_metrics(), tmp_path)
+    text = front.headline(rs)
+    assert "8 ranks on 1 shared GPU" in text and "time-slicing one GPU" in text and "not scaling evidence" in text
+    invalid = [c["id"] for c in rs.verdicts["claims"] if c["verdict"] == checker.INVALID]
+    assert invalid and f"{', '.join(invalid)} INVALID" in text
+    assert "8 GPUs" not in text and " ms per step" not in text and "runs under compute" not in text
+    assert "of the step" not in text and "efficiency" not in text
+    # one GPU per rank: the magnitudes are the headline
+    gpu = result_set(gpu_results((1, 4, 8))[0], tmp_path)
+    assert front.headline(gpu).startswith("at 8 GPUs the AllReduce kernels take ")

@@ -47,3 +47,14 @@ def test_a_shared_gpu_set_is_not_headlined_with_its_magnitudes(tmp_path):
     # one GPU per rank: the magnitudes are the headline
     gpu = result_set(gpu_results((1, 4, 8))[0], tmp_path)
     assert front.headline(gpu).startswith("at 8 GPUs the AllReduce kernels take ")
+
+
+def test_footnotes_count_what_the_set_ran_not_world_sizes_as_gpus(tmp_path):
+    from dnabert_scaling.report.summary import not_run_reason
+
+    rs = result_set(rehearsal_metrics((1, 2, 4)), tmp_path)
+    notes = {not_run_reason(ch, rs) for c in rs.verdicts["claims"] for ch in c["checks"] if ch["code"] == "not_measured"}
+    assert notes == {
+        "world size 8 was not measured (measured: 1, 2, 4); this set has "
+        "1 rank on 1 GPU (rehearsal), 2 ranks on 1 shared GPU, 4 ranks on 1 shared GPU"
+    }

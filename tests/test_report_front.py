@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dnabert_scaling import checker
 from dnabert_scaling.report import front, results
-from reportfixtures import gpu_results
+from reportfixtures import cpu_results, gpu_results
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS_FILE = ROOT / "expected" / "claims.toml"
@@ -58,3 +58,41 @@ def test_footnotes_count_what_the_set_ran_not_world_sizes_as_gpus(tmp_path):
         "world size 8 was not measured (measured: 1, 2, 4); this set has "
         "1 rank on 1 GPU (rehearsal), 2 ranks on 1 shared GPU, 4 ranks on 1 shared GPU"
     }
+
+
+def _with_noddp(metrics: dict, runs: int) -> dict:
+    """The untraced runs without the DDP wrapper, as analyze records them (``runs`` of each mode)."""
+    for key, e in metrics["world_sizes"].items():
+        t = e["throughput"]
+        t["runs"] = t["runs"][:runs]
+        t["samples_per_s"] = dict(t["samples_per_s"], n=runs)
+        if key == "1":
+            sps = t["samples_per_s"]["median"] * 1.01
+            e["throughput_noddp"] = {
+                "runs": [f"{r}-noddp" for r in t["runs"]],
+                "samples_per_s": {"median": sps, "p10": sps, "p90": sps, "min": sps, "max": sps, "n": runs},
+            }
+        else:
+            e["efficiency_vs_noddp"] = 0.77
+    return metrics
+
+
+def test_the_cpu_smoke_set_is_said_in_cpu_ranks(tmp_path):
+    from dnabert_scaling.report import metric_tables
+
+    rs = result_set(_with_noddp(cpu_results((1, 2))[0], 2), tmp_path)
+    notes = " ".join(metric_tables._partition_notes(rs))
+    assert "Efficiency against the 1 CPU rank run without the DDP wrapper: 2 CPU ranks 0.77." in notes
+    assert "GPU run" not in notes and "2 GPUs" not in notes
+    (ddp,) = [str(i) for i in front.fallback_items(rs) if "DDP wrapper" in str(i)]
+    assert "<b>DDP wrapper at 1 CPU rank</b>" in ddp and "as their 1 CPU rank baseline" in ddp and "GPU" not in ddp
+
+
+def test_the_ddp_wrapper_cost_says_how_many_runs_it_rests_on(tmp_path):
+    def ddp_item(runs):
+        rs = result_set(_with_noddp(gpu_results((1, 4))[0], runs), tmp_path)
+        return next(str(i) for i in front.fallback_items(rs) if "DDP wrapper" in str(i))
+
+    one = ddp_item(1)
+    assert "<b>DDP wrapper at 1 GPU</b>" in one and "one untraced run each" in one and "medians" not in one
+    assert "medians of 3 untraced runs each" in ddp_item(3)

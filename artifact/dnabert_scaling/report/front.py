@@ -318,14 +318,33 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
     if ddp and plain:
         out.append(
             markup(
-                "<b>DDP wrapper at one GPU</b>: {} of throughput ({} samples/s with the wrapper, {} without; medians "
-                "of the untraced repeats). Efficiencies below use the run with the wrapper as their 1-GPU baseline.",
+                "<b>DDP wrapper at {}</b>: {} of throughput ({} samples/s with the wrapper, {} without; {}). "
+                "Efficiencies below use the run with the wrapper as their {} baseline.",
+                rs.ranks(1),
                 f"{1 - ddp / plain:.0%}",
                 fmt(ddp),
                 fmt(plain),
+                _runs_text(one.get("throughput") or {}, one.get("throughput_noddp") or {}),
+                rs.ranks(1),
             )
         )
     return out  # CPU threads per rank: a deviation recorded by train, listed with the others
+
+
+def _runs_text(with_ddp: dict, without: dict) -> str:
+    """How many untraced runs each throughput rests on: "one run each", "medians of 3 untraced runs
+    each", "medians of 3 untraced runs with the wrapper and 2 without"."""
+
+    def runs(t: dict) -> int:
+        n = (t.get("samples_per_s") or {}).get("n")
+        return n if isinstance(n, int) else len(t.get("runs") or [])
+
+    a, b = runs(with_ddp), runs(without)
+    if a == b == 1:
+        return "one untraced run each, no repeat"
+    if a == b:
+        return f"medians of {a} untraced runs each"
+    return f"medians of {a} untraced run{'s' if a != 1 else ''} with the wrapper and {b} without"
 
 
 def abstract_html(report: Report) -> str:

@@ -96,3 +96,34 @@ def test_the_ddp_wrapper_cost_says_how_many_runs_it_rests_on(tmp_path):
     one = ddp_item(1)
     assert "<b>DDP wrapper at 1 GPU</b>" in one and "one untraced run each" in one and "medians" not in one
     assert "medians of 3 untraced runs each" in ddp_item(3)
+
+
+def test_the_abstract_counts_the_verdicts_and_says_what_ran(tmp_path):
+    sets = [
+        result_set(rehearsal_metrics(), tmp_path, 0),
+        result_set(gpu_results((1,))[0], tmp_path, 1),
+        result_set(cpu_results((1, 2))[0], tmp_path, 2),
+    ]
+    counts = {
+        v: sum(c["verdict"] == v for rs in sets for c in rs.verdicts["claims"])
+        for v in (checker.PASS, checker.FAIL, checker.NOT_RUN, checker.INVALID)
+    }
+    text = front.abstract_html(results.Report(sets, {}))
+    want = f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['NOT RUN']} NOT RUN and {counts['INVALID']} INVALID"
+    assert want in text and counts["INVALID"] > 0
+    assert "re-derives those findings" not in text
+    assert "No set ran more than one rank with a GPU of its own" in text
+    # a set with one GPU per rank at 4 and 8: said, and the sentence above is not
+    real = front.abstract_html(results.Report([*sets, result_set(gpu_results((1, 4, 8))[0], tmp_path, 3)], {}))
+    assert "No set ran more than one rank" not in real and "one GPU per rank reach world size 8" in real
+
+
+def test_the_smoke_set_says_what_it_shows_not_that_it_proves_the_pipeline(tmp_path):
+    rs = result_set(cpu_results((1, 2))[0], tmp_path)
+    first = str(front.fallback_items(rs)[0])
+    assert "proves" not in first and "GPU analysis did not run" in first
+    n = len(rs.verdicts["claims"])
+    assert f"0 PASS, 0 FAIL, {n} NOT RUN and 0 INVALID" in first
+    rs.verdicts["claims"][0]["verdict"] = "<script>alert(1)</script>"  # a verdict word from the file: escaped
+    text = front.abstract_html(results.Report([rs], {}))
+    assert "&lt;script&gt;" in text and "<script>" not in text

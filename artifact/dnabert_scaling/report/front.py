@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections import Counter
 from importlib import resources
 from typing import Any
 
-from dnabert_scaling.checker import INVALID
+from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
 from dnabert_scaling.report.html import markup
 from dnabert_scaling.report.results import (
     Report,
     ResultSet,
+    esc,
     fmt,
     median,
     ms,
@@ -169,8 +171,10 @@ def _device_items(rs: ResultSet) -> list[str]:
         return []
     return [
         markup(
-            "<b>No GPU: CPU smoke run</b> (gloo instead of NCCL). It proves the pipeline end to end; "
-            "it cannot measure GPU time, so every GPU claim is NOT RUN."
+            "<b>No GPU: CPU smoke run</b> (gloo instead of NCCL). It shows that the runs, their CPU traces, the "
+            "throughput arithmetic, the checker and this report complete on this machine; the GPU analysis did not "
+            "run (no GPU activity in the traces), so it measures no GPU time. Its claim verdicts: {}.",
+            verdict_counts([rs]),
         )
     ]
 
@@ -347,18 +351,42 @@ def _runs_text(with_ddp: dict, without: dict) -> str:
     return f"medians of {a} untraced run{'s' if a != 1 else ''} with the wrapper and {b} without"
 
 
+def verdict_counts(sets: list[ResultSet]) -> str:
+    """The claim verdicts of ``sets`` counted from their verdicts.json: "9 PASS, 0 FAIL, 45 NOT RUN
+    and 6 INVALID", with the sets not checked said."""
+    counts = Counter(str(c.get("verdict")) for rs in sets for c in (rs.verdicts or {}).get("claims") or [])
+    order = [PASS, FAIL, NOT_RUN, INVALID, *sorted(set(counts) - {PASS, FAIL, NOT_RUN, INVALID})]
+    parts = [f"{counts[v]} {v}" for v in order]
+    text = ", ".join(parts[:-1]) + f" and {parts[-1]}"
+    unchecked = sum(rs.verdicts is None for rs in sets)
+    return text + (f" ({unchecked} set{'s' if unchecked != 1 else ''} not checked)" if unchecked else "")
+
+
+def _one_gpu_per_rank_text(sets: list[ResultSet]) -> str:
+    """Whether any set ran more than one rank, each on a GPU of its own: said from the placements."""
+    multi = [n for rs in sets for n in rs.world_sizes if n > 1 and rs.device == "cuda" and not rs.shared_gpu(n)]
+    if multi:
+        return f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}."
+    return (
+        " No set ran more than one rank with a GPU of its own: every multi-rank run here shared one GPU or ran on CPU, "
+        "so none of them measures multi-GPU scaling."
+    )
+
+
 def abstract_html(report: Report) -> str:
     """The study's findings, once; what this report found is the table above it (``summary``) and,
-    per set, the key numbers at the head of its section."""
+    per set, the key numbers at the head of its section. What the sets' verdicts say is counted
+    from them, so the abstract claims no more than the verdicts."""
+    n = len(report.sets)
     return (
         '<div class="ds-abstract"><h2>Abstract</h2><p>The study traced every rank of DNABERT-2 fine-tuning under '
         "PyTorch DDP on 1, 4 and 8 GPUs and found that (1) a single GPU runs no NCCL kernels, while from two GPUs the "
         "AllReduce kernel appears on its own stream and grows into the dominant GPU activity; (2) at 8 GPUs it is the "
         "largest single GPU activity, on par with the whole backward pass; (3) yet it is largely hidden behind backward "
-        "compute, so throughput scales near-linearly. This report re-derives those findings from traces and checks "
-        "each against explicit bounds (<code class='ds'>expected/claims.toml</code>): the table above gives every "
-        f"verdict of the {len(report.sets)} result set{'s' if len(report.sets) != 1 else ''}, the sections below "
-        "the detail.</p></div>"
+        "compute, so throughput scales near-linearly. This report checks each finding against explicit bounds "
+        "(<code class='ds'>expected/claims.toml</code>) on the traces it was given: the table above gives every "
+        f"verdict of the {n} result set{'s' if n != 1 else ''}, the sections below the detail. Their claim verdicts "
+        f"(one per claim and set): {esc(verdict_counts(report.sets))}.{_one_gpu_per_rank_text(report.sets)}</p></div>"
     )
 
 

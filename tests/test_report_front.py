@@ -127,3 +127,17 @@ def test_the_smoke_set_says_what_it_shows_not_that_it_proves_the_pipeline(tmp_pa
     rs.verdicts["claims"][0]["verdict"] = "<script>alert(1)</script>"  # a verdict word from the file: escaped
     text = front.abstract_html(results.Report([rs], {}))
     assert "&lt;script&gt;" in text and "<script>" not in text
+
+
+def test_a_forecast_beside_a_shared_gpu_world_size_is_not_said_unmeasured(tmp_path):
+    import json
+
+    from dnabert_scaling.report import predictions
+
+    pred = json.loads((ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json").read_text())
+    rs = result_set(rehearsal_metrics((1, 2, 4)), tmp_path)
+    rows = predictions.predicted_rows(rs, pred, checker.load_claims(CLAIMS_FILE), [1, 4, 8])
+    said = {(r["world_size"], r["measured_text"]) for c in rows for r in c["checks"] if r.get("band")}
+    assert (4, "measured on a shared GPU (4 ranks on 1 shared GPU: INVALID), not compared") in said
+    assert (8, "not measured") in said
+    assert not [t for n, t in said if n == 4 and t == "not measured"]

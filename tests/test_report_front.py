@@ -141,3 +141,22 @@ def test_a_forecast_beside_a_shared_gpu_world_size_is_not_said_unmeasured(tmp_pa
     assert (4, "measured on a shared GPU (4 ranks on 1 shared GPU: INVALID), not compared") in said
     assert (8, "not measured") in said
     assert not [t for n, t in said if n == 4 and t == "not measured"]
+
+
+def test_a_forecast_is_drawn_outlined_and_named_not_as_a_verdict(tmp_path):
+    import re
+    import shutil
+
+    from dnabert_scaling.report import summary
+
+    shutil.copy(ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json", tmp_path)
+    rs = result_set(gpu_results((1,))[0], tmp_path)
+    html = str(summary.summary_html(results.Report([rs], {"claims": str(CLAIMS_FILE)}), [1, 4, 8]))
+    cells = re.findall(r'<div class="ds-pred"[^>]*>(.*?)</div>', html, re.S)
+    assert cells, "the set's forecasts are on the first screen"
+    for cell in cells:
+        assert cell.startswith("forecast ") and "pred." not in cell
+        (cls,) = re.findall(r'<span class="([^"]+)">', cell)[:1]
+        assert "ds-forecast" in cls.split() and not {"ds-pass", "ds-fail", "ds-notrun", "ds-invalid"} & set(cls.split())
+    # measured verdicts keep the filled badges
+    assert 'class="ds-badge ds-pass"' in html

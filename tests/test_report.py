@@ -367,20 +367,31 @@ def _result_set(metrics, tmp_path) -> content.ResultSet:
     return content.ResultSet(0, tmp_path, "test", "gpu", metrics, checker.evaluate(metrics, claims), "test")
 
 
-def test_not_run_reasons_come_from_the_codes_not_the_sentences(tmp_path):
+def test_not_run_reasons_quote_the_checker_and_name_what_ran(tmp_path):
     from dnabert_scaling.report.summary import not_run_reason
 
     def reasons(rs):
         return {not_run_reason(ch, rs) for c in rs.verdicts["claims"] for ch in c["checks"] if ch["verdict"] == checker.NOT_RUN}
 
     one = _result_set(gpu_results((1,))[0], tmp_path)
-    assert {"needs >= 2 GPUs; this set has 1", "needs 8 GPUs; this set has 1", "needs 4 GPUs; this set has 1"} <= reasons(one)
+    assert {
+        "no measured world size is >= 2 (measured: 1); this set has 1 GPU",
+        "world size 8 was not measured (measured: 1); this set has 1 GPU",
+        "needs 2 world sizes (every measured world size >= 2) with data to judge a trend, has 0 (none); this set has 1 GPU",
+    } <= reasons(one)
     two = _result_set(gpu_results((1, 2))[0], tmp_path)
-    assert "a trend needs 2 multi-GPU world sizes; this set has 1" in reasons(two)
-    for c in two.verdicts["claims"]:  # the sentence changes, the code stays: the report follows the code
+    trend = "needs 2 world sizes (every measured world size >= 2) with data to judge a trend, has 1 (2); this set has 1, 2 GPUs"
+    assert trend in reasons(two)
+    # the CPU smoke set: CPU ranks, and the checker's count of multi-GPU world sizes (none), not 1
+    cpu = _result_set(cpu_results((1, 2))[0], tmp_path)
+    assert "world size 8 was not measured (measured: 1, 2); this set has 1 CPU rank, 2 CPU ranks" in reasons(cpu)
+    has = [r.split("; this set has ")[1] for r in reasons(cpu) if "; this set has " in r]
+    assert has and not [h for h in has if "GPU" in h]
+    assert not [r for r in reasons(cpu) if "has 1 (" in r]
+    for c in two.verdicts["claims"]:  # without the checker's sentence: made from the code and its fields
         for ch in c["checks"]:
-            ch["reason"] = "reworded"
-    assert "a trend needs 2 multi-GPU world sizes; this set has 1" in reasons(two) and "reworded" not in reasons(two)
+            ch["reason"] = ""
+    assert "a trend needs 2 world sizes with data, has 1; this set has 1, 2 GPUs" in reasons(two)
     html = content.claims_html(two)
     (ind,) = next(c for c in two.verdicts["claims"] if c["id"] == "C4")["indicative"]
     assert "Indicative only" in html and content.esc(ind["why"]) in html

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import functools
+from collections import Counter
 from importlib import resources
 from typing import Any
 
+from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
 from dnabert_scaling.report.html import markup
 from dnabert_scaling.report.results import (
     Report,
     ResultSet,
+    esc,
     fmt,
     median,
     ms,
@@ -106,14 +109,17 @@ def title_html(report: Report) -> str:
 
 
 def headline(rs: ResultSet) -> str:
-    """One sentence with the key numbers at the largest world size with GPU metrics."""
+    """One sentence with the key numbers at the largest world size with GPU metrics; where the ranks
+    of that world size shared a GPU, no numbers: what ran there and the checker's INVALID."""
     sizes = [n for n in rs.world_sizes if rs.gpu(n) and n > 1]
     if not sizes:
         return ""
     n = max(sizes)
+    if rs.shared_gpu(n):
+        return _shared_headline(rs, n)
     g = rs.gpu(n)
     bits = [
-        f"at {n} GPUs the AllReduce kernels take {ms(g.get('allreduce_kernel_s'))} ms per step against "
+        f"at {rs.ranks(n)} the AllReduce kernels take {ms(g.get('allreduce_kernel_s'))} ms per step against "
         f"{ms(g.get('backward_gpu_s'))} ms of backward GPU time (ratio {fmt(median(g.get('allreduce_to_backward')))})"
     ]
     if median(g.get("overlap_ratio")) is not None:
@@ -124,6 +130,23 @@ def headline(rs: ResultSet) -> str:
     if eff is not None:
         bits.append(f"weak-scaling efficiency {eff:.2f}")
     return "; ".join(bits) + "."
+
+
+def _shared_headline(rs: ResultSet, n: int) -> str:
+    """The headline of a set whose largest world size ran on a shared GPU: what ran, and that its
+    timings are no finding (the claims the checker marks INVALID for it, from verdicts.json)."""
+    invalid = [
+        str(c.get("id"))
+        for c in (rs.verdicts or {}).get("claims") or []
+        if c.get("verdict") == INVALID and any(ch.get("code") == "shared_gpu" for ch in c.get("checks") or [])
+    ]
+    text = (
+        f"at its largest world size this set ran {rs.ranks(n)}: the timings there are those of ranks time-slicing "
+        "one GPU, not scaling evidence, and this report draws no finding from their magnitudes"
+    )
+    if invalid:
+        text += f" (the checker marks {', '.join(invalid)} INVALID: shared GPU)"
+    return text + "."
 
 
 def fallback_items(rs: ResultSet) -> list[str]:
@@ -148,8 +171,10 @@ def _device_items(rs: ResultSet) -> list[str]:
         return []
     return [
         markup(
-            "<b>No GPU: CPU smoke run</b> (gloo instead of NCCL). It proves the pipeline end to end; "
-            "it cannot measure GPU time, so every GPU claim is NOT RUN."
+            "<b>No GPU: CPU smoke run</b> (gloo instead of NCCL). It shows that the runs, their CPU traces, the "
+            "throughput arithmetic, the checker and this report complete on this machine; the GPU analysis did not "
+            "run (no GPU activity in the traces), so it measures no GPU time. Its claim verdicts: {}.",
+            verdict_counts([rs]),
         )
     ]
 
@@ -297,28 +322,71 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
     if ddp and plain:
         out.append(
             markup(
-                "<b>DDP wrapper at one GPU</b>: {} of throughput ({} samples/s with the wrapper, {} without; medians "
-                "of the untraced repeats). Efficiencies below use the run with the wrapper as their 1-GPU baseline.",
+                "<b>DDP wrapper at {}</b>: {} of throughput ({} samples/s with the wrapper, {} without; {}). "
+                "Efficiencies below use the run with the wrapper as their {} baseline.",
+                rs.ranks(1),
                 f"{1 - ddp / plain:.0%}",
                 fmt(ddp),
                 fmt(plain),
+                _runs_text(one.get("throughput") or {}, one.get("throughput_noddp") or {}),
+                rs.ranks(1),
             )
         )
     return out  # CPU threads per rank: a deviation recorded by train, listed with the others
 
 
+def _runs_text(with_ddp: dict, without: dict) -> str:
+    """How many untraced runs each throughput rests on: "one run each", "medians of 3 untraced runs
+    each", "medians of 3 untraced runs with the wrapper and 2 without"."""
+
+    def runs(t: dict) -> int:
+        n = (t.get("samples_per_s") or {}).get("n")
+        return n if isinstance(n, int) else len(t.get("runs") or [])
+
+    a, b = runs(with_ddp), runs(without)
+    if a == b == 1:
+        return "one untraced run each, no repeat"
+    if a == b:
+        return f"medians of {a} untraced runs each"
+    return f"medians of {a} untraced run{'s' if a != 1 else ''} with the wrapper and {b} without"
+
+
+def verdict_counts(sets: list[ResultSet]) -> str:
+    """The claim verdicts of ``sets`` counted from their verdicts.json: "9 PASS, 0 FAIL, 45 NOT RUN
+    and 6 INVALID", with the sets not checked said."""
+    counts = Counter(str(c.get("verdict")) for rs in sets for c in (rs.verdicts or {}).get("claims") or [])
+    order = [PASS, FAIL, NOT_RUN, INVALID, *sorted(set(counts) - {PASS, FAIL, NOT_RUN, INVALID})]
+    parts = [f"{counts[v]} {v}" for v in order]
+    text = ", ".join(parts[:-1]) + f" and {parts[-1]}"
+    unchecked = sum(rs.verdicts is None for rs in sets)
+    return text + (f" ({unchecked} set{'s' if unchecked != 1 else ''} not checked)" if unchecked else "")
+
+
+def _one_gpu_per_rank_text(sets: list[ResultSet]) -> str:
+    """Whether any set ran more than one rank, each on a GPU of its own: said from the placements."""
+    multi = [n for rs in sets for n in rs.world_sizes if n > 1 and rs.device == "cuda" and not rs.shared_gpu(n)]
+    if multi:
+        return f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}."
+    return (
+        " No set ran more than one rank with a GPU of its own: every multi-rank run here shared one GPU or ran on CPU, "
+        "so none of them measures multi-GPU scaling."
+    )
+
+
 def abstract_html(report: Report) -> str:
     """The study's findings, once; what this report found is the table above it (``summary``) and,
-    per set, the key numbers at the head of its section."""
+    per set, the key numbers at the head of its section. What the sets' verdicts say is counted
+    from them, so the abstract claims no more than the verdicts."""
+    n = len(report.sets)
     return (
         '<div class="ds-abstract"><h2>Abstract</h2><p>The study traced every rank of DNABERT-2 fine-tuning under '
         "PyTorch DDP on 1, 4 and 8 GPUs and found that (1) a single GPU runs no NCCL kernels, while from two GPUs the "
         "AllReduce kernel appears on its own stream and grows into the dominant GPU activity; (2) at 8 GPUs it is the "
         "largest single GPU activity, on par with the whole backward pass; (3) yet it is largely hidden behind backward "
-        "compute, so throughput scales near-linearly. This report re-derives those findings from traces and checks "
-        "each against explicit bounds (<code class='ds'>expected/claims.toml</code>): the table above gives every "
-        f"verdict of the {len(report.sets)} result set{'s' if len(report.sets) != 1 else ''}, the sections below "
-        "the detail.</p></div>"
+        "compute, so throughput scales near-linearly. This report checks each finding against explicit bounds "
+        "(<code class='ds'>expected/claims.toml</code>) on the traces it was given: the table above gives every "
+        f"verdict of the {n} result set{'s' if n != 1 else ''}, the sections below the detail. Their claim verdicts "
+        f"(one per claim and set): {esc(verdict_counts(report.sets))}.{_one_gpu_per_rank_text(report.sets)}</p></div>"
     )
 
 

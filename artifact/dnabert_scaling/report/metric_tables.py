@@ -59,8 +59,10 @@ def _partition_notes(rs: ResultSet) -> list[str]:
     for why, sizes in missing.items():
         notes.append(f"GPU metrics at world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))} not run: {why}")
     base = next((rs.entry(n).get("efficiency_baseline") for n in rs.world_sizes if rs.entry(n).get("efficiency_baseline")), None)
-    if base:
+    if base and rs.one_gpu_per_rank:
         notes.append(f"Efficiency baseline: {base}.")
+    elif base:  # analyze's sentence says 1-GPU whatever ran: named here by what ran
+        notes.append(f"Efficiency baseline: the world-size-1 run with the DDP wrapper ({rs.ranks(1)}).")
     noddp = {
         n: rs.entry(n).get("efficiency_vs_noddp")
         for n in rs.world_sizes
@@ -68,8 +70,8 @@ def _partition_notes(rs: ResultSet) -> list[str]:
     }
     if noddp:  # at one GPU the same ratio is the wrapper's own cost: said in the set-up differences
         notes.append(
-            "Efficiency against the 1-GPU run without the DDP wrapper: "
-            + ", ".join(f"{n} GPUs {v:.2f}" for n, v in noddp.items())
+            f"Efficiency against the {rs.ranks(1)} run without the DDP wrapper: "
+            + ", ".join(f"{rs.ranks(n)} {v:.2f}" for n, v in noddp.items())
             + "."
         )
     if rs.device == "cpu":

@@ -104,9 +104,19 @@ def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list
             band = r.get("band") or {}
             r["cls"] = VERDICT_CLASS.get(r["verdict"], "notrun")
             r["band_text"] = f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]" if band else "–"
-            r["measured_text"] = fmt(r.get("measured")) if "measured" in r else "not measured"
+            r["measured_text"] = fmt(r.get("measured")) if "measured" in r else _not_compared(rs, r.get("world_size"))
             r["error_text"] = f"{r['error']:+.3g}" if isinstance(r.get("error"), float) else "–"
     return rows
+
+
+def _not_compared(rs, ws) -> str:
+    """Why a forecast has no measured figure beside it: nothing ran at that world size, or it ran
+    with ranks sharing a GPU (the checker's INVALID: magnitudes not those of one GPU per rank)."""
+    if ws not in rs.world_sizes:
+        return "not measured"
+    if rs.shared_gpu(ws):
+        return f"measured on a shared GPU ({rs.ranks(ws)}: INVALID), not compared"
+    return "measured, no figure to compare"
 
 
 def claims_html(rs, pred: dict, claims: list | None = None, study_sizes: list[int] | None = None) -> str:

@@ -40,16 +40,32 @@ def _sizes(rs: ResultSet) -> str:
     return ", ".join(map(str, rs.world_sizes)) or "none"
 
 
+def ran(rs: ResultSet) -> str:
+    """What the set's world sizes ran on, in the set's unit: "1 GPU", "1, 4, 8 GPUs", "1 CPU rank,
+    2 CPU ranks", "1 rank on 1 GPU (rehearsal), 2 ranks on 1 shared GPU"."""
+    if not rs.world_sizes:
+        return "no measured world size"
+    if rs.one_gpu_per_rank:
+        return f"{_sizes(rs)} GPU{'s' if rs.world_sizes != [1] else ''}"
+    return ", ".join(rs.ranks(n) for n in rs.world_sizes)
+
+
 def not_run_reason(check: dict, rs: ResultSet) -> str:
-    """Why a check was not judged, in the hardware's terms, from its reason code and fields."""
+    """Why a check was not judged: the checker's own reason (its first clause, the rest being per
+    world size) where ``verdicts.json`` gives one, else one made from the reason code and fields;
+    then what the set ran, in its unit (GPUs only for one GPU per rank)."""
     code, ws = check.get("code"), check.get("world_size")
-    if code == "no_world_size":
-        return f"needs >= {check.get('at_least') or 2} GPUs; this set has {_sizes(rs)}"
-    if code == "not_measured":
-        return f"needs {ws} GPUs; this set has {_sizes(rs)}"
-    if code == "too_few_points":
-        need = (check.get("bounds") or {}).get("min_points") or 2
-        return f"a trend needs {need} multi-GPU world sizes; this set has {len([n for n in rs.world_sizes if n > 1])}"
+    made = {
+        "no_world_size": f"no measured world size is >= {check.get('at_least') or 2}",
+        "not_measured": f"world size {ws} was not measured",
+        "too_few_points": (
+            f"a trend needs {(check.get('bounds') or {}).get('min_points') or 2} world sizes with data, "
+            f"has {len([k for k in check.get('measured') or {} if str(k).isdigit()])}"
+        ),
+    }
+    if code in made:
+        said = str(check.get("reason") or "").split("; ")[0] or made[str(code)]
+        return f"{said}; this set has {ran(rs)}"
     if code == "wrong_device":
         return "ran on CPU (a smoke run: no GPU time to measure); the claim needs CUDA GPUs"
     if code == "sanity_failed":

@@ -1,0 +1,162 @@
+"""The report's text says no more than its data: a set whose ranks shared one GPU is never
+headlined with its magnitudes, world sizes are named by what ran (GPUs, ranks on a shared GPU,
+CPU ranks), footnotes agree with the checker, and a forecast is not drawn as a verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dnabert_scaling import checker
+from dnabert_scaling.report import front, results
+from reportfixtures import cpu_results, gpu_results
+
+ROOT = Path(__file__).resolve().parents[1]
+CLAIMS_FILE = ROOT / "expected" / "claims.toml"
+
+
+def rehearsal_metrics(sizes=(1, 2, 4, 8)) -> dict:
+    """A GPU sweep whose ranks all ran on one GPU (a rehearsal), placement as analyze records it."""
+    m, _ = gpu_results(sizes, tracer="torch")
+    for ws in sizes:
+        m["world_sizes"][str(ws)]["traced"]["placement"] = {
+            "ranks": ws,
+            "hosts": 1,
+            "gpus": 1,
+            "ranks_per_gpu": ws,
+            "shared_gpu": ws > 1,
+            "identity": "uuid",
+            "transports": ["NET/Socket"] if ws > 1 else [],
+            "rehearsal": True,
+        }
+    return m
+
+
+def result_set(metrics: dict, tmp_path: Path, index: int = 0) -> results.ResultSet:
+    verdicts = checker.evaluate(metrics, checker.load_claims(CLAIMS_FILE))
+    return results.ResultSet(index, tmp_path, f"set {index}", "gpu", metrics, verdicts, "test")
+
+
+def test_a_shared_gpu_set_is_not_headlined_with_its_magnitudes(tmp_path):
+    rs = result_set(rehearsal_metrics(), tmp_path)
+    text = front.headline(rs)
+    assert "8 ranks on 1 shared GPU" in text and "time-slicing one GPU" in text and "not scaling evidence" in text
+    invalid = [c["id"] for c in rs.verdicts["claims"] if c["verdict"] == checker.INVALID]
+    assert invalid and f"{', '.join(invalid)} INVALID" in text
+    assert "8 GPUs" not in text and " ms per step" not in text and "runs under compute" not in text
+    assert "of the step" not in text and "efficiency" not in text
+    # one GPU per rank: the magnitudes are the headline
+    gpu = result_set(gpu_results((1, 4, 8))[0], tmp_path)
+    assert front.headline(gpu).startswith("at 8 GPUs the AllReduce kernels take ")
+
+
+def test_footnotes_count_what_the_set_ran_not_world_sizes_as_gpus(tmp_path):
+    from dnabert_scaling.report.summary import not_run_reason
+
+    rs = result_set(rehearsal_metrics((1, 2, 4)), tmp_path)
+    notes = {not_run_reason(ch, rs) for c in rs.verdicts["claims"] for ch in c["checks"] if ch["code"] == "not_measured"}
+    assert notes == {
+        "world size 8 was not measured (measured: 1, 2, 4); this set has "
+        "1 rank on 1 GPU (rehearsal), 2 ranks on 1 shared GPU, 4 ranks on 1 shared GPU"
+    }
+
+
+def _with_noddp(metrics: dict, runs: int) -> dict:
+    """The untraced runs without the DDP wrapper, as analyze records them (``runs`` of each mode)."""
+    for key, e in metrics["world_sizes"].items():
+        t = e["throughput"]
+        t["runs"] = t["runs"][:runs]
+        t["samples_per_s"] = dict(t["samples_per_s"], n=runs)
+        if key == "1":
+            sps = t["samples_per_s"]["median"] * 1.01
+            e["throughput_noddp"] = {
+                "runs": [f"{r}-noddp" for r in t["runs"]],
+                "samples_per_s": {"median": sps, "p10": sps, "p90": sps, "min": sps, "max": sps, "n": runs},
+            }
+        else:
+            e["efficiency_vs_noddp"] = 0.77
+    return metrics
+
+
+def test_the_cpu_smoke_set_is_said_in_cpu_ranks(tmp_path):
+    from dnabert_scaling.report import metric_tables
+
+    rs = result_set(_with_noddp(cpu_results((1, 2))[0], 2), tmp_path)
+    notes = " ".join(metric_tables._partition_notes(rs))
+    assert "Efficiency against the 1 CPU rank run without the DDP wrapper: 2 CPU ranks 0.77." in notes
+    assert "GPU run" not in notes and "2 GPUs" not in notes
+    (ddp,) = [str(i) for i in front.fallback_items(rs) if "DDP wrapper" in str(i)]
+    assert "<b>DDP wrapper at 1 CPU rank</b>" in ddp and "as their 1 CPU rank baseline" in ddp and "GPU" not in ddp
+
+
+def test_the_ddp_wrapper_cost_says_how_many_runs_it_rests_on(tmp_path):
+    def ddp_item(runs):
+        rs = result_set(_with_noddp(gpu_results((1, 4))[0], runs), tmp_path)
+        return next(str(i) for i in front.fallback_items(rs) if "DDP wrapper" in str(i))
+
+    one = ddp_item(1)
+    assert "<b>DDP wrapper at 1 GPU</b>" in one and "one untraced run each" in one and "medians" not in one
+    assert "medians of 3 untraced runs each" in ddp_item(3)
+
+
+def test_the_abstract_counts_the_verdicts_and_says_what_ran(tmp_path):
+    sets = [
+        result_set(rehearsal_metrics(), tmp_path, 0),
+        result_set(gpu_results((1,))[0], tmp_path, 1),
+        result_set(cpu_results((1, 2))[0], tmp_path, 2),
+    ]
+    counts = {
+        v: sum(c["verdict"] == v for rs in sets for c in rs.verdicts["claims"])
+        for v in (checker.PASS, checker.FAIL, checker.NOT_RUN, checker.INVALID)
+    }
+    text = front.abstract_html(results.Report(sets, {}))
+    want = f"{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['NOT RUN']} NOT RUN and {counts['INVALID']} INVALID"
+    assert want in text and counts["INVALID"] > 0
+    assert "re-derives those findings" not in text
+    assert "No set ran more than one rank with a GPU of its own" in text
+    # a set with one GPU per rank at 4 and 8: said, and the sentence above is not
+    real = front.abstract_html(results.Report([*sets, result_set(gpu_results((1, 4, 8))[0], tmp_path, 3)], {}))
+    assert "No set ran more than one rank" not in real and "one GPU per rank reach world size 8" in real
+
+
+def test_the_smoke_set_says_what_it_shows_not_that_it_proves_the_pipeline(tmp_path):
+    rs = result_set(cpu_results((1, 2))[0], tmp_path)
+    first = str(front.fallback_items(rs)[0])
+    assert "proves" not in first and "GPU analysis did not run" in first
+    n = len(rs.verdicts["claims"])
+    assert f"0 PASS, 0 FAIL, {n} NOT RUN and 0 INVALID" in first
+    rs.verdicts["claims"][0]["verdict"] = "<script>alert(1)</script>"  # a verdict word from the file: escaped
+    text = front.abstract_html(results.Report([rs], {}))
+    assert "&lt;script&gt;" in text and "<script>" not in text
+
+
+def test_a_forecast_beside_a_shared_gpu_world_size_is_not_said_unmeasured(tmp_path):
+    import json
+
+    from dnabert_scaling.report import predictions
+
+    pred = json.loads((ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json").read_text())
+    rs = result_set(rehearsal_metrics((1, 2, 4)), tmp_path)
+    rows = predictions.predicted_rows(rs, pred, checker.load_claims(CLAIMS_FILE), [1, 4, 8])
+    said = {(r["world_size"], r["measured_text"]) for c in rows for r in c["checks"] if r.get("band")}
+    assert (4, "measured on a shared GPU (4 ranks on 1 shared GPU: INVALID), not compared") in said
+    assert (8, "not measured") in said
+    assert not [t for n, t in said if n == 4 and t == "not measured"]
+
+
+def test_a_forecast_is_drawn_outlined_and_named_not_as_a_verdict(tmp_path):
+    import re
+    import shutil
+
+    from dnabert_scaling.report import summary
+
+    shutil.copy(ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json", tmp_path)
+    rs = result_set(gpu_results((1,))[0], tmp_path)
+    html = str(summary.summary_html(results.Report([rs], {"claims": str(CLAIMS_FILE)}), [1, 4, 8]))
+    cells = re.findall(r'<div class="ds-pred"[^>]*>(.*?)</div>', html, re.S)
+    assert cells, "the set's forecasts are on the first screen"
+    for cell in cells:
+        assert cell.startswith("forecast ") and "pred." not in cell
+        (cls,) = re.findall(r'<span class="([^"]+)">', cell)[:1]
+        assert "ds-forecast" in cls.split() and not {"ds-pass", "ds-fail", "ds-notrun", "ds-invalid"} & set(cls.split())
+    # measured verdicts keep the filled badges
+    assert 'class="ds-badge ds-pass"' in html

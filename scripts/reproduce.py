@@ -11,7 +11,8 @@
   its own whose magnitudes the checker never judges (one GPU per rank), so a reviewer with one GPU
   sees the NCCL path work;
 - no GPU (the embedded default): a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2) that
-  proves the pipeline end to end. Its GPU metrics are NOT RUN, with the reason.
+  shows the runs, their traces, the checker and the report complete on this machine; the GPU
+  analysis has nothing to read there, so its metrics and claims are NOT RUN, with the reason.
 
 Either way it then analyses the reference traces shipped in ``expected/reference/`` (recorded on
 real GPUs), checks every result set against ``expected/claims.toml``, predicts the scaling from each

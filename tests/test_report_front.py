@@ -160,3 +160,20 @@ def test_a_forecast_is_drawn_outlined_and_named_not_as_a_verdict(tmp_path):
         assert "ds-forecast" in cls.split() and not {"ds-pass", "ds-fail", "ds-notrun", "ds-invalid"} & set(cls.split())
     # measured verdicts keep the filled badges
     assert 'class="ds-badge ds-pass"' in html
+
+
+def test_the_partition_table_names_what_it_did_not_measure():
+    """A Score-P set (Score-P 8.4 records no device-to-device copy and no memset): the table's note says
+    its exposed-copy figure counts only the copies recorded; a one-GPU set has no AllReduce, said in
+    words rather than a ratio of 0; the placement row counts one rank in the singular."""
+    from dnabert_scaling.report.metric_tables import _kinds_not_recorded, _partition_notes, _gpu_cell
+    from dnabert_scaling.report.results import load_set
+    from dnabert_scaling.report.summary import placements
+
+    shipped = ROOT / "expected" / "reference-results"
+    scorep, torch = load_set(0, shipped / "h200-scorep-b8"), load_set(1, shipped / "h200-scorep-b8-torch")
+    assert _kinds_not_recorded(scorep) == ["memset", "memcpy DtoD"] and _kinds_not_recorded(torch) == []
+    assert any(n.startswith("The tracer recorded no memset and no memcpy DtoD activity") for n in _partition_notes(scorep))
+    assert not any("recorded no" in n for n in _partition_notes(torch))
+    assert _gpu_cell(scorep.gpu(1), "allreduce_to_backward", "x")["text"] == "no AllReduce"
+    assert placements(scorep)[0].startswith("1: 1 rank on 1 GPU")

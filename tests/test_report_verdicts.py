@@ -62,7 +62,7 @@ def test_the_report_reads_verdicts_and_never_evaluates(tmp_path, monkeypatch):
 
     monkeypatch.setattr(checker, "evaluate", no_evaluation)
     rs = results.load_set(0, folder)
-    assert rs.verdicts is None and rs.verdicts_source.startswith("no verdicts.json: run `dnabert-scaling check`")
+    assert rs.verdicts is None and rs.verdicts_source.startswith("no verdicts.json: run dnabert-scaling check on this folder")
     monkeypatch.undo()
 
     _checked(folder)

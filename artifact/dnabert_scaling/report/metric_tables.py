@@ -32,6 +32,8 @@ def _gpu_cell(g: dict | None, key: str, unit: str) -> dict:
         return _cell("–" if median(st) is None else f"{median(st):.1%}")
     if unit == "n":
         return _cell("–" if median(st) is None else f"{median(st):.0f}")
+    if key == "allreduce_to_backward" and not median(g.get("allreduce_kernel_s")):
+        return _cell("no AllReduce")
     return _cell(fmt(median(st)))
 
 
@@ -74,12 +76,31 @@ def _partition_notes(rs: ResultSet) -> list[str]:
             + ", ".join(f"{rs.ranks(n)} {v:.2f}" for n, v in noddp.items())
             + "."
         )
+    unrecorded = _kinds_not_recorded(rs)
+    if unrecorded:
+        notes.append(
+            f"The tracer recorded no {' and no '.join(unrecorded)} activity (the completeness line, Appendix B): "
+            "the exposed memcpy column counts only the copies it recorded, so it is no measurement of the others."
+        )
     if rs.device == "cpu":
         notes.append(
             "CPU smoke run: samples/s of a tiny model on gloo ranks sharing this machine's cores. It shows "
             "that throughput and efficiency are computed end to end; it is not a scaling measurement."
         )
     return notes
+
+
+def _kinds_not_recorded(rs: ResultSet) -> list[str]:
+    """The kinds of GPU call a traced run's tracer left without activity records (``completeness``, per
+    rank: ``kinds_not_recorded``, e.g. Score-P 8.4's device-to-device copies and memsets), over every
+    world size and rank, in the order first met."""
+    kinds: dict[str, None] = {}
+    for n in rs.world_sizes:
+        per_rank = (rs.traced(n).get("completeness") or {}).get("per_rank") or {}
+        for r in per_rank.values() if isinstance(per_rank, dict) else []:
+            for k in (r.get("kinds_not_recorded") or []) if isinstance(r, dict) else []:
+                kinds[str(k)] = None
+    return list(kinds)
 
 
 PARTITION_NOTE = (

@@ -59,8 +59,8 @@ def _why_none(rs) -> str:
     if not rs.traced(1):
         return "none can be made: the world-size-1 run of this set was not traced"
     return (
-        "no predictions.json in this results folder (run `dnabert-scaling predict "
-        f"{rs.path.name}`; it needs a world-size-1 trace with ds:bucket ranges and says why when it cannot)"
+        "no predictions.json in this results folder (run dnabert-scaling predict "
+        f"{rs.path.name}; it needs a world-size-1 trace with ds:bucket ranges and says why when it cannot)"
     )
 
 

@@ -288,7 +288,7 @@ def load_set(index: int, path: str | Path, label: str | None = None, claims: str
     source = (
         "verdicts.json (written by dnabert-scaling check)"
         if verdicts is not None
-        else f"{why}: run `dnabert-scaling check` on this folder (the report command does so before the notebook runs)"
+        else f"{why}: run dnabert-scaling check on this folder (the report command does so before the notebook runs)"
     )
     return ResultSet(index, path, label or default_label(metrics, path), _kind(metrics, path), metrics, verdicts, source)
 

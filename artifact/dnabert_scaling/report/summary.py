@@ -139,7 +139,7 @@ def placements(rs: ResultSet) -> list[str]:
 
 def _placement_text(ws: int, p: dict) -> str:
     """e.g. "4: 4 ranks on 2 GPUs of 1 host (shared GPU), via SHM, P2P" (unknown parts left out)."""
-    bits = [f"{p.get('ranks', '?')} ranks"]
+    bits = [f"{p.get('ranks', '?')} rank{'' if p.get('ranks') == 1 else 's'}"]
     if p.get("gpus") is not None:
         bits.append(f"on {p['gpus']} GPU{'s' if p['gpus'] != 1 else ''}")
     if p.get("hosts") is not None:

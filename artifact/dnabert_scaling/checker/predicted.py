@@ -52,6 +52,15 @@ BLIND_SPOTS: tuple[dict[str, Any], ...] = (
         "and are not forecast",
         "figures": ("step_time_s", "exposed_comm_s", "exposed_comm_share", "efficiency"),
     },
+    {
+        "id": "host-timeline",
+        "what": "the host's own time at more ranks",
+        "effect": "every GPU activity is released when the one-GPU run launched it, so the traced run's host "
+        "timeline is kept at every world size; on a step that leaves the GPU idle most of the time the "
+        "all-reduce fits into that idle time and the forecast's efficiency stays near 1, while a host slowed "
+        "by more ranks per node, or the tracer's own cost in the traced run, is not forecast",
+        "figures": ("step_time_s", "exposed_comm_s", "exposed_comm_share", "efficiency"),
+    },
 )
 
 

@@ -177,3 +177,14 @@ def test_the_partition_table_names_what_it_did_not_measure():
     assert not any("recorded no" in n for n in _partition_notes(torch))
     assert _gpu_cell(scorep.gpu(1), "allreduce_to_backward", "x")["text"] == "no AllReduce"
     assert placements(scorep)[0].startswith("1: 1 rank on 1 GPU")
+
+
+def test_no_efficiency_baseline_is_named_where_no_efficiency_was_measured():
+    from dnabert_scaling.report.metric_tables import _partition_notes
+    from dnabert_scaling.report.results import load_set
+
+    shipped = ROOT / "expected" / "reference-results"
+    rehearsal = load_set(0, shipped / "h200-rehearsal")  # traced only: no untraced repeats, no efficiency
+    assert all(rehearsal.entry(n).get("efficiency") is None for n in rehearsal.world_sizes)
+    assert not any(n.startswith("Efficiency baseline") for n in _partition_notes(rehearsal))
+    assert any(n.startswith("Efficiency baseline") for n in _partition_notes(load_set(1, shipped / "h200-b32")))

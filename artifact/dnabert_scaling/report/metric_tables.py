@@ -61,6 +61,8 @@ def _partition_notes(rs: ResultSet) -> list[str]:
     for why, sizes in missing.items():
         notes.append(f"GPU metrics at world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))} not run: {why}")
     base = next((rs.entry(n).get("efficiency_baseline") for n in rs.world_sizes if rs.entry(n).get("efficiency_baseline")), None)
+    if not any(rs.entry(n).get("efficiency") is not None for n in rs.world_sizes):
+        base = None  # a baseline of no efficiency figure is not said
     if base and rs.one_gpu_per_rank:
         notes.append(f"Efficiency baseline: {base}.")
     elif base:  # analyze's sentence says 1-GPU whatever ran: named here by what ran

@@ -20,8 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dnabert_scaling.outputs import write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "expected" / "reference-results"
+CLAIMS = ROOT / "expected" / "claims.toml"
 WRITTEN_BY = "make refresh-report (scripts/refresh_report.py: the shipped results, not re-derived)"
 
 
@@ -45,8 +48,10 @@ def main(argv=None) -> int:
             folder = Path("kick-tires") / f"reference-{s.name}" / "results"
             shutil.copytree(s, work / folder)
             folders.append(str(folder))
-        cmd = [sys.executable, "-m", "dnabert_scaling", "report", *folders, "--out", "report", "--written-by", WRITTEN_BY]
-        proc = subprocess.run(cmd, cwd=work)
+        (work / "expected").mkdir()
+        shutil.copyfile(CLAIMS, work / "expected" / "claims.toml")  # named on the page as expected/claims.toml
+        cmd = [_interpreter(work), "-m", "dnabert_scaling", "report", *folders, "--expected", "expected/claims.toml"]
+        proc = subprocess.run([*cmd, "--out", "report", "--written-by", WRITTEN_BY], cwd=work)
         if proc.returncode != 0:
             print(
                 f"refresh-report: the report was not built (exit {proc.returncode}); the shipped page is unchanged",
@@ -59,10 +64,22 @@ def main(argv=None) -> int:
                 f"refresh-report: the report command changed its inputs ({', '.join(changed)}); nothing shipped", file=sys.stderr
             )
             return 1
-        shutil.copyfile(work / "report" / "report.html", shipped / ".report.html.partial")
-        (shipped / ".report.html.partial").replace(shipped / "report.html")
+        write_text_atomic(shipped / "report.html", (work / "report" / "report.html").read_text(encoding="utf-8"))
     print(f"refresh-report: wrote {shipped / 'report.html'} from {len(sets)} shipped result sets")
     return 0
+
+
+def _interpreter(work: Path) -> str:
+    """This interpreter as the page should name it ("Python of the report kernel", shown relative to the
+    folder the report is built in): where it lies in the checkout (``.venv/bin/python``), run through a
+    link to its top folder in the workspace, so that the page names the checkout's path, not this
+    machine's; elsewhere, as it is."""
+    try:
+        inside = Path(sys.executable).relative_to(ROOT)
+    except ValueError:
+        return sys.executable
+    (work / inside.parts[0]).symlink_to(ROOT / inside.parts[0], target_is_directory=True)
+    return str(work / inside)
 
 
 def _same_tree(a: Path, b: Path) -> bool:

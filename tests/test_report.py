@@ -494,6 +494,9 @@ def test_refresh_report_rebuilds_the_page_from_the_results_as_they_are(tmp_path)
     assert {p: p.read_bytes() for p in sorted(shipped.rglob("*")) if p.is_file() and p.name != "report.html"} == before
     page = (shipped / "report.html").read_text()
     assert "make refresh-report" in page and "kick-tires/reference-h200-scorep-b8/results" in page
+    # the page names paths as the checkout has them, never this machine's or the build's workspace
+    assert str(ROOT) not in page and "refresh-report-" not in page and str(tmp_path) not in page
+    assert "<td>expected/claims.toml</td>" in page
     assert sorted(p.name for p in shipped.iterdir()) == ["h200-scorep-b8", "h200-scorep-b8-torch", "report.html"]
     proc = subprocess.run(
         [PYTHON, str(ROOT / "scripts" / "refresh_report.py"), "--results", str(tmp_path / "none")], capture_output=True, text=True

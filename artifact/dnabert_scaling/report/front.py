@@ -364,7 +364,7 @@ def verdict_counts(sets: list[ResultSet]) -> str:
 
 def _one_gpu_per_rank_text(sets: list[ResultSet]) -> str:
     """Whether any set ran more than one rank, each on a GPU of its own: said from the placements."""
-    multi = [n for rs in sets for n in rs.world_sizes if n > 1 and rs.device == "cuda" and not rs.shared_gpu(n)]
+    multi = [n for rs in sets for n in rs.world_sizes if n > 1 and rs.own_gpus(n)]
     if multi:
         return f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}."
     return (

@@ -166,15 +166,19 @@ class ResultSet:
         p = self.traced(ws).get("placement")
         return isinstance(p, dict) and bool(p.get("shared_gpu") or p.get("rehearsal"))
 
+    def own_gpus(self, ws: int) -> bool:
+        """Whether each rank of world size ``ws`` ran on a GPU of its own: only then is it "N GPUs"."""
+        return self.device == "cuda" and not self.shared_gpu(ws)
+
     @property
     def one_gpu_per_rank(self) -> bool:
         """Whether every world size ran on GPUs, one per rank: only then may the report say "N GPUs"."""
-        return self.device == "cuda" and not any(self.shared_gpu(n) for n in self.world_sizes)
+        return all(self.own_gpus(n) for n in self.world_sizes) and self.device == "cuda"
 
     def ranks(self, ws: int) -> str:
         """How the report names world size ``ws``: "8 GPUs" only for one GPU per rank, else what ran:
         "8 ranks on 1 shared GPU", "2 CPU ranks", "2 ranks"."""
-        if self.device == "cuda" and not self.shared_gpu(ws):
+        if self.own_gpus(ws):
             return f"{ws} GPU{'s' if ws != 1 else ''}"
         p = self.traced(ws).get("placement")
         p = p if isinstance(p, dict) else {}

@@ -133,9 +133,8 @@ def _lockstep_files(facts: Facts) -> list[tuple[str, dict]]:
     found = []
     for path in sorted((base / BENCH_FOLDER).rglob("bench*.json")) if (base / BENCH_FOLDER).is_dir() else []:
         relative = path.relative_to(base).as_posix()
-        raw = facts.bench(relative)
-        if isinstance(raw, dict) and isinstance(raw.get("modes"), list):
-            data = bench_file(facts, relative)  # its shape checked, an error naming it where it is not one
+        data = bench_file(facts, relative)  # read once, its shape checked: an error naming it where it is no output
+        if isinstance(data.get("modes"), list):
             found.append(
                 (
                     len(data.get("merged_from") or []) > 1,

@@ -176,6 +176,8 @@ def test_the_partition_table_names_what_it_did_not_measure():
     assert any(n.startswith("The tracer recorded no memset and no memcpy DtoD activity") for n in _partition_notes(scorep))
     assert not any("recorded no" in n for n in _partition_notes(torch))
     assert _gpu_cell(scorep.gpu(1), "allreduce_to_backward", "x")["text"] == "no AllReduce"
+    unknown = {k: v for k, v in scorep.gpu(1).items() if k != "allreduce_kernel_s"}  # not measured is not none
+    assert _gpu_cell(unknown, "allreduce_to_backward", "x")["text"] != "no AllReduce"
     assert placements(scorep)[0].startswith("1: 1 rank on 1 GPU")
 
 

@@ -32,7 +32,7 @@ def _gpu_cell(g: dict | None, key: str, unit: str) -> dict:
         return _cell("–" if median(st) is None else f"{median(st):.1%}")
     if unit == "n":
         return _cell("–" if median(st) is None else f"{median(st):.0f}")
-    if key == "allreduce_to_backward" and not median(g.get("allreduce_kernel_s")):
+    if key == "allreduce_to_backward" and median(g.get("allreduce_kernel_s")) == 0:  # measured none, not unknown
         return _cell("no AllReduce")
     return _cell(fmt(median(st)))
 

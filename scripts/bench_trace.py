@@ -56,6 +56,11 @@ Diagnostic modes (run only where --modes names them):
                     scorep-launch-chunk4m with SCOREP_CUDA_STREAM_REF_CACHE=false: each launch looks
                     its stream's location up anew (needs a Score-P built with
                     8.4-cupti-stream-ref-cache.patch, which the variable turns off)
+  scorep-launch-chunk4m-tsc
+                    scorep-launch-chunk4m with SCOREP_TIMER=tsc: Score-P stamps its events from the
+                    CPU's time-stamp counter instead of clock_gettime (the artifact's timer); whether
+                    reading the clock is part of what a launch record costs (scripts/clock_cost.c
+                    prints what one clock reading costs on the machine)
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel
@@ -63,9 +68,9 @@ is in the trace (``scripts/scorep_count.py`` over every round's experiment, or t
 with ``--count first``, counted once all rounds are done; null without launch records).
 
 Per step, beside its time: the minor page faults of the stepping thread (``getrusage`` of the
-thread), its CPU time, the process's CPU time (every thread: PyTorch runs the backward pass on a
-thread of its own while the stepping thread waits), and the time the step waited in its closing
-synchronisation (``STEP_FIGURES`` in bench_trace_modes.py; medians per mode as ``<figure>_median``), so that a mode's
+thread), its CPU time and the system (kernel) part of it, the process's CPU time (every thread:
+PyTorch runs the backward pass on a thread of its own while the stepping thread waits), and the
+time the step waited in its closing synchronisation (``STEP_FIGURES`` in bench_trace_modes.py; medians per mode as ``<figure>_median``), so that a mode's
 cost can be read as faults (fresh memory the tracer's buffers touch), as work on the threads, or
 as waiting (for the GPU, or elsewhere: wall time beyond CPU time). ``--sample DIR`` also builds
 scripts/host_sampler.c and preloads it in every child: the stacks of the measured steps, sampled

@@ -23,6 +23,9 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "cupti-kernels": None,
     "cupti-kernels-8k": None,
     "cupti-launch": None,
+    # the default mode with Score-P's TSC timer instead of the artifact's clock_gettime: whether reading the
+    # clock is part of what a launch record costs on this machine (see scripts/clock_cost.c)
+    "scorep-launch-chunk4m-tsc": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_TIMER": "tsc"}),
     "scorep-launch-nocache-chunk4m": (
         SCOREP_ENABLE,
         "launch",
@@ -42,11 +45,12 @@ MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches
 MICRO_KEYS = ("cuCtxGetDevice_ns", "launch_ns", "page_fault_ns")
 # per-step figures beside the time: the child's reply key -> the round's field (per configuration and mode):
-# the stepping thread's minor page faults and CPU ms, the process's CPU ms (all threads: PyTorch runs the
+# the stepping thread's minor page faults, CPU ms and system (kernel) CPU ms, the process's CPU ms (all threads: PyTorch runs the
 # backward pass on a thread of its own), the ms the step waited in its closing synchronisation
 STEP_FIGURES = {
     "minflt": "steps_minflt",
     "cpu_ms": "steps_cpu_ms",
+    "sys_ms": "steps_sys_ms",
     "proc_cpu_ms": "steps_proc_cpu_ms",
     "sync_ms": "steps_sync_ms",
 }

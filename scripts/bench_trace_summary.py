@@ -75,16 +75,15 @@ def summarise(rounds: list[dict], configs: list[str], counts: dict[str, dict] | 
 
 
 def step_thread_figures(per_round: dict[str, list[float]]) -> dict:
-    """Per figure of STEP_FIGURES its median over the rounds of the per-round medians per step
-    (``<figure>_median``; null where no round recorded it) and the rounds behind it (``<figure>_rounds``:
-    a merge of runs of different versions may hold a figure for some rounds only); nothing where no
-    round recorded any (outputs before these figures, whose merges stay as they were)."""
-    if not any(per_round.values()):
-        return {}
+    """Per figure of STEP_FIGURES that some round recorded: its median over the rounds of the per-round
+    medians per step (``<figure>_median``) and the rounds behind it (``<figure>_rounds``: a merge of runs
+    of different versions may hold a figure for some rounds only). A figure no round recorded is left
+    out, so outputs made before a figure existed, and their merges, stay as they were."""
     out = {}
     for key, xs in per_round.items():
-        out[f"{key}_median"] = statistics.median(xs) if xs else None
-        out[f"{key}_rounds"] = len(xs)
+        if xs:
+            out[f"{key}_median"] = statistics.median(xs)
+            out[f"{key}_rounds"] = len(xs)
     return out
 
 

@@ -122,6 +122,12 @@ def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, tmp_pat
     assert nodriver["SCOREP_CUDA_ENABLE"] == "kernel,memcpy"
     settings = bt.modes.mode_settings(["untraced", "scorep-launch-chunk4m"])
     assert settings["untraced"] is None and settings["scorep-launch-chunk4m"]["SCOREP_CUDA_BUFFER_CHUNK"] == "4M"
+    assert chunk["SCOREP_TIMER"] == "clock_gettime"  # the artifact's timer
+    tsc = bt.lockstep.child_env("scorep-launch-chunk4m-tsc", tmp_path / "t", outer)
+    assert {k: v for k, v in tsc.items() if k not in ("SCOREP_TIMER", "SCOREP_EXPERIMENT_DIRECTORY")} == {
+        k: v for k, v in chunk.items() if k not in ("SCOREP_TIMER", "SCOREP_EXPERIMENT_DIRECTORY")
+    }  # the default mode but for its timer
+    assert tsc["SCOREP_TIMER"] == "tsc"
 
 
 def test_refuses_without_a_gpu():

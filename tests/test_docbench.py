@@ -404,7 +404,7 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     series.parent.mkdir(parents=True)
     series.write_text("# the series\na.patch verified note\nb.patch verified\nc.patch candidate\n")
     root = tmp_path / "expected" / "reference"
-    (shipped, _), _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS
+    (shipped, _), _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS[:4]
     old, ours = ["a.patch"], ["a.patch", "b.patch"]  # the shipped build: the series' verified patches, in order
     _target_file(root, shipped, [old, None], [1.26, 1.27, 1.28, 1.29, 1.30, 1.31], [1.20] * 6, cupti=[1.10] * 6)
     _target_file(root, calls_nop, [ours, ours], [1.20, 1.22, 1.24, 1.25, 1.26, 1.27], [1.10] * 6, cupti=[1.14] * 6)
@@ -454,7 +454,7 @@ def test_the_pooled_verdict_holds_the_runs_against_it_and_counts_no_run_twice(tm
     series.parent.mkdir(parents=True)
     series.write_text("a.patch verified\n")
     root = tmp_path / "expected" / "reference"
-    _shipped, _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS
+    _shipped, _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS[:4]
     above = [1.20 + 0.01 * (k % 8) for k in range(20)]
     # two runs: the pooled rounds lie above 1.12x, but one run's own rounds lie wholly below it
     _target_file(root, calls_nop, [["a.patch"]], [1.25] * 20, above)
@@ -485,7 +485,7 @@ def test_the_pooled_verdict_holds_the_runs_against_it_and_counts_no_run_twice(tm
 def test_rounds_that_cannot_be_read_whole_are_not_judged(tmp_path):
     """What a tester breaks in a shipped file gives "not established" and the reason, never a verdict or a traceback."""
     root = tmp_path / "expected" / "reference"
-    (shipped, _), *_ = docbench_targets.TARGET_SETS
+    (shipped, _), *_ = docbench_targets.TARGET_SETS[:4]
     cases = {
         "a null ratio": lambda doc: doc["modes"][0]["round_ratios"][0].__setitem__(1, None),
         "a repeated round": lambda doc: doc["modes"][0]["round_ratios"].append([0, 1.2]),

@@ -32,6 +32,7 @@ NAMES = {
     "cupti-kernels-8k": "CUPTI alone (bare client), 8 kB buffers",
     "cupti-launch": "CUPTI alone with launch callbacks (bare client), 4 MB buffers",
     "scorep-launch-nocache-chunk4m": "Score-P, launch-only, 4 MB buffers, stream reference cache off",
+    "scorep-launch-chunk4m-tsc": "Score-P, launch-only, 4 MB buffers, TSC timer",
 }
 TABLE_HEAD = (
     "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",

@@ -19,6 +19,7 @@ TARGET_SETS = (
     ("h200-bench/gpu-call-2026-12-04-cupti/bench-l.json", "call L"),
     (CACHE_BENCH, "calls N, O and P"),
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
+    ("h200-bench/gpu-call-2026-12-05/bench-rs.json", "calls R and S"),
 )
 SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches
 

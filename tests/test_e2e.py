@@ -95,6 +95,8 @@ def test_analysis_check_and_report(smoke):
     assert "CPU run" in ws2["traced"]["gpu_not_run_reason"]
     assert ws2["traced"]["sanity"]["all_ranks_present"] and ws2["traced"]["sanity"]["steps_complete"]
     assert ws2["throughput"]["samples_per_s"]["median"] > 0 and ws2["efficiency"] > 0
+    # the baseline is named by what ran at world size 1: one CPU process over gloo, not a GPU
+    assert ws2["efficiency_baseline"] == "1-process CPU run with the DDP wrapper (world size 1 over gloo)"
     assert metrics["world_sizes"]["1"]["throughput_noddp"]["samples_per_s"]["n"] == 1
     assert {f["what"] for f in metrics["fallbacks"]} >= {"device", "weights", "data"}
     proc = _run([*CLI, "check", str(results), "--expected", str(ROOT / "expected" / "claims.toml")])

@@ -116,7 +116,7 @@ def build(
     tables: dict[str, list[pd.DataFrame]] = {k: [] for k in TABLES}
     notes: list[str] = []
     per_ws = {str(ws): _world_size_entry(inputs, ws, read_traces, bound, tables, notes) for ws in sizes}
-    _efficiency(per_ws)
+    _efficiency(per_ws, _baseline_name(inputs.runs))
     metrics = MetricsFile(
         schema=SCHEMA,
         created=now_iso(),
@@ -407,10 +407,22 @@ def _median(s: Stat | None) -> float | None:
     return s.median if s else None
 
 
-def _efficiency(per_ws: dict[str, WorldSizeEntry]) -> None:
-    """Weak-scaling efficiency of every world size against the 1-GPU baselines (in place), from
+def _baseline_name(runs: list[RunInfo]) -> str:
+    """What the efficiency baseline is, named by what ran at world size 1: a run on one GPU (over NCCL) or
+    one CPU process (over gloo); "the world-size-1 run" where the runs record no device."""
+    devices = {r.summary.get("device_type") for r in runs if r.world_size == 1} - {None}
+    if devices == {"cuda"}:
+        return "1-GPU run with the DDP wrapper (world size 1 over NCCL)"
+    if devices == {"cpu"}:
+        return "1-process CPU run with the DDP wrapper (world size 1 over gloo)"
+    return "world-size-1 run with the DDP wrapper"
+
+
+def _efficiency(per_ws: dict[str, WorldSizeEntry], baseline: str) -> None:
+    """Weak-scaling efficiency of every world size against the world-size-1 baselines (in place), from
     untraced runs only: a traced step is dilated by the tracer, by a different amount at each
-    world size, so traced throughput (``source`` "trace") gives no efficiency."""
+    world size, so traced throughput (``source`` "trace") gives no efficiency. ``baseline`` names
+    the world-size-1 run (:func:`_baseline_name`)."""
     one = per_ws.get("1")
     one_tp = _untraced(one.throughput if one else None)
     noddp = one.throughput_noddp if one else None
@@ -419,7 +431,7 @@ def _efficiency(per_ws: dict[str, WorldSizeEntry]) -> None:
         n = int(key)
         tp = _untraced(entry.throughput)
         entry.efficiency = entry.efficiency_vs_noddp = entry.efficiency_spread = None
-        entry.efficiency_baseline = "1-GPU run with the DDP wrapper (world size 1 over NCCL/gloo)"
+        entry.efficiency_baseline = baseline
         if tp is None or tp.samples_per_s is None:
             continue
         if one_tp is not None and one_tp.samples_per_s is not None:

@@ -601,3 +601,37 @@ def test_a_round_cut_short_is_said_beside_the_verdict(tmp_path):
         r["processes"]["torch"] = {}
     text = _block(tmp_path / "torch", device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=rounds)
     assert "per round: 95% interval of the median -0.20 to -0.20)" in text and text.count("cut short") == 1
+
+
+def test_the_target_reading_comes_from_the_same_files_and_rule_as_the_summary(tmp_path):
+    from dnabert_scaling.tools import docbench_reading
+
+    assert docbench_reading.scorep_target_reading(Facts(tmp_path), "8x70").startswith("not judged")
+    series = tmp_path / docbench_targets.SERIES
+    series.parent.mkdir(parents=True)
+    series.write_text("a.patch verified\n")
+    root = tmp_path / "expected" / "reference"
+    _shipped, _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS[:4]
+    # two runs of the shipped build: the rounds straddle 1.25x at 8x70; at 32x70 they lie above 1.12x, but one run
+    # lies wholly below it
+    _target_file(root, calls_nop, [["a.patch"]], [1.20, 1.30] * 10, [1.20 + 0.01 * (k % 8) for k in range(20)], cupti=[1.13] * 20)
+    _target_file(root, calls_abc, [["a.patch"]], [1.22] * 6, [1.05, 1.06, 1.07, 1.08, 1.09, 1.10])
+    facts = Facts(tmp_path)
+    eight = docbench_reading.scorep_target_reading(facts, "8x70")
+    assert eight.startswith("not established for the shipped build: over its 26 rounds (calls N, O and P and calls A, B and C)")
+    assert "16 of those 26 rounds lie at or below the bound, and 2 of the 2 runs' medians" in eight
+    assert "the bound lies among the rounds and among the runs" in eight
+    assert eight.endswith("Each file on its own: calls N, O and P not established; calls A, B and C met")
+    summary = docbench_targets.scorep_targets_summary(facts, None)
+    assert summary.startswith("at 8x70 (<= 1.25x) not established for the build the artifact ships")  # the same verdict
+    thirty_two = docbench_reading.scorep_target_reading(facts, "32x70")
+    assert "The rounds alone lie above the bound (their interval lies wholly above 1.12x), but the runs do not agree" in thirty_two
+    assert "1 of the 2 runs' medians (above it: gpu-call-2026-12-04-cache-0.json 1.23x)" in thirty_two  # a tie: those above named
+    cupti = docbench_reading.scorep_target_reading(facts, "cupti")
+    assert cupti.startswith("CUPTI alone, in 4 MB buffers with no Score-P loaded, is above the bound over every file's 20 rounds")
+    relative = docbench_reading.scorep_target_reading(facts, "relative")  # the helper's client: 0.05 cheaper each round
+    assert relative.startswith("against a bound of at most 0.05 of an untraced step above that client, at 32x70 +0.050")
+    assert "over 20 paired rounds" in relative and "8x70" not in relative  # only where the file ran the client
+    assert "not judged: no counted experiment" in docbench_reading.scorep_target_reading(facts, "kernels")
+    with pytest.raises(ArtifactError, match="no part 'nine'"):
+        docbench_reading.scorep_target_reading(facts, "nine")

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dnabert_scaling.tools import docbench, docbench_calls, docbench_counts, docbench_early_targets, docbench_targets, docbench_timer
+from dnabert_scaling.tools import docbench, docbench_calls, docbench_counts, docbench_early_targets, docbench_reading, docbench_targets, docbench_timer
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
 
 
@@ -571,6 +571,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace-host-profile": docbench_calls.bench_trace_host_profile,
     "bench-trace-timer": docbench_timer.bench_trace_timer,
     "scorep-targets-summary": docbench_targets.scorep_targets_summary,
+    "scorep-target-reading": docbench_reading.scorep_target_reading,
     "bench-hook": bench_hook,
     "bench-read": bench_read,
 }

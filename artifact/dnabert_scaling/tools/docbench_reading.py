@@ -1,0 +1,148 @@
+"""The reading of the default Score-P mode's targets in ARTIFACT.md G (the generated parts
+``scorep-target-reading:<part>``): the figures the prose around the targets summary rests on, from the
+same files and by the same rule (:mod:`cost_verdicts`), so that the prose cannot fall behind the
+summary when a benchmark file is added. Parts: ``8x70`` and ``32x70`` (the shipped build's pooled
+rounds and runs against the bound, and each file's own verdict), ``cupti`` (CUPTI alone against the
+32 x 70 bound), ``relative`` (what the default mode adds to the bare client with the same launch
+callbacks, against a bound of 0.05 of an untraced step) and ``kernels`` (every kernel found)."""
+
+from __future__ import annotations
+
+import statistics
+
+from dnabert_scaling.analysis.stats import median_interval
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.tools import cost_verdicts as cv
+from dnabert_scaling.tools.docbench import CACHE_BENCH, CACHE_OFF, DEFAULT_MODE, SCOREP_RATIO_TARGETS, _launch_experiments, bench_file
+from dnabert_scaling.tools.docbench_targets import TARGET_SETS, _build_of, shipped_build
+from dnabert_scaling.tools.docfacts import Facts
+
+RELATIVE_BOUND = 0.05  # a bound on what Score-P adds to the bare client, in untraced steps (the prose's example)
+
+
+def _files(facts: Facts) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
+    """(every target file that ran the default mode, those of them whose runs all ran the shipped build)."""
+    build = shipped_build(facts)
+    every = []
+    for path, said in TARGET_SETS:
+        data = bench_file(facts, path)
+        if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
+            every.append((said, data))
+    ours = [(said, data) for said, data in every if build is not None and _build_of(data) == build]
+    return every, ours
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _runs(sets: list[cv.Rounds]) -> dict[str, list[float]]:
+    runs: dict[str, list[float]] = {}
+    for s in sets:
+        for _, name, x in s.values:
+            runs.setdefault(name, []).append(x)
+    return runs
+
+
+def _config_reading(every: list, ours: list, config: str, bound: float) -> str:
+    sets = [cv.rounds_of(data, config, DEFAULT_MODE, label=said) for said, data in ours]
+    sets = [s for s in sets if s.ran]
+    if not sets:
+        return f"not judged for the shipped build: no file of that build ran the default mode at {config}"
+    verdict, said = cv.judge(sets, bound)
+    xs = [x for s in sets for x in s.numbers]
+    if any(s.problems for s in sets) or not xs:
+        return f"{verdict} for the shipped build ({said})"
+    text = f"{verdict} for the shipped build: over its {len(xs)} rounds ({_and([n for n, _ in ours])}) the median is "
+    text += f"{cv.near(statistics.median(xs), bound)}x"
+    iv = median_interval(xs, cv.CONFIDENCE)
+    rounds_side = cv.rounds_side(sets, bound)
+    runs = {name: statistics.median(v) for name, v in _runs(sets).items()}
+    below = [n for n, m in runs.items() if m <= bound]
+    above = {n: m for n, m in runs.items() if m > bound}
+    if iv is not None:
+        text += f", its interval {cv.ends(iv.lo, iv.hi, bound)}"
+    text += f"; {sum(x <= bound for x in xs)} of those {len(xs)} rounds lie at or below the bound, and {len(below)} of the {len(runs)} runs' medians"
+    if above and below:  # the runs on the smaller side named
+        few, where = (above, "above it") if len(above) <= len(below) else ({n: runs[n] for n in below}, "at or below it")
+        text += f" ({where}: " + ", ".join(f"{n} {cv.near(m, bound)}x" for n, m in few.items()) + ")"
+    if verdict == "not established" and rounds_side in ("met", "missed"):
+        where = "above" if rounds_side == "missed" else "at or below"
+        text += (
+            f". The rounds alone lie {where} the bound (their interval lies wholly {where} {bound:.2f}x), but the runs do not "
+            f"agree ({said.split(', but ', 1)[-1]})"
+        )
+    elif verdict == "not established":
+        text += ": the bound lies among the rounds and among the runs, so it would settle only with many more of both, or with a cheaper Score-P"
+    own = []
+    for name, data in every:
+        r = cv.rounds_of(data, config, DEFAULT_MODE, label=name)
+        if r.ran:
+            own.append(f"{name} {cv.judge([r], bound)[0]}")
+    return text + ". Each file on its own: " + "; ".join(own)
+
+
+def _cupti_reading(every: list) -> str:
+    config, bound = SCOREP_RATIO_TARGETS[-1]
+    alone = [r for said, data in every if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).ran]
+    if not alone:
+        return f"CUPTI alone was not run at {config}"
+    verdict, said = cv.judge(alone, bound)
+    where = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
+    m = cv.median_of(alone)
+    shown = "" if m is None else f" ({cv.near(m, bound)}x)"
+    return f"CUPTI alone, in 4 MB buffers with no Score-P loaded, is {where} over every file's {sum(len(r.values) for r in alone)} rounds at {config}{shown}: {said}"
+
+
+def _relative_reading(ours: list) -> str:
+    parts = []
+    for config, _ in SCOREP_RATIO_TARGETS:
+        beyond = [r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran]
+        if not beyond:
+            continue
+        verdict, said = cv.judge(beyond, RELATIVE_BOUND)
+        m = cv.median_of(beyond)
+        shown = "" if m is None else f"{m:+.3f} of an untraced step, "
+        parts.append(f"at {config} {shown}over {sum(len(r.values) for r in beyond)} paired rounds: {verdict} ({said})")
+    if not parts:
+        return "no file of the shipped build ran the bare client with launch callbacks beside the default mode"
+    return f"against a bound of at most {RELATIVE_BOUND:.2f} of an untraced step above that client, " + "; ".join(parts)
+
+
+def _kernels_reading(facts: Facts, every: list) -> str:
+    per_file, found, launches, count = [], 0, 0, 0
+    for said, data in every:
+        experiments = _launch_experiments(data)
+        if not experiments:
+            continue
+        f, n = sum(min(e["kernels"], e["launches"]) for e in experiments), sum(e["launches"] for e in experiments)
+        per_file.append(f"{said} {f:,} of {n:,} in {len(experiments)}")
+        found, launches, count = found + f, launches + n, count + len(experiments)
+    if not per_file:
+        return "not judged: no counted experiment of the default mode is shipped"
+    verdict = "met" if found == launches else "missed"
+    text = (
+        f"{verdict} by the default mode in every counted experiment, {found:,} of {launches:,} launches in {count} experiments "
+        f"over the {len(per_file)} files that ran it ({'; '.join(per_file)})"
+    )
+    off = _launch_experiments(bench_file(facts, CACHE_BENCH), CACHE_OFF)
+    if off:
+        f, n = sum(min(e["kernels"], e["launches"]) for e in off), sum(e["launches"] for e in off)
+        text += f", and with the stream reference cache off {f:,} of {n:,} in {len(off)} more"
+    return text
+
+
+def scorep_target_reading(facts: Facts, part: str | None) -> str:
+    every, ours = _files(facts)
+    if not every:
+        return "not judged: no benchmark file with the default mode is shipped"
+    bounds = dict(SCOREP_RATIO_TARGETS)
+    if part in bounds:
+        return _config_reading(every, ours, part, bounds[part])
+    if part == "cupti":
+        return _cupti_reading(every)
+    if part == "relative":
+        return _relative_reading(ours)
+    if part == "kernels":
+        return _kernels_reading(facts, every)
+    raise ArtifactError(f"scorep-target-reading: no part '{part}' (8x70, 32x70, cupti, relative, kernels)")

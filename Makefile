@@ -11,7 +11,7 @@ OUT         ?= reproduce
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: lint typecheck help venv test fuzz reproduce kick-tires refresh-reference refresh-report bench bench-train bench-read bench-trace bench-report-size \
+.PHONY: lint typecheck help venv test fuzz reproduce kick-tires refresh-reference refresh-report bench bench-train bench-read bench-trace bench-clock bench-report-size \
         lint-container image sweep-slurm clean
 
 help: ## list the targets
@@ -61,7 +61,7 @@ refresh-reference: kick-tires ## after an analysis change: copy what kick-tires 
 refresh-report: $(STAMP) ## after a report change: rebuild expected/reference-results/report.html from the shipped results as they are (not re-derived)
 	$(VPY) scripts/refresh_report.py
 
-bench: bench-train bench-read bench-hook bench-report-size ## all CPU-runnable benchmarks
+bench: bench-train bench-read bench-hook bench-clock bench-report-size ## all CPU-runnable benchmarks
 
 bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of repeats)
 	$(VPY) scripts/bench_train.py
@@ -71,6 +71,9 @@ bench-read: $(STAMP) ## trace reading speed: read_run_traces + summarize vs a pl
 
 bench-trace: $(STAMP) ## tracing cost: one process per tracer mode, taking turns step by step, each step over the untraced one of its turn, ending with the default Score-P mode's targets judged by the 95% interval of the median (needs CUDA; the Score-P modes need Score-P; MODES=untraced,torch,... picks; SAMPLE=DIR also samples the steps' stacks, read with scripts/host_profile.py DIR)
 	$(VPY) scripts/bench_trace.py $(if $(MODES),--modes $(MODES)) $(if $(SAMPLE),--sample $(SAMPLE)) --json bench-trace.json
+
+bench-clock: ## what one clock reading costs here (clock_gettime through the C library and the system call, rdtsc): the timer's share of a trace event (needs a C compiler)
+	mkdir -p build && $${CC:-cc} -O2 -o build/clock_cost scripts/clock_cost.c && build/clock_cost
 
 bench-report-size: $(STAMP) ## bytes of report.html and of each zoomable timeline in it, built here from the shipped sets (BEFORE=FILE: next to an older report)
 	$(VPY) scripts/bench_report_size.py $(BEFORE) --build

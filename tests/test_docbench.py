@@ -625,7 +625,9 @@ def test_the_target_reading_comes_from_the_same_files_and_rule_as_the_summary(tm
     summary = docbench_targets.scorep_targets_summary(facts, None)
     assert summary.startswith("at 8x70 (<= 1.25x) not established for the build the artifact ships")  # the same verdict
     thirty_two = docbench_reading.scorep_target_reading(facts, "32x70")
-    assert "The rounds alone lie above the bound (their interval lies wholly above 1.12x), but the runs do not agree" in thirty_two
+    assert (
+        "The rounds alone lie above the bound (their interval lies wholly above 1.12x), but the runs do not agree" in thirty_two
+    )
     assert "1 of the 2 runs' medians (above it: gpu-call-2026-12-04-cache-0.json 1.23x)" in thirty_two  # a tie: those above named
     cupti = docbench_reading.scorep_target_reading(facts, "cupti")
     assert cupti.startswith("CUPTI alone, in 4 MB buffers with no Score-P loaded, is above the bound over every file's 20 rounds")

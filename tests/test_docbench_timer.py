@@ -45,7 +45,13 @@ def test_nothing_shipped_is_said(tmp_path):
 
 def test_a_cheap_clock_and_rounds_that_do_not_tell_the_timers_apart_clear_the_clock(tmp_path):
     mixed = [1.2, 1.3, 1.1, 1.25, 1.22, 1.28, 1.18, 1.21]
-    text = _write(tmp_path, tsc=[x + (0.01 if i % 2 else -0.01) for i, x in enumerate(mixed)], default=mixed, clock_ns=30.0, syscall_ns=160.0)
+    text = _write(
+        tmp_path,
+        tsc=[x + (0.01 if i % 2 else -0.01) for i, x in enumerate(mixed)],
+        default=mixed,
+        clock_ns=30.0,
+        syscall_ns=160.0,
+    )
     assert "at most 0.06 µs of Score-P's clock a launch" in text and "read through the vDSO" in text
     assert "reading the clock is not where Score-P's cost beyond the bare client lies" in text
     assert "Score-P, launch-only, 4 MB buffers, TSC timer" in text  # the mode named in the table

@@ -13,7 +13,14 @@ import statistics
 from dnabert_scaling.analysis.stats import median_interval
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
-from dnabert_scaling.tools.docbench import CACHE_BENCH, CACHE_OFF, DEFAULT_MODE, SCOREP_RATIO_TARGETS, _launch_experiments, bench_file
+from dnabert_scaling.tools.docbench import (
+    CACHE_BENCH,
+    CACHE_OFF,
+    DEFAULT_MODE,
+    SCOREP_RATIO_TARGETS,
+    _launch_experiments,
+    bench_file,
+)
 from dnabert_scaling.tools.docbench_targets import TARGET_SETS, _build_of, shipped_build
 from dnabert_scaling.tools.docfacts import Facts
 
@@ -97,7 +104,9 @@ def _cupti_reading(every: list) -> str:
 def _relative_reading(ours: list) -> str:
     parts = []
     for config, _ in SCOREP_RATIO_TARGETS:
-        beyond = [r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran]
+        beyond = [
+            r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran
+        ]
         if not beyond:
             continue
         verdict, said = cv.judge(beyond, RELATIVE_BOUND)

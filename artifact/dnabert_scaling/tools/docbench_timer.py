@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import statistics
 
-from dnabert_scaling.tools.docbench import DEFAULT_MODE, DEFAULT_SAID, NAMES, bench_file, round_ratios, scorep_targets, sign_test_p
+from dnabert_scaling.tools.docbench import (
+    DEFAULT_MODE,
+    DEFAULT_SAID,
+    NAMES,
+    bench_file,
+    round_ratios,
+    scorep_targets,
+    sign_test_p,
+)
 from dnabert_scaling.tools.docbench_calls import _cache_run_head, _paired_sentences
 from dnabert_scaling.tools.docfacts import Facts
 
@@ -68,7 +76,9 @@ def _clock_sentence(facts: Facts, told_apart: bool | None) -> str:
             parts.append(f"{said} {lo:.0f} ns" if f"{lo:.0f}" == f"{hi:.0f}" else f"{said} {lo:.0f}-{hi:.0f} ns")
     sources = sorted({str(p.get("clocksource")) for p in probes})
     clock = [v for p in probes if isinstance(v := p["ns_per_reading"].get("clock_gettime(CLOCK_MONOTONIC_RAW)"), (int, float))]
-    syscall = [v for p in probes if isinstance(v := p["ns_per_reading"].get("syscall clock_gettime(CLOCK_MONOTONIC_RAW)"), (int, float))]
+    syscall = [
+        v for p in probes if isinstance(v := p["ns_per_reading"].get("syscall clock_gettime(CLOCK_MONOTONIC_RAW)"), (int, float))
+    ]
     text = (
         f" What one clock reading costs on the machine (`scripts/clock_cost.c` in each of the {len(probes)} calls; "
         f"clocksource {', '.join(sources)}; median of 9 batches): " + "; ".join(parts) + "."

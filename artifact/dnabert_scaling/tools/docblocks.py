@@ -11,7 +11,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dnabert_scaling.tools import docbench, docbench_calls, docbench_counts, docbench_early_targets, docbench_reading, docbench_targets, docbench_timer
+from dnabert_scaling.tools import (
+    docbench,
+    docbench_calls,
+    docbench_counts,
+    docbench_early_targets,
+    docbench_reading,
+    docbench_targets,
+    docbench_timer,
+)
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
 
 

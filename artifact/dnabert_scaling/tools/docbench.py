@@ -284,13 +284,21 @@ def round_ratios(by: dict, mode: str, config: str) -> dict:
 def rounds_cheaper(by: dict, config: str, mode: str = DEFAULT_MODE, other: str = "torch") -> str:
     """In how many rounds ``mode`` cost less than ``other`` at ``config`` (the rounds both have a ratio in),
     with the two-sided sign test's p: how often a count this far from even comes from no difference."""
-    launch, torch = round_ratios(by, mode, config), round_ratios(by, other, config)
-    pairs = [(launch[k], torch[k]) for k in launch if k in torch]
-    if not pairs:
+    split = sign_split(by, config, mode, other)
+    if split is None:
         return ""
-    cheaper, dearer = sum(a < b for a, b in pairs), sum(a > b for a, b in pairs)
-    p = sign_test_p(cheaper, dearer)
-    return f", the cheaper in {cheaper} of {len(pairs)} rounds, sign test p {'< 0.001' if p < 0.001 else f'= {p:.2g}'}"
+    cheaper, rounds, p = split
+    return f", the cheaper in {cheaper} of {rounds} rounds, sign test p {'< 0.001' if p < 0.001 else f'= {p:.2g}'}"
+
+
+def sign_split(by: dict, config: str, mode: str, other: str) -> tuple[int, int, float] | None:
+    """Over the rounds both ran at ``config``: in how many ``mode`` cost less than ``other``, how many rounds
+    those are, and the two-sided sign test's p (ties left out); None where no round ran both."""
+    differences = paired_differences(by, config, mode, other)
+    if not differences:
+        return None
+    cheaper, dearer = sum(d < 0 for d in differences.values()), sum(d > 0 for d in differences.values())
+    return cheaper, len(differences), sign_test_p(cheaper, dearer)
 
 
 def sign_test_p(wins: int, losses: int) -> float:

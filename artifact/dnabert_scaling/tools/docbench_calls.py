@@ -29,6 +29,7 @@ from dnabert_scaling.tools.docbench import (
     scorep_targets,
 )
 from dnabert_scaling.tools import cost_verdicts as cv
+from dnabert_scaling.analysis.stats import is_finite_number
 from dnabert_scaling.tools.docfacts import Facts
 
 # the run that measured the buffer sizes (call L): CUPTI alone and Score-P, each in 4 MB and 8 kB buffers
@@ -212,10 +213,15 @@ def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
     return text + "\n\n" + scorep_targets(modes, data, said=said)
 
 
-def _step_ratios(data: dict, key: str) -> tuple[dict[str, list[float]], int]:
-    """Per mode, every measured step's ``key`` figure over its time, pooled over the configurations and the
-    rounds that recorded that figure; and how many rounds those are."""
-    out: dict[str, list[float]] = {}
+def nonnegative_number(x) -> bool:
+    return is_finite_number(x) and x >= 0
+
+
+def step_figures(data: dict, key: str) -> tuple[dict[str, list[tuple[float, float]]], int]:
+    """Per mode, every measured step's ``key`` figure with the step's time in ms, pooled over the configurations
+    and the rounds that recorded that figure; and how many rounds those are. A round's list that is not one
+    finite, non-negative number per step (a hand-edited or damaged file) is left out."""
+    out: dict[str, list[tuple[float, float]]] = {}
     rounds = 0
     for r in data.get("rounds") or []:
         per_cfg = r.get(key) if isinstance(r, dict) else None
@@ -223,12 +229,18 @@ def _step_ratios(data: dict, key: str) -> tuple[dict[str, list[float]], int]:
             continue
         rounds += 1
         for cfg, per_mode in per_cfg.items():
-            times = (r.get("steps_ms") or {}).get(cfg) or {}
-            for mode, xs in per_mode.items():
-                ts = times.get(mode) or []
-                if len(xs) == len(ts):
-                    out.setdefault(mode, []).extend(x / t for x, t in zip(xs, ts) if t > 0)
+            times = ((r.get("steps_ms") or {}).get(cfg) or {}) if isinstance(r.get("steps_ms"), dict) else {}
+            for mode, xs in (per_mode or {}).items() if isinstance(per_mode, dict) else ():
+                ts = times.get(mode) if isinstance(times, dict) else None
+                if isinstance(xs, list) and isinstance(ts, list) and len(xs) == len(ts) and all(map(nonnegative_number, xs + ts)):
+                    out.setdefault(mode, []).extend(zip(xs, ts))
     return out, rounds
+
+
+def _step_ratios(data: dict, key: str) -> tuple[dict[str, list[float]], int]:
+    """Per mode, every measured step's ``key`` figure over its time (:func:`step_figures`); and the rounds."""
+    pairs, rounds = step_figures(data, key)
+    return {mode: [x / t for x, t in xt if t > 0] for mode, xt in pairs.items()}, rounds
 
 
 def _rounds(n: int) -> str:

@@ -34,6 +34,42 @@ def shipped_build(facts: Facts) -> tuple[str, ...] | None:
     return tuple(e.file for e in entries if e.status == "verified") or None
 
 
+def target_files(facts: Facts) -> list[tuple[str, dict, bool]]:
+    """Every file of TARGET_SETS that ran the default mode, in order: (what the documents call it, its data,
+    whether all its runs ran the build the artifact ships)."""
+    build = shipped_build(facts)
+    found = []
+    for path, said in TARGET_SETS:
+        data = bench_file(facts, path)
+        if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
+            found.append((said, data, build is not None and _build_of(data) == build))
+    return found
+
+
+def cupti_alone(everyone: list, config: str, bound: float) -> tuple[str, str, int, float | None] | None:
+    """CUPTI alone (the bare client, no Score-P, so no build) over the rounds of every file in ``everyone``
+    ((what the documents call it, data) pairs) at ``config`` against ``bound``: (where it lies: below the
+    bound, above the bound or not told from the bound; what the verdict rests on; the rounds; their
+    median); None where no file ran it."""
+    alone = [r for said, data in everyone if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).ran]
+    if not alone:
+        return None
+    verdict, interval = cv.judge(alone, bound)
+    where = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
+    return where, interval, sum(len(r.values) for r in alone), cv.median_of(alone)
+
+
+def beyond_client(ours: list, config: str, bound: float) -> tuple[str, str, int, float | None] | None:
+    """What the default mode adds to the bare client with the same launch callbacks, paired per round over
+    the files in ``ours`` at ``config``, against ``bound`` (in untraced steps): (verdict, what it rests on,
+    the paired rounds, their median); None where no file ran both."""
+    beyond = [r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran]
+    if not beyond:
+        return None
+    verdict, interval = cv.judge(beyond, bound)
+    return verdict, interval, sum(len(r.values) for r in beyond), cv.median_of(beyond)
+
+
 def scorep_targets_summary(facts: Facts, _: str | None) -> str:
     """Each ratio target of the default mode over every benchmark file that ran it, each file judged on
     its own rounds and runs (:mod:`cost_verdicts`). The verdict that heads the line is that of the build
@@ -42,12 +78,7 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
     Beside a target the shipped build does not meet: CUPTI alone over every file's rounds (the bare
     client loads no Score-P, so no build), and what the default mode adds to the bare client with the
     same launch callbacks, paired per round over the shipped build's rounds."""
-    build = shipped_build(facts)
-    found = []
-    for path, said in TARGET_SETS:
-        data = bench_file(facts, path)
-        if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
-            found.append((said, data, build is not None and _build_of(data) == build))
+    found = target_files(facts)
     if not found:
         return "not judged: no benchmark file with the default mode is shipped"
     parts = []
@@ -93,23 +124,20 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
     default mode adds to the bare client with the same launch callbacks over the shipped build's rounds,
     each judged by the same rule (the addition against 0: does Score-P cost more than that client?)."""
     text = ""
-    alone = [r for said, data in everyone if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).ran]
+    alone = cupti_alone(everyone, config, bound)
     if alone:
-        verdict, interval = cv.judge(alone, bound)
-        where = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
-        m = cv.median_of(alone)
+        where, interval, n, m = alone
         text += (
-            f"; CUPTI alone (the bare client, no Score-P) over the {sum(len(r.values) for r in alone)} rounds of every file "
+            f"; CUPTI alone (the bare client, no Score-P) over the {n} rounds of every file "
             f"that ran it: {'' if m is None else cv.near(m, bound) + 'x, '}{where} ({interval})"
         )
-    beyond = [r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran]
+    beyond = beyond_client(ours, config, 0.0)
     if beyond:
-        verdict, interval = cv.judge(beyond, 0.0)
+        verdict, interval, n, m = beyond
         what = {"met": "no more than that client", "missed": "more than that client"}.get(verdict, "not told from that client")
-        m = cv.median_of(beyond)
         text += (
             f"; the default mode beyond the bare client with the same launch callbacks, paired in "
-            f"{sum(len(r.values) for r in beyond)} rounds of that build: "
+            f"{n} rounds of that build: "
             f"{'' if m is None else f'{m:+.3f} of an untraced step, '}{what} (the differences' {interval})"
         )
     return text

@@ -14,11 +14,10 @@ from dnabert_scaling.tools.docbench import (
     DEFAULT_SAID,
     NAMES,
     bench_file,
-    round_ratios,
     scorep_targets,
-    sign_test_p,
+    sign_split,
 )
-from dnabert_scaling.tools.docbench_calls import _cache_run_head, _paired_sentences
+from dnabert_scaling.tools.docbench_calls import _cache_run_head, _paired_sentences, step_figures
 from dnabert_scaling.tools.docfacts import Facts
 
 TIMER_DIR = "h200-bench/gpu-call-2026-12-05"
@@ -51,14 +50,8 @@ def bench_trace_timer(facts: Facts, _: str | None) -> str:
 def _timer_told_apart(by: dict, configs: list[str]) -> bool | None:
     """Whether the TSC timer and clock_gettime told the default mode apart at some configuration (the sign test
     over the rounds both ran, p < 0.05); None where no round ran both."""
-    seen, apart = False, False
-    for c in configs:
-        tsc, default = round_ratios(by, TSC_MODE, c), round_ratios(by, DEFAULT_MODE, c)
-        pairs = [(tsc[k], default[k]) for k in tsc if k in default]
-        if pairs:
-            seen = True
-            apart |= sign_test_p(sum(a < b for a, b in pairs), sum(a > b for a, b in pairs)) < 0.05
-    return apart if seen else None
+    splits = [split for c in configs if (split := sign_split(by, c, TSC_MODE, DEFAULT_MODE)) is not None]
+    return any(p < 0.05 for _, _, p in splits) if splits else None
 
 
 def _clock_sentence(facts: Facts, told_apart: bool | None) -> str:
@@ -102,16 +95,9 @@ def _system_time_sentence(data: dict, names: dict) -> str:
     """The stepping thread's system (kernel) CPU time per step, per mode: the mean over every measured step of
     every round that recorded it (the kernel accounts a thread's time in whole ticks, so a step holds 0 or a
     tick: the mean, not the median, estimates it), over that mode's mean step time."""
-    sums: dict[str, list[float]] = {}
-    steps: dict[str, list[float]] = {}
-    for r in data.get("rounds") or []:
-        per_cfg = r.get("steps_sys_ms") if isinstance(r, dict) else None
-        for cfg, per_mode in (per_cfg or {}).items():
-            for mode, xs in (per_mode or {}).items():
-                ts = ((r.get("steps_ms") or {}).get(cfg) or {}).get(mode) or []
-                if isinstance(xs, list) and len(xs) == len(ts):
-                    sums.setdefault(mode, []).extend(xs)
-                    steps.setdefault(mode, []).extend(ts)
+    pairs, _ = step_figures(data, "steps_sys_ms")
+    sums = {mode: [x for x, _ in xt] for mode, xt in pairs.items()}
+    steps = {mode: [t for _, t in xt] for mode, xt in pairs.items()}
     if not sums:
         return ""
     parts = [

@@ -637,3 +637,22 @@ def test_the_target_reading_comes_from_the_same_files_and_rule_as_the_summary(tm
     assert "not judged: no counted experiment" in docbench_reading.scorep_target_reading(facts, "kernels")
     with pytest.raises(ArtifactError, match="no part 'nine'"):
         docbench_reading.scorep_target_reading(facts, "nine")
+
+
+def test_the_kernels_reading_is_not_met_where_an_experiment_could_not_be_counted(tmp_path):
+    from dnabert_scaling.tools import docbench_reading
+
+    root = tmp_path / "expected" / "reference"
+    _shipped, _call_l, (calls_nop, _), (calls_abc, _) = docbench_targets.TARGET_SETS[:4]
+    _target_file(root, calls_nop, [["a.patch"]], [1.20] * 6, [1.10] * 6)
+    _target_file(root, calls_abc, [["a.patch"]], [1.20] * 6, [1.10] * 6)
+    for path, uncountable in ((calls_nop, 0), (calls_abc, 1)):
+        doc = json.loads((root / path).read_text())
+        for m in doc["modes"]:
+            m.update(kernels_found=100, launches_counted=100, experiments_counted=2, kernels_found_share=1.0)
+            m["experiments_uncountable"] = uncountable
+        (root / path).write_text(json.dumps(doc))
+    text = docbench_reading.scorep_target_reading(Facts(tmp_path), "kernels")
+    # every counted kernel found, but one experiment could not be counted: it may hold a lost kernel
+    assert text.startswith("not met by the default mode: 200 of 200 launches found in 4 counted experiments")
+    assert "1 experiment(s) that could not be counted: not met" in text

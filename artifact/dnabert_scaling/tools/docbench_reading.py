@@ -13,15 +13,8 @@ import statistics
 from dnabert_scaling.analysis.stats import median_interval
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
-from dnabert_scaling.tools.docbench import (
-    CACHE_BENCH,
-    CACHE_OFF,
-    DEFAULT_MODE,
-    SCOREP_RATIO_TARGETS,
-    _launch_experiments,
-    bench_file,
-)
-from dnabert_scaling.tools.docbench_targets import TARGET_SETS, _build_of, shipped_build
+from dnabert_scaling.tools.docbench import CACHE_BENCH, CACHE_OFF, DEFAULT_MODE, SCOREP_RATIO_TARGETS, _kernels_found, bench_file
+from dnabert_scaling.tools.docbench_targets import beyond_client, cupti_alone, target_files
 from dnabert_scaling.tools.docfacts import Facts
 
 RELATIVE_BOUND = 0.05  # a bound on what Score-P adds to the bare client, in untraced steps (the prose's example)
@@ -29,14 +22,8 @@ RELATIVE_BOUND = 0.05  # a bound on what Score-P adds to the bare client, in unt
 
 def _files(facts: Facts) -> tuple[list[tuple[str, dict]], list[tuple[str, dict]]]:
     """(every target file that ran the default mode, those of them whose runs all ran the shipped build)."""
-    build = shipped_build(facts)
-    every = []
-    for path, said in TARGET_SETS:
-        data = bench_file(facts, path)
-        if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
-            every.append((said, data))
-    ours = [(said, data) for said, data in every if build is not None and _build_of(data) == build]
-    return every, ours
+    found = target_files(facts)
+    return [(said, data) for said, data, _ in found], [(said, data) for said, data, mine in found if mine]
 
 
 def _and(items: list[str]) -> str:
@@ -75,10 +62,7 @@ def _config_reading(every: list, ours: list, config: str, bound: float) -> str:
         text += f" ({where}: " + ", ".join(f"{n} {cv.near(m, bound)}x" for n, m in few.items()) + ")"
     if verdict == "not established" and rounds_side in ("met", "missed"):
         where = "above" if rounds_side == "missed" else "at or below"
-        text += (
-            f". The rounds alone lie {where} the bound (their interval lies wholly {where} {bound:.2f}x), but the runs do not "
-            f"agree ({said.split(', but ', 1)[-1]})"
-        )
+        text += f". The rounds alone lie {where} the bound (their interval lies wholly {where} {bound:.2f}x), but the runs do not agree ({said})"
     elif verdict == "not established":
         text += ": the bound lies among the rounds and among the runs, so it would settle only with many more of both, or with a cheaper Score-P"
     own = []
@@ -91,53 +75,59 @@ def _config_reading(every: list, ours: list, config: str, bound: float) -> str:
 
 def _cupti_reading(every: list) -> str:
     config, bound = SCOREP_RATIO_TARGETS[-1]
-    alone = [r for said, data in every if (r := cv.rounds_of(data, config, "cupti-kernels", label=said)).ran]
-    if not alone:
+    alone = cupti_alone(every, config, bound)
+    if alone is None:
         return f"CUPTI alone was not run at {config}"
-    verdict, said = cv.judge(alone, bound)
-    where = {"met": "below the bound", "missed": "above the bound"}.get(verdict, "not told from the bound")
-    m = cv.median_of(alone)
+    where, said, n, m = alone
     shown = "" if m is None else f" ({cv.near(m, bound)}x)"
-    return f"CUPTI alone, in 4 MB buffers with no Score-P loaded, is {where} over every file's {sum(len(r.values) for r in alone)} rounds at {config}{shown}: {said}"
+    return (
+        f"CUPTI alone, in 4 MB buffers with no Score-P loaded, is {where} over every file's {n} rounds at {config}{shown}: {said}"
+    )
 
 
 def _relative_reading(ours: list) -> str:
     parts = []
     for config, _ in SCOREP_RATIO_TARGETS:
-        beyond = [
-            r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran
-        ]
-        if not beyond:
+        beyond = beyond_client(ours, config, RELATIVE_BOUND)
+        if beyond is None:
             continue
-        verdict, said = cv.judge(beyond, RELATIVE_BOUND)
-        m = cv.median_of(beyond)
+        verdict, said, n, m = beyond
         shown = "" if m is None else f"{m:+.3f} of an untraced step, "
-        parts.append(f"at {config} {shown}over {sum(len(r.values) for r in beyond)} paired rounds: {verdict} ({said})")
+        parts.append(f"at {config} {shown}over {n} paired rounds: {verdict} ({said})")
     if not parts:
         return "no file of the shipped build ran the bare client with launch callbacks beside the default mode"
     return f"against a bound of at most {RELATIVE_BOUND:.2f} of an untraced step above that client, " + "; ".join(parts)
 
 
+def _first_row(data: dict, mode: str) -> dict | None:
+    """A mode's first row: its kernel counts are the process's, the same in every configuration's row."""
+    return next((m for m in data.get("modes") or [] if isinstance(m, dict) and m.get("mode") == mode), None)
+
+
 def _kernels_reading(facts: Facts, every: list) -> str:
-    per_file, found, launches, count = [], 0, 0, 0
-    for said, data in every:
-        experiments = _launch_experiments(data)
-        if not experiments:
-            continue
-        f, n = sum(min(e["kernels"], e["launches"]) for e in experiments), sum(e["launches"] for e in experiments)
-        per_file.append(f"{said} {f:,} of {n:,} in {len(experiments)}")
-        found, launches, count = found + f, launches + n, count + len(experiments)
-    if not per_file:
+    """Kernels found by the default mode, file by file as each file's targets line reads its row
+    (:func:`docbench._kernels_found`: an experiment that could not be counted keeps it from "met"),
+    and over all: met only where every file's is."""
+    rows = [(said, row) for said, data in every if (row := _first_row(data, DEFAULT_MODE))]
+    if not any(isinstance(row.get("launches_counted"), int) for _, row in rows):
         return "not judged: no counted experiment of the default mode is shipped"
-    verdict = "met" if found == launches else "missed"
-    text = (
-        f"{verdict} by the default mode in every counted experiment, {found:,} of {launches:,} launches in {count} experiments "
-        f"over the {len(per_file)} files that ran it ({'; '.join(per_file)})"
+    judged = [(said, *_kernels_found(row)) for said, row in rows]
+    verdicts = {v for _, _, v in judged}
+    verdict = "missed" if "missed" in verdicts else "met" if verdicts == {"met"} else "not met"
+    found, launches, experiments = (
+        sum(row.get(k) or 0 for _, row in rows) for k in ("kernels_found", "launches_counted", "experiments_counted")
     )
-    off = _launch_experiments(bench_file(facts, CACHE_BENCH), CACHE_OFF)
+
+    def shown(said: str, what: str, v: str) -> str:
+        return f"{said} {what}" + ("" if v == "met" else f": {v}")
+
+    text = (
+        f"{verdict} by the default mode: {found:,} of {launches:,} launches found in {experiments} counted experiments "
+        f"over the {len(judged)} files that ran it ({'; '.join(shown(*j) for j in judged)})"
+    )
+    off = _first_row(bench_file(facts, CACHE_BENCH), CACHE_OFF)
     if off:
-        f, n = sum(min(e["kernels"], e["launches"]) for e in off), sum(e["launches"] for e in off)
-        text += f", and with the stream reference cache off {f:,} of {n:,} in {len(off)} more"
+        text += ", and with the stream reference cache off " + shown("", *_kernels_found(off)).strip()
     return text
 
 

@@ -102,8 +102,9 @@ print_file( const char* key, const char* path )
 int
 main( int argc, char** argv )
 {
-    long calls = argc > 1 ? atol( argv[ 1 ] ) : 200000;
-    if ( calls <= 0 )
+    char* end   = NULL;
+    long  calls = argc > 1 ? strtol( argv[ 1 ], &end, 10 ) : 200000;
+    if ( calls <= 0 || ( argc > 1 && ( end == argv[ 1 ] || *end != '\0' ) ) )
     {
         fprintf( stderr, "clock_cost: the number of calls per batch must be a positive integer\n" );
         return 2;

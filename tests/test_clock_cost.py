@@ -44,7 +44,7 @@ def test_the_probe_prints_each_readings_cost_and_the_clocksource(probe):
     assert out["clocksource"] is None or out["clocksource"].strip() == out["clocksource"] != ""
 
 
-@pytest.mark.parametrize("bad", ["x", "0", "-5"])
+@pytest.mark.parametrize("bad", ["x", "0", "-5", "5x", ""])
 def test_the_probe_refuses_a_bad_count(probe, bad):
     proc = subprocess.run([str(probe), bad], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == "" and "positive integer" in proc.stderr

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import statistics
 
+from dnabert_scaling.analysis.stats import is_finite_number
+
 from dnabert_scaling.tools.docbench import (
     DEFAULT_MODE,
     DEFAULT_SAID,
@@ -63,15 +65,13 @@ def _clock_sentence(facts: Facts, told_apart: bool | None) -> str:
         return ""
     parts = []
     for key, said in READINGS:
-        values = [p["ns_per_reading"][key] for p in probes if isinstance(p["ns_per_reading"].get(key), (int, float))]
+        values = [p["ns_per_reading"][key] for p in probes if is_finite_number(p["ns_per_reading"].get(key))]
         if values:
             lo, hi = min(values), max(values)
             parts.append(f"{said} {lo:.0f} ns" if f"{lo:.0f}" == f"{hi:.0f}" else f"{said} {lo:.0f}-{hi:.0f} ns")
     sources = sorted({str(p.get("clocksource")) for p in probes})
-    clock = [v for p in probes if isinstance(v := p["ns_per_reading"].get("clock_gettime(CLOCK_MONOTONIC_RAW)"), (int, float))]
-    syscall = [
-        v for p in probes if isinstance(v := p["ns_per_reading"].get("syscall clock_gettime(CLOCK_MONOTONIC_RAW)"), (int, float))
-    ]
+    clock = [v for p in probes if is_finite_number(v := p["ns_per_reading"].get("clock_gettime(CLOCK_MONOTONIC_RAW)"))]
+    syscall = [v for p in probes if is_finite_number(v := p["ns_per_reading"].get("syscall clock_gettime(CLOCK_MONOTONIC_RAW)"))]
     text = (
         f" What one clock reading costs on the machine (`scripts/clock_cost.c` in each of the {len(probes)} calls; "
         f"clocksource {', '.join(sources)}; median of 9 batches): " + "; ".join(parts) + "."

@@ -107,7 +107,7 @@ def _kinds_not_recorded(rs: ResultSet) -> list[str]:
 
 PARTITION_NOTE = (
     "Medians over all (rank, measured step) samples; times per step. Efficiency range: the slowest repeat at N over "
-    "N × the fastest 1-GPU repeat, to the fastest over the slowest. Traced / untraced step: the traced run's median "
+    "N × the fastest world-size-1 repeat, to the fastest over the slowest. Traced / untraced step: the traced run's median "
     "step time over the untraced runs' median. They are separate processes, so the ratio holds run-to-run variation "
     "as well as the tracer's cost; make bench-trace pairs traced and untraced steps taken seconds apart (one process "
     "per mode, taking turns step by step), which isolates the tracer."

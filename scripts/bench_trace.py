@@ -61,6 +61,15 @@ Diagnostic modes (run only where --modes names them):
                     CPU's time-stamp counter instead of clock_gettime (the artifact's timer); whether
                     reading the clock is part of what a launch record costs (scripts/clock_cost.c
                     prints what one clock reading costs on the machine)
+  scorep-launch-norefs-chunk4m
+                    scorep-launch-chunk4m without `references` (SCOREP_CUDA_ENABLE=driver,kernel,memcpy):
+                    the same launch records without their stream reference (the analysis then cannot
+                    pair a launch with its kernel); what the reference costs
+  scorep-launch-notrace-chunk4m
+                    scorep-launch-chunk4m with SCOREP_ENABLE_TRACING=false (profiling is off too):
+                    Score-P's CUDA callbacks run and CUPTI's records are taken, but no event is
+                    written; what writing the trace costs, and what Score-P's callback path costs
+                    beyond the bare client's (cupti-launch). Its kernels cannot be counted (no trace)
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel

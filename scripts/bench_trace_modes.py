@@ -26,6 +26,15 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     # the default mode with Score-P's TSC timer instead of the artifact's clock_gettime: whether reading the
     # clock is part of what a launch record costs on this machine (see scripts/clock_cost.c)
     "scorep-launch-chunk4m-tsc": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_TIMER": "tsc"}),
+    # the default mode without `references` (its launch records carry no stream reference), and the default
+    # mode with Score-P's tracing off (its CUDA callbacks run and CUPTI's records are taken, nothing is
+    # written): what each part of a launch record costs beyond the bare client with the same callbacks
+    "scorep-launch-norefs-chunk4m": ("driver,kernel,memcpy", "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    "scorep-launch-notrace-chunk4m": (
+        SCOREP_ENABLE,
+        "launch",
+        {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_ENABLE_TRACING": "false"},
+    ),
     "scorep-launch-nocache-chunk4m": (
         SCOREP_ENABLE,
         "launch",

@@ -128,6 +128,15 @@ def test_each_score_p_mode_gets_its_own_variables_and_no_stray_chunk(bt, tmp_pat
         k: v for k, v in chunk.items() if k not in ("SCOREP_TIMER", "SCOREP_EXPERIMENT_DIRECTORY")
     }  # the default mode but for its timer
     assert tsc["SCOREP_TIMER"] == "tsc"
+    # the two parts of a launch record: the default without its stream reference, and without writing
+    norefs = bt.lockstep.child_env("scorep-launch-norefs-chunk4m", tmp_path / "nr", outer)
+    assert norefs["SCOREP_CUDA_ENABLE"] == "driver,kernel,memcpy" and norefs["SCOREP_CUDA_DRIVER_CALLBACKS"] == "launch"
+    assert norefs["SCOREP_CUDA_BUFFER_CHUNK"] == "4M" and norefs["SCOREP_ENABLE_TRACING"] == "true"
+    notrace = bt.lockstep.child_env("scorep-launch-notrace-chunk4m", tmp_path / "nt", outer)
+    assert notrace["SCOREP_ENABLE_TRACING"] == "false" and notrace["SCOREP_ENABLE_PROFILING"] == "false"
+    assert {k: v for k, v in notrace.items() if k not in ("SCOREP_ENABLE_TRACING", "SCOREP_EXPERIMENT_DIRECTORY")} == {
+        k: v for k, v in chunk.items() if k not in ("SCOREP_ENABLE_TRACING", "SCOREP_EXPERIMENT_DIRECTORY")
+    }  # the default mode but for writing its trace
 
 
 def test_refuses_without_a_gpu():

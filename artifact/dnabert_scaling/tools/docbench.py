@@ -33,6 +33,8 @@ NAMES = {
     "cupti-launch": "CUPTI alone with launch callbacks (bare client), 4 MB buffers",
     "scorep-launch-nocache-chunk4m": "Score-P, launch-only, 4 MB buffers, stream reference cache off",
     "scorep-launch-chunk4m-tsc": "Score-P, launch-only, 4 MB buffers, TSC timer",
+    "scorep-launch-norefs-chunk4m": "Score-P, launch-only, 4 MB buffers, no stream references",
+    "scorep-launch-notrace-chunk4m": "Score-P, launch-only, 4 MB buffers, tracing off (nothing written)",
 }
 TABLE_HEAD = (
     "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",

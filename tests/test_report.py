@@ -502,3 +502,27 @@ def test_refresh_report_rebuilds_the_page_from_the_results_as_they_are(tmp_path)
         [PYTHON, str(ROOT / "scripts" / "refresh_report.py"), "--results", str(tmp_path / "none")], capture_output=True, text=True
     )
     assert proc.returncode == 2 and "no result sets to build the report from" in proc.stderr
+
+
+def test_two_builds_of_the_same_results_are_the_same_page(tmp_path):
+    """Cell ids come from each cell's place and tag, and SOURCE_DATE_EPOCH fixes the creation time: two
+    builds of the same results are byte for byte the same page. A malformed SOURCE_DATE_EPOCH is a clear
+    error before anything is built, and the last page stays as it was."""
+    shipped = tmp_path / "reference-results"
+    shutil.copytree(ROOT / "expected" / "reference-results" / "h200-scorep-b8", shipped / "h200-scorep-b8")
+    refresh = [PYTHON, str(ROOT / "scripts" / "refresh_report.py"), "--results", str(shipped)]
+    pages = []
+    for _ in range(2):
+        proc = subprocess.run(
+            refresh, capture_output=True, text=True, timeout=600, env={**os.environ, "SOURCE_DATE_EPOCH": "1764892800"}
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        pages.append((shipped / "report.html").read_bytes())
+    assert pages[0] == pages[1]
+    assert b"Generated 2025-12-05T00:00:00+00:00 by" in pages[0]
+    ids = re.findall(rb'id="cell-id=([^"]+)"', pages[0])
+    assert ids and ids[0] == b"c00-parameters" and len(set(ids)) == len(ids)
+    for bad in ("12x", "-5", "１２"):
+        proc = subprocess.run(refresh, capture_output=True, text=True, timeout=600, env={**os.environ, "SOURCE_DATE_EPOCH": bad})
+        assert proc.returncode == 2 and "SOURCE_DATE_EPOCH" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert (shipped / "report.html").read_bytes() == pages[0]

@@ -98,10 +98,10 @@ def build_report(
 
     t0 = time.monotonic()
     claims_path = Path(claims) if claims else checker.default_claims_path()
+    params = _params(claims_path, written_by)  # first: a malformed SOURCE_DATE_EPOCH stops the build before it starts
     sets, titles = _load_sets(results, list(labels or []), claims_path)
     out = writable_dir(out, "--out", create=True)
     refuse_overlap([("--out", out / name) for name in REPORT_FILES], report_inputs([Path(s["path"]) for s in sets], claims_path))
-    params = _params(claims_path, written_by)
     nb = template.notebook(sets, params["claims"], params, titles)
     execute_notebook(nb, out, timeout)
     body = notebook_html(nb, show_code)
@@ -129,13 +129,27 @@ def _load_sets(results: list[Path], labels: list[str], claims_path: Path) -> tup
     return [{"path": str(folder), "label": title} for (_, folder), title in zip(loaded, titles)], titles
 
 
+def build_time(environ=None) -> str | None:
+    """The report's creation time where ``SOURCE_DATE_EPOCH`` fixes it (the reproducible-builds
+    convention: seconds since 1970, UTC), so that two builds of the same results can be compared byte
+    for byte; None where it is not set. A value that is not such a number is an error, not ignored."""
+    from datetime import datetime, timezone
+
+    raw = (os.environ if environ is None else environ).get("SOURCE_DATE_EPOCH")
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 12:
+        raise ArtifactError(f"SOURCE_DATE_EPOCH={raw[:40]!r} is not a count of seconds since 1970 (digits only)")
+    return datetime.fromtimestamp(int(raw), tz=timezone.utc).isoformat(timespec="seconds")
+
+
 def _params(claims_path: Path, written_by: str | None) -> dict[str, Any]:
     """The build's facts, injected into the notebook's parameters cell."""
     from dnabert_scaling import __version__
     from dnabert_scaling.provenance import now_iso
 
     return {
-        "created": now_iso(),
+        "created": build_time() or now_iso(),
         "version": __version__,
         "prefix": sys.prefix,
         "python": sys.executable,

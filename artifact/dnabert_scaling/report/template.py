@@ -196,6 +196,9 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     )
     cells.append(_md("## Appendix D: this report's build"))
     cells.append(_code("H.show(A.build_info_html(R))", "appendix"))
+    for i, cell in enumerate(cells):  # ids from the cell's place and tag, not nbformat's random ones:
+        # the same inputs give the same page, so two builds can be compared byte for byte
+        cell.id = f"c{i:02d}-{(cell.metadata.get('tags') or ['md'])[0]}"
     nb.cells = cells
     nbformat.validate(nb)
     return nb

@@ -119,6 +119,14 @@ def set_cells(k: int, section: int) -> list:
     return [_code(f"H.show(D.set_section_html(R.sets[{k}], {section}, SHARED, SIZES, CLAIMS_READ))", "set")]
 
 
+def numbered(cells: list) -> list:
+    """``cells`` with ids from each cell's place and first tag instead of nbformat's random ones: the same
+    inputs give the same page, so two builds can be compared byte for byte."""
+    for i, cell in enumerate(cells):
+        cell.id = f"c{i:02d}-{(cell.metadata.get('tags') or ['md'])[0]}"
+    return cells
+
+
 def notebook(results: list[dict], claims: str | None, params: dict[str, Any], labels: list[str]) -> Any:
     """The report notebook for ``results`` (dicts with ``path`` and ``label``) before execution."""
     nb = new_notebook()
@@ -196,9 +204,6 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
     )
     cells.append(_md("## Appendix D: this report's build"))
     cells.append(_code("H.show(A.build_info_html(R))", "appendix"))
-    for i, cell in enumerate(cells):  # ids from the cell's place and tag, not nbformat's random ones:
-        # the same inputs give the same page, so two builds can be compared byte for byte
-        cell.id = f"c{i:02d}-{(cell.metadata.get('tags') or ['md'])[0]}"
-    nb.cells = cells
+    nb.cells = numbered(cells)
     nbformat.validate(nb)
     return nb

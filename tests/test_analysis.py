@@ -7,7 +7,7 @@ One rank, a warm-up step and two measured steps, compute on stream 7 and AllRedu
 import numpy as np
 import pytest
 
-from dnabert_scaling.analysis.attribution import attribute, agreement
+from dnabert_scaling.analysis.attribution import HostTimeline, agreement, attribute, validate
 from dnabert_scaling.analysis.metrics import analyze_trace, stat
 from dnabert_scaling.analysis import partition
 from dnabert_scaling.traces.model import GPU_SCHEMA, HOST_SCHEMA, Trace, make_frame
@@ -201,6 +201,29 @@ def test_time_window_agreement_is_measured():
     # at 200) lands in the extended last window, in the optimizer: 7 of 9 measured activities agree
     assert agree["n"] == 9
     assert agree["activities"] == pytest.approx(7 / 9)
+
+
+def test_the_score_p_methods_are_validated_on_the_work_a_score_p_trace_would_pair():
+    """A Kineto trace whose recording began at the first measured step holds kernels without launch records on
+    every stream. Validated on it as it is, stream order finds the counts disagree and falls back to the time
+    window: its "agreement" would be the time window's. ``validate`` leaves out what was launched before
+    recording (a Score-P trace records every launch) and says how much the method placed itself."""
+    leftover = [("w1", 7, "kernel", "compute", None, 1, 3, 3, -30), ("w_ar", 20, "kernel", "nccl", "AllReduce", 1, 9, 4, -25)]
+    tr = make_trace(gpu_rows=leftover + GPU[1:])
+    recorded = ~tr.host["correlation"].isin([3, 4]) | (tr.host["kind"] != "launch")
+    tr = Trace(tr.gpu, tr.host[recorded].reset_index(drop=True), tr.ranks)
+    truth = attribute(tr.gpu, tr.host)
+    dur = (tr.gpu["end_ns"] - tr.gpu["start_ns"]).to_numpy()
+    as_it_is = attribute(tr.gpu, tr.host, prefer="stream-order")
+    assert "stream-order" not in set(as_it_is.method)  # every stream's counts disagree: all by time window
+    tl = HostTimeline.from_host(tr.host)
+    order = validate(truth, tr.gpu, tr.host, tl, "stream-order", dur)
+    # the memcpy (no stream reference on its call: time window, 3 ns of the 254 measured) is all stream order leaves to it
+    assert order["activities"] == 1.0 and order["placed"] == pytest.approx(251 / 254)
+    window = validate(truth, tr.gpu, tr.host, tl, "time-window", dur)
+    assert window["placed"] == 1.0 and window["activities"] == pytest.approx(7 / 9)
+    m = analyze_trace(tr, 1, 2, "hand").metrics
+    assert m.phase_validation["stream-order"].placed == pytest.approx(251 / 254)
 
 
 def test_analyze_trace_metrics_and_ranking():

@@ -190,3 +190,28 @@ def test_no_efficiency_baseline_is_named_where_no_efficiency_was_measured():
     assert all(rehearsal.entry(n).get("efficiency") is None for n in rehearsal.world_sizes)
     assert not any(n.startswith("Efficiency baseline") for n in _partition_notes(rehearsal))
     assert any(n.startswith("Efficiency baseline") for n in _partition_notes(load_set(1, shipped / "h200-b32")))
+
+
+def test_a_score_p_method_is_credited_only_with_what_it_placed_itself(tmp_path):
+    """The analysis notes quote how well the Score-P methods reproduce the exact attribution, with the share
+    of GPU time each placed itself: a stream order that fell back to the time window is said to have, and
+    a figure from an analysis that did not record the share says so."""
+    from dnabert_scaling.report import appendices
+
+    m, _ = gpu_results((1, 4), tracer="torch")
+    gpu = m["world_sizes"]["4"]["traced"]["gpu"]
+    gpu["phase_method"] = "correlation"
+    gpu["phase_validation"] = {
+        "stream-order": {"activities": 0.85, "time": 0.193, "placed": 0.0},
+        "time-window": {"activities": 0.85, "time": 0.193, "placed": 1.0},
+    }
+    m["world_sizes"]["1"]["traced"]["gpu"]["phase_method"] = "correlation"
+    m["world_sizes"]["1"]["traced"]["gpu"]["phase_validation"] = {"stream-order": {"activities": 1.0, "time": 0.9996}}
+    text = appendices.notes_html(result_set(m, tmp_path))
+    assert "stream-order 19.3% of GPU time, of which it placed 0.0% itself and the time window the rest" in text
+    assert "time-window 19.3% of GPU time)" in text
+    assert "stream-order 100.0% of GPU time (how much of it the method placed itself is not recorded" in text
+    gpu["phase_validation"]["stream-order"]["placed"] = 1.0
+    assert "stream-order 19.3% of GPU time, all of it placed by the method itself" in appendices.notes_html(
+        result_set(m, tmp_path)
+    )

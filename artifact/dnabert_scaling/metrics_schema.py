@@ -256,10 +256,13 @@ class RankedActivity(Record):
 
 @dataclass(kw_only=True)
 class PhaseAgreement(Record):
-    """Share of activities (and of GPU time) a method attributes to the same phase as correlation."""
+    """Share of activities (and of GPU time) a method attributes to the same phase as correlation, on the
+    trace without the activities launched before recording began; ``placed``: the share of that GPU time
+    the method placed by itself, not by its time-window fallback."""
 
     activities: float | None = None
     time: float | None = None
+    placed: float | None = None
 
 
 @dataclass(kw_only=True)

@@ -261,3 +261,26 @@ def agreement(truth: Attribution, other: Attribution, weights: np.ndarray | None
         w = np.asarray(weights, dtype=np.float64)[sel]
         out["time"] = float((w * same[sel]).sum() / w.sum()) if w.sum() > 0 else None
     return out
+
+
+def validate(
+    truth: Attribution, gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline, prefer: str, weights: np.ndarray
+) -> dict:
+    """How well the Score-P method ``prefer`` ("stream-order" or "time-window") reproduces the exact
+    attribution ``truth`` (by correlation) of a Kineto trace: :func:`agreement` over the activities
+    ``truth`` placed in a measured step, and ``placed``, the share of their GPU time (``weights``) the
+    method placed by itself rather than by its time-window fallback.
+
+    The activities ``truth`` shows were launched before recording began are left out first: a Score-P
+    trace records every launch from the start of the process, so on its streams launches and kernels
+    pair up; kept in, the launches a Kineto trace lacks would make every stream's counts disagree and
+    "stream order" would be the time window under another name."""
+    keep = truth.method != "before-recording"
+    other = attribute(gpu[keep].reset_index(drop=True), host, timeline, prefer=prefer)
+    kept = Attribution(truth.step[keep], truth.phase[keep], truth.method[keep])
+    w = np.asarray(weights, dtype=np.float64)[keep]
+    out = agreement(kept, other, w)
+    sel = kept.step >= 0
+    total = w[sel].sum()
+    out["placed"] = float((w[sel] * (other.method[sel] == prefer)).sum() / total) if total > 0 else None
+    return out

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling.analysis import completeness, idle, kernel_classes, partition, skew
-from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, agreement, attribute
+from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, attribute, validate
 from dnabert_scaling.analysis.stats import mean_of_known, stat
 from dnabert_scaling.phases import STEP_PHASES
 from dnabert_scaling.metrics_schema import Completeness, GpuMetrics, KernelClassShare, PhaseAgreement, RankedActivity, RankFigures
@@ -140,7 +140,7 @@ def _add_rank(acc: _Ranks, trace, r: int, expected_steps: int | None, bound: flo
     if att.main_method == "correlation":
         dur = gpu["end_ns"].to_numpy(np.int64) - gpu["start_ns"].to_numpy(np.int64)
         for prefer in acc.validation:
-            acc.validation[prefer].append(agreement(att, attribute(gpu, host, tl, prefer=prefer), dur))
+            acc.validation[prefer].append(validate(att, gpu, host, tl, prefer, dur))
     windows = partition.step_windows(gpu, att, tl.steps)
     table = partition.rank_step_table(gpu, att, windows)
     table = pd.concat([table, idle.step_columns(gpu, host, tl, att, windows)], axis=1)
@@ -211,7 +211,9 @@ def _gpu_metrics(acc: _Ranks, steps: pd.DataFrame, ranking: pd.DataFrame, classe
     ranked = ranking[["activity", "kind", "sum_s_per_step", "count_per_step", "share"]].head(RANKING_ROWS)
     validation = {
         k: PhaseAgreement(
-            activities=mean_of_known([v["activities"] for v in vals]), time=mean_of_known([v.get("time") for v in vals])
+            activities=mean_of_known([v["activities"] for v in vals]),
+            time=mean_of_known([v.get("time") for v in vals]),
+            placed=mean_of_known([v.get("placed") for v in vals]),
         )
         for k, vals in acc.validation.items()
         if vals

@@ -17,13 +17,28 @@ def notes_html(rs: ResultSet) -> str:
         if pm:
             text = f"world size {n}: phases attributed by {pm}"
             val = (rs.gpu(n) or {}).get("phase_validation") or {}
-            agree = [
-                f"{k} {v['time']:.1%} of GPU time" for k, v in val.items() if isinstance(v, dict) and v.get("time") is not None
-            ]
+            agree = [_agreement(k, v) for k, v in val.items() if isinstance(v, dict) and isinstance(v.get("time"), (int, float))]
             if agree:
-                text += " (the Score-P methods agree with it on " + ", ".join(agree) + ")"
+                text += (
+                    " (the Score-P methods, tried on the same trace without the activities launched before recording "
+                    "began, agree with it on " + "; ".join(agree) + ")"
+                )
             notes.append(text)
     return str(render("notes.html.j2", notes=[str(x) for x in notes]))
+
+
+def _agreement(method: str, v: dict) -> str:
+    """One Score-P method's agreement with the exact attribution, with how much of the GPU time it placed
+    itself: a method whose streams fell back to the time window must not be credited with its agreement."""
+    text = f"{method} {v['time']:.1%} of GPU time"
+    placed = v.get("placed")
+    if method == "time-window":
+        return text
+    if not isinstance(placed, (int, float)):
+        return text + " (how much of it the method placed itself is not recorded: an analysis before that figure)"
+    if placed >= 0.9995:
+        return text + ", all of it placed by the method itself"
+    return text + f", of which it placed {placed:.1%} itself and the time window the rest"
 
 
 def busy_wait_html(report: Report, figures, section: str) -> str:

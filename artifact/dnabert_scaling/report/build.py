@@ -138,9 +138,13 @@ def build_time(environ=None) -> str | None:
     raw = (os.environ if environ is None else environ).get("SOURCE_DATE_EPOCH")
     if raw is None:
         return None
+    bad = f"SOURCE_DATE_EPOCH={raw[:40]!r} is not a count of seconds since 1970 (digits only, at most the year 9999)"
     if not raw.isascii() or not raw.isdigit() or len(raw) > 12:
-        raise ArtifactError(f"SOURCE_DATE_EPOCH={raw[:40]!r} is not a count of seconds since 1970 (digits only)")
-    return datetime.fromtimestamp(int(raw), tz=timezone.utc).isoformat(timespec="seconds")
+        raise ArtifactError(bad)
+    try:
+        return datetime.fromtimestamp(int(raw), tz=timezone.utc).isoformat(timespec="seconds")
+    except (ValueError, OverflowError, OSError):  # past the year 9999
+        raise ArtifactError(bad) from None
 
 
 def _params(claims_path: Path, written_by: str | None) -> dict[str, Any]:

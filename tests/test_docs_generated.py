@@ -202,3 +202,21 @@ def test_design_md_documents_every_key_of_the_timing_files():
     for path in sorted((ROOT / "docs" / "timings").glob("*.json")):
         keys = set(json.loads(path.read_text()))
         assert keys <= documented, f"{path.name}: keys not in docs/design.md: {sorted(keys - documented)}"
+
+
+def test_the_phase_validation_block_says_what_stream_order_placed_itself(tmp_path):
+    """A set whose analysis recorded what stream order placed itself is quoted with it; one from an older
+    analysis (no share recorded) says so; a set without validation (Score-P: no exact answer) is not listed."""
+    root = tmp_path / "repo"
+    results = root / "expected" / "reference-results"
+    (root / "expected" / "reference").mkdir(parents=True)
+    gpu_new = {"phase_validation": {"stream-order": {"time": 0.999, "placed": 0.997}, "time-window": {"time": 0.193}}}
+    gpu_old = {"phase_validation": {"stream-order": {"time": 0.193}}}
+    for name, gpu in (("new", gpu_new), ("old", gpu_old), ("scorep", {"phase_validation": None})):
+        (results / name).mkdir(parents=True)
+        (results / name / "metrics.json").write_text(json.dumps({"world_sizes": {"2": {"traced": {"gpu": gpu}}}}))
+    doc = "<!-- generated:phase-validation:begin -->\n<!-- generated:phase-validation:end -->\n"
+    out = render(doc, Facts(root), root / "doc.md")
+    assert "- `new`: world size 2: 99.9% of GPU time (placed 99.7% itself), the time window 19.3%" in out
+    assert "- `old`: world size 2: 19.3% of GPU time (what it placed itself: not recorded)" in out
+    assert "`scorep`" not in out

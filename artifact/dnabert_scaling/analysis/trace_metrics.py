@@ -191,9 +191,10 @@ def _table_notes(steps: pd.DataFrame) -> list[str]:
     other_idle = float(steps["idle_other_s"].sum())
     if other_idle > 0:
         notes.append(
-            f"{100 * other_idle / max(float(steps['idle_s'].sum()), 1e-30):.1f}% of idle time is 'other': "
-            "the gap ends at an activity whose launch time the trace does not give (time-window "
-            "attribution), so host wait and kernel wait cannot be told apart there"
+            f"{100 * other_idle / max(float(steps['idle_s'].sum()), 1e-30):.1f}% of the idle time of all "
+            "measured steps of all ranks together is 'other' (the tables' per-step median can be 0 where "
+            "most steps have none): the gap ends at an activity whose launch time the trace does not give "
+            "(time-window attribution), so host wait and kernel wait cannot be told apart there"
         )
     unknown_s = float(steps["unknown_collective_nccl_s"].sum())
     nccl_s = float(steps["nccl_kernel_sum_s"].sum())

@@ -19,8 +19,10 @@ from dnabert_scaling.tools import (
     docbench_reading,
     docbench_targets,
     docbench_timer,
+    doctraces,
 )
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
+from dnabert_scaling.tools.docfacts import percent as _pct
 
 
 def _ms(x: Any, digits: int = 1) -> str:
@@ -29,10 +31,6 @@ def _ms(x: Any, digits: int = 1) -> str:
 
 def _us(x: Any) -> str:
     return "-" if not isinstance(x, (int, float)) else f"{x * 1e6:.1f}"
-
-
-def _pct(x: Any, digits: int = 0) -> str:
-    return "-" if not isinstance(x, (int, float)) else f"{x * 100:.{digits}f}%"
 
 
 def _n(x: Any) -> str:
@@ -341,32 +339,6 @@ def scorep_completeness(facts: Facts, _: str | None) -> str:
     return "\n".join(lines) or "- (no Score-P set is shipped)"
 
 
-def phase_validation(facts: Facts, _: str | None) -> str:
-    """Per shipped set traced with correlation ids (torch.profiler): how well stream order, the Score-P sets'
-    attribution, reproduces the exact one, per world size, with the share of GPU time it placed itself."""
-    lines = []
-    for s in facts.sets:
-        parts = []
-        for ws in s.world_sizes():
-            order = get(s.gpu(ws), "phase_validation", "stream-order", default=None)
-            window = get(s.gpu(ws), "phase_validation", "time-window", default=None)
-            if not isinstance(order, dict) or not isinstance(order.get("time"), (int, float)):
-                continue
-            said = f"world size {ws}: {_pct(order['time'], 1)} of GPU time"
-            placed = order.get("placed")
-            said += (
-                f" (placed {_pct(placed, 1)} itself)"
-                if isinstance(placed, (int, float))
-                else " (what it placed itself: not recorded)"
-            )
-            if isinstance(window, dict) and isinstance(window.get("time"), (int, float)):
-                said += f", the time window {_pct(window['time'], 1)}"
-            parts.append(said)
-        if parts:
-            lines.append(f"- `{s.name}`: " + "; ".join(parts))
-    return "\n".join(lines) or "- (no shipped set was traced with correlation ids)"
-
-
 # -- buckets and predictions ----------------------------------------------------------------------
 
 
@@ -585,7 +557,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "scorep-agreement": scorep_agreement,
     "scorep-completeness": scorep_completeness,
     "predict-sets": predict_sets,
-    "phase-validation": phase_validation,
+    "phase-validation": doctraces.phase_validation,
     "buckets": bucket_count,
     "bucket-prediction": bucket_prediction,
     "timing": timing,

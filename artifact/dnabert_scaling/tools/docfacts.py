@@ -30,6 +30,11 @@ INCOMPLETE_SCOREP_RUN = Path("tests/data/traces/scorep84-h200-dnabert2-incomplet
 TIMINGS = Path("docs/timings")
 
 
+def percent(x: Any, digits: int = 0) -> str:
+    """A share as a percentage with ``digits`` decimals; "-" for anything that is not a number."""
+    return "-" if not isinstance(x, (int, float)) else f"{x * 100:.{digits}f}%"
+
+
 def get(d: Any, *keys: str | int, default: Any = None) -> Any:
     """``d[k1][k2]...``, or ``default`` where a level is missing or not a mapping."""
     for k in keys:

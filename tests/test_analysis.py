@@ -245,3 +245,21 @@ def test_stat():
     s = stat([1.0, 2.0, 3.0, float("nan")])
     assert s.median == 2.0 and s.n == 3 and s.min == 1.0 and s.to_json()["p90"] == pytest.approx(2.8)
     assert stat([]) is None and stat([float("nan")]) is None
+
+
+def test_a_bucket_hook_a_summary_did_not_record_is_a_deviation_all_the_same():
+    """Runs recorded before the bucket hook's deviation was written name the hook only in their DDP bucket
+    record: analyze lists the deviation for them, once, and never for a run without the hook."""
+    from types import SimpleNamespace
+
+    from dnabert_scaling.analysis.metrics import _deviations
+    from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION
+
+    old = SimpleNamespace(summary={"deviations": ["bf16"], "ddp_buckets": {"comm_hook": "ds:bucket + torch allreduce_hook"}})
+    new = SimpleNamespace(summary={"deviations": ["bf16", BUCKET_HOOK_DEVIATION], "ddp_buckets": {"comm_hook": "ds:bucket"}})
+    plain = SimpleNamespace(summary={"deviations": ["bf16"], "ddp_buckets": {"comm_hook": None}})
+    damaged = SimpleNamespace(summary={"deviations": ["bf16"], "ddp_buckets": "?"})
+    derived = _deviations([old])
+    assert derived[1] == "bf16" and derived[0].startswith(BUCKET_HOOK_DEVIATION) and "predates" in derived[0]
+    assert _deviations([old, new]) == [BUCKET_HOOK_DEVIATION, "bf16"]
+    assert _deviations([plain, damaged]) == ["bf16"]

@@ -215,3 +215,22 @@ def test_a_score_p_method_is_credited_only_with_what_it_placed_itself(tmp_path):
     assert "stream-order 19.3% of GPU time, all of it placed by the method itself" in appendices.notes_html(
         result_set(m, tmp_path)
     )
+
+
+def test_the_ddp_wrapper_is_said_to_cost_throughput_not_to_be_a_share_of_it(tmp_path):
+    rs = result_set(_with_noddp(gpu_results((1, 4))[0], 1), tmp_path)
+    ddp = next(str(i) for i in front.fallback_items(rs) if "DDP wrapper" in str(i))
+    assert "costs " in ddp and "of the throughput without it" in ddp
+
+
+def test_every_table_and_figure_of_a_shared_gpu_world_size_is_under_a_warning(tmp_path):
+    """The idle sentences, rankings, kernel classes, rank skew and distributions of a rehearsal's larger world
+    sizes are magnitudes of ranks time-slicing one GPU: a banner above the parts that hold them says so, and a set
+    with a GPU per rank has none."""
+    from dnabert_scaling.report import set_section
+
+    banner = str(set_section.shared_banner(result_set(rehearsal_metrics(), tmp_path)))
+    assert "World sizes 2, 4, 8: ranks share a GPU (a rehearsal)." in banner and "no finding" in banner
+    assert str(set_section.shared_banner(result_set(gpu_results((1, 4, 8))[0], tmp_path))) == ""
+    html = str(set_section.set_section_html(result_set(rehearsal_metrics(), tmp_path), 2, [], [1, 4, 8]))
+    assert html.count("ranks share a GPU (a rehearsal).</b>") == 2  # above 2.3 and 2.4

@@ -51,6 +51,14 @@ class Fallback:
         return asdict(self)
 
 
+# the deviation a run with the DDP bucket hook records (run/train/rank.py), and analyze derives for a run whose
+# summary predates it from the hook its DDP bucket record names (analysis/metrics.py)
+BUCKET_HOOK_DEVIATION = (
+    "DDP bucket hook on (ds:bucket ranges for predict): a Python comm hook instead of DDP's "
+    "built-in all-reduce, same arithmetic, slower host side (make bench-hook)"
+)
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

@@ -41,7 +41,7 @@ from dnabert_scaling.metrics_schema import (
     Traced,
     WorldSizeEntry,
 )
-from dnabert_scaling.provenance import below_cwd, now_iso
+from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION, below_cwd, now_iso
 
 __all__ = ["SCHEMA", "TABLES", "TracedResult", "analyze_trace", "build", "label_for", "stat"]
 
@@ -126,7 +126,7 @@ def build(
         measured_world_sizes=sizes,
         busbw={str(k): {kk: v for kk, v in b.items() if kk != "provenance"} for k, b in inputs.busbw.items()},
         fallbacks=_fallbacks(inputs.runs),
-        deviations=sorted({d for r in inputs.runs for d in r.summary.get("deviations", []) or []}),
+        deviations=_deviations(inputs.runs),
         notes=notes,
         provenance=_provenance(inputs.runs),
     )
@@ -484,3 +484,14 @@ def _provenance(runs: list[RunInfo]) -> dict[str, Any]:
             p.update({k: r.summary[k] for k in PROVENANCE_KEYS if k in r.summary})
             return p
     return {}
+
+
+def _deviations(runs: list[RunInfo]) -> list[str]:
+    """Every run's recorded deviations from the study's set-up, and the DDP bucket hook where a run's DDP bucket
+    record names it but its summary, written before runs recorded that deviation, does not say so."""
+    out = {d for r in runs for d in r.summary.get("deviations", []) or []}
+    buckets = [b for r in runs if isinstance(b := r.summary.get("ddp_buckets"), dict)]
+    hooked = any(str(b.get("comm_hook") or "").startswith("ds:bucket") for b in buckets)
+    if hooked and not any(d.startswith("DDP bucket hook on") for d in out):
+        out.add(BUCKET_HOOK_DEVIATION + "; said by the run's DDP bucket record (its summary predates this note)")
+    return sorted(out)

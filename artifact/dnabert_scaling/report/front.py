@@ -305,7 +305,7 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
             )
         )
     if rs.device in ("cuda", "cpu"):
-        loop = prov.get("training_loop") or "dnabert_scaling.run.train.rank: own loop, not the HF Trainer"
+        loop = prov.get("training_loop") or "not recorded by these runs (this code's loop is its own, not the HF Trainer)"
         out.append(markup("<b>Training loop</b>: {}; the recipe runs the HF Trainer.", loop))
         impl = prov.get("optimizer_impl")
         used = markup("<code class='ds'>{}</code>", impl) if impl else "not recorded by these runs (the default)"
@@ -322,10 +322,12 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
     if ddp and plain:
         out.append(
             markup(
-                "<b>DDP wrapper at {}</b>: {} of throughput ({} samples/s with the wrapper, {} without; {}). "
+                "<b>DDP wrapper at {}</b>: {} ({} samples/s with the wrapper, {} without; {}). "
                 "Efficiencies below use the run with the wrapper as their {} baseline.",
                 rs.ranks(1),
-                f"{1 - ddp / plain:.0%}",
+                f"costs {1 - ddp / plain:.0%} of the throughput without it"
+                if ddp <= plain
+                else f"no cost measured (the runs with it were {ddp / plain - 1:.0%} faster)",
                 fmt(ddp),
                 fmt(plain),
                 _runs_text(one.get("throughput") or {}, one.get("throughput_noddp") or {}),

@@ -170,8 +170,10 @@ def _idle_row(n: int, g: dict) -> tuple[list[dict], str]:
     parts = [median(g.get(k)) for k in IDLE_PARTS]
     total = sum(x for x in parts if x is not None) or None
     call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
+    # compute kernels: every kernel but NCCL's (whose time is not compute time)
     kernels, compute = median(g.get("kernels_per_step")), median(g.get("compute_s"))
-    mean_kernel = compute / kernels if kernels and compute is not None else None
+    kernels = kernels - (median(g.get("nccl_kernels_per_step")) or 0) if kernels else kernels
+    mean_kernel = compute / kernels if kernels and kernels > 0 and compute is not None else None
     cells = [
         _cell(n, num=False),
         _cell(ms(g.get("step_time_s"))),
@@ -204,7 +206,7 @@ def _idle_row(n: int, g: dict) -> tuple[list[dict], str]:
     if per and mean_kernel:
         text += (
             f" The host spends {per * 1e6:.1f} µs of step time per launch; a compute kernel runs "
-            f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels)."
+            f"{mean_kernel * 1e6:.1f} µs on average (compute time / kernels other than NCCL's)."
         )
     return cells, text
 

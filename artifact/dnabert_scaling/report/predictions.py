@@ -244,6 +244,8 @@ def section_html(rs, claims: list | None = None, study_sizes: list[int] | None =
             fallbacks=[
                 {k: f.get(k) for k in ("what", "used", "why")} for f in pred.get("fallbacks") or [] if isinstance(f, dict)
             ],
+            # what the replay of the source trace approximated (predictions.json source.notes)
+            source_notes=[str(n) for n in src.get("notes") or [] if isinstance(n, str)],
         )
     )
 

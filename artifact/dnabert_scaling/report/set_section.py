@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from dnabert_scaling.report import figures as F
-from dnabert_scaling.report.html import Markup, render
+from dnabert_scaling.report.html import Markup, markup, render
 
 
 def _dur(seconds: float) -> str:
@@ -37,6 +37,24 @@ def _shared_note(rs: Any, sizes: list[int]) -> str:
     if not shared:
         return ""
     return f" World size{'s' if len(shared) > 1 else ''} {', '.join(map(str, shared))}: ranks share a GPU (a rehearsal), not scaling evidence."
+
+
+def shared_banner(rs: Any) -> Markup:
+    """Above the tables and figures of a set whose larger world sizes ran with ranks sharing a GPU: what their
+    figures at those world sizes are (every sentence, table row and figure there, not only the captions that
+    say so); empty for a set with a GPU per rank."""
+    shared = [n for n in rs.world_sizes if n > 1 and rs.shared_gpu(n)]
+    if not shared:
+        return Markup("")
+    return markup(
+        '<div class="ds-warn"><b>⚠ World size{} {}: ranks share a GPU (a rehearsal).</b> Every figure, table row and '
+        "sentence below at {} is of ranks time-slicing one GPU: the NCCL path ran, but the magnitudes (times, shares, "
+        "rankings, skew) are not those of one GPU per rank, are not scaling evidence, and this report draws no finding "
+        "from them.</div>",
+        "s" if len(shared) > 1 else "",
+        ", ".join(map(str, shared)),
+        "those world sizes" if len(shared) > 1 else "that world size",
+    )
 
 
 def breakdown_caption(rs: Any, fig: Any) -> str:
@@ -122,7 +140,7 @@ def overlap_caption(rs: Any, fig: Any) -> str:
 def distributions_caption(rs: Any, fig: Any) -> str:
     return (
         "Per-step distributions over all (rank, measured step) samples: boxes p25 to p75, whiskers p10 to p90, "
-        "dots beyond; red: median."
+        "dots beyond; red: median." + _shared_note(rs, list(rs.world_sizes))
     )
 
 
@@ -226,6 +244,7 @@ def _parts(rs: Any, numbering: Numbering, study_sizes: list[int], claims: list |
         "throughput": _figures(rs, numbering, ("throughput",)),
         "prediction": Markup(P.section_html(rs, claims, study_sizes)),
         "notes": Markup(A.notes_html(rs)),
+        "shared": shared_banner(rs),
     }
     if P.load(rs)[0] is not None:
         parts["prediction"] += numbering.figure(P.curves(rs), "prediction curves", PREDICTION_CAPTION)

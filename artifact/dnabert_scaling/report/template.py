@@ -89,10 +89,12 @@ CAVEATS = """## {n} Caveats
    backward) counts time in which several streams are busy at once for each of them. The share of the step that
    communication actually costs is the *exposed* communication of the partition, which is much smaller than the
    AllReduce kernel time when the overlap is high.
-3. **50-step runs on a shared node are noisy.** A few tens of steps per run, on nodes shared with other jobs, give
-   medians that move by several percent between runs. The robust signals are qualitative (zero vs non-zero, which
-   stream, which activity is largest) and relative (ratios, shares, efficiencies); absolute milliseconds are
-   context, and every bound keeps a margin for this noise.
+3. **50-step runs on a shared node are noisy.** A few tens of steps per run (the study's 50; the sets here measured
+   as many or fewer, each set's set-up says how many), on nodes shared with other jobs, give medians that move by
+   several percent between runs. The robust signals are qualitative (zero vs non-zero, which stream, which activity
+   is largest) and relative (ratios, shares, efficiencies); absolute milliseconds are context. The bounds on
+   magnitudes keep a margin for this noise; counts and orderings (no NCCL kernel on one GPU, AllReduce the
+   largest activity) are checked exactly, as Appendix A's rationales say.
 4. **The breakdown comes from the traced run.** Partition, idle causes, overlap and kernel classes are measured in
    the traced run, which is slower than the untraced runs that give throughput (the tracer adds host time to every
    launch and phase, so host wait is, if anything, larger there). Throughput and efficiency come from the untraced

@@ -24,7 +24,7 @@ from typing import Any
 from dnabert_scaling import layout
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout
-from dnabert_scaling.provenance import Fallback
+from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION, Fallback
 from dnabert_scaling.run.workload.tokenizer import PAD_ID
 from dnabert_scaling.run.train.task import RankBatches, prepare_data
 from dnabert_scaling.run.train.log import (
@@ -369,10 +369,7 @@ def _setup_tracing(r: _Rank) -> None:
         from dnabert_scaling.run.train.buckets import BucketHook
 
         r.bucket_hook = BucketHook(r.marker).register(r.train_model)
-        r.deviations.append(
-            "DDP bucket hook on (ds:bucket ranges for predict): a Python comm hook instead of DDP's "
-            "built-in all-reduce, same arithmetic, slower host side (make bench-hook)"
-        )
+        r.deviations.append(BUCKET_HOOK_DEVIATION)
     if r.tracer_name == "torch":
         from dnabert_scaling.run.tracing.torch_profiler import TorchProfilerTracer
 

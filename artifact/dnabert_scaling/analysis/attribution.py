@@ -10,8 +10,8 @@ first:
 - ``stream-order`` (Score-P): no correlation ids are written, but with ``references`` each
   kernel-launch call carries its target stream (``CUDA_STREAM_REF``). A stream executes kernels
   in the order they were launched into it, so the i-th launch into stream s is the i-th kernel on
-  s. Used per stream when the launch and kernel counts agree; copies and memsets, whose calls
-  carry no reference, and streams whose counts disagree fall back to
+  s. Used per stream when the launch and kernel counts agree; copies and memsets (only kernel
+  launches are paired: most copy calls carry no reference) and streams whose counts disagree fall back to
 - ``time-window``: the phase that was running on the host most recently before the activity
   started on the GPU. A lower bound on the lag, so it misplaces work that queues up.
 

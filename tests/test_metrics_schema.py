@@ -60,6 +60,14 @@ def _shipped() -> dict:
         (lambda m: m["world_sizes"]["1"]["traced"].update(ranks=[0, "1"]), "traced.ranks[1] must be an integer"),
         (lambda m: m.update(measured_world_sizes="1"), "measured_world_sizes must be a list"),
         (lambda m: m["world_sizes"]["1"]["traced"]["completeness"]["per_rank"]["0"].update(found=None), "['0'].found must be"),
+        (
+            lambda m: m["world_sizes"]["1"]["traced"]["gpu"].update(phase_validation={"stream-order": {"time": 1.2}}),
+            "['stream-order'].time is 1.2: a share lies between 0 and 1",
+        ),
+        (
+            lambda m: m["world_sizes"]["1"]["traced"]["gpu"].update(phase_validation={"stream-order": {"placed": -0.1}}),
+            "['stream-order'].placed is -0.1: a share lies between 0 and 1",
+        ),
     ],
 )
 def test_a_value_of_another_shape_is_refused_with_its_key_path(damage, message):

@@ -5,6 +5,7 @@ refused with an ArtifactError naming the file and the key path, as a wrong type 
 
 - a statistic has at least one sample (none is null) and min <= p10 <= median <= p90 <= max;
 - a listed sanity problem fails a sanity item;
+- a phase-attribution agreement's shares lie between 0 and 1;
 - a rank's completeness counts add up (one launch and one found count per step, found <= launches);
 - GPU figures of world size N rest on ranks 0..N-1 with measured steps, and completeness covers them;
 - efficiency exists only where the world size and world size 1 have untraced throughput;
@@ -40,6 +41,14 @@ def stat(s: Any, where: str, path: Path | None) -> None:
     for (k1, v1), (k2, v2) in zip(known, known[1:]):
         if v1 > v2 + 1e-9 * max(abs(v1), abs(v2)):
             raise _error(where, f"has {k1} {v1!r} above {k2} {v2!r}: not a statistic of any samples", path)
+
+
+def shares(record: Any, keys: tuple[str, ...], where: str, path: Path | None) -> None:
+    """Each of ``keys`` that is set is a share: a finite number from 0 to 1."""
+    for k in keys:
+        v = getattr(record, k)
+        if v is not None and not (math.isfinite(v) and 0 <= v <= 1):
+            raise _error(f"{where}.{k}", f"is {v!r}: a share lies between 0 and 1", path)
 
 
 def failing(sanity: Any) -> list[str]:

@@ -264,6 +264,9 @@ class PhaseAgreement(Record):
     time: float | None = None
     placed: float | None = None
 
+    def check(self, where: str, path: Path | None) -> None:
+        invariants.shares(self, ("activities", "time", "placed"), where, path)
+
 
 @dataclass(kw_only=True)
 class RankFigures(Record):

@@ -492,6 +492,6 @@ def _deviations(runs: list[RunInfo]) -> list[str]:
     out = {d for r in runs for d in r.summary.get("deviations", []) or []}
     buckets = [b for r in runs if isinstance(b := r.summary.get("ddp_buckets"), dict)]
     hooked = any(str(b.get("comm_hook") or "").startswith("ds:bucket") for b in buckets)
-    if hooked and not any(d.startswith("DDP bucket hook on") for d in out):
+    if hooked and not any(d.startswith(BUCKET_HOOK_DEVIATION) for d in out):
         out.add(BUCKET_HOOK_DEVIATION + "; said by the run's DDP bucket record (its summary predates this note)")
     return sorted(out)

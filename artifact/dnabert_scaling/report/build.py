@@ -129,13 +129,13 @@ def _load_sets(results: list[Path], labels: list[str], claims_path: Path) -> tup
     return [{"path": str(folder), "label": title} for (_, folder), title in zip(loaded, titles)], titles
 
 
-def build_time(environ=None) -> str | None:
+def build_time() -> str | None:
     """The report's creation time where ``SOURCE_DATE_EPOCH`` fixes it (the reproducible-builds
     convention: seconds since 1970, UTC), so that two builds of the same results can be compared byte
     for byte; None where it is not set. A value that is not such a number is an error, not ignored."""
     from datetime import datetime, timezone
 
-    raw = (os.environ if environ is None else environ).get("SOURCE_DATE_EPOCH")
+    raw = os.environ.get("SOURCE_DATE_EPOCH")
     if raw is None:
         return None
     bad = f"SOURCE_DATE_EPOCH={raw[:40]!r} is not a count of seconds since 1970 (digits only, at most the year 9999)"

@@ -172,8 +172,8 @@ def _idle_row(n: int, g: dict) -> tuple[list[dict], str]:
     call, per = median(g.get("launch_call_s")), median(g.get("host_s_per_launch"))
     # compute kernels: every kernel but NCCL's (whose time is not compute time)
     kernels, compute = median(g.get("kernels_per_step")), median(g.get("compute_s"))
-    kernels = kernels - (median(g.get("nccl_kernels_per_step")) or 0) if kernels else kernels
-    mean_kernel = compute / kernels if kernels and kernels > 0 and compute is not None else None
+    compute_kernels = kernels - (median(g.get("nccl_kernels_per_step")) or 0) if kernels else None
+    mean_kernel = compute / compute_kernels if compute_kernels and compute_kernels > 0 and compute is not None else None
     cells = [
         _cell(n, num=False),
         _cell(ms(g.get("step_time_s"))),

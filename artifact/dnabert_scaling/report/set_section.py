@@ -31,29 +31,31 @@ def _sizes(rs: Any, sizes: list[int]) -> str:
     return ", ".join(rs.ranks(n) for n in sizes)
 
 
+def _shared_sizes(rs: Any, sizes: list[int]) -> str:
+    """ "World sizes 2, 4" for those of ``sizes`` whose ranks shared a GPU, else ""."""
+    shared = [n for n in sizes if n > 1 and rs.shared_gpu(n)]
+    return f"World size{'s' if len(shared) > 1 else ''} {', '.join(map(str, shared))}" if shared else ""
+
+
 def _shared_note(rs: Any, sizes: list[int]) -> str:
     """ " World sizes 2, 4: ranks share a GPU (a rehearsal), not scaling evidence." where they do, else ""."""
-    shared = [n for n in sizes if n > 1 and rs.shared_gpu(n)]
-    if not shared:
-        return ""
-    return f" World size{'s' if len(shared) > 1 else ''} {', '.join(map(str, shared))}: ranks share a GPU (a rehearsal), not scaling evidence."
+    said = _shared_sizes(rs, sizes)
+    return f" {said}: ranks share a GPU (a rehearsal), not scaling evidence." if said else ""
 
 
 def shared_banner(rs: Any) -> Markup:
     """Above the tables and figures of a set whose larger world sizes ran with ranks sharing a GPU: what their
     figures at those world sizes are (every sentence, table row and figure there, not only the captions that
     say so); empty for a set with a GPU per rank."""
-    shared = [n for n in rs.world_sizes if n > 1 and rs.shared_gpu(n)]
-    if not shared:
+    said = _shared_sizes(rs, list(rs.world_sizes))
+    if not said:
         return Markup("")
     return markup(
-        '<div class="ds-warn"><b>⚠ World size{} {}: ranks share a GPU (a rehearsal).</b> Every figure, table row and '
-        "sentence below at {} is of ranks time-slicing one GPU: the NCCL path ran, but the magnitudes (times, shares, "
-        "rankings, skew) are not those of one GPU per rank, are not scaling evidence, and this report draws no finding "
-        "from them.</div>",
-        "s" if len(shared) > 1 else "",
-        ", ".join(map(str, shared)),
-        "those world sizes" if len(shared) > 1 else "that world size",
+        '<div class="ds-warn"><b>⚠ {}: ranks share a GPU (a rehearsal).</b> Every figure, table row and sentence below '
+        "at {} is of ranks time-slicing one GPU: the NCCL path ran, but the magnitudes (times, shares, rankings, skew) "
+        "are not those of one GPU per rank, are not scaling evidence, and this report draws no finding from them.</div>",
+        said,
+        "those world sizes" if said.startswith("World sizes") else "that world size",
     )
 
 

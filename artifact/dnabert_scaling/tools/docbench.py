@@ -13,6 +13,7 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docfacts import Facts
+from dnabert_scaling.tools.docfacts import percent as _pct
 
 
 # The artifact's default Score-P mode, as the benchmark names it: launch-only driver callbacks, CUPTI's
@@ -127,10 +128,6 @@ def _size(size: Any) -> str:
     if not isinstance(size, (int, float)):
         return "-"
     return f"{size / 1e3:,.0f} kB" if size >= 1e3 else f"{size:,.0f} B"
-
-
-def _pct(x: Any, digits: int = 0) -> str:
-    return "-" if not isinstance(x, (int, float)) else f"{x * 100:.{digits}f}%"
 
 
 def bench_trace_scorep(facts: Facts, _: str | None) -> str:

@@ -32,6 +32,7 @@ GROUND_FLOOR = {
     "provenance",
     "metrics_schema",
     "metrics_invariants",
+    "run_records",
 }
 ENTRY_POINTS = {"__init__", "__main__", "cli", "selftest"}
 MAX_MODULE_LINES = 600

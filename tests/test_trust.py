@@ -240,7 +240,7 @@ def test_a_world_size_08_in_a_summary_is_refused(tmp_path):
     if (run / "manifest.json").is_file():
         (run / "manifest.json").unlink()
     status, err = _run("analyze", run, "--out", tmp_path / "r")
-    assert status == 2 and "world_size is '08'" in err, err
+    assert status == 2 and "world_size must be a JSON integer, not '08'" in err, err
 
 
 def test_equal_correlation_ids_do_not_make_a_trace_complete():

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from dnabert_scaling import run_records
 from dnabert_scaling.analysis import completeness
 from dnabert_scaling.analysis.placement import placement_of
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
@@ -260,11 +261,13 @@ def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
     if not path.is_file():
         return []
     out = []
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(path.read_text().splitlines(), 1):
         try:
-            out.append(json.loads(line))
+            step = json.loads(line)
         except ValueError:
-            continue
+            continue  # a line cut short by a stopped rank: the step counts below say it is missing
+        run_records.check_step_line(step, path, number)
+        out.append(step)
     return out
 
 

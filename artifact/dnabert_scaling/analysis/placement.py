@@ -16,7 +16,9 @@ import json
 from collections import Counter
 from typing import Any
 
+from dnabert_scaling import run_records
 from dnabert_scaling.analysis.runs import RunInfo
+from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.metrics_schema import Placement
 
@@ -30,8 +32,12 @@ def _rank_records(run: RunInfo) -> list[dict[str, Any]]:
         path = RunLayout(run.path).rank_summary(rank)
         try:
             own = json.loads(path.read_text()) if path.is_file() else None
-        except ValueError:
-            own = None
+        except ValueError as exc:
+            if run.ok:  # a completed run wrote every rank's summary whole
+                raise ArtifactError(f"not valid JSON: {exc}", path) from None
+            own = None  # a rank that was stopped may have left half a file: its gathered copy stands in
+        if own is not None:
+            run_records.check_rank_summary(own, path)
         record = own if isinstance(own, dict) else gathered.get(rank)
         out.append(record if isinstance(record, dict) else {})
     return out

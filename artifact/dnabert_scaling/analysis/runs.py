@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dnabert_scaling import run_records
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.provenance import below_cwd
@@ -85,14 +86,16 @@ def load_run(path: Path) -> RunInfo:
         raise ArtifactError("not a run folder: no summary.json or manifest.json", path)
     summary = _read_json(summary_path) if summary_path.is_file() else {}
     manifest = _read_json(manifest_path) if manifest_path.is_file() else None
+    run_records.check_run_summary(summary, summary_path)
+    if manifest is not None:
+        run_records.check_manifest(manifest, manifest_path)
     m = parse_run_name(path.name)
     source = manifest or summary
     ws = source.get("world_size") or (m.world_size if m else None)
     tracer = source.get("tracer") or (m.tracer if m else None)
-    if ws is not None and (type(ws) is not int or ws < 1):
-        raise ArtifactError(
-            f"world_size is {ws!r}: not a world size (a JSON integer >= 1)", manifest_path if manifest else summary_path
-        )
+    for key in ("world_size", "tracer"):
+        if manifest and key in manifest and key in summary and manifest[key] != summary[key]:
+            raise ArtifactError(f"manifest.json says {key} {manifest[key]!r}, summary.json {summary[key]!r}: relabelled?", path)
     if m and ws is not None and m.world_size != ws:
         raise ArtifactError(f"the folder name says world size {m.world_size}, its record {ws}: relabelled?", path)
     if ws is None or tracer is None:

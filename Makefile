@@ -61,7 +61,7 @@ refresh-reference: kick-tires ## after an analysis change: copy what kick-tires 
 refresh-report: $(STAMP) ## after a report change: rebuild expected/reference-results/report.html from the shipped results as they are (not re-derived)
 	$(VPY) scripts/refresh_report.py
 
-bench: bench-train bench-read bench-hook bench-clock bench-report-size ## all CPU-runnable benchmarks
+bench: bench-train bench-read bench-hook bench-clock bench-report-size ## the CPU-runnable benchmarks (bench-kick-tires, which rewrites docs/timings/kick-tires.json, runs on its own)
 
 bench-train: $(STAMP) ## training throughput, sdpa vs eager attention (median of repeats)
 	$(VPY) scripts/bench_train.py
@@ -100,4 +100,4 @@ sweep-slurm: $(STAMP) ## submit the 1 -> 4 -> 8 GPU sweep to SLURM (settings: SL
 	$(CLI) sweep --executor slurm --slurm-config $(SLURM_CONFIG) --gpus 1,4,8 --tracer auto --out runs
 
 clean: ## remove outputs (not the venv)
-	rm -rf runs results report reproduce kick-tires .pytest_cache .mypy_cache
+	rm -rf runs results report reproduce kick-tires build bench-trace.json .pytest_cache .mypy_cache

@@ -220,3 +220,14 @@ def test_the_phase_validation_block_says_what_stream_order_placed_itself(tmp_pat
     assert "- `new`: world size 2: 99.9% of GPU time (placed 99.7% itself), the time window 19.3%" in out
     assert "- `old`: world size 2: 19.3% of GPU time (what it placed itself: not recorded)" in out
     assert "`scorep`" not in out
+
+
+def test_c1s_verdict_stands_only_beside_the_world_size_it_judged():
+    """C1 is judged at world size 1: a rehearsal's world sizes 2 and 4 hold NCCL kernels, and 'C1 PASS'
+    beside them would read as a claim of none."""
+    from dnabert_scaling.tools.docblocks import scorep_completeness
+
+    lines = scorep_completeness(Facts(ROOT), None).splitlines()
+    multi = [line for line in lines if "world size" in line and "world size 1:" not in line]
+    assert multi and not any("C1" in line for line in multi), multi
+    assert all("C1 PASS" in line for line in lines if line not in multi), lines

@@ -322,6 +322,13 @@ def scorep_agreement(facts: Facts, _: str | None) -> str:
     return "\n".join(rows) if len(rows) > 2 else "(no Score-P set with a torch.profiler twin is shipped)"
 
 
+def _c1_at(s: ShippedSet, world_size: str) -> str:
+    """C1's verdict beside the world size its checks judged (one GPU), nothing beside the others."""
+    claim = next((c for c in get(s.verdicts, "claims", default=[]) or [] if c.get("id") == "C1"), None)
+    judged = {str(c.get("world_size")) for c in (claim or {}).get("checks") or []}
+    return f"; C1 {claim.get('verdict', '-')}" if claim and str(world_size) in judged else ""
+
+
 def scorep_completeness(facts: Facts, _: str | None) -> str:
     lines = []
     for s in facts.sets:
@@ -330,11 +337,10 @@ def scorep_completeness(facts: Facts, _: str | None) -> str:
         for r in s.completeness():
             kinds = ", ".join(r["kinds_not_recorded"])
             left = f"; left out of the count as kinds the trace holds none of: {kinds}" if kinds else ""
-            verdict = s.claim_verdicts().get("C1", "-")
             at = f" world size {r['world_size']}" if len(s.world_sizes()) > 1 else ""
             lines.append(
                 f"- `{s.name}`{at}: {r['status']}, GPU activities for {_n(r['found'])} of {_n(r['launches'])} launches and "
-                f"copy calls in the measured steps ({_pct(r['share'], 2)}){left}; C1 {verdict}"
+                f"copy calls in the measured steps ({_pct(r['share'], 2)}){left}{_c1_at(s, r['world_size'])}"
             )
     return "\n".join(lines) or "- (no Score-P set is shipped)"
 

@@ -241,3 +241,218 @@ def test_kineto_reader_keeps_bucket_ranges(tmp_path):
         ("step", 10000, "Master thread"),
         ("bucket:0:4096", 30000, "Thread 12"),
     ]
+
+
+# --- no input is ever the output (D1) ----------------------------------------------------------
+
+
+def _tree(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _write_summary(run, n):
+    summary = {"status": "ok", "world_size": n, "tracer": "scorep", "ddp": True, "measured_steps": 6, "device_type": "cuda"}
+    (run / "summary.json").write_text(json.dumps(summary | {"fallbacks": []}))
+
+
+@pytest.fixture(scope="module")
+def kineto_results(tmp_path_factory):
+    """The shipped bucket-hook sweep (one Kineto world-size-1 run) copied, and analyzed: the
+    world-size-1 run is found through metrics.json's sources."""
+    import shutil
+
+    from conftest import ROOT
+
+    root = tmp_path_factory.mktemp("kineto-sweep")
+    shutil.copytree(ROOT / "expected" / "reference" / "h200-buckets-b8", root / "sweep")
+    assert main(["analyze", str(root / "sweep"), "--out", str(root / "results")]) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def scorep_results(tmp_path_factory):
+    """Written world-size-1 and 4 Score-P runs, analyzed: predict reads the 4-rank run's traces too."""
+    root = tmp_path_factory.mktemp("scorep-sweep")
+    for n in (1, 4):
+        run = root / "sweep" / f"ws{n}-scorep-r0"
+        write_bucket_run(run, n, BucketModel(**MODEL))
+        _write_summary(run, n)
+    assert main(["analyze", str(root / "sweep"), "--out", str(root / "results")]) == 0
+    return root
+
+
+@pytest.mark.parametrize(
+    "out, word",
+    [
+        ("sweep/ws1-torch-r0/traces/rank0.json.gz", "is also an input"),  # the resolved trace
+        ("sweep/ws1-torch-r0/summary.json", "is also an input"),  # the run folder's record
+        ("sweep/ws1-torch-r0/predictions.json", "lies inside the input"),  # a new file inside the run folder
+        ("sweep/ws1-torch-r0/traces/../config.json", "lies inside the input"),
+        ("results/metrics.json", "is also an input"),
+    ],
+)
+def test_no_input_found_through_metrics_sources_is_overwritten(kineto_results, capsys, out, word):
+    before = _tree(kineto_results / "sweep") | _tree(kineto_results / "results")
+    assert main(["predict", str(kineto_results / "results"), "--out", str(kineto_results / out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{kineto_results / out}: --out: {word}" in err and "Traceback" not in err, err
+    assert _tree(kineto_results / "sweep") | _tree(kineto_results / "results") == before
+
+
+@pytest.mark.parametrize(
+    "out",
+    [
+        "sweep/ws1-scorep-r0/traces/scorep-rank0/traces.otf2",  # inside the world-size-1 run's OTF2 trace
+        "sweep/ws4-scorep-r0/summary.json",  # the 4-rank run predict reads for the contention
+        "sweep/ws4-scorep-r0/traces/scorep-rank3/traces.otf2",
+        "sweep/ws4-scorep-r0/new.json",
+    ],
+)
+def test_no_run_of_a_results_folder_is_overwritten(scorep_results, capsys, out):
+    before = _tree(scorep_results / "sweep")
+    assert main(["predict", str(scorep_results / "results"), "--out", str(scorep_results / out)]) == 2
+    err = capsys.readouterr().err
+    assert "--out:" in err and "input" in err and str(scorep_results / out) in err, err
+    assert _tree(scorep_results / "sweep") == before
+
+
+def test_no_measured_run_or_busbw_file_is_overwritten(tmp_path, runs, capsys):
+    ws4 = tmp_path / "ws4-scorep-r0"
+    write_bucket_run(ws4, 4, BucketModel(**MODEL))
+    _write_summary(ws4, 4)
+    bw = tmp_path / "busbw-ws4.json"
+    bw.write_text(json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}))
+    for out in (ws4 / "summary.json", ws4 / "traces" / "scorep-rank0" / "traces.otf2", bw):
+        before = _tree(ws4) | {bw: bw.read_bytes()}
+        assert main(["predict", str(runs[1]), "--measured", str(ws4), "--busbw", str(bw), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "--out:" in err and "input" in err and str(out) in err, err
+        assert _tree(ws4) | {bw: bw.read_bytes()} == before
+
+
+# --- absurd figures are refused, never a traceback (D8) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "opts, words",
+    [
+        (["--alpha-us", "inf"], ["--alpha-us", "out of range", "1 s"]),
+        (["--alpha-us", "20,10,2e6"], ["--alpha-us", "out of range", "1 s"]),
+        (["--alpha-us", "nan"], ["--alpha-us", "out of range"]),
+        (["--contention", "inf"], ["--contention", "out of range", "0.5 to 100"]),
+        (["--contention", "1,0,2"], ["--contention", "out of range", "0.5 to 100"]),
+        (["--intra-busbw", "1e-300"], ["--intra-busbw", "out of range", "1 kB/s"]),
+        (["--inter-busbw", "1e9"], ["--inter-busbw", "out of range", "100 TB/s"]),
+        (["--intra-busbw", "-5"], ["--intra-busbw", "out of range"]),
+        (["--intra-busbw", "200,300,400"], ["--intra-busbw", "LOW <= MID <= HIGH"]),
+        (["--gpus", "2,100000000"], ["--gpus", "1,000,000"]),
+        (["--gpus-per-node", "0"], ["--gpus-per-node"]),
+    ],
+)
+def test_absurd_options_are_refused(tmp_path, runs, capsys, opts, words):
+    out = tmp_path / "p.json"
+    assert main(["predict", str(runs[1]), "--gpus", "2,8", "--out", str(out), *opts]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words) and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_the_bounds_themselves_are_accepted(tmp_path, runs):
+    """The slowest, most latent, most contended system the options allow still replays."""
+    extreme = ["--intra-busbw", "1e-6", "--inter-busbw", "1e-6", "--alpha-us", "1e6", "--contention", "100"]
+    rc, out = _predict(tmp_path, runs[1], *extreme, "--gpus-per-node", "1")
+    assert rc == 0 and out["world_sizes"]["1024"]["step_time_s"]["mid"] > 1e3
+
+
+GOOD_ROW = {"bytes": 1 << 20, "busbw_Bps": 100e9}
+
+
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ({"world_size": 4, "sizes": [GOOD_ROW | {"busbw_Bps": "fast"}]}, ["sizes[0].busbw_Bps", "'fast'", "1 kB/s"]),
+        ({"world_size": 4, "sizes": [GOOD_ROW | {"bytes": "abc"}]}, ["sizes[0].bytes", "'abc'", "1 TiB"]),
+        ({"world_size": 4, "sizes": [{"bytes": 1, "busbw_Bps": 1e-300}]}, ["sizes[0].busbw_Bps", "1e-300", "1 kB/s"]),
+        ({"world_size": 4, "sizes": [GOOD_ROW, GOOD_ROW | {"busbw_Bps": -1e9}]}, ["sizes[1].busbw_Bps", "-1000000000.0"]),
+        ({"world_size": 4, "sizes": [GOOD_ROW | {"bytes": -5}]}, ["sizes[0].bytes", "-5"]),
+        ({"world_size": 4, "sizes": [GOOD_ROW | {"bytes": 1.5}]}, ["sizes[0].bytes", "whole number"]),
+        ({"world_size": 4, "sizes": [GOOD_ROW | {"busbw_Bps": 1e15}]}, ["sizes[0].busbw_Bps", "100 TB/s"]),
+        ({"world_size": 4, "sizes": [GOOD_ROW | {"busbw_Bps": True}]}, ["sizes[0].busbw_Bps", "True"]),
+        ({"world_size": 4, "sizes": [{"bytes": 1 << 20}]}, ["sizes[0].busbw_Bps", "None"]),
+        ({"world_size": 4, "sizes": [7]}, ["sizes[0] must be an object"]),
+        ({"world_size": 4, "sizes": []}, ["sizes must be a non-empty list"]),
+        ({"world_size": -2, "sizes": [GOOD_ROW]}, ["world_size", "-2", "from 2"]),
+        ({"world_size": 1, "sizes": [GOOD_ROW]}, ["world_size", "from 2"]),
+        ({"world_size": "4", "sizes": [GOOD_ROW]}, ["world_size", "'4'"]),
+        ({"sizes": [GOOD_ROW]}, ["not a busbw result"]),
+    ],
+)
+def test_bad_busbw_files_are_refused(tmp_path, runs, capsys, doc, words):
+    bw = tmp_path / "busbw.json"
+    bw.write_text(json.dumps(doc))
+    out = tmp_path / "p.json"
+    assert main(["predict", str(runs[1]), "--busbw", str(bw), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bw}: --busbw:" in err and all(w in err for w in words) and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_non_finite_json_in_a_busbw_file_is_refused(tmp_path, runs, capsys):
+    bw = tmp_path / "busbw.json"
+    bw.write_text('{"world_size": 4, "sizes": [{"bytes": 1e400, "busbw_Bps": Infinity}]}')
+    assert main(["predict", str(runs[1]), "--busbw", str(bw), "--out", str(tmp_path / "p.json")]) == 2
+    assert "sizes[0].bytes" in capsys.readouterr().err
+
+
+def test_two_busbw_files_for_one_world_size_are_refused(tmp_path, runs, capsys):
+    files = []
+    for name in ("a.json", "b.json"):
+        files += ["--busbw", str(tmp_path / name)]
+        (tmp_path / name).write_text(json.dumps({"world_size": 4, "sizes": [GOOD_ROW]}))
+    assert main(["predict", str(runs[1]), *files, "--out", str(tmp_path / "p.json")]) == 2
+    assert "second file for world size 4" in capsys.readouterr().err
+
+
+def test_a_shipped_busbw_file_is_accepted():
+    from conftest import ROOT
+
+    from dnabert_scaling.analysis.predict_layouts import check_busbw
+
+    for path in sorted((ROOT / "expected" / "reference" / "h200-rehearsal").glob("busbw-ws*.json")):
+        assert check_busbw(json.loads(path.read_text()), path) >= 2
+
+
+def test_a_timeline_past_the_clock_is_refused(runs):
+    """The backstop: figures a trace carries (here a bucket of 2**62 bytes) that overflow the
+    replay's nanosecond clock give an ArtifactError, not an OverflowError."""
+    from dataclasses import replace
+
+    from dnabert_scaling.errors import ArtifactError
+
+    profile = pr.profile_from_trace(read_run_traces([runs[1]]))
+    profile.bucket_bytes = profile.bucket_bytes.copy()
+    profile.bucket_bytes[0] = 1 << 62
+    slowest = pr.Band(1e3, 1e3, 1e3)  # 1 kB/s, the lowest bus bandwidth the options allow
+    layout = replace(pr.NODES["a100-nvswitch"], intra_busbw=slowest)
+    with pytest.raises(ArtifactError, match="overflows the nanosecond clock"):
+        pr.predict(profile, [2], layout, pr.DEFAULT_CONTENTION)
+
+
+def test_a_run_without_records_found_through_the_sources_is_read_and_kept(tmp_path, scorep_results, capsys):
+    """A world-size-1 run that metrics.json names but that has lost its summary.json: its traces
+    are still read as the source, and still never the output."""
+    import shutil
+
+    shutil.copytree(scorep_results, tmp_path / "copy")
+    metrics = json.loads((tmp_path / "copy" / "results" / "metrics.json").read_text())
+    metrics["sources"] = [str(tmp_path / "copy" / "sweep")]
+    (tmp_path / "copy" / "results" / "metrics.json").write_text(json.dumps(metrics))
+    run1 = tmp_path / "copy" / "sweep" / "ws1-scorep-r0"
+    (run1 / "summary.json").unlink()
+    inside = run1 / "traces" / "scorep-rank0" / "traces.otf2"
+    before = _tree(run1)
+    assert main(["predict", str(tmp_path / "copy" / "results"), "--gpus", "2,4", "--out", str(inside)]) == 2
+    assert f"{inside}: --out: lies inside the input" in capsys.readouterr().err
+    assert _tree(run1) == before
+    rc, out = _predict(tmp_path, tmp_path / "copy" / "results", "--gpus", "2,4")
+    assert rc == 0 and "ws1-scorep-r0/traces/scorep-rank0" in out["source"]["source"]

@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +52,19 @@ from dnabert_scaling.analysis.predict_compare import (  # noqa: F401 - the publi
     measured_from_trace,
 )
 from dnabert_scaling.analysis.predict_layouts import (  # noqa: F401
+    ALPHA_S,
+    BUSBW_BPS,
+    CONTENTION,
     DEFAULT_CONTENTION,
+    MAX_WORLD_SIZE,
     DEFAULT_NODE,
     GB,
     NODES,
     US,
     Band,
     NodeLayout,
+    check_busbw,
+    within,
 )
 from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
     FIGURES,
@@ -110,22 +116,49 @@ def _run_from_results(results: Path, metrics: MetricsFile, ws: int) -> Path | No
     return None
 
 
-def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, Any]]:
-    """(one-GPU trace, measured figures found with it, description) for a results folder, a run
-    folder or trace paths."""
+@dataclass
+class Source:
+    """The one-GPU trace predict starts from and everything read with it, resolved before any trace
+    is read or anything written. ``reads``: every file and folder the command will read for it (the
+    results folder's metrics.json, each run folder it resolves through metrics.sources with its
+    records and traces, the given run folder or trace): ``output_target`` keeps the output out of
+    all of them, and the traces are read from here only (``read_source``, ``contention_traces``)."""
+
+    given: Path
+    traces: list[Path] | Path  # a run folder's per-rank traces, or the given trace
+    measured: dict[int, dict[str, Any]]  # a results folder's measured figures per world size
+    contention_traces: dict[int, list[Path]]  # a results folder's multi-GPU runs: their traces
+    desc: dict[str, Any]
+    reads: list[Path] = field(default_factory=list)
+
+
+def _run_reads(run) -> list[Path]:
+    """What reading a run folder reads: its traces and records (named one by one: a symlinked one lies
+    elsewhere; first, so that an output equal to one is named as such), then the folder itself."""
+    from dnabert_scaling.analysis.runs import trace_paths
+
+    layout = RunLayout(run.path)
+    return [below_cwd(p) for p in (*trace_paths(run), layout.summary, layout.manifest, run.path)]
+
+
+def resolve_source(path: Path) -> Source:
+    """The ``Source`` of a results folder, a run folder or a trace path (nothing but records read)."""
     from dnabert_scaling.analysis.runs import is_run_dir, load_run, trace_paths
-    from dnabert_scaling.traces import read_run_traces
 
     path = Path(path)
     if not path.exists():
         raise ArtifactError("does not exist", path)
-    measured: dict[int, dict[str, Any]] = {}
-    desc: dict[str, Any] = {"given": str(path)}
+    src = Source(path, path, {}, {}, {"given": str(path)})  # traces: set below, once the run is found
     if path.is_dir() and (path / "metrics.json").is_file():
+        src.reads.append(path / "metrics.json")
         metrics = MetricsFile.from_json(_read_json(path / "metrics.json"), "", path / "metrics.json")
-        measured = measured_from_metrics(metrics)
-        for n, m in measured.items():
-            m["run"] = _run_from_results(path, metrics, n)
+        src.measured = measured_from_metrics(metrics)
+        for n in src.measured:
+            run_n = _run_from_results(path, metrics, n)
+            if run_n is not None:
+                info = load_run(run_n)
+                src.reads += _run_reads(info)
+                src.contention_traces[n] = trace_paths(info)
         run1 = _run_from_results(path, metrics, 1)
         if run1 is None:
             raise ArtifactError(
@@ -134,34 +167,81 @@ def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, A
                 path / "metrics.json",
             )
         path = run1
-        desc["results"] = desc["given"]
-    if path.is_dir() and is_run_dir(path) and RunLayout(path).traces.is_dir():
-        run = load_run(path)
-        if run.world_size != 1:
-            raise ArtifactError(f"this run has world size {run.world_size}; predict starts from a world-size-1 run", path)
-        paths = trace_paths(run)
-        if not paths:
-            raise ArtifactError("the run has no traces (traces/rank*.json.gz or traces/scorep-rank*/)", path)
-        desc["run"] = str(below_cwd(path))
-        desc["ddp_buckets"] = run.summary.get("ddp_buckets")
-        desc["ddp"] = run.summary.get("ddp")
-        if run.summary.get("ddp") is False:
-            raise ArtifactError("this run ran without DDP (--no-ddp): it has no buckets to predict from", path)
-        trace = read_run_traces(paths, world_size=1)
-    else:
-        trace = read_run_traces(path)
-    return trace, measured, desc
+        src.desc["results"] = src.desc["given"]
+    if not (path.is_dir() and is_run_dir(path) and RunLayout(path).traces.is_dir()):
+        src.traces = path  # trace files or a folder of them (a results folder's run without records)
+        src.reads.append(path)
+        return src
+    run = load_run(path)
+    if run.world_size != 1:
+        raise ArtifactError(f"this run has world size {run.world_size}; predict starts from a world-size-1 run", path)
+    src.traces = trace_paths(run)
+    if not src.traces:
+        raise ArtifactError("the run has no traces (traces/rank*.json.gz or traces/scorep-rank*/)", path)
+    src.desc |= {"run": str(below_cwd(path)), "ddp_buckets": run.summary.get("ddp_buckets"), "ddp": run.summary.get("ddp")}
+    if run.summary.get("ddp") is False:
+        raise ArtifactError("this run ran without DDP (--no-ddp): it has no buckets to predict from", path)
+    src.reads += _run_reads(run)
+    return src
+
+
+def read_source(src: Source) -> Any:
+    """The one-GPU trace of a resolved ``Source``."""
+    from dnabert_scaling.traces import read_run_traces
+
+    if isinstance(src.traces, list):
+        return read_run_traces(src.traces, world_size=1)
+    return read_run_traces(src.traces)
+
+
+def load_source(path: Path) -> tuple[Any, dict[int, dict[str, Any]], dict[str, Any]]:
+    """(one-GPU trace, measured figures found with it, description) for a results folder, a run
+    folder or trace paths."""
+    src = resolve_source(path)
+    return read_source(src), src.measured, src.desc
+
+
+def _measured_reads(path: Path) -> list[Path]:
+    """What ``--measured PATH`` reads (``measured_from_trace``): the path, and a run folder's records and traces."""
+    from dnabert_scaling.analysis.runs import is_run_dir, load_run
+
+    path = Path(path)
+    return [path, *_run_reads(load_run(path))] if path.is_dir() and is_run_dir(path) else [path]
+
+
+# What each band option accepts: (bounds in the option's unit, the bounds in words), from the
+# plausible ranges of ``predict_layouts``.
+_BAND_BOUNDS: dict[str, tuple[tuple[float, float], str]] = {
+    "--intra-busbw": (
+        (BUSBW_BPS[0] / GB, BUSBW_BPS[1] / GB),
+        "a bus bandwidth from 1e-06 GB/s (1 kB/s) to 1e+05 GB/s (100 TB/s)",
+    ),
+    "--inter-busbw": (
+        (BUSBW_BPS[0] / GB, BUSBW_BPS[1] / GB),
+        "a bus bandwidth from 1e-06 GB/s (1 kB/s) to 1e+05 GB/s (100 TB/s)",
+    ),
+    "--alpha-us": ((ALPHA_S[0] / US, ALPHA_S[1] / US), "a latency from 0 to 1e+06 us (1 s)"),
+    "--contention": (CONTENTION, f"a slow-down factor from {CONTENTION[0]:g} to {CONTENTION[1]:g}"),
+}
 
 
 def _parse_band(text: str, what: str) -> Band:
+    """``MID`` or ``MID,LOW,HIGH`` of option ``what``: LOW <= MID <= HIGH, each finite and inside the
+    option's plausible range (``_BAND_BOUNDS``)."""
+    bounds, words = _BAND_BOUNDS[what]
     try:
         vals = [float(x) for x in text.split(",")]
     except ValueError:
         raise ArtifactError(f"{what}: expected MID or MID,LOW,HIGH numbers, not {text!r}") from None
     if len(vals) == 1:
         vals = vals * 3
-    if len(vals) != 3 or not (vals[1] <= vals[0] <= vals[2]) or vals[1] <= 0:
-        raise ArtifactError(f"{what}: expected positive MID or MID,LOW,HIGH with LOW <= MID <= HIGH, not {text!r}")
+    if len(vals) != 3:
+        raise ArtifactError(f"{what}: expected MID or MID,LOW,HIGH numbers, not {text!r}")
+    out = [v for v in vals if not within(v, bounds)]
+    if out:
+        raise ArtifactError(f"{what}: {out[0]:g} is out of range: expected {words}, not {text!r}")
+    if not vals[1] <= vals[0] <= vals[2]:
+        raise ArtifactError(f"{what}: expected MID or MID,LOW,HIGH with LOW <= MID <= HIGH, not {text!r}")
     return Band(vals[0], vals[1], vals[2], "given")
 
 
@@ -170,8 +250,8 @@ def _parse_gpus(text: str) -> list[int]:
         vals = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
         raise ArtifactError(f"--gpus must be a comma-separated list of integers, not {text!r}") from None
-    if not vals or min(vals) < 2:
-        raise ArtifactError(f"--gpus: world sizes must be at least 2, got {text!r}")
+    if not vals or min(vals) < 2 or max(vals) > MAX_WORLD_SIZE:
+        raise ArtifactError(f"--gpus: world sizes must be from 2 to {MAX_WORLD_SIZE:,}, got {text!r}")
     return vals
 
 
@@ -181,8 +261,8 @@ def layout_from_args(args) -> NodeLayout:
     lay = NODES[args.node]
     changes: dict[str, Any] = {}
     if args.gpus_per_node is not None:
-        if args.gpus_per_node < 1:
-            raise ArtifactError("--gpus-per-node must be at least 1")
+        if not 1 <= args.gpus_per_node <= MAX_WORLD_SIZE:
+            raise ArtifactError(f"--gpus-per-node must be from 1 to {MAX_WORLD_SIZE:,}, not {args.gpus_per_node}")
         changes["gpus_per_node"] = args.gpus_per_node
     for opt, attr, scale in (
         ("intra_busbw", "intra_busbw", GB),
@@ -199,6 +279,19 @@ def layout_from_args(args) -> NodeLayout:
     return replace(lay, **changes, name=lay.name + " (changed by options)")
 
 
+def read_busbw(paths: list[Path]) -> dict[int, dict[str, Any]]:
+    """``--busbw`` files by world size, each checked (``predict_layouts.check_busbw``); two for one
+    world size are refused (one would silently replace the other)."""
+    out: dict[int, dict[str, Any]] = {}
+    for f in paths:
+        data = _read_json(f)
+        ws = check_busbw(data, f)
+        if ws in out:
+            raise ArtifactError(f"--busbw: a second file for world size {ws} (also {out[ws]['_path']}); give one", f)
+        out[ws] = {**data, "_path": str(f)}
+    return out
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "source",
@@ -210,9 +303,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", default=",".join(str(g) for g in DEFAULT_GPUS), help="world sizes to predict")
     p.add_argument("--node", default=DEFAULT_NODE, help=f"node layout: {', '.join(NODES)}")
     p.add_argument("--gpus-per-node", type=int, default=None, help="override the layout's GPUs per node")
-    p.add_argument("--intra-busbw", default=None, metavar="GBPS[,LOW,HIGH]", help="override intra-node busbw (GB/s)")
-    p.add_argument("--inter-busbw", default=None, metavar="GBPS[,LOW,HIGH]", help="override inter-node busbw (GB/s)")
-    p.add_argument("--alpha-us", default=None, metavar="US[,LOW,HIGH]", help="override the all-reduce latency (us)")
+    p.add_argument(
+        "--intra-busbw",
+        default=None,
+        metavar="GBPS[,LOW,HIGH]",
+        help="override intra-node busbw (GB/s; 1e-06 to 1e+05, i.e. 1 kB/s to 100 TB/s)",
+    )
+    p.add_argument(
+        "--inter-busbw", default=None, metavar="GBPS[,LOW,HIGH]", help="override inter-node busbw (GB/s; 1e-06 to 1e+05)"
+    )
+    p.add_argument(
+        "--alpha-us",
+        default=None,
+        metavar="US[,LOW,HIGH]",
+        help="override the all-reduce latency (us; 0 to 1e+06, i.e. at most 1 s)",
+    )
     p.add_argument(
         "--busbw",
         type=Path,
@@ -226,7 +331,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="X[,LOW,HIGH]",
         help=f"slow-down of compute kernels that start during an all-reduce (default {DEFAULT_CONTENTION.mid}, "
-        f"band {DEFAULT_CONTENTION.low}-{DEFAULT_CONTENTION.high}, or measured from --measured traces)",
+        f"band {DEFAULT_CONTENTION.low}-{DEFAULT_CONTENTION.high}, or measured from --measured traces; "
+        f"{CONTENTION[0]:g} to {CONTENTION[1]:g})",
     )
     p.add_argument(
         "--measured",
@@ -250,10 +356,12 @@ def _shipped_results() -> Path:
     return Path(__file__).resolve().parents[3] / "expected"
 
 
-def output_target(args: argparse.Namespace) -> Path:
-    """Where predictions.json goes, checked before any work: ``--out``, else beside a results
+def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
+    """Where predictions.json goes, checked before any trace is read: ``--out``, else beside a results
     folder given as the source, else ``./predictions.json``; a default inside the source tree's
-    ``expected/`` is refused (it would modify a tracked file), and no input is ever the target."""
+    ``expected/`` is refused (it would modify a tracked file), and the target may not be, hold or lie
+    inside anything in ``reads``: every file and folder the command reads (``Source.reads``, the
+    ``--busbw`` files, what ``--measured`` reads)."""
     from dnabert_scaling.outputs import refuse_overlap, writable_file
 
     given = Path(args.source)
@@ -269,15 +377,14 @@ def output_target(args: argparse.Namespace) -> Path:
             )
     option = "--out" if args.out else "predictions.json (or give --out)"
     writable_file(target, option)
-    inputs = [given / "metrics.json" if results else given, *args.busbw, *args.measured]
-    refuse_overlap([(option, target)], inputs)
+    refuse_overlap([(option, target)], reads)
     return target
 
 
-def _contention(given: str | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:
-    """``--contention``, else the band of the measured multi-GPU traces, else the default (a fallback)."""
+def _contention(given: Band | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:
+    """``--contention`` (parsed), else the band of the measured multi-GPU traces, else the default (a fallback)."""
     if given is not None:
-        return _parse_band(given, "--contention")
+        return given
     seen = [m["contention"] for m in measured.values() if m.get("contention")]
     if seen:
         # band: the spread of the traces, widened by 2% (one trace says little about its own noise)
@@ -300,29 +407,22 @@ def _contention(given: str | None, measured: dict[int, dict[str, Any]], fallback
 def run(args: argparse.Namespace) -> int:
     gpus = _parse_gpus(args.gpus)
     layout = layout_from_args(args)
-    target = output_target(args)
-    busbw: dict[int, dict] = {}
-    for f in args.busbw:
-        data = _read_json(f)
-        if not isinstance(data.get("world_size"), int) or not isinstance(data.get("sizes"), list) or not data["sizes"]:
-            raise ArtifactError("not a busbw result (needs world_size and sizes)", f)
-        if any(not isinstance(r, dict) or not r.get("bytes") or not r.get("busbw_Bps") for r in data["sizes"]):
-            raise ArtifactError("busbw sizes need positive bytes and busbw_Bps", f)
-        busbw[data["world_size"]] = {**data, "_path": str(f)}
-    trace, measured, desc = load_source(args.source)
-    profile = profile_from_trace(trace)
-    fallbacks: list[dict[str, str]] = []
-    for m in measured.values():  # a results folder's multi-GPU runs: their contention
-        run_dir = m.pop("run", None)
-        if run_dir is not None:
-            from dnabert_scaling.analysis.runs import load_run, trace_paths
-            from dnabert_scaling.traces import read_run_traces
+    given_contention = None if args.contention is None else _parse_band(args.contention, "--contention")
+    busbw = read_busbw(args.busbw)
+    source = resolve_source(args.source)
+    reads = [*source.reads, *args.busbw, *(p for m in args.measured for p in _measured_reads(m))]
+    target = output_target(args, reads)
+    from dnabert_scaling.traces import read_run_traces
 
-            m["contention"] = contention_from_trace(read_run_traces(trace_paths(load_run(run_dir))), profile)
+    profile = profile_from_trace(read_source(source))
+    measured, desc = source.measured, source.desc
+    fallbacks: list[dict[str, str]] = []
+    for n, paths in source.contention_traces.items():  # a results folder's multi-GPU runs: their contention
+        measured[n]["contention"] = contention_from_trace(read_run_traces(paths), profile)
     for m in args.measured:
         n, figures = measured_from_trace(m, profile)
         measured[n] = figures
-    contention = _contention(args.contention, measured, fallbacks)
+    contention = _contention(given_contention, measured, fallbacks)
     missing_bw = [n for n in gpus if n not in busbw]
     if missing_bw:
         fallbacks.append(

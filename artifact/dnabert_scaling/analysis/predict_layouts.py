@@ -22,10 +22,21 @@ ran, else the node layout's table below. Sources of the table figures:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+
+from dnabert_scaling.errors import ArtifactError
 
 GB = 1e9
 US = 1e-6
+
+# What a figure given to the model may be: finite and inside a physically plausible range. Outside it
+# the input is a typo or a unit mix-up, and the replay's nanosecond clock would overflow.
+BUSBW_BPS = (1e3, 1e14)  # bus bandwidth, bytes/s: 1 kB/s to 100 TB/s
+ALPHA_S = (0.0, 1.0)  # all-reduce latency, s: at most 1 s
+CONTENTION = (0.5, 100.0)  # slow-down factor of a compute kernel during an all-reduce
+BUCKET_BYTES = (1, 1 << 40)  # one all-reduce's message, bytes: at most 1 TiB
+MAX_WORLD_SIZE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -109,3 +120,41 @@ NODES["h200-nvswitch"] = replace(
 )
 DEFAULT_NODE = "a100-nvswitch"
 DEFAULT_CONTENTION = Band(1.05, 1.0, 1.15, "assumed default (no multi-GPU trace to measure it from)")
+
+
+def within(x: Any, bounds: tuple[float, float]) -> bool:
+    """``x`` is a number (not a bool) inside ``bounds``: never NaN or infinite, the bounds being finite."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and bounds[0] <= x <= bounds[1]
+
+
+def check_busbw(data: Any, path: Path) -> int:
+    """The world size of a ``dnabert-scaling busbw`` result, its fields checked: ``world_size`` an
+    integer of at least 2, ``sizes`` a non-empty list of {bytes, busbw_Bps} with whole ``bytes`` in
+    ``BUCKET_BYTES`` and finite ``busbw_Bps`` in ``BUSBW_BPS``. Refuses (naming the file and the
+    key) anything else."""
+    if not isinstance(data, dict) or "world_size" not in data or "sizes" not in data:
+        raise ArtifactError("--busbw: not a busbw result (needs world_size and sizes)", path)
+    ws = data["world_size"]
+    if not isinstance(ws, int) or isinstance(ws, bool) or not 2 <= ws <= MAX_WORLD_SIZE:
+        raise ArtifactError(f"--busbw: world_size must be an integer from 2 to {MAX_WORLD_SIZE:,}, not {ws!r:.80}", path)
+    sizes = data["sizes"]
+    if not isinstance(sizes, list) or not sizes:
+        raise ArtifactError(f"--busbw: sizes must be a non-empty list of {{bytes, busbw_Bps}}, not {sizes!r:.80}", path)
+    for i, row in enumerate(sizes):
+        if not isinstance(row, dict):
+            raise ArtifactError(f"--busbw: sizes[{i}] must be an object with bytes and busbw_Bps, not {row!r:.80}", path)
+        nbytes, bw = row.get("bytes"), row.get("busbw_Bps")
+        lo, hi = BUCKET_BYTES
+        if not within(nbytes, BUCKET_BYTES) or nbytes != int(nbytes):
+            raise ArtifactError(
+                f"--busbw: sizes[{i}].bytes must be a whole number of bytes from {lo} to {hi:,} (1 TiB), not {nbytes!r:.80}",
+                path,
+            )
+        lo_bw, hi_bw = BUSBW_BPS
+        if not within(bw, BUSBW_BPS):
+            raise ArtifactError(
+                f"--busbw: sizes[{i}].busbw_Bps must be a bus bandwidth in bytes/s from {lo_bw:g} (1 kB/s) "
+                f"to {hi_bw:g} (100 TB/s), not {bw!r:.80}",
+                path,
+            )
+    return ws

@@ -393,11 +393,7 @@ def predict(
     out: dict[str, Any] = {}
     for n in gpus:
         models, used = comm_models(n, layout, measured_busbw or {})
-        runs = {
-            "mid": _medians(step_figures(p, models["mid"], contention.mid)),
-            "low": _medians(step_figures(p, models["low"], contention.low)),
-            "high": _medians(step_figures(p, models["high"], contention.high)),
-        }
+        runs = _band_runs(p, models, contention, n)
         entry: dict[str, Any] = {"world_size": n, **used}
         for k in FIGURES:
             vals = [runs[c][k] for c in ("mid", "low", "high")]
@@ -410,6 +406,20 @@ def predict(
         entry["bucket_allreduce_s"] = [models["mid"].seconds(int(b)) for b in p.info["bucket_bytes"]]
         out[str(n)] = entry
     return {"baseline": {"world_size": 1, "step_time_s": t1, "figures": _medians(base)}, "world_sizes": out}
+
+
+def _band_runs(p: Profile, models: dict[str, CommModel], contention: Band, n: int) -> dict[str, dict[str, float | None]]:
+    """The replay's medians at the mid, favourable and unfavourable ends. A timeline past the
+    nanosecond clock's range (int64: 292 years) is refused, not a traceback: the options and
+    ``--busbw`` files are bounded, so only a trace's absurd figures (bucket bytes, durations) get here."""
+    try:
+        return {c: _medians(step_figures(p, models[c], getattr(contention, c))) for c in ("mid", "low", "high")}
+    except OverflowError:
+        raise ArtifactError(
+            f"the predicted timeline at world size {n} overflows the nanosecond clock: the trace's bucket sizes "
+            "or durations, with the bus bandwidth, alpha and contention used, are far outside any real system",
+            p.info.get("source"),
+        ) from None
 
 
 def _replayed_rows(gpu: pd.DataFrame, att) -> np.ndarray:

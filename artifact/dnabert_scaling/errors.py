@@ -56,3 +56,20 @@ def stop_on_signals(received: list[int] | None = None) -> None:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object (which one counts is a parser's choice)")
+        seen[key] = value
+    return seen
+
+
+def loads_json(text: str) -> object:
+    """``json.loads`` that refuses an object with a key twice (ValueError, as for malformed JSON):
+    a hand-edited file whose second ``"max"`` says 0 while its first says 3 has no one meaning."""
+    import json
+
+    return json.loads(text, object_pairs_hook=_unique_keys)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling import run_records
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.provenance import below_cwd
 
@@ -62,7 +62,7 @@ class Inputs:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = loads_json(path.read_text())
     except ValueError as exc:
         raise ArtifactError(f"not valid JSON: {exc}", path) from None
     if not isinstance(data, dict):
@@ -168,29 +168,47 @@ def _refuse_repeated_runs(runs: list[RunInfo]) -> None:
 
 
 def load_trace_manifest(path: Path) -> list[BareTraces]:
-    """``[[traced]]`` entries of a TOML file; trace paths are relative to the file."""
+    """``[[traced]]`` entries of a TOML file; trace paths are relative to the file. Each value must
+    have its type (``world_size`` and ``batch_size`` integers >= 1, not true; ``traces`` a list of
+    paths; ``tracer`` one that writes traces and agrees with them: ``traces.loader.declared_tracer``,
+    which also fills in an undeclared tracer from the traces)."""
+    from dnabert_scaling.traces.loader import declared_tracer
+
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ArtifactError(f"cannot read trace manifest: {exc}", path) from None
     entries = data.get("traced")
     if not isinstance(entries, list) or not entries:
         raise ArtifactError("a trace manifest needs [[traced]] entries with world_size and traces", path)
+
+    def positive(entry: dict, key: str, n: int) -> int | None:
+        value = entry.get(key)
+        if value is not None and (type(value) is not int or not 1 <= value < 1 << 31):
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)[:40]
+            raise ArtifactError(f"[[traced]] entry {n}: {key} must be a positive integer, not {shown}", path)
+        return value
+
     out = []
     for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise ArtifactError(
+                f"traced item {i + 1} is {repr(entry)[:40]}, not a table: write each set of traces as a [[traced]] table", path
+            )
         unknown = set(entry) - {"world_size", "tracer", "traces", "batch_size"}
         if unknown:
             raise ArtifactError(f"[[traced]] entry {i + 1}: unknown keys {sorted(unknown)}", path)
-        if not isinstance(entry.get("world_size"), int) or entry["world_size"] < 1:
+        world_size = positive(entry, "world_size", i + 1)
+        if world_size is None:
             raise ArtifactError(f"[[traced]] entry {i + 1}: world_size must be a positive integer", path)
         traces = entry.get("traces")
-        if not isinstance(traces, list) or not traces or not all(isinstance(t, str) for t in traces):
+        if not isinstance(traces, list) or not traces or not all(isinstance(t, str) and t.strip() for t in traces):
             raise ArtifactError(f"[[traced]] entry {i + 1}: traces must be a list of paths", path)
-        batch = entry.get("batch_size")
-        if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
-            raise ArtifactError(f"[[traced]] entry {i + 1}: batch_size must be a positive integer, not {batch!r}", path)
-        out.append(BareTraces(entry["world_size"], [(path.parent / t) for t in traces], entry.get("tracer"), batch, str(path)))
+        batch = positive(entry, "batch_size", i + 1)
+        paths = [path.parent / t for t in traces]
+        tracer = declared_tracer(entry.get("tracer"), paths, f"[[traced]] entry {i + 1}", path)
+        out.append(BareTraces(world_size, paths, tracer, batch, str(path)))
     return out
 
 

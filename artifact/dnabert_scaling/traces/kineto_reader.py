@@ -19,6 +19,13 @@ Timestamps are microseconds written as decimal floats with nanosecond digits
 ``parse_float=str`` and each time is converted from its decimal text to an exact integer number
 of nanoseconds. Times stay on the trace's own clock (``ts`` as written, in ns); the absolute
 Unix time is ``meta['base_time_ns'] + t`` when the trace records ``baseTimeNanoseconds``.
+Parsed numbers are ``JsonNumber`` (a ``str``), so a time written as a JSON string (``"ts": "5"``)
+is told apart from one written as a number and refused.
+
+Every field the reader uses is checked for its JSON type where it is read (``_Event``): a ``ph``,
+``cat`` or ``name`` that is no string, a ``ts``/``dur`` that is no number, an ``args`` that is no
+object, a correlation, device, stream or size that is no integer >= 0 is an ArtifactError naming
+the file and the event's index, never a traceback and never a default that makes a wrong table.
 """
 
 from __future__ import annotations
@@ -54,21 +61,37 @@ def is_kineto_path(path) -> bool:
     return name.endswith(".json") or name.endswith(".json.gz")
 
 
+class JsonNumber(str):
+    """The text of a JSON number with a fraction or exponent (``parse_float``): a ``str`` that is
+    known to have been written as a number, unlike a JSON string that holds digits."""
+
+    __slots__ = ()
+
+
+# No measured microsecond value has more than this many digits before the point (2**62 ns is 19).
+_MAX_US_DIGITS = 25
+
+
 def us_to_ns(value) -> int:
     """Exact integer nanoseconds from a Kineto microsecond value (decimal text or int)."""
-    if type(value) is str:
+    if isinstance(value, str):
         i = value.find(".")
-        if i >= 0 and "e" not in value and "E" not in value:
+        if i >= 0 and "e" not in value and "E" not in value and i <= _MAX_US_DIGITS:
             frac = value[i + 1 :]
-            if len(frac) == 3:
-                return int(value[:i] + frac)
-            if len(frac) < 3:
-                return int(value[:i] + frac + "0" * (3 - len(frac)))
+            try:
+                if len(frac) == 3:
+                    return int(value[:i] + frac)
+                if len(frac) < 3:
+                    return int(value[:i] + frac + "0" * (3 - len(frac)))
+            except ValueError:
+                raise ValueError(f"not a number: {value!r}") from None
         try:
-            d = Decimal(value) * 1000
+            d = Decimal(value)
         except InvalidOperation:
             raise ValueError(f"not a number: {value!r}") from None
-        return int(d.to_integral_value(rounding=ROUND_HALF_EVEN))
+        if not d.is_finite() or d.adjusted() > _MAX_US_DIGITS:
+            raise ValueError(f"not a time any clock gives: {_short(value)}")
+        return int((d * 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
     if isinstance(value, bool):
         raise ValueError(f"not a number: {value!r}")
     if isinstance(value, int):
@@ -79,7 +102,7 @@ def us_to_ns(value) -> int:
 
 
 def _has_ns_digits(value) -> bool:
-    return type(value) is str and "." in value
+    return isinstance(value, str) and "." in value
 
 
 # Bounds on what one trace file may hold: a torch.profiler trace of 50 steps of one 8-GPU rank is
@@ -118,7 +141,7 @@ def load_json(path: Path) -> dict:
     except (OSError, EOFError, zlib.error) as exc:
         raise ArtifactError(f"corrupt or truncated gzip data ({exc})", path) from None
     try:
-        doc = json.loads(raw, parse_float=str, parse_constant=_reject_constant)
+        doc = json.loads(raw, parse_float=JsonNumber, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})", path) from None
     except UnicodeDecodeError as exc:
@@ -132,22 +155,6 @@ def load_json(path: Path) -> dict:
     if len(doc["traceEvents"]) > MAX_EVENTS:
         raise ArtifactError(f"{len(doc['traceEvents']):,} events, more than the {MAX_EVENTS:,} this reads", path)
     return doc
-
-
-def _int(value, default=None):
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(Decimal(str(value)))
-        except (InvalidOperation, ValueError):
-            return default
 
 
 def read_kineto(path, rank_hint: int | None = None) -> Trace:
@@ -235,50 +242,145 @@ class _Found:
 def _scan_events(events: list, path: Path) -> _Found:
     """One pass over ``traceEvents``: GPU activities, ``ds:*`` phase ranges and launch calls."""
     f = _Found()
-    for e in events:
+    for i, e in enumerate(events):
         if type(e) is not dict:
             f.bad_events += 1
             continue
-        cat = e.get("cat")
-        if e.get("ph") != "X":
+        ph = e.get("ph")
+        if ph != "X":
+            if ph is not None and type(ph) is not str:
+                raise _Event.refuse(i, e, path, f"'ph' is {_described(ph)}, not a string")
             continue
+        cat = e.get("cat")
+        if type(cat) is not str:
+            if cat is None:
+                continue
+            raise _Event.refuse(i, e, path, f"'cat' is {_described(cat)}, not a string")
         kind = GPU_CATS.get(cat)
         if kind is None and cat != "user_annotation" and cat not in LAUNCH_CATS:
             continue
-        try:
-            ts = e["ts"]
-            start = us_to_ns(ts)
-            end = start + us_to_ns(e.get("dur", 0))
-        except (KeyError, ValueError) as exc:
-            raise ArtifactError(f"event {e.get('name')!r} ({cat}) has no valid ts/dur ({exc})", path) from None
-        if end < start:
-            raise ArtifactError(f"event {e.get('name')!r} ({cat}) at ts {e.get('ts')} has a negative duration", path)
-        if start < 0 or end >= MAX_TIME_NS:
-            raise ArtifactError(
-                f"event {e.get('name')!r} ({cat}) at ts {_short(e.get('ts'))} us, dur {_short(e.get('dur'))} us: "
-                f"outside 0..2**62 ns, a time no clock gives",
-                path,
-            )
-        f.ns_digits = f.ns_digits or _has_ns_digits(ts)
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
-        name = str(e.get("name", ""))
+        ev = _Event(i, e, path, cat)
+        start, end = ev.span()
+        f.ns_digits = f.ns_digits or _has_ns_digits(e["ts"])
         if kind is not None:
-            _add_gpu_activity(f, e, kind, name, args, start, end)
+            _add_gpu_activity(f, ev, kind, start, end)
         elif cat == "user_annotation":
-            f.annotations[name] += 1
-            p = classify.phase_name(name)
+            f.annotations[ev.name] += 1
+            p = classify.phase_name(ev.name)
             if p is not None:
-                f.phases.append((_thread_name(e), p, start, end))
-        elif classify.is_launch_api(name) or classify.is_copy_api(name):
-            f.launches.append((_thread_name(e), name, start, end, _int(args.get("correlation"))))
+                f.phases.append((_thread_name(ev), p, start, end))
+        elif classify.is_launch_api(ev.name) or classify.is_copy_api(ev.name):
+            f.launches.append((_thread_name(ev), ev.name, start, end, ev.count("correlation")))
     return f
 
 
-def _add_gpu_activity(f: _Found, e: dict, kind: str, name: str, args: dict, start: int, end: int) -> None:
+_MISSING = object()
+_INT_LIMIT = 1 << 63  # the tables hold int64
+
+
+def _described(value) -> str:
+    """A JSON value's type and (shortened) text, for an error message."""
+    if value is _MISSING:
+        return "missing"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, JsonNumber)):
+        return f"the number {_short(value)}"
+    if isinstance(value, str):
+        return f"the string {_short(repr(value))}"
+    kind = {dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+    return f"{kind} ({_short(json.dumps(value, default=str))})"
+
+
+class _Event:
+    """One event the reader uses, each field checked for the JSON type it needs where it is read: a
+    wrong one is an ArtifactError naming the file, the event's index, its category and name."""
+
+    __slots__ = ("i", "e", "path", "cat", "name", "args")
+
+    def __init__(self, i: int, e: dict, path: Path, cat: str) -> None:
+        self.i, self.e, self.path, self.cat = i, e, path, cat
+        name = e.get("name", _MISSING)
+        if type(name) is not str:
+            raise _Event.refuse(i, e, path, f"'name' is {_described(name)}, not a string")
+        self.name = name
+        args = e.get("args", {})
+        if type(args) is not dict:
+            raise self.bad(f"'args' is {_described(args)}, not an object")
+        self.args = args
+
+    @staticmethod
+    def refuse(i: int, e: dict, path: Path, problem: str) -> ArtifactError:
+        label = ", ".join(f"{k} {_short(repr(e[k]), 60)}" for k in ("cat", "name") if type(e.get(k)) is str)
+        return ArtifactError(f"trace event {i} of traceEvents{f' ({label})' if label else ''}: {problem}", path)
+
+    def bad(self, problem: str) -> ArtifactError:
+        return _Event.refuse(self.i, self.e, self.path, problem)
+
+    def time_ns(self, key: str) -> int:
+        """``ts`` or ``dur``: a JSON number of microseconds, as exact nanoseconds."""
+        value = self.e.get(key, _MISSING)
+        if type(value) is not JsonNumber and type(value) is not int:
+            raise self.bad(f"'{key}' is {_described(value)}, not a number of microseconds")
+        try:
+            return us_to_ns(value)
+        except ValueError as exc:
+            raise self.bad(f"'{key}' is {exc}") from None
+
+    def span(self) -> tuple[int, int]:
+        start = self.time_ns("ts")
+        end = start + self.time_ns("dur")
+        if end < start:
+            raise self.bad(f"ts {_short(self.e['ts'])} us has a negative duration ({_short(self.e['dur'])} us)")
+        if start < 0 or end >= MAX_TIME_NS:
+            raise self.bad(
+                f"ts {_short(self.e['ts'])} us, dur {_short(self.e['dur'])} us: outside 0..2**62 ns, a time no clock gives"
+            )
+        return start, end
+
+    def count(self, key: str) -> int | None:
+        """``args[key]`` (a correlation id, device, stream or size): an integer >= 0, or None when absent."""
+        value = self.args.get(key)
+        if value is None:
+            return None
+        if type(value) is not int or not 0 <= value < _INT_LIMIT:
+            raise self.bad(f"args.{key} is {_described(value)}, not an integer >= 0")
+        return value
+
+    def text(self, key: str) -> str | None:
+        """``args[key]`` (a collective or dtype label): a string, or None when absent."""
+        value = self.args.get(key)
+        if value is not None and type(value) is not str:
+            raise self.bad(f"args.{key} is {_described(value)}, not a string")
+        return value
+
+    def ident(self, key: str) -> int | str | None:
+        """``pid`` or ``tid``: an integer or a string (Chrome traces write both), or None when absent."""
+        value = self.e.get(key)
+        if value is None or type(value) is str:
+            return value
+        if type(value) is not int or not -_INT_LIMIT <= value < _INT_LIMIT:
+            raise self.bad(f"'{key}' is {_described(value)}, not an integer or string")
+        return value
+
+
+def _id_number(value: int | str | None) -> int:
+    """A device or stream number from ``pid``/``tid`` (``7`` or ``"7"``), -1 when it names none."""
+    if type(value) is int:
+        return value
+    if type(value) is str and value.isdigit() and len(value) < 19:
+        return int(value)
+    return -1
+
+
+def _add_gpu_activity(f: _Found, ev: _Event, kind: str, start: int, end: int) -> None:
     """One GPU activity into the columns: display name, collective and message size by kind."""
-    corr = _int(args.get("correlation"))
-    f.device.append(_int(args.get("device"), _int(e.get("pid"), -1)))
-    f.stream.append(_int(args.get("stream"), _int(e.get("tid"), -1)))
+    corr = ev.count("correlation")
+    device, stream, pid, tid = ev.count("device"), ev.count("stream"), ev.ident("pid"), ev.ident("tid")
+    f.device.append(device if device is not None else _id_number(pid))
+    f.stream.append(stream if stream is not None else _id_number(tid))
     f.kind.append(kind)
     f.start.append(start)
     f.end.append(end)
@@ -287,19 +389,21 @@ def _add_gpu_activity(f: _Found, e: dict, kind: str, name: str, args: dict, star
     msg = None
     coll = np.nan
     if kind == "kernel":
-        disp = classify.kernel_display_name(name)
+        disp = classify.kernel_display_name(ev.name)
         if classify.is_nccl(disp):
-            coll = classify.collective_from_name(disp) or classify.normalize_collective(args.get("Collective name")) or np.nan
-            nel = _int(args.get("In msg nelems"))
-            size = classify.dtype_bytes(args.get("dtype"))
+            label, nel, dtype = ev.text("Collective name"), ev.count("In msg nelems"), ev.text("dtype")
+            coll = classify.collective_from_name(disp) or classify.normalize_collective(label) or np.nan
+            size = classify.dtype_bytes(dtype)
             if nel is not None and size is not None:
                 msg = nel * size
     elif kind == "memcpy":
-        disp = classify.memcpy_name(classify.memcpy_direction(name))
-        msg = _int(args.get("bytes"))
+        disp = classify.memcpy_name(classify.memcpy_direction(ev.name))
+        msg = ev.count("bytes")
     else:
         disp = classify.MEMSET_NAME
-        msg = _int(args.get("bytes"))
+        msg = ev.count("bytes")
+    if msg is not None and msg >= _INT_LIMIT:
+        raise ev.bad(f"a message of {msg} bytes, more than any GPU holds")
     f.name.append(disp)
     f.collective.append(coll)
     f.msg.append(msg if msg is not None else 0)
@@ -361,10 +465,10 @@ def _meta(doc: dict, path: Path, f: _Found, rank: int, rank_assumed: bool, warni
         "clock_resolution_hz": 10**9 if f.ns_digits else 10**6,
         "rank": rank,
         "rank_assumed": rank_assumed,
-        "world_size": _int(dist.get("world_size")),
+        "world_size": _strict_int(dist, "world_size", path),
         "streams": sorted({int(s) for s in f.stream}),
         "devices": sorted({int(d) for d in f.device}),
-        "base_time_ns": _int(doc.get("baseTimeNanoseconds")),
+        "base_time_ns": _base_time(doc, path),
         "distributed": {k: dist.get(k) for k in ("backend", "rank", "world_size", "nccl_version") if k in dist},
         "cuda_runtime_version": doc.get("cuda_runtime_version"),
         "cuda_driver_version": doc.get("cuda_driver_version"),
@@ -377,6 +481,16 @@ def _meta(doc: dict, path: Path, f: _Found, rank: int, rank_assumed: bool, warni
     }
 
 
+def _base_time(doc: dict, path: Path) -> int | None:
+    """``baseTimeNanoseconds``: a JSON integer >= 0, or None when the trace records none."""
+    value = doc.get("baseTimeNanoseconds")
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value < _INT_LIMIT:
+        raise ArtifactError(f"baseTimeNanoseconds is {_described(value)}, not an integer number of nanoseconds", path)
+    return value
+
+
 def _list(value) -> list:
     return value if isinstance(value, list) else []
 
@@ -386,9 +500,9 @@ def _short(value, n: int = 30) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def _thread_name(e: dict) -> str:
+def _thread_name(ev: _Event) -> str:
     """``Master thread`` for the process's main thread (tid == pid), else ``Thread <tid>``."""
-    tid, pid = e.get("tid"), e.get("pid")
+    tid, pid = ev.ident("tid"), ev.ident("pid")
     if tid is not None and tid == pid:
         return "Master thread"
     return f"Thread {tid}"

@@ -20,11 +20,11 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.layout import TRACES
+from dnabert_scaling.layout import TRACERS, TRACES
 from dnabert_scaling.traces import identity
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
-from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, read_otf2
+from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, archive_creator, file_kind, read_otf2
 
 
 def trace_format(path) -> str:
@@ -41,6 +41,58 @@ def trace_format(path) -> str:
     raise ArtifactError(
         "not a trace: expected an OTF2 anchor (.otf2), a Score-P experiment directory, or a Kineto .json/.json.gz file", p
     )
+
+
+# The tracers a trace can say it was recorded by (layout.TRACERS less "none", which records none) and
+# how it says so: torch.profiler writes Kineto JSON, which `dnabert-scaling convert` can turn into an
+# OTF2 archive (creator convert.CREATOR); Score-P writes OTF2 archives with creator "Score-P <version>".
+TRACED_BY = tuple(t for t in TRACERS if t != "none")
+_CREATOR_TRACER = {"Score-P": "scorep", "dnabert-scaling-convert": "torch"}
+
+
+def recorded_by(path) -> tuple[str | None, str]:
+    """The tracer (one of TRACED_BY) that recorded a trace, as the trace itself says, and what says it
+    (for messages): ``torch`` for a Kineto file and for an OTF2 archive converted from one, ``scorep``
+    for an OTF2 archive Score-P wrote; None for an OTF2 archive another tool wrote, or whose anchor
+    cannot be read (reading the trace then says why). ArtifactError when the path is no trace."""
+    if trace_format(path) == "kineto":
+        return "torch", "a Kineto trace (torch.profiler writes these)"
+    creator = archive_creator(path)
+    tool = creator.split(" ", 1)[0]
+    tracer = _CREATOR_TRACER.get(tool)
+    if tool == "dnabert-scaling-convert":
+        return tracer, "an OTF2 archive converted from a Kineto (torch.profiler) trace"
+    return tracer, f"an OTF2 archive written by {creator!r}" if creator else "an OTF2 archive that names no creator"
+
+
+def declared_tracer(tracer, paths: list[Path], where: str, source) -> str | None:
+    """The tracer of a set of traces: ``tracer`` as declared (None: not declared) checked against
+    what the traces say (``recorded_by``), else what they say when they all say one. A declared
+    tracer that is not one of TRACED_BY, or that a trace contradicts, is an ArtifactError naming
+    ``source`` (the file that declares it) and ``where`` in it."""
+    if tracer is not None and (type(tracer) is not str or tracer not in TRACED_BY):
+        shown = repr(tracer)[:40] + ("" if isinstance(tracer, str) else ", which is not a string")
+        untraced = ' ("none" is a run without traces)' if tracer == "none" else ""
+        raise ArtifactError(
+            f"{where}: tracer must be one of {', '.join(map(repr, TRACED_BY))}, the tracers that write traces, "
+            f"not {shown}{untraced}",
+            source,
+        )
+    said: dict[str, Path] = {}
+    for p in paths:
+        by, what = recorded_by(p)
+        if by is None:
+            continue
+        if tracer is not None and by != tracer:
+            raise ArtifactError(
+                f"{where}: tracer {tracer!r}, but {p} is {what}, recorded by tracer {by!r}: "
+                "the traces and the tracer named for them disagree",
+                source,
+            )
+        said.setdefault(by, p)
+    if tracer is None and len(said) == 1:
+        return next(iter(said))
+    return tracer
 
 
 def read_trace(path) -> Trace:
@@ -63,12 +115,12 @@ def read_trace(path) -> Trace:
 
 def _refuse_special_files(path: Path) -> None:
     """An experiment folder whose files include a FIFO, device or socket (the OTF2 library would
-    block on it, or read a device): refused before anything opens it."""
+    block on it, or read a device) or a broken link: refused before anything opens it."""
     if not path.is_dir():
         return
     for f in path.rglob("*"):
         if not f.is_file() and not f.is_dir():
-            raise ArtifactError("not a regular file (a FIFO, device or socket?) inside a trace folder", f)
+            raise ArtifactError(f"not a regular file inside a trace folder: it is {file_kind(f)}", f)
 
 
 # One stream runs one activity at a time. CUPTI's timestamps of back-to-back work on one stream

@@ -85,12 +85,59 @@ def resolve_anchor(path) -> Path:
 
 def _check_files(anchor: Path) -> Path:
     defs = anchor.with_suffix(".def")
-    if not defs.is_file():
-        raise ArtifactError(f"the global definition file {defs.name} of this archive is missing", anchor)
+    _require(defs, f"the global definition file {defs.name} of this archive", anchor)
     evt_dir = anchor.with_suffix("")
-    if not evt_dir.is_dir():
-        raise ArtifactError(f"the event directory {evt_dir.name}/ of this archive is missing", anchor)
+    _require(evt_dir, f"the event directory {evt_dir.name}/ of this archive", anchor, folder=True)
     return evt_dir
+
+
+def _require(path: Path, what: str, anchor: Path, folder: bool = False) -> None:
+    """``what`` (a file of the archive, or with ``folder`` a folder) is there and of its kind: one that
+    is missing and one of the wrong kind (a folder where a file belongs, a FIFO) are told apart."""
+    if path.is_dir() if folder else path.is_file():
+        return
+    if not path.is_symlink() and not path.exists():
+        raise ArtifactError(f"{what} is missing", anchor)
+    raise ArtifactError(f"{what} is not a {'folder' if folder else 'regular file'}: it is {file_kind(path)}", anchor)
+
+
+def file_kind(path: Path) -> str:
+    """What is at ``path``, for a message: a folder, a regular file, a broken symbolic link, or other."""
+    if path.is_symlink() and not path.exists():
+        return "a broken symbolic link"
+    if path.is_dir():
+        return "a folder"
+    if path.is_file():
+        return "a regular file"
+    return "a FIFO, device or socket"
+
+
+def archive_creator(path) -> str:
+    """The creator an OTF2 archive's anchor file records (``Score-P 8.4``, ``dnabert-scaling-convert
+    0.3``), read from the anchor alone; "" when the archive has none or cannot be opened (reading it
+    says why)."""
+    import _otf2
+
+    try:
+        anchor = resolve_anchor(path)
+    except ArtifactError:
+        return ""
+    if not anchor.is_file():
+        return ""
+    with ll.captured_errors():
+        try:
+            handle = _otf2.Reader_Open(str(anchor))
+        except Exception:
+            return ""
+        try:
+            return str(_otf2.Reader_GetCreator(handle) or "").strip()
+        except Exception:
+            return ""
+        finally:
+            try:
+                _otf2.Reader_Close(handle)
+            except Exception:  # pragma: no cover - closing an opened anchor does not fail
+                pass
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -285,12 +332,10 @@ def _require_gpu_streams(defs, locations: _Locations, anchor: Path) -> None:
 
 def _require_event_files(defs, plans: list[ll.LocationPlan], anchor: Path, evt_dir: Path) -> None:
     for p in plans:
-        f = evt_dir / f"{p.ref}.evt"
-        if not f.is_file():
-            loc = defs.locations[p.ref]
-            raise ArtifactError(
-                f"event file {evt_dir.name}/{f.name} of location {loc.name!r} ({loc.group.name}) is missing", anchor
-            )
+        loc = defs.locations[p.ref]
+        _require(
+            evt_dir / f"{p.ref}.evt", f"event file {evt_dir.name}/{p.ref}.evt of location {loc.name!r} ({loc.group.name})", anchor
+        )
 
 
 def _read_events(tr, defs, plans: list[ll.LocationPlan], attrs: ll.AttributeRefs, anchor: Path, evt_dir: Path, errors) -> dict:

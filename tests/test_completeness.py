@@ -252,6 +252,11 @@ def test_gpu_figures_without_completeness_figures_are_invalid_not_pass(tmp_path)
     del metrics["world_sizes"]["1"]["traced"]["completeness"]
     (tmp_path / "results" / "metrics.json").write_text(json.dumps(metrics))
     proc = cli("check", tmp_path / "results", "--expected", CLAIMS, "--quiet")
+    # a sanity item that still says complete contradicts the missing record: refused outright
+    assert proc.returncode == 2 and "trace_complete says yes, but the completeness it rests on is absent" in proc.stderr
+    metrics["world_sizes"]["1"]["traced"]["sanity"]["trace_complete"] = None  # as an analyze that never measured it
+    (tmp_path / "results" / "metrics.json").write_text(json.dumps(metrics))
+    proc = cli("check", tmp_path / "results", "--expected", CLAIMS, "--quiet")
     v = json.loads((tmp_path / "results" / "verdicts.json").read_text())
     assert proc.returncode == 1 and claim(v, "C1")["verdict"] == "INVALID"
     assert "trace completeness not measured" in claim(v, "C1")["reason"]

@@ -38,7 +38,7 @@ def run(tmp_path) -> Path:
 
 SUMMARY_EDITS = [
     ("deviations", "bf16", "deviations must be a list of strings, not 'bf16'"),
-    ("warnings", ["ok", 3], "warnings [1] must be a string, not 3"),
+    ("warnings", ["ok", 3], "warnings[1] must be a string, not 3"),
     ("fallbacks", "synthetic", "fallbacks must be a list of fallbacks"),
     ("samples_per_s", "fast", "samples_per_s must be a finite number, not 'fast'"),
     ("samples_per_s", -5.0, "samples_per_s must be above 0, not -5.0"),
@@ -69,6 +69,9 @@ def test_a_summary_value_of_the_wrong_kind_is_refused_by_key(run, key, value, me
         (lambda d: d["ranks"][0].__setitem__("rank", "0"), "ranks[0].rank must be a JSON integer, not '0'"),
         (lambda d: d["ranks"][0].__setitem__("median_step_time_s", -1.0), "ranks[0].median_step_time_s must be above 0"),
         (lambda d: d["fallbacks"][0].__setitem__("what", 3), "fallbacks[0].what must be a string, not 3"),
+        (lambda d: d["fallbacks"].__setitem__(0, {}), "fallbacks[0] lacks 'what', 'used'"),
+        (lambda d: d["fallbacks"].__setitem__(0, None), "fallbacks[0] must be a JSON object, not None"),
+        (lambda d: d.pop("median_step_time_s"), "has samples_per_s without the median_step_time_s"),
     ],
 )
 def test_a_rank_or_fallback_inside_the_summary_is_checked(run, change, message):

@@ -153,6 +153,8 @@ def test_one_run_at_two_world_sizes_is_refused():
     e8["traced"]["ranks"] = list(range(8))
     per_rank = e8["traced"]["completeness"]["per_rank"]
     per_rank.update({str(r): per_rank["0"] for r in range(1, 8)})
+    _refused(m, "traced.placement.ranks is 1: world size 8 has 8 ranks")
+    e8["traced"]["placement"].update(ranks=8, gpus=8)
     _refused(m, "has the same content as world_sizes['1'].traced.inputs[0]")
 
 

@@ -9,7 +9,14 @@ refused with an ArtifactError naming the file and the key path, as a wrong type 
 - a rank's completeness counts add up (one launch and one found count per step, found <= launches);
 - GPU figures of world size N rest on ranks 0..N-1 with measured steps, and completeness covers them;
 - efficiency exists only where the world size and world size 1 have untraced throughput;
-- no run, trace content or GPU timeline stands for two world sizes.
+- no run, trace content or GPU timeline stands for two world sizes;
+- every number is a time, a count, a share or a ratio: none is negative or infinite (NaN, a figure
+  that could not be computed, stays: the checker makes a check on it INVALID), a key named as a
+  share lies within 0..1, and a step's parts (compute, exposed communication and copies, idle) are
+  no longer than the step at each of their statistics;
+- efficiency at world size 1 is 1 (it divides world size 1 by itself);
+- a placement adds up: ranks are the world size's, a GPU not shared holds one rank, and a shared
+  one more than one.
 
 Functions of the records (duck-typed: this module imports none of them, ``metrics_schema``
 imports it).
@@ -17,6 +24,7 @@ imports it).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -86,6 +94,10 @@ def rank_completeness(c: Any, where: str, path: Path | None) -> None:
 def world_size_entry(e: Any, where: str, path: Path | None) -> None:
     if e.traced is not None:
         _traced_ranks(e.traced, e.world_size, f"{where}.traced", path)
+        _placement(e.traced.placement, e.world_size, f"{where}.traced.placement", path)
+        _parts_within_step(e.traced.gpu, f"{where}.traced.gpu", path)
+    if e.world_size == 1 and e.efficiency is not None and not math.isclose(e.efficiency, 1.0, rel_tol=1e-9):
+        raise _error(f"{where}.efficiency", f"is {e.efficiency!r} at world size 1, which it divides by itself: it is 1", path)
     if e.throughput_noddp is not None and e.world_size != 1:
         raise _error(f"{where}.throughput_noddp", "is the 1-GPU baseline without DDP: only world size 1 has it", path)
     if e.efficiency is not None and (e.throughput is None or e.throughput.source != "untraced"):
@@ -113,6 +125,9 @@ def _traced_ranks(traced: Any, world_size: int, where: str, path: Path | None) -
             f"is {traced.measured_steps!r} while sanity.steps_complete says yes: GPU figures without measured steps",
             path,
         )
+    if traced.sanity.trace_complete is True and (traced.completeness is None or traced.completeness.status != "complete"):
+        status = "absent" if traced.completeness is None else repr(traced.completeness.status)
+        raise _error(f"{where}.sanity.trace_complete", f"says yes, but the completeness it rests on is {status}", path)
     per_rank = traced.completeness.per_rank if traced.completeness else {}
     if per_rank and sorted(per_rank, key=int) != [str(r) for r in traced.ranks]:
         raise _error(
@@ -123,6 +138,10 @@ def _traced_ranks(traced: Any, world_size: int, where: str, path: Path | None) -
 
 
 def metrics_file(m: Any, where: str, path: Path | None) -> None:
+    absent = [n for n in m.measured_world_sizes if str(n) not in m.world_sizes]
+    if absent:
+        raise _error("measured_world_sizes", f"lists {absent[0]}, which world_sizes holds no entry for", path)
+    _rehearsals_said(m, path)
     one = m.world_sizes.get("1")
     with_efficiency = [k for k, e in m.world_sizes.items() if e.efficiency is not None]
     if with_efficiency and (one is None or one.throughput is None or one.throughput.source != "untraced"):
@@ -152,3 +171,93 @@ def _shared_inputs(world_sizes: dict[str, Any], path: Path | None) -> None:
                 if (what, digest) in seen:
                     raise _error(here, f"has the same {what} as {seen[(what, digest)]} (sha256 {digest[:16]}...)", path)
                 seen[(what, digest)] = here
+
+
+SHARE_KEYS = ("overlap_ratio",)  # and every key ending in "share"; PhaseAgreement checks its own
+STAT_KEYS = ("median", "p10", "p90", "min", "max")
+
+
+def _is_share(name: str) -> bool:
+    return name.endswith("share") or name in SHARE_KEYS
+
+
+def _values(value: Any) -> list[tuple[str, Any]]:
+    """(suffix, number) pairs of a field's value: itself, a statistic's quantiles, a list's or a
+    mapping's numbers (records other than statistics are checked on their own)."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, (int, float)):
+        return [("", value)]
+    if hasattr(value, "median") and hasattr(value, "n"):  # a statistic
+        return [(f".{k}", getattr(value, k)) for k in STAT_KEYS if getattr(value, k) is not None]
+    if isinstance(value, list):
+        return [(f"[{i}]", v) for i, v in enumerate(value) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if isinstance(value, dict):
+        return [(f"[{k!r}]", v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return []
+
+
+def numbers(record: Any, where: str, path: Path | None) -> None:
+    """No number of a record is negative or infinite; a share's lie within 0..1 (NaN passes)."""
+    for f in dataclasses.fields(record):
+        share = _is_share(f.name)
+        for suffix, v in _values(getattr(record, f.name)):
+            here = f"{where}.{f.name}{suffix}" if where else f"{f.name}{suffix}"
+            if math.isnan(v):
+                continue
+            if math.isinf(v) or v < 0:
+                raise _error(here, f"is {v!r}: a time, count, share or ratio is finite and not negative", path)
+            if share and v > 1:
+                raise _error(here, f"is {v!r}: a share lies between 0 and 1", path)
+
+
+STEP_PARTS = ("compute_s", "exposed_comm_s", "exposed_memcpy_s", "idle_s", "nccl_union_s")
+
+
+def _parts_within_step(gpu: Any, where: str, path: Path | None) -> None:
+    """Each part of a step is at most the step in every (rank, step) sample, so at most it at every
+    quantile of the same samples too."""
+    step = getattr(gpu, "step_time_s", None)
+    if step is None:
+        return
+    for name in STEP_PARTS:
+        part = getattr(gpu, name)
+        for k in STAT_KEYS if part is not None else ():
+            a, b = getattr(part, k), getattr(step, k)
+            if a is not None and b is not None and a > b + 1e-9 * max(abs(b), 1e-9):
+                raise _error(f"{where}.{name}.{k}", f"is {a!r}, longer than the step's {k} {b!r}: a part of a step", path)
+
+
+def _placement(p: Any, world_size: int, where: str, path: Path | None) -> None:
+    if p is None:
+        return
+    if p.ranks != world_size:
+        raise _error(f"{where}.ranks", f"is {p.ranks}: world size {world_size} has {world_size} ranks", path)
+    per_gpu = p.ranks_per_gpu
+    crowded = (per_gpu is not None and per_gpu > 1) or (p.gpus is not None and p.gpus < p.ranks)
+    if p.shared_gpu is False and crowded:
+        raise _error(
+            f"{where}.shared_gpu",
+            f"is false, but {p.ranks} ranks ran on {p.gpus} GPU(s), up to {per_gpu} per GPU: they shared one",
+            path,
+        )
+    if p.shared_gpu is True and per_gpu == 1:
+        raise _error(f"{where}.shared_gpu", "is true, but ranks_per_gpu is 1", path)
+
+
+def _rehearsals_said(m: Any, path: Path | None) -> None:
+    """A run the fallbacks record as a rehearsal is one in its world size's placement too: the
+    checker judges a rehearsal of several ranks on its structure only, so its placement cannot be
+    dropped or made to say otherwise."""
+    runs = {r for f in m.fallbacks if isinstance(f, dict) and f.get("kind") == "rehearsal" for r in f.get("runs") or []}
+    for key, e in m.world_sizes.items():
+        traced = e.traced
+        if traced is None or traced.run not in runs:
+            continue
+        if traced.placement is None or not traced.placement.rehearsal:
+            said = "absent" if traced.placement is None else "not a rehearsal"
+            raise _error(
+                f"world_sizes[{key!r}].traced.placement",
+                f"is {said}, but the fallbacks record run {traced.run!r} as a rehearsal",
+                path,
+            )

@@ -79,6 +79,7 @@ class Record:
                 raise _error(where, f"lacks the key {key!r}", path)
         record = cls(**kwargs)
         record.check(where, path)
+        invariants.numbers(record, where, path)
         return record
 
     def check(self, where: str, path: Path | None) -> None:

@@ -181,12 +181,15 @@ STEP_LINE: dict[str, Rule] = {
 }
 
 
-def _check(record: Any, rules: dict[str, Rule], where: str, path: Path | None) -> None:
+def _check(record: Any, rules: dict[str, Rule], where: str, path: Path | None, required: tuple[str, ...] = ()) -> None:
     if not isinstance(record, dict):
         raise ArtifactError(f"{where or 'the file'} must be a JSON object, not {_show(record)}", path)
+    missing = [k for k in required if k not in record]
+    if missing:
+        raise ArtifactError(f"{where.rstrip('. ') or 'the file'} lacks {', '.join(map(repr, missing))}", path)
     for key, rule in rules.items():
         if key in record and (problem := rule(record[key])):
-            raise ArtifactError(f"{where}{key} {problem}", path)
+            raise ArtifactError(f"{where}{key}{'' if problem.startswith('[') else ' '}{problem}", path)
 
 
 def _close(a: float, b: float) -> bool:
@@ -197,6 +200,8 @@ def _check_figures(summary: dict[str, Any], path: Path | None) -> None:
     """The throughput is the global batch over the median step; the median step is the slowest
     rank's: a summary whose figures disagree was edited by hand or written by another program."""
     step, batch, seq = summary.get("median_step_time_s"), summary.get("global_batch"), summary.get("seq_len_tokens")
+    if summary.get("samples_per_s") is not None and (step is None or batch is None):
+        raise ArtifactError("has samples_per_s without the median_step_time_s and global_batch it is computed from", path)
     for key, expected in (("samples_per_s", batch), ("tokens_per_s", batch * seq if batch and seq else None)):
         value = summary.get(key)
         if value is not None and step and expected and not _close(value, expected / step):
@@ -219,7 +224,7 @@ def check_run_summary(summary: Any, path: Path | None) -> None:
     for i, rank in enumerate(summary.get("ranks") or []):
         _check(rank, RANK_SUMMARY, f"ranks[{i}].", path)
     for i, fallback in enumerate(summary.get("fallbacks") or []):
-        _check(fallback, FALLBACK, f"fallbacks[{i}].", path)
+        _check(fallback, FALLBACK, f"fallbacks[{i}].", path, required=tuple(FALLBACK))
     _check_figures(summary, path)
 
 
@@ -232,7 +237,7 @@ def check_manifest(manifest: Any, path: Path | None) -> None:
     """``manifest.json`` (the sweep's record of a run)."""
     _check(manifest, MANIFEST, "", path)
     for i, fallback in enumerate(manifest.get("fallbacks") or []):
-        _check(fallback, FALLBACK, f"fallbacks[{i}].", path)
+        _check(fallback, FALLBACK, f"fallbacks[{i}].", path, required=tuple(FALLBACK))
 
 
 def check_step_line(step: Any, path: Path | None, line: int) -> None:

@@ -11,7 +11,6 @@ the tracing dilation. From the bus-bandwidth runs: the NCCL busy-wait caveat as 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from dnabert_scaling.analysis.placement import placement_of
 from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
 from dnabert_scaling.analysis.stats import stat
 from dnabert_scaling.analysis.trace_metrics import TracedResult, analyze_trace
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.metrics_schema import (
     SCHEMA,
@@ -263,7 +262,7 @@ def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:
     out = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         try:
-            step = json.loads(line)
+            step = loads_json(line)
         except ValueError:
             continue  # a line cut short by a stopped rank: the step counts below say it is missing
         run_records.check_step_line(step, path, number)

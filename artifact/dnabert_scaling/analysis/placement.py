@@ -12,13 +12,12 @@ nothing of its device, the placement's GPU figures are unknown (identity ``unkno
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 from dnabert_scaling import run_records
 from dnabert_scaling.analysis.runs import RunInfo
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.metrics_schema import Placement
 
@@ -31,7 +30,7 @@ def _rank_records(run: RunInfo) -> list[dict[str, Any]]:
     for rank in range(run.world_size):
         path = RunLayout(run.path).rank_summary(rank)
         try:
-            own = json.loads(path.read_text()) if path.is_file() else None
+            own = loads_json(path.read_text()) if path.is_file() else None
         except ValueError as exc:
             if run.ok:  # a completed run wrote every rank's summary whole
                 raise ArtifactError(f"not valid JSON: {exc}", path) from None
@@ -91,7 +90,11 @@ def placement_of(run: RunInfo | None) -> Placement | None:
     kinds = {kind for kind, _ in keys}
     hosts = {_host(r, provenance) for r in records}
     transports = sorted({t for r in records for t in ((r.get("placement") or {}).get("transports") or [])})
-    rehearsal = bool(run.summary.get("rehearsal")) or any((r.get("placement") or {}).get("rehearsal") for r in records)
+    rehearsal = (
+        bool(run.summary.get("rehearsal"))
+        or any((r.get("placement") or {}).get("rehearsal") for r in records)
+        or any(f.get("kind") == "rehearsal" for f in run.summary.get("fallbacks") or [])
+    )
     placement = Placement(
         ranks=len(records), hosts=None if None in hosts else len(hosts), transports=transports, rehearsal=rehearsal
     )

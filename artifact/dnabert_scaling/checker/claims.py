@@ -34,6 +34,13 @@ class WorldSizes:
     def as_json(self) -> Any:
         return list(self.explicit) if self.explicit is not None else f">={self.at_least}"
 
+    def within(self, other: WorldSizes) -> bool:
+        """Whether every world size this names is one ``other`` names."""
+        if other.explicit is not None:
+            return self.explicit is not None and set(self.explicit) <= set(other.explicit)
+        floor = other.at_least or 1
+        return min(self.explicit) >= floor if self.explicit is not None else (self.at_least or 1) >= floor
+
 
 @dataclass(frozen=True)
 class Check:
@@ -170,7 +177,10 @@ def _parse_sanity(raw: Any, path: Path) -> SanityBounds:
 def load_sanity_bounds(path: str | Path) -> SanityBounds:
     """The sanity bounds of a claims file (``[sanity.trace_complete] min_found_share``)."""
     path = Path(path)
-    return _parse_sanity(_read_toml(path).get("sanity"), path)
+    data = _read_toml(path)
+    if data.get("schema") != CLAIMS_SCHEMA:  # an empty or foreign file would give the default bound unsaid
+        raise ArtifactError(f"schema must be {CLAIMS_SCHEMA!r}, not {data.get('schema')!r}: not a claims file", path)
+    return _parse_sanity(data.get("sanity"), path)
 
 
 def _is_number(x: Any) -> bool:
@@ -251,6 +261,12 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 2:
             raise ArtifactError(f"{where}: min_points must be an integer >= 2", path)
     ws = _parse_world_sizes(raw["world_sizes"], where, path) if "world_sizes" in raw else claim_ws
+    if not ws.within(claim_ws):
+        raise ArtifactError(
+            f"{where}: world_sizes {ws.describe()} reach beyond the claim's ({claim_ws.describe()}): "
+            "a check judges the claim only where the claim speaks",
+            path,
+        )
     rests_on = raw.get("rests_on", MAGNITUDE)
     if rests_on not in RESTS_ON:
         raise ArtifactError(f"{where}: rests_on must be one of {', '.join(RESTS_ON)}, not {rests_on!r}", path)

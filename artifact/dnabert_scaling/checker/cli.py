@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.checker.claims import load_claims, load_sanity_bounds
 from dnabert_scaling.checker.evaluate import evaluate, exit_status
 from dnabert_scaling.checker.names import _jsonable
@@ -32,7 +32,7 @@ def load_metrics(results: str | Path) -> tuple[dict, Path]:
     if not path.is_file():
         raise ArtifactError("no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)", path)
     try:
-        metrics = json.loads(path.read_text(encoding="utf-8"))
+        metrics = loads_json(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ArtifactError(f"not valid JSON: {exc}", path) from None
     from dnabert_scaling.metrics_schema import validate_metrics
@@ -101,7 +101,7 @@ def read_verdicts(results: str | Path, metrics: dict, claims_path: str | Path | 
     if not path.is_file():
         return None, "no verdicts.json"
     try:
-        verdicts = json.loads(path.read_text(encoding="utf-8"))
+        verdicts = loads_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None, f"{path.name} is not valid JSON"
     if not isinstance(verdicts, dict) or not isinstance(verdicts.get("claims"), list):
@@ -145,6 +145,13 @@ def run(args: argparse.Namespace) -> int:
     writable_dir(out, option)
     metrics = args.results if args.results.suffix == ".json" else args.results / "metrics.json"
     refuse_overlap([(option, out / name) for name in VERDICT_FILES], [metrics, args.expected or default_claims_path()])
+    other = Path(out) / "metrics.json"
+    if other.is_file() and metrics.is_file() and other.resolve() != metrics.resolve() and _sha256(other) != _sha256(metrics):
+        raise ArtifactError(
+            f"holds another results set's metrics.json: its verdicts.json belongs to that set, and verdicts "
+            f"for {metrics} would stand beside other data; give an --out folder of its own",
+            out,
+        )
     verdicts = check_folder(args.results, args.expected, out, args.strict)
     if not args.quiet:
         sys.stdout.write(format_table(verdicts))

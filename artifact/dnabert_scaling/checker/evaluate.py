@@ -9,7 +9,13 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import _fmt, _jsonable, FAIL, INVALID, NOT_RUN, PASS, PRECEDENCE, VERDICTS, VERDICTS_SCHEMA
 from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, _is_number
-from dnabert_scaling.checker.placement import STRUCTURE, placement_of, shared_gpu_reason, transport_text
+from dnabert_scaling.checker.placement import (
+    STRUCTURE,
+    not_one_gpu_per_rank,
+    placement_of,
+    shared_gpu_reason,
+    transport_text,
+)
 from dnabert_scaling.checker.lookup import (
     Missing,
     _entry,
@@ -47,7 +53,7 @@ REASON_CODES = {
     "wrong_device": "the world size ran on another kind of device than the claim is about",
     "no_device": "the world size records no device, and the claim is about one kind of device",
     "sanity_failed": "a sanity check of the world size failed",
-    "shared_gpu": "ranks of the world size shared a GPU and the check rests on magnitudes (one GPU per rank)",
+    "shared_gpu": "ranks of the world size shared a GPU (or ran as a rehearsal) and the check rests on magnitudes (one GPU per rank)",
     "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
     "too_few_points": "a trend needs more world sizes with data than were measured",
     "no_world_size": "no measured world size is one the check applies to",
@@ -192,7 +198,7 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
             code="sanity_failed",
         ), entry
     placement = placement_of(entry)
-    if placement and placement.get("shared_gpu") and check.rests_on != STRUCTURE:
+    if placement is not None and not_one_gpu_per_rank(placement) and check.rests_on != STRUCTURE:
         value = lookup(entry, check.metric, ws)
         measured = {} if isinstance(value, Missing) else {check.metric: value}
         return Part(INVALID, shared_gpu_reason(ws, placement), measured, _runs_for(entry, check.metric), code="shared_gpu"), entry

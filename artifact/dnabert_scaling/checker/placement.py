@@ -39,7 +39,25 @@ def describe(placement: dict[str, Any]) -> str:
     return f"{text}; {transport_text(placement)}"
 
 
+def not_one_gpu_per_rank(placement: dict[str, Any] | None) -> bool:
+    """Whether the placement rules out one GPU per rank: ranks shared a GPU (by ``shared_gpu``, or by
+    more ranks than GPUs), or the run of several ranks was a rehearsal (NCCL over loopback sockets,
+    ranks placed round-robin), whatever ``shared_gpu`` says."""
+    if not placement:
+        return False
+    ranks, gpus, per_gpu = placement.get("ranks"), placement.get("gpus"), placement.get("ranks_per_gpu")
+    crowded = (isinstance(per_gpu, int) and per_gpu > 1) or (isinstance(gpus, int) and isinstance(ranks, int) and gpus < ranks)
+    rehearsed = bool(placement.get("rehearsal")) and not (isinstance(ranks, int) and ranks < 2)  # one rank has no peer
+    return bool(placement.get("shared_gpu") or rehearsed or crowded)
+
+
 def shared_gpu_reason(ws: int, placement: dict[str, Any]) -> str:
+    if not placement.get("shared_gpu") and placement.get("rehearsal"):
+        return (
+            f"world size {ws}: a rehearsal ({describe(placement)}): its ranks talk over loopback sockets "
+            "on fewer GPUs than a study would give them, so times, shares and throughput are not scaling "
+            "evidence; only structural checks are judged"
+        )
     return (
         f"world size {ws}: ranks shared a GPU ({describe(placement)}): the ranks time-slice one GPU, so "
         "times, shares and throughput are not those of one GPU per rank; only structural checks are judged"

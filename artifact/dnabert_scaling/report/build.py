@@ -99,9 +99,11 @@ def build_report(
     t0 = time.monotonic()
     claims_path = Path(claims) if claims else checker.default_claims_path()
     params = _params(claims_path, written_by)  # first: a malformed SOURCE_DATE_EPOCH stops the build before it starts
-    sets, titles = _load_sets(results, list(labels or []), claims_path)
+    loaded = _load_metrics(results, list(labels or []))
+    # before anything is written (verdicts by check_where_needed, the --out folder): an output over an input
+    refuse_overlap([("--out", Path(out) / name) for name in REPORT_FILES], report_inputs([f for _, f in loaded], claims_path))
+    sets, titles = _checked_sets(loaded, list(labels or []), claims_path)
     out = writable_dir(out, "--out", create=True)
-    refuse_overlap([("--out", out / name) for name in REPORT_FILES], report_inputs([Path(s["path"]) for s in sets], claims_path))
     nb = template.notebook(sets, params["claims"], params, titles)
     execute_notebook(nb, out, timeout)
     body = notebook_html(nb, show_code)
@@ -109,11 +111,9 @@ def build_report(
     return {"html": out / "report.html", "notebook": out / "report.ipynb", "sets": titles, "seconds": time.monotonic() - t0}
 
 
-def _load_sets(results: list[Path], labels: list[str], claims_path: Path) -> tuple[list[dict], list[str]]:
-    """Each results folder (a clear error for one without metrics.json) checked where its verdicts
-    are not current, with its label (given, else derived and made distinct)."""
+def _load_metrics(results: list[Path], labels: list[str]) -> list[tuple[dict, Path]]:
+    """Each results folder's metrics and folder (a clear error for one without metrics.json); writes nothing."""
     from dnabert_scaling import checker
-    from dnabert_scaling.report.results import distinct_labels
 
     if not results:
         raise ArtifactError("give at least one results folder")
@@ -123,6 +123,14 @@ def _load_sets(results: list[Path], labels: list[str], claims_path: Path) -> tup
     for r in results:
         metrics, mpath = checker.load_metrics(r)
         loaded.append((metrics, mpath.parent.resolve()))
+    return loaded
+
+
+def _checked_sets(loaded: list[tuple[dict, Path]], labels: list[str], claims_path: Path) -> tuple[list[dict], list[str]]:
+    """The results folders checked where their verdicts are not current, each with its label (given,
+    else derived and made distinct)."""
+    from dnabert_scaling.report.results import distinct_labels
+
     check_where_needed(loaded, claims_path)
     derived = distinct_labels(loaded)
     titles = [labels[i] if i < len(labels) else auto for i, auto in enumerate(derived)]

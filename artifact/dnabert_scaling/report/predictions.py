@@ -5,8 +5,8 @@ claim's verdict. Everything here is labelled a prediction: verdicts come from me
 
 from __future__ import annotations
 
-import json
 
+from dnabert_scaling.errors import loads_json
 from dnabert_scaling.report.results import badge, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt
 
@@ -28,7 +28,7 @@ def load(rs) -> tuple[dict | None, str]:
     if not path.is_file():
         return None, _why_none(rs)
     try:
-        data = json.loads(path.read_text())
+        data = loads_json(path.read_text())
     except (OSError, ValueError) as exc:
         return None, f"predictions.json cannot be read: {exc}"
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("world_sizes"), dict):

@@ -1,0 +1,208 @@
+"""Values that no measurement can give are refused where metrics.json is read (check, report) and
+before analyze writes it: negative or infinite times, counts and ratios, shares above 1, a step part
+longer than its step, efficiency at world size 1 other than 1, a placement that does not add up, a
+rehearsal whose placement was dropped. A rehearsal of several ranks is judged on structure only,
+whatever its shared_gpu says; a check may not judge a claim where the claim does not speak; report
+and check write nothing over other results."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dnabert_scaling import checker
+from dnabert_scaling.checker import INVALID, PASS
+from dnabert_scaling.cli import main as cli_main
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.metrics_schema import validate_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "expected" / "reference-results"
+
+
+def _metrics(name: str) -> dict:
+    return json.loads((RESULTS / name / "metrics.json").read_text())
+
+
+def _stat(value: float) -> dict:
+    return {"median": value, "p10": value, "p90": value, "min": value, "max": value, "n": 50}
+
+
+def _gpu(m: dict, ws: str = "1") -> dict:
+    return m["world_sizes"][ws]["traced"]["gpu"]
+
+
+DAMAGE = [
+    ("step time -1", lambda m: _gpu(m).update(step_time_s=_stat(-1.0)), "step_time_s.median is -1.0: a time"),
+    ("step time inf", lambda m: _gpu(m).update(step_time_s=_stat(float("inf"))), "is inf: a time, count, share or ratio"),
+    ("idle -7", lambda m: _gpu(m).update(idle_s=_stat(-7.0)), "idle_s.median is -7.0"),
+    (
+        "overlap 5",
+        lambda m: _gpu(m).update(overlap_ratio=_stat(5.0)),
+        "overlap_ratio.median is 5.0: a share lies between 0 and 1",
+    ),
+    ("exposed share -0.5", lambda m: _gpu(m).update(exposed_comm_share=_stat(-0.5)), "exposed_comm_share.median is -0.5"),
+    ("ranking share 7", lambda m: _gpu(m)["ranking"][0].update(share=7), "ranking[0].share is 7: a share lies between 0 and 1"),
+    ("class share -1", lambda m: _gpu(m)["kernel_classes"][0].update(share=-1), "kernel_classes[0].share is -1"),
+    ("nccl kernels -3", lambda m: _gpu(m).update(nccl_kernels_per_step=_stat(-3.0)), "nccl_kernels_per_step.median is -3.0"),
+    (
+        "exposed 1e300",
+        lambda m: _gpu(m).update(exposed_comm_s=_stat(1e300)),
+        "exposed_comm_s.median is 1e+300, longer than the step's",
+    ),
+    ("efficiency 50", lambda m: m["world_sizes"]["1"].update(efficiency=50.0), "efficiency is 50.0 at world size 1"),
+    (
+        "throughput -5",
+        lambda m: m["world_sizes"]["1"]["throughput"].update(samples_per_s=_stat(-5.0)),
+        "samples_per_s.median is -5.0",
+    ),
+    ("placement 99 ranks", lambda m: m["world_sizes"]["1"]["traced"]["placement"].update(ranks=99), "placement.ranks is 99"),
+    (
+        "measured 8",
+        lambda m: m.update(measured_world_sizes=[1, 2, 4, 8]),
+        "measured_world_sizes lists 2, which world_sizes holds no entry",
+    ),
+    (
+        "completeness dropped",
+        lambda m: m["world_sizes"]["1"]["traced"].update(completeness=None),
+        "sanity.trace_complete says yes, but the completeness it rests on is absent",
+    ),
+]
+
+
+@pytest.mark.parametrize("damage, message", [d[1:] for d in DAMAGE], ids=[d[0] for d in DAMAGE])
+def test_a_value_no_measurement_gives_is_refused_naming_its_key(damage, message):
+    m = _metrics("h200-b8")
+    damage(m)
+    with pytest.raises(ArtifactError) as err:
+        validate_metrics(m, "results/metrics.json")
+    assert message in str(err.value), str(err.value)
+
+
+def test_not_a_number_stays_allowed_the_checker_makes_it_invalid():
+    m = _metrics("h200-b8")
+    _gpu(m).update(overlap_ratio=_stat(float("nan")))
+    validate_metrics(m, "results/metrics.json")
+
+
+def _rehearsal_with(change) -> dict:
+    m = _metrics("h200-rehearsal")
+    for ws in ("2", "4", "8"):
+        change(m["world_sizes"][ws]["traced"]["placement"])
+    return m
+
+
+def test_a_rehearsal_said_not_to_share_its_gpu_is_refused():
+    m = _rehearsal_with(lambda p: p.update(shared_gpu=False))
+    with pytest.raises(ArtifactError, match="shared_gpu is false, but 2 ranks ran on 1 GPU"):
+        validate_metrics(m, "metrics.json")
+
+
+def test_a_rehearsal_whose_placement_was_dropped_is_refused():
+    m = _metrics("h200-rehearsal")
+    for ws in ("2", "4", "8"):
+        m["world_sizes"][ws]["traced"]["placement"] = None
+    with pytest.raises(ArtifactError, match="placement is absent, but the fallbacks record run 'ws2-torch-r0' as a rehearsal"):
+        validate_metrics(m, "metrics.json")
+
+
+def _verdicts(m: dict) -> dict[str, str]:
+    claims_path = checker.default_claims_path()
+    result = checker.evaluate(validate_metrics(m, "metrics.json"), checker.load_claims(claims_path))
+    return {c["id"]: c["verdict"] for c in result["claims"]}
+
+
+def test_a_rehearsal_is_judged_on_structure_only_even_where_its_gpus_are_its_own():
+    """Placement says one GPU per rank (as on a node with enough GPUs run with --rehearse): NCCL
+    still ran over loopback sockets, so the magnitude checks are INVALID, never PASS."""
+    m = _rehearsal_with(lambda p: p.update(shared_gpu=False, gpus=p["ranks"], ranks_per_gpu=1))
+    verdicts = _verdicts(m)
+    assert verdicts["C2"] in (INVALID, PASS) and verdicts["C3"] == INVALID and verdicts["C5"] == INVALID, verdicts
+    real = {c["id"]: c["verdict"] for c in json.loads((RESULTS / "h200-rehearsal" / "verdicts.json").read_text())["claims"]}
+    assert verdicts == real
+
+
+def test_one_rank_of_a_rehearsal_is_judged_as_measured():
+    m = _metrics("h200-rehearsal")
+    assert m["world_sizes"]["1"]["traced"]["placement"]["rehearsal"] is True
+    assert checker.placement.not_one_gpu_per_rank(m["world_sizes"]["1"]["traced"]["placement"]) is False
+
+
+CLAIM_AT_8_CHECKED_AT_1 = """
+schema = "dnabert-scaling/claims/1"
+
+[[claim]]
+id = "Z3"
+title = "At 8 GPUs AllReduce leads"
+statement = "At 8 GPUs the AllReduce kernel is the largest single GPU activity."
+world_sizes = [8]
+device = "cuda"
+
+  [[claim.check]]
+  name = "top"
+  what = "largest activity"
+  metric = "traced.gpu.ranking"
+  test = "top"
+  activity = "nccl:AllReduce"
+  lo = 1.0
+  world_sizes = [1]
+  rationale = "a ranking"
+"""
+
+
+@pytest.mark.parametrize("claim_ws, check_ws", [("[8]", "[1]"), ("[4, 8]", '">=2"'), ('">=2"', "[1, 2]"), ('">=4"', '">=2"')])
+def test_a_check_may_not_judge_a_claim_where_the_claim_does_not_speak(tmp_path, claim_ws, check_ws):
+    path = tmp_path / "claims.toml"
+    text = CLAIM_AT_8_CHECKED_AT_1.replace("world_sizes = [8]", f"world_sizes = {claim_ws}")
+    path.write_text(text.replace("world_sizes = [1]", f"world_sizes = {check_ws}"))
+    with pytest.raises(ArtifactError, match="reach beyond the claim's"):
+        checker.load_claims(path)
+
+
+def _cli(*argv) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = cli_main([str(a) for a in argv])
+    return status, err.getvalue()
+
+
+def test_a_report_refused_for_its_output_writes_no_verdicts_and_no_folder(tmp_path):
+    results = tmp_path / "X"
+    shutil.copytree(RESULTS / "h200-b8", results)
+    (results / "verdicts.json").unlink()
+    (results / "verdicts.txt").unlink()
+    before = sorted(p.name for p in results.rglob("*"))
+    for out in (results / "tables", results / "tables" / "new"):
+        status, err = _cli("report", results, "--out", out)
+        assert status == 2 and "lies inside the input" in err, err
+    assert sorted(p.name for p in results.rglob("*")) == before
+
+
+def test_check_writes_no_verdicts_beside_another_sets_metrics(tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(RESULTS / "h200-b32", other)
+    verdicts = (other / "verdicts.json").read_bytes()
+    status, err = _cli("check", RESULTS / "h200-b8", "--out", other)
+    assert status == 2 and "holds another results set's metrics.json" in err, err
+    assert (other / "verdicts.json").read_bytes() == verdicts
+
+
+def test_a_key_twice_in_one_object_is_refused(tmp_path):
+    results = tmp_path / "r"
+    shutil.copytree(RESULTS / "h200-b8", results)
+    text = (results / "metrics.json").read_text()
+    text = text.replace('"schema": "dnabert-scaling/metrics/1",', '"schema": "dnabert-scaling/metrics/1", "label": "x",', 1)
+    (results / "metrics.json").write_text(text)
+    status, err = _cli("check", results, "--out", tmp_path / "v")
+    assert status == 2 and "the key 'label' appears twice" in err, err
+
+
+def test_the_damage_list_starts_from_valid_files():
+    for name in ("h200-b8", "h200-rehearsal"):
+        validate_metrics(copy.deepcopy(_metrics(name)), "metrics.json")

@@ -231,3 +231,22 @@ def test_the_three_nccl_kernels_of_a_ddp_step_are_named_apart():
     assert "gradient sync" in NCCL_ROLES["AllReduce"] and "find_unused_parameters" in NCCL_ROLES["AllReduce(int)"]
     assert is_integer_collective("ncclKernel_AllReduce_RING_LL_Sum_uint32_t")
     assert not is_integer_collective("ncclKernel_AllReduce_RING_LL_Sum_float") and not is_integer_collective(grad)
+
+
+def test_a_copy_that_runs_before_the_step_before_has_finished_does_not_start_the_window():
+    """Ranks time-slicing one GPU: step 1's input copy (its own stream) runs at 15, while step 0's
+    kernels run until 60. The window of step 1 starts at its first kernel (70), not at the copy, so
+    step 0 keeps its kernels; a copy that starts after the step before is done still starts its step."""
+    phases = [("step", 0, 10), ("forward", 0, 10), ("step", 10, 20), ("forward", 10, 20), ("step", 20, 30)]
+    phases += [("forward", 20, 30)]
+    rows = [
+        ("k0", 7, "kernel", "compute", None, 5, 60, 1, 1),
+        ("copy1", 13, "memcpy", "memory", None, 15, 18, 2, 12),
+        ("k1", 7, "kernel", "compute", None, 70, 80, 3, 14),
+        ("copy2", 13, "memcpy", "memory", None, 85, 88, 4, 22),
+        ("k2", 7, "kernel", "compute", None, 90, 95, 5, 24),
+    ]
+    tr = make_trace(gpu_rows=rows, phases=phases)
+    ws, we, valid = partition.step_windows(tr.gpu, attribute(tr.gpu, tr.host), 3)
+    assert valid.all()
+    assert list(ws) == [5, 70, 85] and list(we) == [70, 85, 95]

@@ -1,8 +1,9 @@
 """Per-step GPU-time figures of one rank.
 
 Each measured step owns a window of the rank's GPU timeline: from the start of the first GPU
-activity the step launched to the start of the next step's first activity (the last step: to the
-end of its last activity). The windows tile the measured run, so the time in which the GPU waits
+activity the step launched (its first kernel, where that activity is a copy that ran before the step
+before had finished its kernels) to the start of the next step's window (the last step: to the end
+of its last activity). The windows tile the measured run, so the time in which the GPU waits
 for the host counts as the step's idle time. Inside each window the GPU time is partitioned
 exactly (TraceLens' partition, per step instead of per trace)::
 
@@ -31,18 +32,29 @@ NS = 1e-9
 
 
 def step_windows(gpu: pd.DataFrame, att: Attribution, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(window start, window end, valid) per measured step, in ns."""
+    """(window start, window end, valid) per measured step, in ns. A window starts at the step's
+    first activity, unless that activity (a copy on a stream of its own: the next batch's input)
+    started before the step before it had finished its kernels; it then starts at the step's first
+    kernel, so that the step before keeps its own kernels (ranks time-slicing one GPU do this)."""
     start = gpu["start_ns"].to_numpy(np.int64)
     end = gpu["end_ns"].to_numpy(np.int64)
-    ws = np.full(steps, np.iinfo(np.int64).max, dtype=np.int64)
-    last_end = np.full(steps, np.iinfo(np.int64).min, dtype=np.int64)
+    big, small = np.iinfo(np.int64).max, np.iinfo(np.int64).min
     sel = att.step >= 0
-    np.minimum.at(ws, att.step[sel], start[sel])
+    kernel = sel & (gpu["category"].astype(str).to_numpy() != "memory")
+    first_any, first_kernel = np.full(steps, big, dtype=np.int64), np.full(steps, big, dtype=np.int64)
+    last_end, last_kernel_end = np.full(steps, small, dtype=np.int64), np.full(steps, small, dtype=np.int64)
+    np.minimum.at(first_any, att.step[sel], start[sel])
+    np.minimum.at(first_kernel, att.step[kernel], start[kernel])
     np.maximum.at(last_end, att.step[sel], end[sel])
-    valid = ws != np.iinfo(np.int64).max
-    we = np.empty(steps, dtype=np.int64)
+    np.maximum.at(last_kernel_end, att.step[kernel], end[kernel])
+    ws = first_any.copy()
+    valid = ws != big
     idx = np.flatnonzero(valid)
-    for j, k in enumerate(idx):  # a loop over steps (50), not activities
+    for prev, k in zip(idx, idx[1:]):  # a loop over steps (50), not activities
+        if ws[k] < last_kernel_end[prev] and first_kernel[k] != big:
+            ws[k] = first_kernel[k]
+    we = np.empty(steps, dtype=np.int64)
+    for j, k in enumerate(idx):
         we[k] = ws[idx[j + 1]] if j + 1 < len(idx) else last_end[k]
     we[~valid] = ws[~valid] = 0
     return ws, we, valid

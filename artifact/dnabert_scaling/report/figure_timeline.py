@@ -153,7 +153,7 @@ def _ns(seconds) -> np.ndarray:
 def step_facts(tl, host) -> dict[str, Any]:
     """What the shown step holds, from the rows the timeline draws: per rank the NCCL and compute
     time (unions), the NCCL time with compute under it, whether NCCL kernels have streams of their
-    own (no compute kernel on them), and how long before its first GPU activity a rank's host began."""
+    own (no compute kernel on them), and how long before its step window began a rank's host began."""
     from dnabert_scaling.intervals import intersect, total_length, union
 
     nccl, compute, under, lead = [], [], [], {}
@@ -209,7 +209,7 @@ def timeline(rs) -> Figure | NotAvailable:
     ax.set_yticks([ypos[(r, k)] for r, k, _ in rows], [lab for _, _, lab in rows], fontsize=7 if len(rows) > 10 else 8)
     ax.set_ylim(y - 0.4, -0.9)
     ax.set_xlim(tmin, tmax * 1.01)
-    ax.set_xlabel(f"ms since the step's first GPU activity (world size {ws}, one measured step, each rank on its own clock)")
+    ax.set_xlabel(f"ms since the step's window began (world size {ws}, one measured step, each rank on its own clock)")
     _timeline_legend(ax, bool(host_band))
     ax.spines[["top", "right"]].set_visible(False)
     return _png(

@@ -123,7 +123,7 @@ def timeline_caption(rs: Any, fig: Any) -> str:
     if lead > 0:
         out.append(
             f"The time axis starts at {_ms_text(f.get('axis_start_ms', -lead * 1e3))}: rank {f.get('host_lead_rank')}'s "
-            f"host began the step {_dur(lead)} before that rank's first GPU activity of the step (time 0)."
+            f"host began the step {_dur(lead)} before that rank's GPU window of the step began (time 0)."
         )
     return " ".join(out)
 

@@ -40,7 +40,8 @@ every step and its phases as host ranges (`ds:step`, `ds:forward`, `ds:backward`
 comes from separate untraced runs (repeats), so the tracer's overhead does not enter it.
 
 **Step partition.** A measured step owns the window of the rank's GPU timeline from its first GPU activity to
-the next step's first. With *U* the union of the intervals of a class of activities, the window is split
+the next step's first (from its first kernel where its first activity is an input copy that ran while the step
+before still computed, as on ranks sharing a GPU). With *U* the union of the intervals of a class of activities, the window is split
 exactly, per rank and step:
 
 > step time = compute + exposed communication + exposed memcpy + idle

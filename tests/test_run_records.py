@@ -169,3 +169,24 @@ def test_every_shipped_record_meets_the_contract():
             run_records.check_step_line(json.loads(line), path, number)
         checked += 1
     assert checked >= 150
+
+
+def _gathered(*medians):
+    return [
+        {"status": "ok", "rank": r, "local_rank": r, "device": "cpu", "measured_steps": 3, "median_step_time_s": m}
+        | {"finite_loss": True, "loss_first": 0.7, "loss_last": 0.6}
+        for r, m in enumerate(medians)
+    ]
+
+
+@pytest.mark.parametrize("medians, step", [((0.02, 0.03), 0.03), ((0.02, None), None)])
+def test_what_train_writes_meets_the_contract(medians, step):
+    """The writer's summary passes the reader's rules; a rank without a timed step gives no
+    throughput (null), not a step of 0 s."""
+    from dnabert_scaling.run.train.log import result_line, run_summary
+
+    config = {"world_size": 2, "device_type": "cpu", "tracer": "none", "global_batch": 16, "seq_len_tokens": 70}
+    summary = run_summary(config, _gathered(*medians), accuracy=None, fallbacks=[], deviations=[], provenance={})
+    run_records.check_run_summary(summary, Path("summary.json"))
+    assert summary["median_step_time_s"] == step and (summary["samples_per_s"] is None) == (step is None)
+    assert ("no timed step" in result_line(summary, summary["ranks"][0])) == (step is None)

@@ -164,7 +164,8 @@ def gather_rank_summaries(mine: dict[str, Any], info) -> list[dict[str, Any]]:
 def run_summary(config: dict[str, Any], gathered: list[dict[str, Any]], *, accuracy, fallbacks, deviations, provenance):
     """The run's ``summary.json`` (rank 0): ``config`` (the run's set-up, with ``global_batch`` and
     ``seq_len_tokens``), then the throughput of the slowest rank's median step and every rank's summary."""
-    slowest = max((g["median_step_time_s"] or 0.0) for g in gathered)
+    medians = [g["median_step_time_s"] for g in gathered if g.get("median_step_time_s")]
+    slowest = max(medians) if len(medians) == len(gathered) else None  # a rank without a timed step: no throughput
     global_batch, seq_len = config["global_batch"], config["seq_len_tokens"]
     return {
         "status": "ok",
@@ -188,8 +189,9 @@ def write_summary(path: Path, summary: dict[str, Any]) -> None:
 def result_line(summary: dict[str, Any], mine: dict[str, Any]) -> str:
     """The one line rank 0 prints at the end: median step, throughput, its loss, dev accuracy."""
     slowest, accuracy = summary["median_step_time_s"], summary["dev_accuracy"]
+    speed = f"median step {slowest * 1e3:.2f} ms, {summary['samples_per_s']:.1f} samples/s" if slowest else "no timed step"
     return (
-        f"ws={summary['world_size']} {summary['device_type']} tracer={summary['tracer']}: median step {slowest * 1e3:.2f} ms, "
-        f"{summary['samples_per_s']:.1f} samples/s, loss {mine['loss_first']:.4f} -> {mine['loss_last']:.4f}"
+        f"ws={summary['world_size']} {summary['device_type']} tracer={summary['tracer']}: {speed}, "
+        f"loss {mine['loss_first']:.4f} -> {mine['loss_last']:.4f}"
         + (f", dev accuracy {accuracy:.3f}" if accuracy is not None else "")
     )

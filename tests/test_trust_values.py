@@ -206,3 +206,40 @@ def test_a_key_twice_in_one_object_is_refused(tmp_path):
 def test_the_damage_list_starts_from_valid_files():
     for name in ("h200-b8", "h200-rehearsal"):
         validate_metrics(copy.deepcopy(_metrics(name)), "metrics.json")
+
+
+EFFICIENCY_AT = CLAIM_AT_8_CHECKED_AT_1.replace(
+    'metric = "traced.gpu.ranking"\n  test = "top"\n  activity = "nccl:AllReduce"\n', 'metric = "efficiency"\n'
+)
+
+
+@pytest.mark.parametrize("claim_ws, check_ws", [('">=1"', '">=1"'), ("[1, 4]", "[1, 4]")])
+def test_an_efficiency_check_at_one_gpu_is_refused(tmp_path, claim_ws, check_ws):
+    """Efficiency at world size 1 is 1 by definition: a scaling claim judged there would PASS on one GPU."""
+    path = tmp_path / "claims.toml"
+    text = EFFICIENCY_AT.replace("world_sizes = [8]", f"world_sizes = {claim_ws}").replace(
+        "world_sizes = [1]", f"world_sizes = {check_ws}"
+    )
+    path.write_text(text.replace("lo = 1.0", "lo = 0.8\n  hi = 1.15"))
+    with pytest.raises(ArtifactError, match="1 by definition"):
+        checker.load_claims(path)
+
+
+def test_a_monotone_check_with_more_points_than_world_sizes_is_refused(tmp_path):
+    path = tmp_path / "claims.toml"
+    text = CLAIM_AT_8_CHECKED_AT_1.replace(
+        'metric = "traced.gpu.ranking"\n  test = "top"\n  activity = "nccl:AllReduce"\n',
+        'metric = "traced.gpu.allreduce_share.median"\n  test = "monotone"\n  max_drop_rel = 0.1\n  min_points = 5\n',
+    )
+    path.write_text(
+        text.replace("world_sizes = [8]", "world_sizes = [4, 8]")
+        .replace("world_sizes = [1]", "world_sizes = [4, 8]")
+        .replace("  lo = 1.0\n", "")
+    )
+    with pytest.raises(ArtifactError, match="min_points 5 exceeds the 2 world size"):
+        checker.load_claims(path)
+
+
+def test_a_results_folder_given_twice_is_refused(tmp_path):
+    status, err = _cli("report", RESULTS / "h200-b8", RESULTS / "h200-b8" / "metrics.json", "--out", tmp_path / "r")
+    assert status == 2 and "given twice" in err and not (tmp_path / "r").exists(), err

@@ -119,10 +119,13 @@ def _load_metrics(results: list[Path], labels: list[str]) -> list[tuple[dict, Pa
         raise ArtifactError("give at least one results folder")
     if len(labels) > len(results):
         raise ArtifactError(f"{len(labels)} --label given for {len(results)} results folder(s)")
-    loaded = []
+    loaded: list[tuple[dict, Path]] = []
     for r in results:
         metrics, mpath = checker.load_metrics(r)
-        loaded.append((metrics, mpath.parent.resolve()))
+        folder = mpath.parent.resolve()
+        if any(folder == f for _, f in loaded):
+            raise ArtifactError("given twice: the report would show one result set as two", r)
+        loaded.append((metrics, folder))
     return loaded
 
 

@@ -206,6 +206,29 @@ def _parse_world_sizes(raw: Any, where: str, path: Path) -> WorldSizes:
     )
 
 
+def _check_reach(where: str, metric: str, test: str, min_points: int, ws: WorldSizes, claim_ws: WorldSizes, path: Path) -> None:
+    """A check judges the claim where the claim speaks, and where it can judge something."""
+    at_one = 1 in (ws.explicit or ()) or (ws.explicit is None and (ws.at_least or 1) <= 1)
+    if metric.split(".")[0].startswith("efficiency") and at_one:
+        raise ArtifactError(
+            f"{where}: {metric} at world size 1 divides world size 1 by itself (1 by definition): "
+            "a check there judges nothing; give world sizes from 2",
+            path,
+        )
+    if test == "monotone" and ws.explicit is not None and min_points > len(ws.explicit):
+        raise ArtifactError(
+            f"{where}: min_points {min_points} exceeds the {len(ws.explicit)} world size(s) it may use "
+            f"({ws.describe()}): the check could never be judged",
+            path,
+        )
+    if not ws.within(claim_ws):
+        raise ArtifactError(
+            f"{where}: world_sizes {ws.describe()} reach beyond the claim's ({claim_ws.describe()}): "
+            "a check judges the claim only where the claim speaks",
+            path,
+        )
+
+
 def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path: Path) -> Check:
     where = f"claim {claim_id}, check {index + 1}"
     if not isinstance(raw, dict):
@@ -261,24 +284,7 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         if not isinstance(min_points, int) or isinstance(min_points, bool) or min_points < 2:
             raise ArtifactError(f"{where}: min_points must be an integer >= 2", path)
     ws = _parse_world_sizes(raw["world_sizes"], where, path) if "world_sizes" in raw else claim_ws
-    if metric.split(".")[0].startswith("efficiency") and (1 in (ws.explicit or ()) or (ws.explicit is None and (ws.at_least or 1) <= 1)):
-        raise ArtifactError(
-            f"{where}: {metric} at world size 1 divides world size 1 by itself (1 by definition): "
-            "a check there judges nothing; give world sizes from 2",
-            path,
-        )
-    if test == "monotone" and ws.explicit is not None and min_points > len(ws.explicit):
-        raise ArtifactError(
-            f"{where}: min_points {min_points} exceeds the {len(ws.explicit)} world size(s) it may use "
-            f"({ws.describe()}): the check could never be judged",
-            path,
-        )
-    if not ws.within(claim_ws):
-        raise ArtifactError(
-            f"{where}: world_sizes {ws.describe()} reach beyond the claim's ({claim_ws.describe()}): "
-            "a check judges the claim only where the claim speaks",
-            path,
-        )
+    _check_reach(where, metric, test, min_points, ws, claim_ws, path)
     rests_on = raw.get("rests_on", MAGNITUDE)
     if rests_on not in RESTS_ON:
         raise ArtifactError(f"{where}: rests_on must be one of {', '.join(RESTS_ON)}, not {rests_on!r}", path)

@@ -26,12 +26,35 @@ from dnabert_scaling.options import nonneg_int, positive_float, positive_float_l
 from dnabert_scaling.outputs import output_path, write_text_atomic
 
 
+# --sizes-mb: at least one float32 element, at most 4 GiB (the study's buckets are 1 and 25 MiB; one
+# buffer of this size is allocated on every rank)
+ELEMENT_BYTES = 4
+MAX_MESSAGE_MB = 4096.0
+
+
+def message_sizes_mb(text: str) -> list[float]:
+    """argparse type of ``--sizes-mb``: comma-separated MiB, each from one element to MAX_MESSAGE_MB."""
+    sizes = positive_float_list(text)
+    low = ELEMENT_BYTES / 2**20
+    for x in sizes:
+        if not low <= x <= MAX_MESSAGE_MB:
+            raise argparse.ArgumentTypeError(
+                f"each message size must lie between {low:.10g} MiB (one float32 element, {ELEMENT_BYTES} bytes) and "
+                f"{MAX_MESSAGE_MB:g} MiB (4 GiB), not {x:g}"
+            )
+    return sizes
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, type=output_path, help="JSON file to write (rank 0)")
     p.add_argument("--model", default="base", help="model whose DDP buckets give the message sizes")
     p.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP bucket size whose buckets are measured (MiB)")
     p.add_argument(
-        "--sizes-mb", type=positive_float_list, default=None, help="explicit message sizes in MiB (comma separated) instead"
+        "--sizes-mb",
+        type=message_sizes_mb,
+        default=None,
+        help=f"explicit message sizes in MiB (comma separated) instead, each from one float32 element "
+        f"({ELEMENT_BYTES} bytes) to {MAX_MESSAGE_MB:g} MiB",
     )
     p.add_argument("--iters", type=positive_int, default=20, help="timed all_reduce calls per message size")
     p.add_argument("--warmup", type=nonneg_int, default=5, help="untimed calls per message size first")
@@ -72,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     writable_file(args.out, "--out")
     info, device, backend = _setup(args)
     if args.sizes_mb:
-        sizes = [max(4, int(x * 1024 * 1024)) for x in args.sizes_mb]
+        sizes = [int(x * 2**20) // ELEMENT_BYTES * ELEMENT_BYTES for x in args.sizes_mb]  # whole elements
         source = "given"
     else:
         sizes = ddp_bucket_bytes(args.model, args.bucket_cap_mb)

@@ -28,7 +28,7 @@ from dnabert_scaling.run.slurm.config import (
     config_from_args,
     load_config,
 )
-from dnabert_scaling.run.slurm.submit import JobResult, SlurmJobError, group_plan, run_slurm, scripts_dir
+from dnabert_scaling.run.slurm.submit import JobResult, SlurmJobError, group_plan, preflight, run_slurm, scripts_dir
 
 __all__ = [
     "ACTIVE_STATES",
@@ -48,6 +48,7 @@ __all__ = [
     "load_config",
     "nodes_for",
     "partition_info",
+    "preflight",
     "run_slurm",
     "scripts_dir",
     "validate",

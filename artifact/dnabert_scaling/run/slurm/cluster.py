@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.run.slurm.config import SlurmConfig
+from dnabert_scaling.run.slurm.config import SlurmConfig, ascii_int
 
 TERMINAL_STATES = {
     "COMPLETED",
@@ -73,8 +73,7 @@ def gres_gpus(gres: str, gres_type: str | None = None) -> int:
         kind = parts[1] if len(parts) == 3 else None
         if gres_type and kind != gres_type:
             continue
-        if count.isdigit():
-            total += int(count)
+        total += ascii_int(count) or 0
     return total
 
 
@@ -103,11 +102,10 @@ def partition_info(partition: str | None, gres_type: str | None = None) -> Parti
             nf = _fields(node_line)
             node_gpus = max(node_gpus, gres_gpus(nf.get("Gres", ""), gres_type))
             cpus = nf.get("CPUTot", "0")
-            node_cpus = max(node_cpus, int(cpus) if cpus.isdigit() else 0)
+            node_cpus = max(node_cpus, ascii_int(cpus) or 0)
 
     def num(key: str) -> int | None:
-        v = info.get(key, "")
-        return int(v) if v.isdigit() else None
+        return ascii_int(info.get(key, ""))
 
     return PartitionInfo(
         name=info.get("PartitionName", partition or "?"),
@@ -175,18 +173,18 @@ def job_state(job_id: str, job_dir: Path | None = None) -> tuple[str, int | None
     if proc.returncode == 0 and "JobState=" in proc.stdout:
         f = _fields(proc.stdout.strip().splitlines()[0])
         code = f.get("ExitCode", "")
-        exit_code = int(code.split(":")[0]) if code.split(":")[0].isdigit() else None
+        exit_code = ascii_int(code.split(":")[0])
         return f.get("JobState", "UNKNOWN"), exit_code, f.get("Reason")
     if job_dir is not None:
         status = job_dir / f"status-{job_id}"
         if status.is_file():
             kv = dict(line.split("=", 1) for line in status.read_text().splitlines() if "=" in line)
-            rc = int(kv.get("exit_code", "1")) if kv.get("exit_code", "").isdigit() else None
+            rc = ascii_int(kv.get("exit_code", ""))
             return ("COMPLETED" if rc == 0 else "FAILED"), rc, "from the job's status file"
     if shutil.which("sacct"):
         acct = _run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State,ExitCode"])
         if acct.returncode == 0 and acct.stdout.strip():
             state, _, code = acct.stdout.strip().splitlines()[0].partition("|")
             rc = code.split(":")[0]
-            return state.split()[0], (int(rc) if rc.isdigit() else None), "from sacct"
+            return (state.split() or ["UNKNOWN"])[0], ascii_int(rc), "from sacct"
     return "UNKNOWN", None, "the job is no longer known to scontrol and left no status file"

@@ -12,9 +12,23 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.options import nonneg_int, positive_float, positive_int
 
 ENV_CONFIG = "DNABERT_SLURM_CONFIG"
 ENV_SCRIPTS = "DNABERT_SLURM_SCRIPTS"
+
+# sbatch --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
+# days-hours:minutes:seconds (ASCII digits), or no limit
+TIME_RE = re.compile(r"[0-9]+(:[0-9]+){0,2}|[0-9]+-[0-9]+(:[0-9]+){0,2}|(?i:unlimited|infinite)")
+# sbatch --mem: a size in MB, or with a K/M/G/T suffix
+MEM_RE = re.compile(r"[0-9]+[KMGTkmgt]?")
+
+
+def ascii_int(text: str) -> int | None:
+    """``text`` as a non-negative integer when it is ASCII digits only, else None (``str.isdigit``
+    accepts ``²`` and other digits ``int`` refuses)."""
+    return int(text) if re.fullmatch(r"[0-9]+", text) else None
+
 
 # KEY in the settings file -> (SlurmConfig field, kind)
 CONFIG_KEYS: dict[str, tuple[str, str]] = {
@@ -105,6 +119,16 @@ class SlurmConfig:
             raise ArtifactError(f"{self.where('cpus_per_task')}: must be at least 1, not {self.cpus_per_task}")
         if self.gpu_bind not in ("node", "task"):
             raise ArtifactError(f"{self.where('gpu_bind')}: must be 'node' or 'task', not {self.gpu_bind!r}")
+        if self.time is not None and not TIME_RE.fullmatch(self.time):
+            raise ArtifactError(
+                f"{self.where('time')}: {self.time!r} is not a SLURM time limit (minutes, HH:MM:SS, D-HH:MM:SS, ...)"
+            )
+        if self.mem is not None and not MEM_RE.fullmatch(self.mem):
+            raise ArtifactError(f"{self.where('mem')}: {self.mem!r} is not a SLURM memory size (e.g. 64G, 512000M)")
+        for name in ("poll_s", "timeout_s"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+                raise ArtifactError(f"{self.where(name)}: must be a positive number of seconds, not {value!r}")
         if self.no_container:
             return
         if self.image is None:
@@ -159,10 +183,11 @@ def load_config(path: str | os.PathLike) -> tuple[dict[str, object], dict[str, s
 
 def _convert(value: str, kind: str, where: str):
     if kind in ("uint", "posint"):
-        if not value.isdigit() or (kind == "posint" and int(value) < 1):
+        number = ascii_int(value)
+        if number is None or (kind == "posint" and number < 1):
             need = "a positive integer" if kind == "posint" else "a non-negative integer"
             raise ArtifactError(f"{where}: {value!r} is not {need}")
-        return int(value)
+        return number
     if kind == "bool":
         low = value.lower()
         if low not in ("0", "1", "true", "false", "yes", "no"):
@@ -201,7 +226,7 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--gpus-per-node",
         dest="slurm_gpus_per_node",
-        type=int,
+        type=nonneg_int,
         default=None,
         metavar="N",
         help="GPUs per node (default 4); nodes = ceil(world size / N); 0 = CPU-only jobs",
@@ -209,13 +234,13 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--max-nodes",
         dest="slurm_max_nodes",
-        type=int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="refuse a world size that needs more nodes",
     )
     g.add_argument(
-        "--cpus-per-task", dest="slurm_cpus_per_task", type=int, default=None, metavar="N", help="sbatch --cpus-per-task"
+        "--cpus-per-task", dest="slurm_cpus_per_task", type=positive_int, default=None, metavar="N", help="sbatch --cpus-per-task"
     )
     g.add_argument("--mem", dest="slurm_mem", default=None, help="sbatch --mem (per node)")
     g.add_argument("--gres-type", dest="slurm_gres_type", default=None, metavar="TYPE", help="GPU type: --gres=gpu:TYPE:G")
@@ -282,12 +307,17 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
         help="job names are P + ws<N> (default dnabert-)",
     )
     g.add_argument(
-        "--poll-interval", dest="slurm_poll_s", type=float, default=None, metavar="S", help="seconds between job-state queries"
+        "--poll-interval",
+        dest="slurm_poll_s",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="seconds between job-state queries",
     )
     g.add_argument(
         "--wait-timeout",
         dest="slurm_timeout_s",
-        type=float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="stop waiting (and cancel the sweep's jobs) after S seconds",

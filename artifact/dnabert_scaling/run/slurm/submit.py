@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout, SweepLayout, slurm_job_dir
@@ -99,6 +99,21 @@ def _default_cli() -> str:
     if found:
         return found
     raise ArtifactError("--no-container: no dnabert-scaling executable found; give --cli PATH")
+
+
+def preflight(config: SlurmConfig, world_sizes: Iterable[int]) -> None:
+    """Every check of the slurm executor that writes nothing, for the sweep to make before it writes
+    anything: the settings (``check``) and, for the world sizes still to run, the cluster
+    (``validate``: the client commands, the controller, the partition's shape), scripts/slurm and,
+    without a container, the CLI the nodes run."""
+    config.check()
+    sizes = sorted(set(world_sizes))
+    if not sizes:
+        return
+    validate(config, sizes)
+    scripts_dir(config)
+    if config.no_container and not config.cli:
+        _default_cli()
 
 
 def group_plan(plan: Sequence[RunSpec]) -> dict[int, list[RunSpec]]:

@@ -5,8 +5,15 @@ For each world size: ``--repeats`` untraced throughput runs and one traced run (
 bus-bandwidth measurement at every multi-rank world size. Every run gets its own directory
 ``<out>/ws<N>-<tracer>-r<repeat>[-<variant>]/`` with the ranks' logs, summaries and traces and a
 ``manifest.json`` (the spec, status, provenance and the sha256 of every file). A run that
-completed is skipped when the sweep is started again; a failed one is reported, its directory
-kept under a ``.failed-<time>`` name, and the sweep goes on with the other runs.
+completed is skipped when the sweep is started again, when the options its manifest records (read,
+like the requested ones, by train's own parser) are the requested ones; a completed run whose options
+cannot be read (no manifest, no or malformed ``train_args``) is refused, never reused or replaced. A
+failed one is reported, its directory kept under a ``.failed-<time>`` name, and the sweep goes on
+with the other runs.
+
+Every input is checked before anything is written (``check_inputs``): the train options, the GPUs
+or the SLURM settings and cluster, the data, ``--out`` and every record already in it (each must be a
+JSON object that keeps its contract, ``run_records``). A refused sweep leaves no file behind.
 
 Executors: ``local`` starts each run with torchrun on this node; ``slurm`` submits the runs as one
 batch job per world size through ``scripts/slurm/`` (``dnabert_scaling.run.slurm``).
@@ -20,17 +27,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout
+from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import output_path, refuse_overlap, writable_dir, write_text_atomic
 from dnabert_scaling.provenance import now_iso
-from dnabert_scaling.run.sweep.spec import RunSpec, parse_train_options, run_status
+from dnabert_scaling.run.sweep.spec import RunSpec, TrainOptions, read_record
 from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
-from dnabert_scaling.run.sweep.record import RunResult, failure_message, set_aside, set_aside_failed, write_manifest
+from dnabert_scaling.run.sweep.record import (
+    RunResult,
+    failure_message,
+    read_summary,
+    set_aside,
+    set_aside_failed,
+    write_manifest,
+)
 
 
 # A rehearsal shows that the NCCL path works and what a step records: the measured steps the
@@ -131,66 +148,140 @@ def plan_runs(
     return plan
 
 
-def _shared_data(out: Path, train_args: list[str], data: str | None) -> list[str]:
-    """Every run of a sweep trains on the same task folder (written once if synthetic)."""
-    if data:
-        return ["--data", str(Path(data).resolve())]
-    if "--data" in train_args or "--synthetic" in train_args:
-        return []
-    from dnabert_scaling.run.workload.data import DEFAULT_TASK, GUE_TASKS, write_synthetic_task
+def _train_options(args: argparse.Namespace) -> tuple[list[str], dict | None]:
+    """The train options after ``--``, checked by train's own parser (a malformed list is refused
+    here, before anything is written), and the rehearsal's fallback record (None without one)."""
+    train_args = list(args.train_args)
+    if train_args and train_args[0] == "--":
+        train_args = train_args[1:]
+    given = TrainOptions.parse(train_args).given
+    for dest in ("out", "tracer"):
+        if dest in given:
+            flag = TrainOptions.flag(dest)
+            raise ArtifactError(f"{flag} is set by the sweep for each run; leave it out of the train options")
+    if args.rehearse:
+        return rehearsal_options(args, train_args)
+    return train_args, None
+
+
+def _device_option(opts: TrainOptions, device: str) -> list[str]:
+    """``--device`` for every run: the sweep's, unless the train options give the same one."""
+    if "device" not in opts.given:
+        return ["--device", device] if device == "cpu" else []
+    if device != "auto" and opts.given["device"] != device:
+        raise ArtifactError(
+            f"the train options say --device {opts.given['device']} but the sweep runs on {device}: give --device to "
+            "the sweep (before '--') only"
+        )
+    return []
+
+
+def shared_data(out: Path, opts: TrainOptions, data: str | None) -> tuple[list[str], Path | None]:
+    """Every run of a sweep trains on the same task folder: the train options that say so, and the
+    synthetic task folder the sweep must write first (None: none), from the parsed train options."""
+    given = "data" in opts.given
+    if data and given:
+        raise ArtifactError("--data is given twice, to the sweep and in the train options: give it once")
+    if data or given:
+        folder = Path(data or opts.given["data"])
+        if not folder.is_dir():
+            raise ArtifactError(f"{'--data' if data else 'the train options: --data'}: GUE task folder does not exist", folder)
+        return (["--data", str(folder.resolve())] if data else []), None
+    if opts.value("synthetic"):
+        return [], None
     from dnabert_scaling.run.train.options import ENV_GUE
 
-    task = DEFAULT_TASK
-    if "--task" in train_args:
-        task = train_args[train_args.index("--task") + 1]
+    task = opts.value("task")
     root = os.environ.get(ENV_GUE)
     if root and any((p / "train.csv").is_file() for p in [Path(root) / task, *Path(root).glob(f"*/{task}")]):
-        return []  # each run finds the real task itself
+        return [], None  # each run finds the real task itself
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
+        raise ArtifactError(f"the train options: --task {task!r} is not a GUE task name (letters, digits, _ . -)")
     folder = out / SYNTHETIC_DATA / task
+    return ["--data", str(folder.resolve())], folder
+
+
+def _write_synthetic(folder: Path, opts: TrainOptions) -> dict:
+    """The synthetic task every run trains on (written once), and the sweep's record of that fallback."""
+    from dnabert_scaling.run.train.options import ENV_GUE
+    from dnabert_scaling.run.workload.data import DEFAULT_TASK, GUE_TASKS, write_synthetic_task
+
+    task = opts.value("task")
+    like = task if task in GUE_TASKS else DEFAULT_TASK
     if not (folder / "train.csv").is_file():
-        write_synthetic_task(folder, like=task if task in GUE_TASKS else DEFAULT_TASK)
-    return ["--data", str(folder.resolve())]
+        write_synthetic_task(folder, like=like)
+    root = os.environ.get(ENV_GUE)
+    record = {
+        "kind": "data",
+        "what": "data",
+        "used": f"synthetic planted-motif task shaped like {like} ({folder})",
+        "reason": f"no --data and task {task!r} not found under ${ENV_GUE}={root}"
+        if root
+        else f"no --data and ${ENV_GUE} is not set",
+    }
+    print(f"sweep: every run trains on {record['used']}: {record['reason']}", file=sys.stderr)
+    return record
 
 
-def _differences(recorded: list[str], requested: list[str]) -> list[str]:
-    old, new = parse_train_options(recorded), parse_train_options(requested)
-    shown = []
-    for name in sorted(set(old) | set(new)):
-        if old.get(name) != new.get(name):
-            was = "absent" if name not in old else (old[name] or "set")
-            now = "absent" if name not in new else (new[name] or "set")
-            shown.append(f"{name} {was} -> {now}")
-    return shown
+def _recorded_options(run_dir: Path) -> TrainOptions | None:
+    """The options a completed run was trained with (None: not complete, it is run again). Every
+    record read here must be a JSON object that keeps its contract; a completed run whose options
+    cannot be read is refused: reusing it could mix configurations, and it is the user's to move."""
+    from dnabert_scaling.run_records import check_manifest, check_run_summary
+
+    hint = "move the run folder away or use --fresh"
+    layout = RunLayout(run_dir)
+    summary = read_record(layout.summary, hint=hint)
+    manifest = read_record(layout.manifest, hint=hint)
+    if summary is None or summary.get("status") != "ok":
+        return None
+    read_record(layout.summary, check_run_summary, hint)
+    if manifest is None:
+        raise ArtifactError(
+            f"a completed run without {MANIFEST}: the options it was trained with are unknown, so the sweep cannot "
+            f"tell whether it matches the requested ones; {hint}",
+            run_dir,
+        )
+    read_record(layout.manifest, check_manifest, hint)
+    if manifest.get("status") != "ok":
+        return None
+    if "train_args" not in manifest:
+        raise ArtifactError(
+            f"lacks train_args (the options the run was trained with): the sweep cannot tell whether this completed "
+            f"run matches the requested options; {hint}",
+            layout.manifest,
+        )
+    recorded = manifest["train_args"]
+    if not isinstance(recorded, list) or not all(isinstance(a, str) for a in recorded):
+        raise ArtifactError(
+            f"train_args must be the list of options the run was trained with, not {recorded!r:.40}: the sweep cannot "
+            f"tell whether this completed run matches the requested options; {hint}",
+            layout.manifest,
+        )
+    try:
+        return TrainOptions.parse(recorded, where="train_args")
+    except ArtifactError as exc:
+        raise ArtifactError(f"{exc}: the sweep cannot compare this completed run's options; {hint}", layout.manifest) from None
 
 
-def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
+def refuse_changed_options(out: Path, train_args: list[str]) -> None:
     """A completed run is reused only when it was trained with the options requested now; so is
-    every other completed run in the folder (``analyze`` reads them all)."""
-    requested = {s.name: s for s in plan}
-    base = next((list(s.train_args) for s in plan if not s.variant), [])
+    every other completed run in the folder (``analyze`` reads them all). Reads back every record of
+    the folder first: one that is not what the sweep wrote is refused, naming the file."""
+    requested = TrainOptions.parse(train_args)
+    without_ddp = TrainOptions.parse([*train_args, "--no-ddp"])
     changed: dict[str, list[str]] = {}
     for run_dir in SweepLayout(out).run_dirs():
-        manifest = run_dir / MANIFEST
-        if not manifest.is_file() or run_status(run_dir) != "ok":
-            continue
-        try:
-            recorded = json.loads(manifest.read_text()).get("train_args")
-        except ValueError:
-            raise ArtifactError("not valid JSON; move the run folder away or use --fresh", manifest) from None
-        spec = requested.get(run_dir.name)
-        want = list(spec.train_args) if spec else [*base, *(["--no-ddp"] if run_dir.name.endswith("-noddp") else [])]
-        if not isinstance(recorded, list):
-            continue
-        diff = _differences(recorded, want)
+        recorded = _recorded_options(run_dir)
+        name = parse_run_name(run_dir.name)
+        want = without_ddp if name and name.variant == "noddp" else requested
+        diff = recorded.differences(want) if recorded is not None else []
         if diff:
             changed[run_dir.name] = diff
     for path in SweepLayout(out).busbw_files().values():  # reused as well: measured at the requested buckets?
-        try:
-            source = json.loads(path.read_text()).get("sizes_source")
-        except ValueError:
-            raise ArtifactError("not valid JSON; remove it or use --fresh", path) from None
-        if source != busbw_sizes_source(base):
-            changed[path.name] = [f"message sizes {source!r} -> {busbw_sizes_source(base)!r}"]
+        source = (read_record(path, hint="remove it or use --fresh") or {}).get("sizes_source")
+        if source != busbw_sizes_source(train_args):
+            changed[path.name] = [f"message sizes {source!r} -> {busbw_sizes_source(train_args)!r}"]
     if changed:
         first = next(iter(changed.values()))
         raise ArtifactError(
@@ -202,7 +293,7 @@ def refuse_changed_options(out: Path, plan: list[RunSpec]) -> None:
         )
 
 
-def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[str], device: str) -> dict | None:
+def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, opts: TrainOptions, device: str) -> dict | None:
     """``--tracer auto``: decided once for the whole sweep, by the Score-P preflight on this machine
     (kept as ``<out>/scorep-preflight.json``); ``args.tracer`` becomes ``scorep`` or ``torch``.
     Returns the fallback taken (recorded in sweep.json and in every run's provenance), or None."""
@@ -212,8 +303,7 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, train_args: list[
     from dnabert_scaling.run.tracing.preflight import ENV_RESULT
 
     os.environ.setdefault(ENV_RESULT, str(out / "scorep-preflight.json"))
-    model = train_args[train_args.index("--model") + 1] if "--model" in train_args[:-1] else "base"
-    args.tracer, fallback = resolve_tracer("auto", model=model)
+    args.tracer, fallback = resolve_tracer("auto", model=opts.value("model"))
     print(f"sweep: --tracer auto -> {args.tracer}" + (f" ({fallback.reason})" if fallback else ""), file=sys.stderr)
     return fallback.as_dict() if fallback else None
 
@@ -224,11 +314,11 @@ def rehearsal_options(args: argparse.Namespace, train_args: list[str]) -> tuple[
     fallback record."""
     if args.executor != "local":
         raise ArtifactError("--rehearse runs on this machine's GPUs: it needs --executor local")
-    given = parse_train_options(train_args)
-    extra = ["--rehearse"] if "--rehearse" not in given else []
-    if "--steps" not in given:
+    given = TrainOptions.parse(train_args).given
+    extra = ["--rehearse"] if "rehearse" not in given else []
+    if "steps" not in given:
         extra += ["--steps", str(REHEARSAL_STEPS)]
-    if "--warmup-steps" not in given:
+    if "warmup_steps" not in given:
         extra += ["--warmup-steps", str(REHEARSAL_WARMUP)]
     args.repeats = 0
     args.baseline_no_ddp = False
@@ -253,58 +343,70 @@ def _interrupt_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
-def run(args: argparse.Namespace) -> int:
-    _interrupt_on_sigterm()
+@dataclass
+class Checked:
+    """A sweep whose every input was checked, before anything is written."""
+
+    out: Path
+    sizes: list[int]
+    device: str
+    train_args: list[str]
+    synthetic: Path | None  # the synthetic task folder to write first, if any
+    fallbacks: list[dict]
+    slurm: Any = None  # the SlurmConfig of --executor slurm
+
+
+def check_inputs(args: argparse.Namespace) -> Checked:
+    """Every check the sweep can make before it writes anything: world sizes, train options, the
+    GPUs here (local) or the SLURM settings and cluster (slurm), the data, the --out folder and the
+    records already in it. A refusal leaves no file or folder behind."""
     sizes = world_sizes(args.gpus)
-    train_args = list(args.train_args)
-    if train_args and train_args[0] == "--":
-        train_args = train_args[1:]
-    for forbidden in ("--out", "--tracer"):
-        if forbidden in train_args:
-            raise ArtifactError(f"{forbidden} is set by the sweep for each run; leave it out of the train options")
-    out = args.out.resolve()
-    rehearsal = None
-    if args.rehearse:
-        train_args, rehearsal = rehearsal_options(args, train_args)
+    train_args, rehearsal = _train_options(args)
+    config = None
     if args.executor == "local":
         device = check_local_resources(sizes, args.device, rehearse=args.rehearse)
     else:
-        device = args.device
-    if device == "cpu" and "--device" not in train_args:
-        train_args += ["--device", "cpu"]
-    refuse_overlap([("--out", out)], [args.data] if args.data else [])
+        from dnabert_scaling.run.slurm import config_from_args
+
+        device, config = args.device, config_from_args(args)
+        config.check()  # the settings alone; the cluster once the folder's runs are known
+    out = args.out.resolve()
+    opts = TrainOptions.parse(train_args)
+    train_args += _device_option(opts, device)
+    data_args, synthetic = shared_data(out, opts, args.data)
+    train_args += data_args
+    inputs = [d for d in (args.data, opts.given.get("data")) if d]
+    refuse_overlap([("--out", out)], inputs)
+    writable_dir(out, "--out")
+    fresh = args.fresh and out.is_dir() and any(out.iterdir())
+    if not fresh:
+        refuse_changed_options(out, train_args)
+    if config is not None:
+        from dnabert_scaling.run.slurm import preflight
+
+        plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
+        preflight(config, {s.world_size for s in plan if fresh or not s.is_complete()})
+    return Checked(out, sizes, device, train_args, synthetic, [rehearsal] if rehearsal else [], config)
+
+
+def run(args: argparse.Namespace) -> int:
+    _interrupt_on_sigterm()
+    checked = check_inputs(args)
+    out, sizes, device, train_args = checked.out, checked.sizes, checked.device, checked.train_args
     if args.fresh and out.is_dir() and any(out.iterdir()):
         kept = set_aside(out, "previous")
         print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)
     writable_dir(out, "--out", create=True)
-    train_args = [*train_args, *_shared_data(out, train_args, args.data)]
-    tracer_fallback = _resolve_sweep_tracer(args, out, train_args, device)
+    opts = TrainOptions.parse(train_args)
+    if checked.synthetic is not None:
+        checked.fallbacks.append(_write_synthetic(checked.synthetic, opts))
+    tracer_fallback = _resolve_sweep_tracer(args, out, opts, device)
     plan = plan_runs(out, sizes, args.tracer, args.repeats, args.baseline_no_ddp, train_args)
-    refuse_changed_options(out, plan)
-    write_text_atomic(
-        SweepLayout(out).sweep,
-        json.dumps(
-            {
-                "schema": "dnabert-scaling/sweep/1",
-                "created": now_iso(),
-                "world_sizes": sizes,
-                "executor": args.executor,
-                "tracer": args.tracer,
-                "tracer_fallback": tracer_fallback,
-                "rehearsal": args.rehearse,
-                "fallbacks": [rehearsal] if rehearsal else [],
-                "repeats": args.repeats,
-                "train_args": train_args,
-                "runs": [s.name for s in plan],
-            },
-            indent=2,
-        )
-        + "\n",
-    )
+    _write_sweep_record(args, out, sizes, train_args, plan, tracer_fallback, checked.fallbacks)
 
     results: list[RunResult] = []
     if args.executor == "slurm":
-        results, job_error = _run_with_slurm(args, plan)
+        results, job_error = _run_with_slurm(checked.slurm, plan)
         if job_error:
             print(f"sweep: {job_error}", file=sys.stderr)
     else:
@@ -327,12 +429,36 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list[RunResult], str | None]:
-    """Submit through ``dnabert_scaling.run.slurm``, then write each run's manifest as the local
-    executor does (the job id and its log stand in for the launcher command)."""
-    from dnabert_scaling.run.slurm import SlurmJobError, config_from_args, run_slurm
+def _write_sweep_record(
+    args: argparse.Namespace,
+    out: Path,
+    sizes: list[int],
+    train_args: list[str],
+    plan: list[RunSpec],
+    tracer_fallback: dict | None,
+    fallbacks: list[dict],
+) -> None:
+    record = {
+        "schema": "dnabert-scaling/sweep/1",
+        "created": now_iso(),
+        "world_sizes": sizes,
+        "executor": args.executor,
+        "tracer": args.tracer,
+        "tracer_fallback": tracer_fallback,
+        "rehearsal": args.rehearse,
+        "fallbacks": fallbacks,
+        "repeats": args.repeats,
+        "train_args": train_args,
+        "runs": [s.name for s in plan],
+    }
+    write_text_atomic(SweepLayout(out).sweep, json.dumps(record, indent=2) + "\n")
 
-    config = config_from_args(args)
+
+def _run_with_slurm(config, plan: list[RunSpec]) -> tuple[list[RunResult], str | None]:
+    """Submit through ``dnabert_scaling.run.slurm`` with the checked ``config``, then write each run's
+    manifest as the local executor does (the job id and its log stand in for the launcher command)."""
+    from dnabert_scaling.run.slurm import SlurmJobError, run_slurm
+
     complete_before = {s.name for s in plan if s.is_complete()}
     previous = {s.name: set_aside_failed(s.run_dir) for s in plan if s.name not in complete_before}
     started = now_iso()
@@ -380,12 +506,10 @@ def _run_with_slurm(args: argparse.Namespace, plan: list[RunSpec]) -> tuple[list
 def format_table(results: list[RunResult]) -> str:
     lines = [f"{'run':<26} {'status':<8} {'samples/s':>10} {'step ms':>9} {'seconds':>8}"]
     for r in results:
-        summary = RunLayout(r.spec.run_dir).summary
+        data = read_summary(r.spec.run_dir)
         sps = step = ""
-        if summary.is_file():
-            data = json.loads(summary.read_text())
-            if data.get("samples_per_s"):
-                sps = f"{data['samples_per_s']:.1f}"
-                step = f"{data['median_step_time_s'] * 1e3:.2f}"
+        if isinstance(data.get("samples_per_s"), (int, float)) and isinstance(data.get("median_step_time_s"), (int, float)):
+            sps = f"{data['samples_per_s']:.1f}"
+            step = f"{data['median_step_time_s'] * 1e3:.2f}"
         lines.append(f"{r.spec.run_dir.name:<26} {r.status:<8} {sps:>10} {step:>9} {r.seconds:>8.1f}")
     return "\n".join(lines)

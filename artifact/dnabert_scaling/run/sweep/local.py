@@ -18,7 +18,7 @@ from dnabert_scaling.layout import RunLayout, SweepLayout
 from dnabert_scaling.outputs import write_text_atomic
 from dnabert_scaling.run.proctree import end_run, new_marker
 from dnabert_scaling.provenance import now_iso
-from dnabert_scaling.run.sweep.spec import RunSpec, parse_train_options, run_status
+from dnabert_scaling.run.sweep.spec import RunSpec, TrainOptions, run_status
 from dnabert_scaling.run.sweep.record import RunResult, failure_message, read_summary, set_aside_failed, write_manifest
 
 
@@ -116,8 +116,8 @@ def run_local(spec: RunSpec, timeout: float) -> RunResult:
 
 def busbw_model(train_args: list[str]) -> tuple[str, float]:
     """(model, bucket cap in MiB) whose DDP buckets the bus-bandwidth runs measure."""
-    opts = parse_train_options(train_args)
-    return opts.get("--model", "base"), float(opts.get("--bucket-cap-mb", 25.0))
+    opts = TrainOptions.parse(train_args)
+    return str(opts.value("model")), float(opts.value("bucket_cap_mb"))
 
 
 def busbw_sizes_source(train_args: list[str]) -> str:

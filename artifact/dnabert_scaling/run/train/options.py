@@ -8,15 +8,55 @@ in for ``--weights`` and ``--data`` are named here.
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.options import nonneg_float, nonneg_int, positive_float, positive_int
+from dnabert_scaling.options import positive_int
 from dnabert_scaling.outputs import output_path
 
 ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
 ENV_GUE = "DNABERT_SCALING_GUE"
 # 50 measured steps take minutes; a collective that waits this long has a dead or hung peer.
 DIST_TIMEOUT_S = 300.0
+
+# Ranges of the numeric options whose extreme values a library cannot take (an overflow in torch, a
+# zero-millisecond timeout) or that make a run meaningless (a learning rate that sends every weight
+# to infinity). Checked by argparse, so the error names the option and the range (exit 2).
+SEED_MAX = 2**32 - 1  # numpy's and CUDA's seed range; torch.manual_seed(seed + epoch) stays in range
+LR_MAX = 3.4e38  # float32's largest finite value, in which the optimizer holds it; a huge finite lr is a run whose
+# loss goes NaN, which the analysis reports (finite_loss), not an input error
+WEIGHT_DECAY_MAX = 1.0
+BUCKET_CAP_MB_MAX = 1e6  # about 1 TB: DDP turns the cap into a 64-bit byte count
+DIST_TIMEOUT_RANGE_S = (1.0, 7 * 86400.0)  # a second to a week
+COUNT_MAX = 10**9  # steps and batch rows: far beyond any run, within 64-bit arithmetic
+
+
+def _shown(x: float) -> str:
+    return str(int(x)) if math.isfinite(x) and float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
+def ranged(kind: type, low: float, high: float, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` (int or float, finite) in ``[low, high]`` (``(low, high]``
+    when ``low_open``); the message states the range."""
+
+    def check(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if value < low or value > high or (low_open and value == low):
+            lo, hi = _shown(low), _shown(high)
+            bound = f"greater than {lo}" if low_open else f"within {lo}..{hi}"
+            if low_open and high != math.inf:
+                bound += f" and at most {hi}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {text!r}")
+        return value
+
+    check.__name__ = kind.__name__
+    return check
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,14 +85,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seq-len", type=positive_int, default=None, help="override the task's model_max_length (tokens)")
 
     g = p.add_argument_group("schedule (official recipe defaults)")
-    g.add_argument("--batch-size", type=positive_int, default=8, help="per-GPU batch (weak scaling; recipe: 8)")
-    g.add_argument("--warmup-steps", type=nonneg_int, default=5, help="untimed, untraced steps before the measured ones")
-    g.add_argument("--steps", type=positive_int, default=50, help="measured steps")
-    g.add_argument("--lr", type=positive_float, default=3e-5, help="peak AdamW learning rate (recipe: 3e-5)")
-    g.add_argument("--weight-decay", type=nonneg_float, default=0.01, help="AdamW weight decay, not on biases and LayerNorm")
-    g.add_argument("--lr-warmup-steps", type=nonneg_int, default=50, help="linear LR warm-up (recipe: 50)")
-    g.add_argument("--max-grad-norm", type=positive_float, default=1.0, help="gradient-norm clip before each step")
-    g.add_argument("--seed", type=int, default=42, help="seed of weights, data order and dropout")
+    g.add_argument("--batch-size", type=ranged(int, 1, COUNT_MAX), default=8, help="per-GPU batch (weak scaling; recipe: 8)")
+    g.add_argument(
+        "--warmup-steps", type=ranged(int, 0, COUNT_MAX), default=5, help="untimed, untraced steps before the measured ones"
+    )
+    g.add_argument("--steps", type=ranged(int, 1, COUNT_MAX), default=50, help="measured steps")
+    g.add_argument(
+        "--lr", type=ranged(float, 0.0, LR_MAX, low_open=True), default=3e-5, help="peak AdamW learning rate (recipe: 3e-5)"
+    )
+    g.add_argument(
+        "--weight-decay",
+        type=ranged(float, 0.0, WEIGHT_DECAY_MAX),
+        default=0.01,
+        help="AdamW weight decay, not on biases and LayerNorm",
+    )
+    g.add_argument("--lr-warmup-steps", type=ranged(int, 0, COUNT_MAX), default=50, help="linear LR warm-up (recipe: 50)")
+    g.add_argument(
+        "--max-grad-norm",
+        type=ranged(float, 0.0, math.inf, low_open=True),
+        default=1.0,
+        help="gradient-norm clip before each step",
+    )
+    g.add_argument("--seed", type=ranged(int, 0, SEED_MAX), default=42, help="seed of weights, data order and dropout")
     g.add_argument(
         "--precision",
         choices=("auto", "bf16", "fp16", "fp32"),
@@ -68,7 +122,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     g = p.add_argument_group("DDP")
     g.add_argument("--no-ddp", action="store_true", help="world size 1 without the DDP wrapper (scaling baseline)")
-    g.add_argument("--bucket-cap-mb", type=positive_float, default=25.0, help="DDP gradient bucket size (MiB)")
+    g.add_argument(
+        "--bucket-cap-mb",
+        type=ranged(float, 0.0, BUCKET_CAP_MB_MAX, low_open=True),
+        default=25.0,
+        help="DDP gradient bucket size (MiB)",
+    )
     g.add_argument(
         "--find-unused-parameters",
         choices=("true", "false"),
@@ -94,7 +153,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--dist-timeout",
-        type=positive_float,
+        type=ranged(float, *DIST_TIMEOUT_RANGE_S),
         default=DIST_TIMEOUT_S,
         help="seconds a collective may wait for a hung or dead peer before the run fails; a hung rank ends "
         "the run after about this long (plus torchrun's few seconds of shutdown)",

@@ -75,12 +75,17 @@ def _precision(args, device_type: str, deviations: list[str]):
 
 
 def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
+    """The model, what its weights are, and the name of the config it was built from (with weights:
+    the checkpoint's own config, a ``--model`` naming another architecture recorded as a fallback)."""
+    from dnabert_scaling.run.train.inputs import resolve_model
     from dnabert_scaling.run.workload.model import build_model, load_pretrained
 
-    weights = args.weights or os.environ.get(ENV_WEIGHTS)
-    if weights:
-        model, report = load_pretrained(weights, num_labels=num_labels, attention=args.attention)
-        return model, {"source": "pretrained", **report.as_dict()}
+    chosen = resolve_model(args)
+    if chosen.fallback is not None:
+        fallbacks.append(chosen.fallback)
+    if chosen.weights is not None:
+        model, report = load_pretrained(chosen.weights, num_labels=num_labels, attention=args.attention)
+        return model, {"source": "pretrained", "config": chosen.name, **report.as_dict()}, chosen.name
     fallbacks.append(
         Fallback(
             "weights",
@@ -88,7 +93,7 @@ def _build_model(args, num_labels: int, fallbacks: list[Fallback]):
             f"no --weights and ${ENV_WEIGHTS} is not set; GPU time depends on shapes, not weights",
         )
     )
-    return build_model(args.model, num_labels=num_labels, attention=args.attention), {"source": "random-init"}
+    return build_model(chosen.cfg, num_labels=num_labels, attention=args.attention), {"source": "random-init"}, chosen.name
 
 
 TRAINING_LOOP = "dnabert_scaling.run.train.rank: own loop (forward, backward, AdamW step per batch), not the HF Trainer"
@@ -167,14 +172,15 @@ def _replace_option(argv: list[str], name: str, value: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.run.train.distributed import rank_info
 
-    from dnabert_scaling.outputs import refuse_overlap, writable_dir
+    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.run.train.inputs import check_inputs
     from dnabert_scaling.run.tracing.scorep import under_scorep
 
     info = rank_info()
     fault = parse_fault(args.inject_fault)
     args.out = Path(args.out).resolve()
     if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
-        refuse_overlap([("--out", args.out)], [args.data] if args.data else [])
+        check_inputs(args, args.out)  # before --overwrite deletes anything in --out
         writable_dir(args.out, "--out", create=True)
         claim_run_dir(args.out, info, args.overwrite)
     rank_dir = RunLayout(args.out).rank_dir(info.rank)
@@ -216,6 +222,7 @@ class _Rank:
     task: Any = None
     batches: RankBatches | None = None
     model: Any = None  # the bare model (parameters, evaluation, fingerprint)
+    model_name: str = ""  # the config the model was built from (summary's "model")
     weights_info: dict[str, Any] | None = None
     train_model: Any = None  # the DDP wrapper, or the model itself without DDP
     ddp_kwargs: dict[str, Any] | None = None
@@ -332,7 +339,7 @@ def _setup_model(r: _Rank) -> None:
     import torch
 
     args = r.args
-    r.model, r.weights_info = _build_model(args, r.task.num_labels, r.fallbacks)
+    r.model, r.weights_info, r.model_name = _build_model(args, r.task.num_labels, r.fallbacks)
     r.model.to(r.device)
     r.train_model = _wrap_ddp(r) if r.use_ddp else r.model
     r.optimizer = build_optimizer(r.model, args, r.device_type)
@@ -492,7 +499,7 @@ def _run_config(r: _Rank) -> dict[str, Any]:
         "optimizer_impl": args.optimizer_impl,
         "training_loop": TRAINING_LOOP,
         "cpu_threads_per_rank": r.cpu_threads,
-        "model": args.model,
+        "model": r.model_name,
         "parameters": count_parameters(r.model),
         "weights": r.weights_info,
         "task": r.task.describe(),

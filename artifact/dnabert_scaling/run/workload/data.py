@@ -58,6 +58,7 @@ class Split:
     layout: str  # "single" or "pair"
     sequences: list[Any]  # str, or (str, str) for pairs
     labels: list[int]
+    lines: list[int] = field(default_factory=list)  # the file's line of each row (for errors)
 
 
 def _check_dna(seq: str, path: Path, line: int, column: str) -> None:
@@ -102,6 +103,7 @@ def read_split(path: str | Path, expect_layout: str | None = None) -> Split:
                 )
             sequences: list[Any] = []
             labels: list[int] = []
+            lines: list[int] = []
             width = len(names)
             for row in reader:
                 line = reader.line_num
@@ -128,13 +130,41 @@ def read_split(path: str | Path, expect_layout: str | None = None) -> Split:
                     _check_dna(b, path, line, "sequence2")
                     sequences.append((a, b))
                 labels.append(label)
+                lines.append(line)
     except UnicodeDecodeError as exc:
         raise ArtifactError(f"not a text CSV file: {exc}", path) from None
     except csv.Error as exc:
         raise ArtifactError(f"malformed CSV: {exc}", path) from None
     if not labels:
         raise ArtifactError("empty split: the file has a header but no data rows", path)
-    return Split(path=path, layout=layout, sequences=sequences, labels=labels)
+    return Split(path=path, layout=layout, sequences=sequences, labels=labels, lines=lines)
+
+
+def task_classes(splits: list[Split], task: str) -> int:
+    """The task's class count K, with every label checked to be one of 0..K-1: K from the GUE table for
+    a GUE task, else the number of distinct labels (which must then be exactly 0..K-1). Refuses (naming
+    the file, the line and the label) a label out of range and a task of fewer than 2 classes (a single
+    class would make the classifier a one-output regression)."""
+    distinct = sorted({label for s in splits for label in s.labels})
+    known = task in GUE_TASKS
+    classes = GUE_TASKS[task][1] if known else len(distinct)
+    if len(distinct) < 2:
+        shown = " and ".join(s.path.name for s in splits)
+        raise ArtifactError(
+            f"every row of {shown} has label {distinct[0]}: a classification task needs at least 2 classes",
+            splits[0].path,
+        )
+    for split in splits:
+        for label, line in zip(split.labels, split.lines):
+            if label >= classes:
+                why = (
+                    f"GUE task {task} has {classes} classes"
+                    if known
+                    else f"task {task!r} is not in the GUE table, so its labels must be 0..K-1 with K the number of "
+                    f"distinct labels ({classes}: {', '.join(map(str, distinct[:10]))}{' ...' if len(distinct) > 10 else ''})"
+                )
+                raise ArtifactError(f"line {line}: label {label} is out of range: {why}, labels 0..{classes - 1}", split.path)
+    return classes
 
 
 @dataclass
@@ -166,6 +196,25 @@ class Task:
         }
 
 
+def _synthetic_meta_of(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``synthetic.json`` (a synthetic task's description); None when there is none."""
+    from dnabert_scaling.errors import loads_json
+
+    path = folder / "synthetic.json"
+    if not path.is_file():
+        return None
+    try:
+        meta = loads_json(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"not valid JSON: {exc}", path) from None
+    if not isinstance(meta, dict):
+        raise ArtifactError("must be a JSON object (the synthetic task's description)", path)
+    like = meta.get("like")
+    if like is not None and not (isinstance(like, str) and like.strip()):
+        raise ArtifactError(f"'like' must name a GUE task, not {like!r}", path)
+    return meta
+
+
 def _tokenize(split: Split, tokenizer, max_length: int) -> tuple[list[list[int]], int]:
     if split.layout == "single":
         enc = tokenizer(split.sequences, padding="longest", truncation=True, max_length=max_length)
@@ -192,8 +241,7 @@ def load_task(
     folder = Path(folder)
     if not folder.is_dir():
         raise ArtifactError("GUE task folder does not exist", folder)
-    meta_path = folder / "synthetic.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    meta = _synthetic_meta_of(folder)
     name = task_name or (meta or {}).get("like") or folder.name
     tokenizer = tokenizer or load_tokenizer()
     raw = {}
@@ -201,8 +249,7 @@ def load_task(
     for split_name in splits:
         raw[split_name] = read_split(folder / f"{split_name}.csv", expect_layout=layout)
         layout = layout or raw[split_name].layout
-    all_labels = sorted({label for s in raw.values() for label in s.labels})
-    num_labels = max(all_labels) + 1
+    num_labels = task_classes(list(raw.values()), name)
     first = next(iter(raw.values()))
     max_bp = max(len(s if isinstance(s, str) else s[0]) for s in first.sequences)
     if model_max_length is None:
@@ -235,7 +282,23 @@ def _random_dna(rng: random.Random, n: int) -> str:
     return "".join(rng.choice("ACGT") for _ in range(n))
 
 
+def check_motif_length(like: str, motif_length: int) -> None:
+    """Refuse a motif length the task shape cannot take: longer than its sequences, or too short to
+    give each class a motif of its own (4**length distinct motifs of that length)."""
+    bp, num_labels, _ = GUE_TASKS[like]
+    if motif_length < 1 or motif_length > bp:
+        raise ArtifactError(f"--motif-length {motif_length}: must be within 1..{bp}, the length of a {like} sequence (bp)")
+    if 4**motif_length < num_labels:
+        shortest = next(n for n in range(1, num_labels + 1) if 4**n >= num_labels)
+        raise ArtifactError(
+            f"--motif-length {motif_length}: only {4**motif_length} distinct motifs of that length, fewer than the "
+            f"{num_labels} classes of {like}; give at least {shortest}"
+        )
+
+
 def synthetic_motifs(num_labels: int, length: int, seed: int) -> list[str]:
+    if length < 1 or 4**length < num_labels:  # the loop below would never end
+        raise ArtifactError(f"no {num_labels} distinct DNA motifs of length {length} exist")
     rng = random.Random(seed * 7919 + 13)
     motifs: list[str] = []
     while len(motifs) < num_labels:
@@ -262,9 +325,9 @@ def write_synthetic_task(
     existing = [folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").exists()]
     if existing and not overwrite:
         raise ArtifactError("already holds a task (pass --force to overwrite)", existing[0].parent)
+    check_motif_length(like, motif_length)
     check_synthetic_size(folder, bp, rows)
-    folder.mkdir(parents=True, exist_ok=True)
-    motifs = synthetic_motifs(num_labels, motif_length, seed)
+    motifs = synthetic_motifs(num_labels, motif_length, seed)  # the folder is made when the files are written
     rng = random.Random(seed)
     splits = [folder / f"{s}.csv" for s in SPLITS]
     with staged_files([*splits, folder / "synthetic.json"]) as staged:  # all four swapped in at the end
@@ -332,13 +395,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    writable_dir(args.out, "--out")
+    writable_dir(args.out, "--out")  # checked, not created: a refused command leaves no folder
     try:
         rows = tuple(int(x) for x in args.rows.split(","))
     except ValueError:
         raise ArtifactError(f"--rows must be three integers like 2000,400,400, not {args.rows!r}") from None
     if len(rows) != 3 or min(rows) < 1:
         raise ArtifactError(f"--rows must be three positive integers, not {args.rows!r}")
+    if args.like not in GUE_TASKS:
+        raise ArtifactError(f"--like: unknown GUE task shape {args.like!r}; known: {', '.join(sorted(GUE_TASKS))}")
+    check_motif_length(args.like, args.motif_length)
     folder = write_synthetic_task(args.out, args.like, rows, args.motif_length, args.seed, args.force)
     print(f"wrote synthetic task shaped like {args.like} to {folder}")
     return 0

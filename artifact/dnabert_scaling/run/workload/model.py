@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, loads_json
+from dnabert_scaling.run.workload.model_config import ARCHITECTURE_KEYS, check_config, with_defaults
 from dnabert_scaling.run.workload.tokenizer import PAD_ID
 
 # sdpa: padded layout, scaled_dot_product_attention (the port's default).
@@ -47,14 +48,6 @@ TINY_OVERRIDES = {
 }
 CONFIG_NAMES = ("base", "tiny")
 
-REQUIRED_CONFIG_KEYS = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-)
-
 
 def base_config() -> dict[str, Any]:
     """The released DNABERT-2-117M ``config.json`` (revision d064dece)."""
@@ -64,6 +57,7 @@ def base_config() -> dict[str, Any]:
 
 def resolve_config(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, Any]:
     """A config dict from a dict, a name (``base`` / ``tiny``), a ``config.json`` or its folder."""
+    path: Path | None = None
     if isinstance(config, Mapping):
         cfg = dict(config)
         source = "dict"
@@ -79,32 +73,23 @@ def resolve_config(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, A
         if not path.is_file():
             raise ArtifactError("no model config: expected 'base', 'tiny', a config.json or a folder holding one", path)
         try:
-            cfg = json.loads(path.read_text())
-        except ValueError as exc:
+            cfg = loads_json(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
             raise ArtifactError(f"config is not valid JSON: {exc}", path) from None
         if not isinstance(cfg, dict):
             raise ArtifactError("config must be a JSON object", path)
         source = str(path)
-    missing = [k for k in REQUIRED_CONFIG_KEYS if k not in cfg]
-    if missing:
-        raise ArtifactError(f"model config ({source}) lacks {', '.join(missing)}")
-    if cfg["hidden_size"] % cfg["num_attention_heads"]:
-        raise ArtifactError(
-            f"model config ({source}): hidden_size {cfg['hidden_size']} is not a multiple of "
-            f"num_attention_heads {cfg['num_attention_heads']}"
-        )
-    defaults = {
-        "hidden_dropout_prob": 0.1,
-        "attention_probs_dropout_prob": 0.0,
-        "layer_norm_eps": 1e-12,
-        "type_vocab_size": 2,
-        "alibi_starting_size": 512,
-        "initializer_range": 0.02,
-        "classifier_dropout": None,
-    }
-    for key, value in defaults.items():
-        cfg.setdefault(key, value)
-    return cfg
+    check_config(cfg, source, path)
+    return with_defaults(cfg)
+
+
+def config_name(cfg: Mapping[str, Any]) -> str | None:
+    """``base`` or ``tiny`` when ``cfg`` has that named config's architecture, else None."""
+    for name in CONFIG_NAMES:
+        named = resolve_config(name)
+        if all(cfg.get(key) == named.get(key) for key in ARCHITECTURE_KEYS):
+            return name
+    return None
 
 
 def alibi_slopes(n_heads: int) -> list[float]:

@@ -73,3 +73,19 @@ def loads_json(text: str) -> object:
     import json
 
     return json.loads(text, object_pairs_hook=_unique_keys)
+
+
+def read_json_object(path: os.PathLike | str, what: str = "a JSON object") -> dict:
+    """The JSON object in the file at ``path`` (``loads_json``: a key twice is refused); an
+    ArtifactError naming the file when it cannot be read, is not JSON or holds no object."""
+    from pathlib import Path
+
+    try:
+        data = loads_json(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ArtifactError(f"cannot read: {exc.strerror}", path) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"not valid JSON: {exc}", path) from None
+    if not isinstance(data, dict):
+        raise ArtifactError(f"must be {what}", path)
+    return data

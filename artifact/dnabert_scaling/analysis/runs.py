@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling import run_records
-from dnabert_scaling.errors import ArtifactError, loads_json
+from dnabert_scaling.errors import ArtifactError, read_json_object
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.provenance import below_cwd
 
@@ -61,13 +61,7 @@ class Inputs:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = loads_json(path.read_text())
-    except ValueError as exc:
-        raise ArtifactError(f"not valid JSON: {exc}", path) from None
-    if not isinstance(data, dict):
-        raise ArtifactError("expected a JSON object", path)
-    return data
+    return read_json_object(path)
 
 
 def parse_world_size(text: str) -> int:

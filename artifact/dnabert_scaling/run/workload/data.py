@@ -198,17 +198,12 @@ class Task:
 
 def _synthetic_meta_of(folder: Path) -> dict[str, Any] | None:
     """The folder's ``synthetic.json`` (a synthetic task's description); None when there is none."""
-    from dnabert_scaling.errors import loads_json
+    from dnabert_scaling.errors import read_json_object
 
     path = folder / "synthetic.json"
     if not path.is_file():
         return None
-    try:
-        meta = loads_json(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"not valid JSON: {exc}", path) from None
-    if not isinstance(meta, dict):
-        raise ArtifactError("must be a JSON object (the synthetic task's description)", path)
+    meta = read_json_object(path, "a JSON object (the synthetic task's description)")
     like = meta.get("like")
     if like is not None and not (isinstance(like, str) and like.strip()):
         raise ArtifactError(f"'like' must name a GUE task, not {like!r}", path)

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from dnabert_scaling.errors import ArtifactError, loads_json
+from dnabert_scaling.errors import ArtifactError, read_json_object
 from dnabert_scaling.run.workload.model_config import ARCHITECTURE_KEYS, check_config, with_defaults
 from dnabert_scaling.run.workload.tokenizer import PAD_ID
 
@@ -72,12 +72,7 @@ def resolve_config(config: str | os.PathLike | Mapping[str, Any]) -> dict[str, A
             path = path / "config.json"
         if not path.is_file():
             raise ArtifactError("no model config: expected 'base', 'tiny', a config.json or a folder holding one", path)
-        try:
-            cfg = loads_json(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ArtifactError(f"config is not valid JSON: {exc}", path) from None
-        if not isinstance(cfg, dict):
-            raise ArtifactError("config must be a JSON object", path)
+        cfg = read_json_object(path, "a JSON object (a model config)")
         source = str(path)
     check_config(cfg, source, path)
     return with_defaults(cfg)

@@ -234,3 +234,28 @@ def test_every_table_and_figure_of_a_shared_gpu_world_size_is_under_a_warning(tm
     assert str(set_section.shared_banner(result_set(gpu_results((1, 4, 8))[0], tmp_path))) == ""
     html = str(set_section.set_section_html(result_set(rehearsal_metrics(), tmp_path), 2, [], [1, 4, 8]))
     assert html.count("ranks share a GPU (a rehearsal).</b>") == 2  # above 2.3 and 2.4
+
+
+def test_the_first_screen_says_what_the_evidence_is_from_the_sets():
+    """Devices, no GPU per rank anywhere, the fallbacks (every set's, and some sets'), forecasts never
+    verdicts: said above the verdict table, from the shipped sets' metrics."""
+    import json
+    from pathlib import Path
+
+    from dnabert_scaling.report import front, results
+
+    root = Path(__file__).resolve().parents[1] / "expected" / "reference-results"
+    folders = sorted(p.parent for p in root.glob("*/metrics.json"))
+    sets = [
+        results.ResultSet(i, f, f.name, f.name, json.loads((f / "metrics.json").read_text()), None, "t")
+        for i, f in enumerate(folders)
+    ]
+    text = front.at_a_glance(sets)
+    assert text.startswith("All evidence here: NVIDIA H200.")
+    assert "No set ran more than one rank with a GPU of its own" in text
+    assert (
+        "data (synthetic" in text
+        and f"rehearsal (ranks placed round-robin on the devices present (--rehearse)) in 2 of {len(sets)} sets" in text
+    )
+    assert "never verdicts" in text
+    assert sets[0].number == 2  # a set's number is its section's

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION
+
 from dnabert_scaling.checker import FAIL, PASS, load_claims
 from dnabert_scaling.checker.predicted import (
     BLIND_SPOTS,
@@ -110,6 +112,10 @@ def test_why_a_set_has_no_forecast(tmp_path):
     no_one = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((4, 8))[0], None, "test")
     assert "no world-size-1 run" in predictions.load(no_one)[1]
     gpu = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
+    assert "without the DDP bucket hook" in predictions.load(gpu)[1]  # no ds:bucket ranges: predict would refuse it
+    hooked = gpu_results((1, 4))[0]
+    hooked["deviations"] = [BUCKET_HOOK_DEVIATION]
+    gpu = results.ResultSet(0, tmp_path, "gpu", "gpu", hooked, None, "test")
     assert "run dnabert-scaling predict" in predictions.load(gpu)[1]
 
 

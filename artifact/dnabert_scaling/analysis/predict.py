@@ -429,7 +429,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 "what": "busbw",
                 "used": f"table of node layout {layout.name}",
-                "why": f"no measured busbw for world sizes {missing_bw}",
+                "why": f"no --busbw measurement given to predict for world sizes {missing_bw}",
             }
         )
     result = predict(profile, gpus, layout, contention, busbw)

@@ -104,7 +104,42 @@ def title_html(report: Report) -> str:
             created=p.get("created", ""),
             written_by=p.get("written_by") or "dnabert-scaling report",
             version=p.get("version"),
+            glance=at_a_glance(report.sets),
         )
+    )
+
+
+def at_a_glance(sets: list[ResultSet]) -> str:
+    """The first screen's one paragraph of what the evidence is, from the sets: the devices, whether
+    any run had a GPU per rank, the fallbacks every set or some sets took, and that forecasts are not
+    verdicts."""
+    devices = sorted(
+        {"CPU" if rs.device == "cpu" else (rs.metrics.get("provenance") or {}).get("gpu_name") or "GPU" for rs in sets}
+    )
+    took: Counter[str] = Counter()
+    used: dict[str, set[str]] = {}
+    for rs in sets:
+        mine = {
+            str(f["what"]): str(f.get("used") or "")
+            for f in rs.metrics.get("fallbacks") or []
+            if isinstance(f, dict) and f.get("what")
+        }
+        took.update(mine.keys())
+        for what, how in mine.items():
+            used.setdefault(what, set()).add(how)
+
+    def named(what: str) -> str:
+        hows = used[what] - {""}
+        return f"{what} ({next(iter(hows))})" if len(hows) == 1 else what
+
+    every = [named(w) for w, n in sorted(took.items()) if n == len(sets)]
+    some = [f"{named(w)} in {n} of {len(sets)} sets" for w, n in sorted(took.items()) if n < len(sets)]
+    fallbacks = "; ".join(every + some)
+    return (
+        f"All evidence here: {', '.join(devices)}."
+        + _one_gpu_per_rank_text(sets)
+        + (f" Fallbacks taken: {fallbacks}; each set's section says which and why." if fallbacks else " No fallback taken.")
+        + " Forecasts (dashed badges) come from one-GPU traces and are predictions, never verdicts."
     )
 
 

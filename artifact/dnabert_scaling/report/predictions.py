@@ -7,6 +7,7 @@ from __future__ import annotations
 
 
 from dnabert_scaling.errors import loads_json
+from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION
 from dnabert_scaling.report.results import badge, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt
 
@@ -58,6 +59,11 @@ def _why_none(rs) -> str:
         return "none can be made: this set has no world-size-1 run to replay"
     if not rs.traced(1):
         return "none can be made: the world-size-1 run of this set was not traced"
+    if rs.device == "cuda" and not any(str(d).startswith(BUCKET_HOOK_DEVIATION) for d in rs.metrics.get("deviations") or []):
+        return (
+            "none can be made: this set was recorded without the DDP bucket hook, so its trace has no "
+            "ds:bucket ranges for the forecast to replay"
+        )
     return (
         "no predictions.json in this results folder (run dnabert-scaling predict "
         f"{rs.path.name}; it needs a world-size-1 trace with ds:bucket ranges and says why when it cannot)"
@@ -104,6 +110,7 @@ def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list
             band = r.get("band") or {}
             r["cls"] = VERDICT_CLASS.get(r["verdict"], "notrun")
             r["band_text"] = f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]" if band else "–"
+            r["measured_is_num"] = "measured" in r
             r["measured_text"] = fmt(r.get("measured")) if "measured" in r else _not_compared(rs, r.get("world_size"))
             r["error_text"] = f"{r['error']:+.3g}" if isinstance(r.get("error"), float) else "–"
     return rows

@@ -104,6 +104,9 @@ def badge(verdict: str) -> str:
 # A results folder
 
 
+FIRST_SET_SECTION = 2  # the report's section of its first result set (section 1: the method)
+
+
 @dataclass
 class ResultSet:
     index: int
@@ -119,7 +122,8 @@ class ResultSet:
 
     @property
     def number(self) -> int:
-        return self.index + 1
+        """The set's number, which is its section's: the report's section 1 is the method, the sets follow."""
+        return self.index + FIRST_SET_SECTION
 
     @property
     def world_sizes(self) -> list[int]:

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from dnabert_scaling.report import figures as F
 from dnabert_scaling.report.html import Markup, markup, render
+from dnabert_scaling.report.summary import short_name
 
 
 def _dur(seconds: float) -> str:
@@ -276,6 +277,8 @@ def set_section_html(
         "set_section.html.j2",
         n=section,
         label=rs.label,
+        name=short_name(rs),
+        rehearsal=any((rs.traced(n).get("placement") or {}).get("rehearsal") for n in rs.world_sizes if n > 1),
         headline=H.headline(rs),
         own_fallbacks=own,
         own_heads=heads,

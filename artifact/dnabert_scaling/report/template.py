@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dnabert_scaling.report.results import FIRST_SET_SECTION
+
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -154,7 +156,7 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
         _md(METHOD),
         _code("H.show(D.shared_fallbacks_html(R))", "fallbacks"),
     ]
-    section = 2
+    section = FIRST_SET_SECTION
     for k in range(len(labels)):
         cells += set_cells(k, section)
         section += 1

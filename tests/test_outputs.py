@@ -410,3 +410,22 @@ ls -A {mnt}
     assert "rc=2" in proc.stdout and "same" in proc.stdout, (proc.stdout, proc.stderr, err)
     assert proc.stdout.split("same", 1)[1].split() == ["r"], proc.stdout  # no .r.new-* left
     assert "No space left on device" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("target", ["traces.def", "traces/0.evt", "traces/0.def"])
+def test_an_otf2_anchor_stands_for_its_whole_archive(tmp_path, target):
+    """Given as its anchor file, an archive's definitions and event files are inputs too: summarize
+    --json over traces.def replaced it and left the archive unreadable."""
+    archive = tmp_path / "x"
+    shutil.copytree(DATA / "traces" / "scorep-cuda-2rank", archive)
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in archive.rglob("*") if p.is_file()}
+    with pytest.raises(ArtifactError, match="traces.otf2"):
+        refuse_overlap([("--json", archive / target)], [archive / "traces.otf2"])
+    proc = subprocess.run(
+        [PYTHON, "-m", "dnabert_scaling", "summarize", str(archive / "traces.otf2"), "--json", str(archive / target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2 and "write the output elsewhere" in proc.stderr, proc.stderr
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in archive.rglob("*") if p.is_file()} == before

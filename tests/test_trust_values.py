@@ -243,3 +243,22 @@ def test_a_monotone_check_with_more_points_than_world_sizes_is_refused(tmp_path)
 def test_a_results_folder_given_twice_is_refused(tmp_path):
     status, err = _cli("report", RESULTS / "h200-b8", RESULTS / "h200-b8" / "metrics.json", "--out", tmp_path / "r")
     assert status == 2 and "given twice" in err and not (tmp_path / "r").exists(), err
+
+
+def test_one_multi_rank_archive_stands_for_its_ranks_but_a_copy_does_not(tmp_path):
+    """Score-P with MPI writes every rank into one archive: read for ranks 0 and 1 of one world size it
+    is one input file twice with two GPU timelines, not a duplicated trace; the same bytes under
+    another name still are."""
+    archive = ROOT / "tests" / "data" / "traces" / "scorep-cuda-2rank"
+    status, err = _cli("analyze", "--world-size", "2", archive, "--out", tmp_path / "r")
+    assert status == 0, err
+    m = _metrics_at(tmp_path / "r")
+    inputs = m["world_sizes"]["2"]["traced"]["inputs"]
+    assert inputs[0]["sha256"] == inputs[1]["sha256"] and inputs[0]["gpu_timeline_sha256"] != inputs[1]["gpu_timeline_sha256"]
+    inputs[1]["path"] = inputs[1]["path"] + "-copy"  # the same bytes under another name: one trace twice
+    with pytest.raises(ArtifactError, match=r"inputs\[1\] has the same content as"):
+        validate_metrics(m, "metrics.json")
+
+
+def _metrics_at(folder: Path) -> dict:
+    return json.loads((folder / "metrics.json").read_text())

@@ -160,17 +160,20 @@ def metrics_file(m: Any, where: str, path: Path | None) -> None:
 
 
 def _shared_inputs(world_sizes: dict[str, Any], path: Path | None) -> None:
-    """One trace (same sha256) or one GPU timeline may stand for one rank of one world size only."""
-    seen: dict[tuple[str, str], str] = {}
+    """One GPU timeline may stand for one rank of one world size only, and one trace file (same
+    sha256) too, except one multi-rank archive (the same path) read for several ranks of one world
+    size, whose ranks' GPU timelines still differ."""
+    seen: dict[tuple[str, str], tuple[str, str, str]] = {}
     for key, entry in world_sizes.items():
         for i, t in enumerate(entry.traced.inputs if entry.traced else []):
             here = f"world_sizes[{key!r}].traced.inputs[{i}]"
             for what, digest in (("content", t.sha256), ("GPU timeline", t.gpu_timeline_sha256)):
                 if digest is None:
                     continue
-                if (what, digest) in seen:
-                    raise _error(here, f"has the same {what} as {seen[(what, digest)]} (sha256 {digest[:16]}...)", path)
-                seen[(what, digest)] = here
+                first = seen.get((what, digest))
+                if first is not None and not (what == "content" and first[1:] == (key, t.path)):
+                    raise _error(here, f"has the same {what} as {first[0]} (sha256 {digest[:16]}...)", path)
+                seen.setdefault((what, digest), (here, key, t.path))
 
 
 SHARE_KEYS = ("overlap_ratio",)  # and every key ending in "share"; PhaseAgreement checks its own

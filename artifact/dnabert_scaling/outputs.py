@@ -6,7 +6,8 @@ Checked before any work:
   would otherwise mean the current folder.
 - ``refuse_overlap(outputs, inputs)``: an output may not be, contain or lie inside an input,
   compared as resolved paths (``.``, ``..`` and symlinks followed), so no command can destroy
-  what it reads.
+  what it reads; an OTF2 anchor file stands for its whole archive (its ``.def`` file and event
+  folder beside it).
 - ``writable_dir`` / ``writable_file`` turn the ways an output path fails (an existing file where a
   folder belongs, or the reverse; no write permission; a read-only file system) into an
   :class:`ArtifactError` naming the option and the path, before any time is spent.
@@ -115,7 +116,7 @@ def _resolved(path: Path | str) -> Path:
 def refuse_overlap(outputs: Iterable[tuple[str, Path | str]], inputs: Iterable[Path | str]) -> None:
     """Refuse (exit 2) an output that is, contains or lies inside an input. ``outputs``: pairs of
     (option that names it, path); ``inputs``: every file or folder the command reads."""
-    sources = [(Path(i), _resolved(i)) for i in inputs]
+    sources = [(Path(i), _resolved(part)) for i in inputs for part in _archive_of(Path(i))]
     for option, out in outputs:
         target = _resolved(out)
         for given, source in sources:
@@ -125,6 +126,15 @@ def refuse_overlap(outputs: Iterable[tuple[str, Path | str]], inputs: Iterable[P
                 raise ArtifactError(f"{option}: lies inside the input {given}; write the output elsewhere", out)
             if target in source.parents:
                 raise ArtifactError(f"{option}: holds the input {given}, which writing it would replace; write elsewhere", out)
+
+
+def _archive_of(path: Path) -> list[Path]:
+    """An input and, for an OTF2 anchor file (``traces.otf2``), the archive it stands for: the
+    definitions file and the event folder beside it (``traces.def``, ``traces/``), which reading
+    the anchor reads too."""
+    if path.suffix != ".otf2":
+        return [path]
+    return [path, path.with_suffix(".def"), path.with_suffix("")]
 
 
 def _umask() -> int:

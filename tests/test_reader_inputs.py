@@ -321,3 +321,20 @@ def test_event_file_that_is_a_broken_link(scorep_copy, capsys):
 def test_missing_event_file_is_still_missing(scorep_copy, capsys):
     (scorep_copy / "traces" / "8589934592.evt").unlink()
     _refused(capsys, ["summarize", scorep_copy], "traces/8589934592.evt", "is missing")
+
+
+@pytest.mark.parametrize("column, value, what", [("msg_bytes", -7, "byte count"), ("correlation", -2, "correlation id")])
+def test_an_attribute_beyond_int64_names_the_location_not_a_traceback(tmp_path, capsys, column, value, what):
+    """A uint64 attribute of 2**64-7 (written from -7) is no size or id a tracer writes; OTF2's undefined
+    value (2**64-1) would be absent."""
+    from dnabert_scaling.tools import synth
+    from dnabert_scaling.traces.otf2_writer import write_tables
+
+    s = synth.study_rank(0, steps=3, warmup=1, kernels_per_step=20, buckets=2, host_factor=0)
+    gpu = s.gpu.copy()
+    rows = gpu.index[gpu["category"] == "nccl"] if column == "msg_bytes" else gpu.index[:1]
+    gpu.loc[rows, column] = value
+    write_tables(gpu, s.host, tmp_path / "scorep-rank0", creator="Score-P 9.0")
+    status = cli_main(["summarize", str(tmp_path / "scorep-rank0")])
+    err = capsys.readouterr().err
+    assert status == 2 and f"a {what} attribute of {2**64 + value}" in err and "Traceback" not in err, err

@@ -95,8 +95,30 @@ def _attr_rows(sink: ll.LocationEvents, row_of_kept: np.ndarray):
         return None
     rows = row_of_kept[np.asarray(sink.attr_index, dtype=np.int64)]
     ok = rows >= 0
-    cols = [np.asarray(c, dtype=np.int64)[ok] for c in (sink.attr_stream, sink.attr_corr, sink.attr_coll, sink.attr_bytes)]
+    names = ("stream reference", "correlation id", "collective name", "byte count")
+    columns = (sink.attr_stream, sink.attr_corr, sink.attr_coll, sink.attr_bytes)
+    cols = [_int64_column(c, name)[ok] for c, name in zip(columns, names)]
     return rows[ok], cols
+
+
+OTF2_UNDEFINED_UINT64 = 2**64 - 1  # OTF2's "undefined" for a uint64 attribute: absent
+
+
+def _int64_column(values: list, what: str) -> np.ndarray:
+    """Attribute values as int64 (-1 where absent); OTF2's undefined value is absent too, and any
+    other value beyond int64 is no id or size a tracer writes (ValueError, named by ``what``)."""
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except OverflowError:
+        pass
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        if v == OTF2_UNDEFINED_UINT64:
+            v = -1
+        elif v > np.iinfo(np.int64).max:
+            raise ValueError(f"a {what} attribute of {v}: beyond any id or size a tracer writes")
+        out[i] = v
+    return out
 
 
 def _nullable_from(values: np.ndarray, n: int, rows: np.ndarray):
@@ -214,7 +236,7 @@ def _memcpy_rows(sink, loc, rank, device, stream, defs, resolution, warnings):
             elif other.type == otf2.LocationType.GPU:
                 direction = "DtoD" if other._ref == loc._ref or _same_device(other, loc) else "PtoP"
         names.append(classify.memcpy_name(direction))
-    corr_v = m["corr"].to_numpy(np.int64)
+    corr_v = _int64_column(m["corr"].tolist(), "correlation id")
     corr_na = corr_v < 0
     corr_v = np.where(corr_na, 0, corr_v)
     return make_frame(
@@ -228,7 +250,7 @@ def _memcpy_rows(sink, loc, rank, device, stream, defs, resolution, warnings):
             "end_ns": ticks_to_ns(t1, resolution),
             "category": "memory",
             "collective": None,
-            "msg_bytes": (m["bytes"].to_numpy(np.int64), np.zeros(len(m), bool)),
+            "msg_bytes": (_int64_column(m["bytes"].tolist(), "byte count"), np.zeros(len(m), bool)),
             "correlation": (corr_v, corr_na),
         },
         GPU_SCHEMA,

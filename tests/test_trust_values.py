@@ -262,3 +262,18 @@ def test_one_multi_rank_archive_stands_for_its_ranks_but_a_copy_does_not(tmp_pat
 
 def _metrics_at(folder: Path) -> dict:
     return json.loads((folder / "metrics.json").read_text())
+
+
+def test_ranks_that_mark_different_step_counts_fail_a_sanity_item(tmp_path):
+    """Two ranks of one DDP run step together: traces of 4 and 12 measured steps given as ranks 0 and 1
+    are not one run's, so steps_complete fails and the claims of that world size are INVALID."""
+    from dnabert_scaling.tools import synth
+
+    synth.study_rank(0, steps=4, warmup=1, kernels_per_step=40, buckets=3, host_factor=0).write(tmp_path / "a" / "scorep-rank0")
+    synth.study_rank(1, steps=12, warmup=1, kernels_per_step=200, buckets=3, host_factor=0).write(tmp_path / "b" / "scorep-rank1")
+    ranks = [tmp_path / "a" / "scorep-rank0", tmp_path / "b" / "scorep-rank1"]
+    status, err = _cli("analyze", "--world-size", "2", *ranks, "--batch-size", "8", "--out", tmp_path / "r")
+    assert status == 0, err
+    sanity = _metrics_at(tmp_path / "r")["world_sizes"]["2"]["traced"]["sanity"]
+    assert sanity["steps_complete"] is False
+    assert "different numbers of measured steps (rank 0: 4, rank 1: 12)" in sanity["problems"][0]

@@ -86,6 +86,7 @@ class _Ranks:
     shared_stream: bool = False  # stream ids are per rank: AllReduce and compute share one on some rank
     completeness: dict[int, dict] = field(default_factory=dict)
     steps_complete: bool = True
+    step_counts: dict[int, int] = field(default_factory=dict)  # rank -> measured steps its trace marks
     state: dict[int, tuple] = field(default_factory=dict)  # rank -> (gpu, host, timeline, attribution, windows)
 
 
@@ -96,6 +97,10 @@ def analyze_trace(
     acc = _Ranks()
     for r in trace.rank_ids:
         _add_rank(acc, trace, r, expected_steps, bound)
+    if len(set(acc.step_counts.values())) > 1:  # ranks of one DDP run step together: these are not one run's
+        acc.steps_complete = False
+        counts = ", ".join(f"rank {r}: {n}" for r, n in sorted(acc.step_counts.items()))
+        acc.problems.append(f"the ranks' traces mark different numbers of measured steps ({counts}): not the ranks of one run")
     steps = pd.concat(acc.steps, ignore_index=True)
     steps.insert(0, "run", run_name)
     steps.insert(0, "world_size", world_size)
@@ -126,6 +131,7 @@ def _add_rank(acc: _Ranks, trace, r: int, expected_steps: int | None, bound: flo
     sub = trace.rank(r)
     gpu, host = sub.gpu.reset_index(drop=True), sub.host.reset_index(drop=True)
     tl = HostTimeline.from_host(host)
+    acc.step_counts[r] = tl.steps
     if tl.steps == 0:
         acc.steps_complete = False
         acc.problems.append(f"rank {r}: the trace marks no measured step (no ds:step range): nothing to analyse")
@@ -135,6 +141,7 @@ def _add_rank(acc: _Ranks, trace, r: int, expected_steps: int | None, bound: flo
     acc.completeness[r] = completeness.rank_completeness(gpu, host, tl, bound)
     att = attribute(gpu, host, tl)
     acc.notes += [f"rank {r}: {n}" for n in att.notes]
+    acc.notes += [f"rank {r}: the trace reader warned: {w}" for w in trace.ranks[r].get("warnings") or []]
     for k, v in att.method_summary().items():
         acc.methods[k] = acc.methods.get(k, 0) + v
     if att.main_method == "correlation":

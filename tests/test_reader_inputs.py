@@ -338,3 +338,26 @@ def test_an_attribute_beyond_int64_names_the_location_not_a_traceback(tmp_path, 
     status = cli_main(["summarize", str(tmp_path / "scorep-rank0")])
     err = capsys.readouterr().err
     assert status == 2 and f"a {what} attribute of {2**64 + value}" in err and "Traceback" not in err, err
+
+
+def test_a_clock_too_coarse_for_kernels_is_refused(tmp_path, capsys, monkeypatch):
+    """A clock of 1 kHz quantises every kernel to 0 or 1 ms: refused naming the archive, not analysed
+    into 'compute 0.00 ms'. Score-P's coarsest timer (1 MHz) is accepted."""
+    from dnabert_scaling.tools import synth
+    from dnabert_scaling.traces import otf2_writer
+
+    s = synth.study_rank(0, steps=3, warmup=1, kernels_per_step=20, buckets=2, host_factor=0)
+    real_init = otf2_writer.ScoreP9Writer.__init__
+    for hz, status_wanted in ((1000, 2), (10**6, 0)):
+        monkeypatch.setattr(
+            otf2_writer.ScoreP9Writer,
+            "__init__",
+            lambda self, *a, hz=hz, **k: real_init(self, *a, **{**k, "timer_resolution": hz}),
+        )
+        target = tmp_path / f"hz{hz}" / "scorep-rank0"
+        otf2_writer.write_tables(s.gpu, s.host, target, creator="Score-P 9.0")
+        status = cli_main(["summarize", str(target)])
+        err = capsys.readouterr().err
+        assert status == status_wanted, err
+        if status_wanted:
+            assert "too coarse to time GPU kernels" in err and "Traceback" not in err

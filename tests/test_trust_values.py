@@ -277,3 +277,21 @@ def test_ranks_that_mark_different_step_counts_fail_a_sanity_item(tmp_path):
     sanity = _metrics_at(tmp_path / "r")["world_sizes"]["2"]["traced"]["sanity"]
     assert sanity["steps_complete"] is False
     assert "different numbers of measured steps (rank 0: 4, rank 1: 12)" in sanity["problems"][0]
+
+
+def test_a_rank_whose_gpu_work_spans_two_devices_fails_the_streams_item(tmp_path):
+    """Stream ids are per device: NCCL on device 9's stream 7 and compute on device 0's stream 7 would
+    read as one stream (AllReduce 'not on its own stream'). A DDP rank owns one device: flagged."""
+    from dnabert_scaling.tools import synth
+    from dnabert_scaling.traces.otf2_writer import write_tables
+
+    s = synth.study_rank(0, steps=3, warmup=1, kernels_per_step=20, buckets=2, host_factor=0)
+    gpu = s.gpu.copy()
+    gpu.loc[gpu["category"] == "nccl", "device"] = 9
+    write_tables(gpu, s.host, tmp_path / "t" / "scorep-rank0", creator="Score-P 9.0")
+    status, err = _cli(
+        "analyze", "--world-size", "1", tmp_path / "t" / "scorep-rank0", "--batch-size", "8", "--out", tmp_path / "r"
+    )
+    assert status == 0, err
+    sanity = _metrics_at(tmp_path / "r")["world_sizes"]["1"]["traced"]["sanity"]
+    assert sanity["gpu_streams"] is False and any("devices 0, 9" in p for p in sanity["problems"]), sanity

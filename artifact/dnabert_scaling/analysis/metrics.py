@@ -210,6 +210,10 @@ def _traced(src: _TraceSource, ws: int, read_traces, bound: float, tables: dict[
             sanity.problems.append(str(exc))
         return traced
     sanity.gpu_streams = all(trace.ranks[r].get("streams") for r in trace.rank_ids)
+    spread = _ranks_on_several_devices(trace)
+    if spread:  # a DDP rank owns one device; stream ids are per device, so its streams cannot be told apart
+        sanity.gpu_streams = False
+        sanity.problems += spread
     traced.format = trace.format
     traced.ranks = trace.rank_ids
     traced.inputs = _trace_inputs(trace)
@@ -253,6 +257,19 @@ def _add_tables(tables: dict[str, list[pd.DataFrame]], res: TracedResult) -> Non
         tables["timeline"].append(res.timeline)
         tables["timeline_phases"].append(res.timeline_phases)
         tables["timeline_host"].append(res.timeline_host)
+
+
+def _ranks_on_several_devices(trace) -> list[str]:
+    """A problem for each rank whose GPU activities ran on more than one device."""
+    if "device" not in trace.gpu.columns or not len(trace.gpu):
+        return []
+    devices = trace.gpu.groupby("rank")["device"].unique()
+    return [
+        f"rank {r}: GPU activities on devices {', '.join(map(str, sorted(d)))}: a DDP rank owns one device, "
+        "and its streams (numbered per device) cannot be told apart"
+        for r, d in devices.items()
+        if len(d) > 1
+    ]
 
 
 def _rank_steps_jsonl(run: RunInfo, rank: int) -> list[dict]:

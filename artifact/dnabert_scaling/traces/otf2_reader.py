@@ -213,10 +213,21 @@ class _Archive:
         self.world_size = _world_size(defs, len(rank_of_group))
 
 
+MIN_TIMER_RESOLUTION_HZ = 10**6  # gettimeofday's microseconds, the coarsest timer Score-P offers
+
+
 def _archive_facts(tr, defs, anchor: Path) -> _Archive:
     clock = defs.clock_properties
     tool, tool_version, otf2_version = _creator(tr.handle)
-    return _Archive(anchor, int(clock.timer_resolution), int(clock.global_offset), tool, tool_version, otf2_version)
+    resolution = int(clock.timer_resolution)
+    if 0 < resolution < MIN_TIMER_RESOLUTION_HZ:
+        raise ArtifactError(
+            f"the archive's clock ticks {resolution:,} times a second: too coarse to time GPU kernels, which last "
+            f"microseconds (Score-P's coarsest timer ticks {MIN_TIMER_RESOLUTION_HZ:,} times a second); a damaged "
+            "or mislabelled clock",
+            anchor,
+        )
+    return _Archive(anchor, resolution, int(clock.global_offset), tool, tool_version, otf2_version)
 
 
 @dataclass

@@ -214,3 +214,22 @@ def test_overlapping_kernels_on_one_stream_are_refused(tmp_path):
         convert([p], tmp_path / "out")
     assert not (tmp_path / "out" / "scorep-rank0").exists()
     assert not (tmp_path / "out" / ".scorep-rank0.partial").exists()
+
+
+def test_a_merged_archive_reads_back_with_its_ranks(tmp_path):
+    """convert --merged names each process 'Rank <R>': read back, ranks 3 and 5 stay 3 and 5 (they were
+    renumbered 0 and 1 by definition order)."""
+    docs = []
+    for path, r in zip(_two_rank_docs(tmp_path), (3, 5)):
+        doc = json.loads(path.read_text())
+        doc["distributedInfo"] = {"rank": r, "world_size": 8}
+        for e in doc["traceEvents"]:
+            if "device" in e.get("args", {}):
+                e["args"]["device"] = r
+        docs.append(tmp_path / f"rank{r}.json")
+        docs[-1].write_text(json.dumps(doc))
+    out = tmp_path / "otf2"
+    assert cli_main(["convert", *map(str, docs), "--out", str(out), "--merged", "--workers", "1"]) == 0
+    back = read_trace(out / "all-ranks" / "traces.otf2")
+    assert sorted(back.ranks) == [3, 5]
+    assert not any("definition order" in w for m in back.ranks.values() for w in m["warnings"])

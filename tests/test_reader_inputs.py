@@ -361,3 +361,14 @@ def test_a_clock_too_coarse_for_kernels_is_refused(tmp_path, capsys, monkeypatch
         assert status == status_wanted, err
         if status_wanted:
             assert "too coarse to time GPU kernels" in err and "Traceback" not in err
+
+
+def test_a_kineto_rank_outside_its_world_size_is_refused(tmp_path, capsys):
+    src = DATA / "traces" / "kineto-a100-nccl-2rank" / "rank0.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    doc["distributedInfo"] = {**doc.get("distributedInfo", {}), "rank": 5, "world_size": 2}
+    bad = tmp_path / "rank5.json"
+    bad.write_text(json.dumps(doc))
+    status = cli_main(["summarize", str(bad)])
+    err = capsys.readouterr().err
+    assert status == 2 and "rank 5 of world size 2" in err and "Traceback" not in err, err

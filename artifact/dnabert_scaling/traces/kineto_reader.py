@@ -184,7 +184,9 @@ def _rank_of(doc: dict, path: Path, rank_hint: int | None, warnings: list[str]) 
     (then ``rank_assumed``). A file name that disagrees with distributedInfo is a warning."""
     dist = _distributed_info(doc)
     rank = _strict_int(dist, "rank", path)
-    _strict_int(dist, "world_size", path)
+    size = _strict_int(dist, "world_size", path)
+    if rank is not None and size is not None and rank >= size:
+        raise ArtifactError(f"distributedInfo says rank {rank} of world size {size}: ranks run 0..{size - 1}", path)
     m = _RANK_FILE_RE.search(path.name)
     file_rank = int(m.group(1)) if m else None
     rank_assumed = rank is None and rank_hint is None and file_rank is None

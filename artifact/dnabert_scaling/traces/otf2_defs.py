@@ -22,6 +22,7 @@ from dnabert_scaling.traces.model import CATEGORIES
 
 _STREAM_NAME_RE = re.compile(r"^CUDA\[(\d+):(\d+)\]")
 _MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
+_MERGED_RANK_RE = re.compile(r"^(?:MPI )?Rank (\d+)$")  # Score-P with MPI, or a merged archive (convert --merged)
 IDLE_REGIONS = {"COMPUTE IDLE", "GPU IDLE"}
 # Two different flushes share a word. ``TRACE BUFFER FLUSH`` (paradigm MEASUREMENT_SYSTEM): Score-P's
 # trace buffer ran full and was written to disk mid-run (raise SCOREP_TOTAL_MEMORY). ``BUFFER FLUSH``
@@ -183,20 +184,19 @@ def _assign_ranks(defs, anchor: Path) -> tuple[dict, list[str]]:
     if len(procs) == 1:
         g = procs[0]
         r = rank_from_directory(anchor)
+        m = _MPI_RANK_RE.match(g.name or "")
         if r is None:
-            m = _MPI_RANK_RE.match(g.name or "")
-            if m:
-                r = int(m.group(1))
-            else:
-                r = None  # the caller numbers it (0, or its place in the list of traces given)
+            r = int(m.group(1)) if m else None  # None: the caller numbers it (0, or its place in the traces given)
+        elif m and int(m.group(1)) != r:
+            warnings.append(f"the directory says rank {r}, the process group {g.name!r}: using the directory's rank {r}")
         return {g._ref: r}, warnings
     ranks = {}
     for i, g in enumerate(procs):
-        m = _MPI_RANK_RE.match(g.name or "")
+        m = _MERGED_RANK_RE.match(g.name or "")
         ranks[g._ref] = int(m.group(1)) if m else None
     values = [v for v in ranks.values() if v is not None]
     if None in ranks.values() or len(set(values)) != len(values):
-        warnings.append("process groups are not all named 'MPI Rank <r>': ranks numbered by definition order")
+        warnings.append("process groups are not all named 'MPI Rank <r>' or 'Rank <r>': ranks numbered by definition order")
         ranks = {g._ref: i for i, g in enumerate(procs)}
     return ranks, warnings
 

@@ -111,8 +111,8 @@ def title_html(report: Report) -> str:
 
 def at_a_glance(sets: list[ResultSet]) -> str:
     """The first screen's one paragraph of what the evidence is, from the sets: the devices, whether
-    any run had a GPU per rank, the fallbacks every set or some sets took, and that forecasts are not
-    verdicts."""
+    any run had a GPU per rank, the fallbacks every set or some sets took (the verdict table's legend
+    says that forecasts are not verdicts)."""
     devices = sorted(
         {"CPU" if rs.device == "cpu" else (rs.metrics.get("provenance") or {}).get("gpu_name") or "GPU" for rs in sets}
     )
@@ -138,8 +138,7 @@ def at_a_glance(sets: list[ResultSet]) -> str:
     return (
         f"All evidence here: {', '.join(devices)}."
         + _one_gpu_per_rank_text(sets)
-        + (f" Fallbacks taken: {fallbacks}; each set's section says which and why." if fallbacks else " No fallback taken.")
-        + " Forecasts (dashed badges) come from one-GPU traces and are predictions, never verdicts."
+        + (f" Fallbacks taken: {fallbacks}." if fallbacks else " No fallback taken.")
     )
 
 

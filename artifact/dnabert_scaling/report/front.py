@@ -485,12 +485,30 @@ def _model_text(p: dict) -> Any:
     )
 
 
+# What the GUE benchmark's tasks are (DNABERT-2's paper, Table of GUE), by name prefix: the report names a task
+# by its folder name, which says little to a reader outside genomics.
+GUE_KINDS = (
+    ("prom_core_", "GUE core promoter detection"),
+    ("prom_", "GUE promoter detection"),
+    ("tf_", "GUE transcription factor binding, human"),
+    ("mouse_", "GUE transcription factor binding, mouse"),
+    ("H3", "GUE epigenetic mark prediction, yeast"),
+    ("H4", "GUE epigenetic mark prediction, yeast"),
+    ("covid", "GUE COVID variant classification"),
+    ("reconstructed", "GUE splice site prediction"),
+)
+
+
+def _task_kind(name: str) -> str:
+    return next((f" ({kind})" for prefix, kind in GUE_KINDS if name.startswith(prefix)), "")
+
+
 def _task_text(p: dict) -> str | None:
     task = p.get("task") or {}
     if not task:
         return None
     return (
-        f"{task.get('name', '?')}"
+        f"{task.get('name', '?')}{_task_kind(str(task.get('name', '')))}"
         + (" (synthetic)" if task.get("synthetic") else "")
         + (f", {p.get('seq_len_tokens')} tokens" if p.get("seq_len_tokens") else "")
         + (f", batch {p.get('batch_size_per_rank')} per rank" if p.get("batch_size_per_rank") else "")

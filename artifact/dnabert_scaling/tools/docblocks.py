@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dnabert_scaling.tools import (
+    docverdicts,
     docbench,
     docbench_calls,
     docbench_counts,
@@ -553,6 +554,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "machines": machines,
     "bench-folders": bench_folders,
     "verdicts-by-set": verdicts_by_set,
+    "judged-claims": docverdicts.judged_claims,
     "completeness-shares": completeness_shares,
     "incomplete-scorep": incomplete_scorep,
     "idle-table": idle_table,

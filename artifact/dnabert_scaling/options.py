@@ -1,4 +1,5 @@
-"""Argument types shared by every subcommand: numbers that must be positive (or not negative).
+"""Argument types shared by every subcommand: numbers that must be positive (or not negative), or lie
+in a stated range (``ranged``).
 
 argparse turns the ``ArgumentTypeError`` into ``dnabert-scaling X: error: argument --steps: ...``
 with exit status 2, naming the option and the value, before any work starts.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import TypeVar
 
 _N = TypeVar("_N", int, float)
@@ -53,3 +55,24 @@ def positive_float_list(text: str) -> list[float]:
     if not items or not all(items):
         raise argparse.ArgumentTypeError(f"must be comma-separated numbers like 1,25, not {text!r}")
     return [positive_float(x) for x in items]
+
+
+def _shown(x: float) -> str:
+    return str(int(x)) if math.isfinite(x) and float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
+
+
+def ranged(kind: type[_N], low: float, high: float, low_open: bool = False) -> Callable[[str], _N]:
+    """An argparse type: a finite number of ``kind`` in ``[low, high]`` (``(low, high]`` when
+    ``low_open``); the message states the range."""
+
+    def check(text: str) -> _N:
+        value = _number(kind, text)
+        if value < low or value > high or (low_open and value == low):
+            bound = f"greater than {_shown(low)}" if low_open else f"within {_shown(low)}..{_shown(high)}"
+            if low_open and high != math.inf:
+                bound += f" and at most {_shown(high)}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {text!r}")
+        return value
+
+    check.__name__ = kind.__name__
+    return check

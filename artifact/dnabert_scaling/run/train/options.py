@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.options import positive_int
+from dnabert_scaling.options import positive_int, ranged
 from dnabert_scaling.outputs import output_path
 
 ENV_WEIGHTS = "DNABERT_SCALING_WEIGHTS"
@@ -30,33 +29,6 @@ WEIGHT_DECAY_MAX = 1.0
 BUCKET_CAP_MB_MAX = 1e6  # about 1 TB: DDP turns the cap into a 64-bit byte count
 DIST_TIMEOUT_RANGE_S = (1.0, 7 * 86400.0)  # a second to a week
 COUNT_MAX = 10**9  # steps and batch rows: far beyond any run, within 64-bit arithmetic
-
-
-def _shown(x: float) -> str:
-    return str(int(x)) if math.isfinite(x) and float(x).is_integer() and abs(x) < 1e16 else f"{x:g}"
-
-
-def ranged(kind: type, low: float, high: float, low_open: bool = False) -> Callable[[str], float]:
-    """An argparse type: a number of ``kind`` (int or float, finite) in ``[low, high]`` (``(low, high]``
-    when ``low_open``); the message states the range."""
-
-    def check(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-        if kind is float and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-        if value < low or value > high or (low_open and value == low):
-            lo, hi = _shown(low), _shown(high)
-            bound = f"greater than {lo}" if low_open else f"within {lo}..{hi}"
-            if low_open and high != math.inf:
-                bound += f" and at most {hi}"
-            raise argparse.ArgumentTypeError(f"must be {bound}, not {text!r}")
-        return value
-
-    check.__name__ = kind.__name__
-    return check
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -231,14 +231,20 @@ def _parts_within_step(gpu: Any, where: str, path: Path | None) -> None:
                 raise _error(f"{where}.{name}.{k}", f"is {a!r}, longer than the step's {k} {b!r}: a part of a step", path)
 
 
+def crowded(ranks: Any, gpus: Any, ranks_per_gpu: Any) -> bool:
+    """Whether a placement puts more than one rank on a GPU, by its count per GPU or by fewer GPUs
+    than ranks (unknown counts say nothing)."""
+    by_count = isinstance(ranks_per_gpu, int) and ranks_per_gpu > 1
+    return by_count or (isinstance(gpus, int) and isinstance(ranks, int) and gpus < ranks)
+
+
 def _placement(p: Any, world_size: int, where: str, path: Path | None) -> None:
     if p is None:
         return
     if p.ranks != world_size:
         raise _error(f"{where}.ranks", f"is {p.ranks}: world size {world_size} has {world_size} ranks", path)
     per_gpu = p.ranks_per_gpu
-    crowded = (per_gpu is not None and per_gpu > 1) or (p.gpus is not None and p.gpus < p.ranks)
-    if p.shared_gpu is False and crowded:
+    if p.shared_gpu is False and crowded(p.ranks, p.gpus, per_gpu):
         raise _error(
             f"{where}.shared_gpu",
             f"is false, but {p.ranks} ranks ran on {p.gpus} GPU(s), up to {per_gpu} per GPU: they shared one",

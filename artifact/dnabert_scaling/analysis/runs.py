@@ -60,10 +60,6 @@ class Inputs:
     sources: list[str] = field(default_factory=list)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    return read_json_object(path)
-
-
 def parse_world_size(text: str) -> int:
     """A world size as written on the command line: digits without a leading zero ("08" is
     refused: a typo is not read as 8), at least 1."""
@@ -78,8 +74,8 @@ def load_run(path: Path) -> RunInfo:
     summary_path, manifest_path = layout.summary, layout.manifest
     if not summary_path.is_file() and not manifest_path.is_file():
         raise ArtifactError("not a run folder: no summary.json or manifest.json", path)
-    summary = _read_json(summary_path) if summary_path.is_file() else {}
-    manifest = _read_json(manifest_path) if manifest_path.is_file() else None
+    summary = read_json_object(summary_path) if summary_path.is_file() else {}
+    manifest = read_json_object(manifest_path) if manifest_path.is_file() else None
     run_records.check_run_summary(summary, summary_path)
     if manifest is not None:
         run_records.check_manifest(manifest, manifest_path)
@@ -134,7 +130,7 @@ def discover(paths: list[Path]) -> Inputs:
         children = sweep.run_dirs()
         inputs.runs += [load_run(child) for child in children]
         for n, bw in sweep.busbw_files().items():
-            inputs.busbw[n] = _read_json(bw)
+            inputs.busbw[n] = read_json_object(bw)
         if not children:
             raise ArtifactError("holds no run folders (ws<N>-<tracer>-r<k>/ with summary.json)", p)
     _refuse_repeated_runs(inputs.runs)

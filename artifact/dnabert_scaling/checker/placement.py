@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dnabert_scaling.metrics_invariants import crowded
+
 STRUCTURE = "structure"
 MAGNITUDE = "magnitude"
 RESTS_ON = (STRUCTURE, MAGNITUDE)
@@ -45,10 +47,9 @@ def not_one_gpu_per_rank(placement: dict[str, Any] | None) -> bool:
     ranks placed round-robin), whatever ``shared_gpu`` says."""
     if not placement:
         return False
-    ranks, gpus, per_gpu = placement.get("ranks"), placement.get("gpus"), placement.get("ranks_per_gpu")
-    crowded = (isinstance(per_gpu, int) and per_gpu > 1) or (isinstance(gpus, int) and isinstance(ranks, int) and gpus < ranks)
+    ranks = placement.get("ranks")
     rehearsed = bool(placement.get("rehearsal")) and not (isinstance(ranks, int) and ranks < 2)  # one rank has no peer
-    return bool(placement.get("shared_gpu") or rehearsed or crowded)
+    return bool(placement.get("shared_gpu") or rehearsed or crowded(ranks, placement.get("gpus"), placement.get("ranks_per_gpu")))
 
 
 def shared_gpu_reason(ws: int, placement: dict[str, Any]) -> str:

@@ -130,9 +130,8 @@ def archive_creator(path) -> str:
         except Exception:
             return ""
         try:
-            return str(_otf2.Reader_GetCreator(handle) or "").strip()
-        except Exception:
-            return ""
+            tool, version, _ = _creator(handle)
+            return "" if tool == "unknown" else f"{tool} {version}".strip()
         finally:
             try:
                 _otf2.Reader_Close(handle)

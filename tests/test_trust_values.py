@@ -295,3 +295,13 @@ def test_a_rank_whose_gpu_work_spans_two_devices_fails_the_streams_item(tmp_path
     assert status == 0, err
     sanity = _metrics_at(tmp_path / "r")["world_sizes"]["1"]["traced"]["sanity"]
     assert sanity["gpu_streams"] is False and any("devices 0, 9" in p for p in sanity["problems"]), sanity
+
+
+def test_free_form_provenance_is_not_held_to_the_measurement_rules():
+    """provenance records the run (a clock offset may be negative); only measured figures must be >= 0."""
+    m = _metrics("h200-b8")
+    m["provenance"]["utc_offset_s"] = -3600
+    validate_metrics(m, "metrics.json")
+    _gpu(m).update(idle_s=_stat(-1.0))
+    with pytest.raises(ArtifactError, match="idle_s.median is -1.0"):
+        validate_metrics(m, "metrics.json")

@@ -201,8 +201,12 @@ def _values(value: Any) -> list[tuple[str, Any]]:
 
 
 def numbers(record: Any, where: str, path: Path | None) -> None:
-    """No number of a record is negative or infinite; a share's lie within 0..1 (NaN passes)."""
+    """No number of a record is negative or infinite; a share's lie within 0..1 (NaN passes). Free-form
+    fields (typed ``Any``: provenance, bus-bandwidth records, fallbacks) are records of the run, not
+    measurements, and are left alone."""
     for f in dataclasses.fields(record):
+        if "Any" in str(f.type):
+            continue
         share = _is_share(f.name)
         for suffix, v in _values(getattr(record, f.name)):
             here = f"{where}.{f.name}{suffix}" if where else f"{f.name}{suffix}"

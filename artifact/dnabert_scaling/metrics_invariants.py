@@ -10,7 +10,8 @@ refused with an ArtifactError naming the file and the key path, as a wrong type 
 - GPU figures of world size N rest on ranks 0..N-1 with measured steps, and completeness covers them;
 - efficiency exists only where the world size and world size 1 have untraced throughput;
 - no run, trace content or GPU timeline stands for two world sizes;
-- every number is a time, a count, a share or a ratio: none is negative or infinite (NaN, a figure
+- every measured number (free-form fields such as provenance aside) is a time, a count, a share or a
+  ratio: none is negative or infinite (NaN, a figure
   that could not be computed, stays: the checker makes a check on it INVALID), a key named as a
   share lies within 0..1, and a step's parts (compute, exposed communication and copies, idle) are
   no longer than the step at each of their statistics;

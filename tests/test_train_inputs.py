@@ -174,7 +174,8 @@ def test_bad_synthetic_json_names_the_file(tmp_path):
 
 
 def test_bad_task_data_exits_2_from_train(tmp_path):
-    """End to end (a process: the run gets as far as the process group): exit 2, file and line named."""
+    """End to end (a process): exit 2, file and line named, and the run folder never claimed (a bad CSV
+    is found before anything is written, so a rerun after the fix needs no --overwrite)."""
     bad_label = _task(tmp_path / "d1", "ACGTACGT,0\nACGTAC,1\nACGT,99999999999\n")
     one_class = _task(tmp_path / "d2", "ACGTACGT,0\nACGTAC,0\n", "ACGT,0\n")
     bad_meta = _task(tmp_path / "d3", "ACGTACGT,0\nACGTAC,1\n", meta="{bad")
@@ -184,8 +185,24 @@ def test_bad_task_data_exits_2_from_train(tmp_path):
         (bad_meta, "synthetic.json: not valid JSON"),
     ):
         argv = [a for a in TRAIN if a != "--synthetic"]
-        proc = _sub([*argv, "--data", str(folder), "--out", str(tmp_path / f"run-{folder.name}")])
+        out = tmp_path / f"run-{folder.name}"
+        proc = _sub([*argv, "--data", str(folder), "--out", str(out)])
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr[-2000:]
+        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+
+
+def test_bad_task_data_with_overwrite_keeps_the_earlier_run(tmp_path, capsys):
+    """--overwrite over an earlier run, with a task whose CSV is bad: refused before the earlier run's
+    files are deleted."""
+    out = tmp_path / "run"
+    out.mkdir()
+    earlier = out / "summary.json"
+    earlier.write_text('{"earlier": true}')
+    bad = _task(tmp_path / "bad", "ACGTACGT,0\nACGTXX,1\n")
+    argv = [a for a in TRAIN if a != "--synthetic"]
+    code, err = _err(capsys, [*argv, "--data", str(bad), "--out", str(out), "--overwrite"])
+    assert code == 2 and "train.csv: line 3: sequence has character 'X'" in err, err
+    assert earlier.read_text() == '{"earlier": true}' and sorted(p.name for p in out.iterdir()) == ["summary.json"]
 
 
 # --- 5. the summary records the config the weights brought -----------------------------------------

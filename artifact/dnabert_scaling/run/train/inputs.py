@@ -3,8 +3,8 @@
 ``train_inputs`` lists every file or folder the run reads (``--data`` or the GUE folder found under
 ``$DNABERT_SCALING_GUE``, ``--model`` when it is a path, ``--weights`` or
 ``$DNABERT_SCALING_WEIGHTS``), each with the option that names it; ``check_inputs`` refuses an
-``--out`` that is, holds or lies inside any of them and checks the model config, all before
-``--overwrite`` deletes anything. ``resolve_model`` says which config the model is built from:
+``--out`` that is, holds or lies inside any of them, reads and validates the task's CSV files and
+checks the model config, all before the run folder is claimed and ``--overwrite`` deletes anything. ``resolve_model`` says which config the model is built from:
 with weights, the checkpoint's own ``config.json`` decides, and a ``--model`` naming another
 architecture is recorded as a fallback.
 """
@@ -111,5 +111,8 @@ def _check_vocabulary(cfg: dict[str, Any], option: str, where: str | os.PathLike
 
 def check_inputs(args, out: Path) -> None:
     """Everything about the inputs that can be checked before the run folder is claimed."""
+    from dnabert_scaling.run.train.task import check_task
+
     refuse_out_over_inputs(out, train_inputs(args))
+    check_task(args)
     resolve_model(args)

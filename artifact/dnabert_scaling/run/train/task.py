@@ -35,6 +35,22 @@ def find_task_folder(args) -> tuple[Path | None, str]:
     return None, f"task {args.task!r} not found under ${ENV_GUE}={root}"
 
 
+def _task_name(args, folder: Path) -> str | None:
+    """The GUE task a folder holds: ``--task`` where the folder is named after it, else None (the
+    folder's own name, or its synthetic metadata, names it)."""
+    return args.task if folder.name == args.task else None
+
+
+def check_task(args) -> None:
+    """Read and validate the task folder this run would train on (nothing for a synthetic task, which
+    the run writes itself): a bad CSV is refused before the run folder is claimed."""
+    from dnabert_scaling.run.workload import data
+
+    folder, _ = find_task_folder(args)
+    if folder is not None:
+        data.read_task(folder, task_name=_task_name(args, folder))
+
+
 def prepare_data(args, rank: int, fallbacks: list[Fallback]):
     """The tokenized task; a synthetic one (written by rank 0 into the run dir) when GUE is absent."""
     import torch.distributed as dist
@@ -50,7 +66,7 @@ def prepare_data(args, rank: int, fallbacks: list[Fallback]):
         if dist.is_initialized():
             dist.barrier()
         fallbacks.append(Fallback("data", f"synthetic planted-motif task shaped like {like}", why))
-    task = data.load_task(folder, model_max_length=args.seq_len, task_name=args.task if folder.name == args.task else None)
+    task = data.load_task(folder, model_max_length=args.seq_len, task_name=_task_name(args, folder))
     if task.synthetic and not any(f.what == "data" for f in fallbacks):
         fallbacks.append(
             Fallback("data", f"synthetic planted-motif task shaped like {task.name}", f"{folder} holds synthetic.json")

@@ -221,6 +221,24 @@ def _tokenize(split: Split, tokenizer, max_length: int) -> tuple[list[list[int]]
     return ids, len(ids[0])
 
 
+def read_task(
+    folder: Path, splits: tuple[str, ...] = ("train", "dev"), task_name: str | None = None
+) -> tuple[str, dict | None, dict[str, Split], int]:
+    """Read and validate a GUE-format task folder without tokenizing it: its name, its synthetic
+    metadata (None for real data), each split and the class count. ``train`` runs this before it
+    claims its run folder, so that a bad CSV is refused before anything is written."""
+    if not folder.is_dir():
+        raise ArtifactError("GUE task folder does not exist", folder)
+    meta = _synthetic_meta_of(folder)
+    name = task_name or (meta or {}).get("like") or folder.name
+    raw: dict[str, Split] = {}
+    layout = None
+    for split_name in splits:
+        raw[split_name] = read_split(folder / f"{split_name}.csv", expect_layout=layout)
+        layout = layout or raw[split_name].layout
+    return name, meta, raw, task_classes(list(raw.values()), name)
+
+
 def load_task(
     folder: str | Path,
     tokenizer=None,
@@ -234,17 +252,9 @@ def load_task(
     from dnabert_scaling.run.workload.tokenizer import load_tokenizer
 
     folder = Path(folder)
-    if not folder.is_dir():
-        raise ArtifactError("GUE task folder does not exist", folder)
-    meta = _synthetic_meta_of(folder)
-    name = task_name or (meta or {}).get("like") or folder.name
+    name, meta, raw, num_labels = read_task(folder, splits, task_name)
+    layout = next(iter(raw.values())).layout
     tokenizer = tokenizer or load_tokenizer()
-    raw = {}
-    layout = None
-    for split_name in splits:
-        raw[split_name] = read_split(folder / f"{split_name}.csv", expect_layout=layout)
-        layout = layout or raw[split_name].layout
-    num_labels = task_classes(list(raw.values()), name)
     first = next(iter(raw.values()))
     max_bp = max(len(s if isinstance(s, str) else s[0]) for s in first.sequences)
     if model_max_length is None:

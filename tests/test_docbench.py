@@ -375,9 +375,9 @@ def test_the_stream_cache_block_does_not_credit_the_cache_with_a_target_both_mee
     assert "against <= 1.25x: the target is missed both with the cache and without it" in text
 
 
-def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
+def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None, device="NVIDIA H200"):
     """A benchmark file of the default mode's round ratios, its runs listing ``builds`` (one per run, each
-    a run of its own date, revision and wall time); the rounds go to the runs in turn."""
+    a run of its own date, revision and wall time, on ``device``); the rounds go to the runs in turn."""
     modes = [
         _row(D, c, statistics.median(xs), round_ratios=[[k, x] for k, x in enumerate(xs)])
         for c, xs in (("8x70", at_8x70), ("32x70", at_32x70))
@@ -389,7 +389,7 @@ def _target_file(root, path, builds, at_8x70, at_32x70, cupti=None):
     name = Path(path).parent.name
     runs = [
         {"file": f"{name}-{k}.json", "rounds": 1, "date": "2026-12-04", "revision": f"{name}{k}", "wall_s": 100.0 + k,
-         "machine": {"scorep_patches": b}}
+         "machine": {"scorep_patches": b, "device": device}}
         for k, b in enumerate(builds)
     ]  # fmt: skip
     n = max(len(at_8x70), len(at_32x70), len(cupti or []))
@@ -447,6 +447,24 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     assert (
         "at 32x70 (<= 1.12x) not judged for the build the artifact ships (no file ran it); over the other builds missed: " in text
     )
+
+
+def test_rounds_of_another_card_are_never_pooled_with_the_h200s(tmp_path):
+    """The targets are of the H200: a target file with a run on another card stops the documents (the file
+    and the cards named) instead of pooling its rounds."""
+    series = tmp_path / docbench_targets.SERIES
+    series.parent.mkdir(parents=True)
+    series.write_text("a.patch verified\n")
+    root = tmp_path / "expected" / "reference"
+    _shipped, _call_l, (calls_nop, _), (calls_abc, said_abc) = docbench_targets.TARGET_SETS[:4]
+    _target_file(root, calls_nop, [["a.patch"]], [1.20] * 6, [1.15] * 6)
+    _target_file(root, calls_abc, [["a.patch"]], [1.20] * 6, [1.15] * 6, device="NVIDIA H100 80GB HBM3")
+    with pytest.raises(ArtifactError) as exc:
+        docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
+    assert f"{said_abc}: its runs ran on NVIDIA H100 80GB HBM3, not only on the NVIDIA H200" in str(exc.value)
+    assert calls_abc in str(exc.value)
+    _target_file(root, calls_abc, [["a.patch"]], [1.20] * 6, [1.15] * 6)
+    assert "pooled" in docbench_targets.scorep_targets_summary(Facts(tmp_path), None)
 
 
 def test_the_pooled_verdict_holds_the_runs_against_it_and_counts_no_run_twice(tmp_path):

@@ -6,6 +6,7 @@ rule is that of :mod:`cost_verdicts`; the shared names are :mod:`docbench`'s."""
 
 from __future__ import annotations
 
+from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file, run_patches
 from dnabert_scaling.tools.docfacts import Facts
@@ -21,6 +22,7 @@ TARGET_SETS = (
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
     ("h200-bench/gpu-call-2026-12-05/bench-rs.json", "calls R and S"),
 )
+TARGET_DEVICE = "NVIDIA H200"  # issue 24's targets are of the lent H200: rounds of another card are never pooled with them
 SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches
 
 
@@ -41,6 +43,13 @@ def target_files(facts: Facts) -> list[tuple[str, dict, bool]]:
     found = []
     for path, said in TARGET_SETS:
         data = bench_file(facts, path)
+        devices = run_devices(data)
+        if data and any(d != TARGET_DEVICE for d in devices):
+            raise ArtifactError(
+                f"{said}: its runs ran on {', '.join(sorted({str(d) for d in devices}))}, not only on the {TARGET_DEVICE} "
+                "the targets are for; its rounds cannot be pooled with theirs (leave it out of TARGET_SETS)",
+                facts.root / "expected/reference" / path,
+            )
         if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
             found.append((said, data, build is not None and _build_of(data) == build))
     return found
@@ -141,6 +150,13 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
             f"{'' if m is None else f'{m:+.3f} of an untraced step, '}{what} (the differences' {interval})"
         )
     return text
+
+
+def run_devices(data: dict) -> list:
+    """Per run of a benchmark file (a merge's runs; a single run: itself) the device its machine record
+    names, or None where it names none."""
+    runs = data.get("merged_from") or [{"machine": data.get("machine")}]
+    return [((r.get("machine") or {}) if isinstance(r, dict) else {}).get("device") for r in runs]
 
 
 def _build_of(data: dict) -> tuple[str, ...] | None:

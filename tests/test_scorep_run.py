@@ -33,6 +33,45 @@ def clean_env(monkeypatch):
     return monkeypatch
 
 
+@pytest.mark.parametrize(
+    "value, size",
+    [("64M", 64 << 20), ("4m", 4 << 20), ("8k", 8192), ("8 kB", 8192), ("1024", 1024), ("12B", 12), ("1g", 1 << 30),
+     ("4MiB", None), ("4M B", None), ("x", None), ("", None), ("-4M", None)],
+)  # fmt: skip
+def test_score_p_sizes_are_read_as_score_p_reads_them(value, size):
+    assert sp.scorep_size(value) == size
+
+
+@pytest.mark.parametrize(
+    "buffer, chunk, refused",
+    [("4M", "4M", True), ("4194311", "4M", True), ("4194312", "4M", False), ("1M", "4M", True), ("64M", "4M", False),
+     ("8k", "8k", True), ("64M", "8k", False), ("1k", "512", False), ("nonsense", "4M", False)],
+)  # fmt: skip
+def test_a_cupti_buffer_that_cannot_hold_one_chunk_is_refused(tmp_path, clean_env, buffer, chunk, refused):
+    """Score-P 8.4 grants a chunk only while buffer >= chunks + 8 bytes: a buffer of at most one chunk records
+    nothing. Refused by the environment (and by train before its run folder is claimed); a chunk below 1 KiB
+    (Score-P takes 8 kB) or a value Score-P cannot read is left to Score-P."""
+    clean_env.setenv("SCOREP_CUDA_BUFFER", buffer)
+    clean_env.setenv("SCOREP_CUDA_BUFFER_CHUNK", chunk)
+    if refused:
+        with pytest.raises(ArtifactError, match=f"SCOREP_CUDA_BUFFER={buffer} cannot hold one SCOREP_CUDA_BUFFER_CHUNK={chunk}"):
+            sp.scorep_environment(0, tmp_path / "run")
+    else:
+        assert sp.scorep_environment(0, tmp_path / "run")["SCOREP_CUDA_BUFFER"] == buffer
+
+
+def test_train_refuses_a_cupti_buffer_of_one_chunk_before_it_claims_its_folder(tmp_path, clean_env, capsys):
+    from dnabert_scaling.cli import main
+
+    clean_env.setenv("SCOREP_CUDA_BUFFER", "4M")
+    out = tmp_path / "run"
+    argv = ["train", "--model", "tiny", "--synthetic", "--steps", "2", "--tracer", "scorep", "--out", str(out)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and "Score-P 8.4 would record no kernel and no copy" in err and "Traceback" not in err
+    assert not out.exists()
+
+
 def test_command_and_environment(tmp_path, clean_env):
     argv, env = sp.scorep_command("/venv/bin/python", ["dnabert_scaling", "train", "--steps", "50"], 3, tmp_path / "run")
     assert argv == [

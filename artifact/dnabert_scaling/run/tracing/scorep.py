@@ -71,8 +71,14 @@ DEFAULT_CUDA_BUFFER = "64M"
 # Score-P cost 1.27x against 1.29x at 8x70 and 1.21x against 1.25x at 32x70 (medians of the 20
 # lockstep rounds that ran both, 4 MB the cheaper in 14 and 13 of them; in call L's 10 rounds in 8
 # and 8: splits a sign test does not tell from none, file by file), with the same trace; the
-# per-call loops, one per run, did not show a cheaper launch (ARTIFACT.md F). The 64M above still caps the total: 16 chunks.
+# per-call loops, one per run, did not show a cheaper launch (ARTIFACT.md F). The 64M above still caps the total: 15 chunks
+# (Score-P 8.4's get_free_buffer grants a chunk only while the chunks so far, the new one and 8 bytes of
+# alignment stay within SCOREP_CUDA_BUFFER; it frees them only when it drains them, at a context
+# synchronisation or at the end). So a buffer of at most one chunk plus 8 bytes records nothing at all
+# (and a chunk larger than the buffer makes Score-P raise the buffer to the chunk, the same): refused
+# before a run by :func:`check_cuda_buffers`.
 DEFAULT_CUDA_BUFFER_CHUNK = "4M"
+CUPTI_ALIGN_BYTES = 8  # SCOREP_CUPTI_ACTIVITY_ALIGN_SIZE in Score-P 8.4's scorep_cupti_activity_internal.h
 DEFAULT_TIMER = "clock_gettime"  # avoids Score-P's TSC warnings; CUPTI stamps use the same clock
 
 INITIALISED_VARS = ("SCOREP_PYTHON_BINDINGS_INITIALISED", "SCOREP_PYTHON_BINDINGS_INITALISED")  # 2nd: old spelling
@@ -191,6 +197,34 @@ def experiment_dir(run_dir, rank: int) -> Path:
     return RunLayout(run_dir).scorep_dir(rank)
 
 
+_SIZE_RE = re.compile(r"\s*(\d+)\s*([KMGTPE]?)B?\s*", re.IGNORECASE)
+
+
+def scorep_size(value: str) -> int | None:
+    """Bytes of a Score-P size value as Score-P 8.4 reads one (a number, an optional K, M, G, T, P or E
+    of 1024 steps, an optional B; any case); None where Score-P would not read it (it says so itself)."""
+    m = _SIZE_RE.fullmatch(value)
+    if not m:
+        return None
+    return int(m.group(1)) * 1024 ** (" KMGTPE".index(m.group(2).upper() or " "))
+
+
+def check_cuda_buffers(env: dict) -> None:
+    """Refuse CUPTI buffer settings with which Score-P 8.4 records no kernel and no copy: its activity
+    buffer (``SCOREP_CUDA_BUFFER``) must hold one chunk (``SCOREP_CUDA_BUFFER_CHUNK``) plus 8 bytes.
+    Values Score-P cannot read are left to Score-P."""
+    buffer, chunk = (scorep_size(str(env.get(name, ""))) for name in ("SCOREP_CUDA_BUFFER", "SCOREP_CUDA_BUFFER_CHUNK"))
+    if buffer is None or chunk is None or chunk < 1024:  # below 1 KiB Score-P takes its 8 kB chunk instead
+        return
+    if buffer < chunk + CUPTI_ALIGN_BYTES:
+        raise ArtifactError(
+            f"SCOREP_CUDA_BUFFER={env['SCOREP_CUDA_BUFFER']} cannot hold one SCOREP_CUDA_BUFFER_CHUNK="
+            f"{env['SCOREP_CUDA_BUFFER_CHUNK']} (plus {CUPTI_ALIGN_BYTES} bytes): Score-P 8.4 would record no kernel "
+            f"and no copy; give a buffer of several chunks (the artifact's defaults: {DEFAULT_CUDA_BUFFER} in "
+            f"{DEFAULT_CUDA_BUFFER_CHUNK} chunks) or unset both"
+        )
+
+
 def scorep_environment(
     rank: int,
     run_dir,
@@ -227,6 +261,7 @@ def scorep_environment(
     }
     if python_instrumentation:
         out["SCOREP_FILTERING_FILE"] = env_in.get("SCOREP_FILTERING_FILE") or str(PYTHON_FILTER)
+    check_cuda_buffers(out)
     return out
 
 

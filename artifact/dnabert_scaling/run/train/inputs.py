@@ -115,4 +115,13 @@ def check_inputs(args, out: Path) -> None:
 
     refuse_out_over_inputs(out, train_inputs(args))
     check_task(args)
+    if args.tracer in ("scorep", "auto"):
+        from dnabert_scaling.run.tracing.scorep import DEFAULT_CUDA_BUFFER, DEFAULT_CUDA_BUFFER_CHUNK, check_cuda_buffers
+
+        check_cuda_buffers(
+            {
+                "SCOREP_CUDA_BUFFER": os.environ.get("SCOREP_CUDA_BUFFER") or DEFAULT_CUDA_BUFFER,
+                "SCOREP_CUDA_BUFFER_CHUNK": os.environ.get("SCOREP_CUDA_BUFFER_CHUNK") or DEFAULT_CUDA_BUFFER_CHUNK,
+            }
+        )
     resolve_model(args)

@@ -60,6 +60,25 @@ def test_a_cupti_buffer_that_cannot_hold_one_chunk_is_refused(tmp_path, clean_en
         assert sp.scorep_environment(0, tmp_path / "run")["SCOREP_CUDA_BUFFER"] == buffer
 
 
+def test_the_cupti_buffer_holds_every_record_of_a_long_run(tmp_path, clean_env):
+    """Score-P drains CUPTI's buffer only at a context synchronisation or at the end: the artifact's default
+    is 64M up to ~100 steps, and grows with the run beyond that; a value given by the caller wins."""
+    assert sp.scorep_environment(0, tmp_path / "r", steps=55)["SCOREP_CUDA_BUFFER"] == "64M"
+    assert sp.scorep_environment(0, tmp_path / "r")["SCOREP_CUDA_BUFFER"] == "64M"
+    for steps in (120, 505, 5005):
+        value = sp.scorep_environment(0, tmp_path / "r", steps=steps)["SCOREP_CUDA_BUFFER"]
+        chunk = sp.scorep_size(sp.DEFAULT_CUDA_BUFFER_CHUNK)
+        assert sp.scorep_size(value) >= steps * sp.RECORDS_PER_STEP * sp.RECORD_BYTES + 2 * chunk, (steps, value)
+        assert sp.scorep_size(value) % chunk == 0
+    clean_env.setenv("SCOREP_CUDA_BUFFER", "32M")
+    assert sp.scorep_environment(0, tmp_path / "r", steps=5005)["SCOREP_CUDA_BUFFER"] == "32M"
+    argv, env = sp.scorep_command("/venv/bin/python", ["dnabert_scaling", "train"], 0, tmp_path / "r", steps=5005)
+    assert env["SCOREP_CUDA_BUFFER"] == "32M"
+    clean_env.delenv("SCOREP_CUDA_BUFFER")
+    argv, env = sp.scorep_command("/venv/bin/python", ["dnabert_scaling", "train"], 1, tmp_path / "r", steps=5005)
+    assert sp.scorep_size(env["SCOREP_CUDA_BUFFER"]) > 2_500_000_000
+
+
 def test_train_refuses_a_cupti_buffer_of_one_chunk_before_it_claims_its_folder(tmp_path, clean_env, capsys):
     from dnabert_scaling.cli import main
 

@@ -35,6 +35,9 @@ ENV_KEYS = (
     "SINGULARITY_CONTAINER",
     "SCOREP_CUDA_ENABLE",
     "SCOREP_TOTAL_MEMORY",
+    "SCOREP_CUDA_BUFFER",
+    "SCOREP_CUDA_BUFFER_CHUNK",
+    "SCOREP_CUDA_DRIVER_CALLBACKS",
 )
 PACKAGES = ("torch", "transformers", "tokenizers", "datasets", "safetensors", "otf2", "pandas", "numpy", "scorep")
 

@@ -62,10 +62,14 @@ PATCHES_FILE = Path("share") / "scorep-patches.txt"
 # Enter/Leave (~30 B); a DNABERT-2 step makes ~1e5 calls: 50 x 1e5 x 30 B = 150 MB, so 2 GiB.
 DEFAULT_TOTAL_MEMORY = "256M"
 DEFAULT_TOTAL_MEMORY_PYTHON = "2G"
-# CUPTI activity buffer: a kernel activity record is ~200 B, a copy ~150 B. Holding every record
-# of 50 steps x 1,000 kernels (10 MB) even if Score-P only drains the buffer at the end needs
-# ~12 MB; 64 MiB gives 5x margin (default 1 MiB holds ~5,000 kernels: dropped records).
+# CUPTI activity buffer: a kernel activity record is ~200 B, a copy ~150 B. Score-P drains it only at a
+# context synchronisation and at the end (the training loop synchronises at neither inside a run), so it must
+# hold every record of the run: 50 steps x 1,000 kernels (10 MB) needs ~12 MB; 64 MiB gives 5x margin
+# (Score-P's default 1 MiB holds ~5,000 kernels: dropped records). A longer run gets a buffer sized for its
+# steps (:func:`default_cuda_buffer`), so that no run of the artifact's own settings drops records.
 DEFAULT_CUDA_BUFFER = "64M"
+RECORDS_PER_STEP = 2_000  # a DNABERT-2 base step launches ~1,015 kernels and ~30 copies (H200, 2026-12-03): twice that
+RECORD_BYTES = 256  # a kernel record of CUDA 13's CUPTI, rounded up
 # CUPTI's activity buffers, handed out by Score-P one chunk at a time: 4 MB, not Score-P's 8 kB (with
 # which CUPTI asks for a new buffer every ~40 kernel records). A modest gain: on the H200 launch-only
 # Score-P cost 1.27x against 1.29x at 8x70 and 1.21x against 1.25x at 32x70 (medians of the 20
@@ -197,6 +201,19 @@ def experiment_dir(run_dir, rank: int) -> Path:
     return RunLayout(run_dir).scorep_dir(rank)
 
 
+def default_cuda_buffer(steps: int | None = None) -> str:
+    """``SCOREP_CUDA_BUFFER`` for a run of ``steps`` steps (warm-up included): :data:`DEFAULT_CUDA_BUFFER`, or
+    more where the run's records (:data:`RECORDS_PER_STEP` of :data:`RECORD_BYTES` each step) would not fit
+    it, in whole chunks with two to spare."""
+    chunk = scorep_size(DEFAULT_CUDA_BUFFER_CHUNK) or 1
+    floor = scorep_size(DEFAULT_CUDA_BUFFER) or 0
+    need = (steps or 0) * RECORDS_PER_STEP * RECORD_BYTES
+    if need + 2 * chunk <= floor:
+        return DEFAULT_CUDA_BUFFER
+    chunks = -(-need // chunk) + 2
+    return f"{chunks * chunk // 1024}K"
+
+
 _SIZE_RE = re.compile(r"\s*(\d+)\s*([KMGTPE]?)B?\s*", re.IGNORECASE)
 
 
@@ -235,6 +252,7 @@ def scorep_environment(
     cuda_buffer: str | None = None,
     driver_callbacks: str | None = None,
     base_env: dict | None = None,
+    steps: int | None = None,
 ) -> dict[str, str]:
     """Only the Score-P variables for one rank (see :func:`scorep_command` for the precedence)."""
     env_in = os.environ if base_env is None else base_env
@@ -254,7 +272,7 @@ def scorep_environment(
         "SCOREP_TOTAL_MEMORY": pick(
             total_memory, "SCOREP_TOTAL_MEMORY", DEFAULT_TOTAL_MEMORY_PYTHON if python_instrumentation else DEFAULT_TOTAL_MEMORY
         ),
-        "SCOREP_CUDA_BUFFER": pick(cuda_buffer, "SCOREP_CUDA_BUFFER", DEFAULT_CUDA_BUFFER),
+        "SCOREP_CUDA_BUFFER": pick(cuda_buffer, "SCOREP_CUDA_BUFFER", default_cuda_buffer(steps)),
         "SCOREP_CUDA_BUFFER_CHUNK": pick(None, "SCOREP_CUDA_BUFFER_CHUNK", DEFAULT_CUDA_BUFFER_CHUNK),
         "SCOREP_CUDA_DRIVER_CALLBACKS": pick(driver_callbacks, "SCOREP_CUDA_DRIVER_CALLBACKS", default_driver_callbacks()[0]),
         "SCOREP_TIMER": env_in.get("SCOREP_TIMER") or DEFAULT_TIMER,
@@ -276,6 +294,7 @@ def scorep_command(
     total_memory=None,
     cuda_buffer=None,
     extra_env=None,
+    steps=None,
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and the complete environment to run one rank under Score-P.
 
@@ -288,7 +307,7 @@ def scorep_command(
 
     Environment: ``os.environ`` plus the Score-P variables plus ``extra_env``. A value given as an
     argument wins over the caller's own ``SCOREP_*`` environment variable, which wins over the
-    defaults above. Creates ``<run_dir>/traces``; raises ArtifactError when the rank's experiment
+    defaults above (the CUPTI buffer's sized for ``steps``, the run's steps with its warm-up). Creates ``<run_dir>/traces``; raises ArtifactError when the rank's experiment
     directory already exists (Score-P would rename it; delete it or use a new run directory).
     """
     args = [str(a) for a in module_args]
@@ -296,6 +315,15 @@ def scorep_command(
         args = args[1:]
     if not args:
         raise ValueError("module_args must name the module to run")
+    scorep_env = scorep_environment(  # checked before anything is created
+        rank,
+        run_dir,
+        python_instrumentation=python_instrumentation,
+        cuda_enable=cuda_enable,
+        total_memory=total_memory,
+        cuda_buffer=cuda_buffer,
+        steps=steps,
+    )
     exp = experiment_dir(run_dir, rank)
     if exp.exists():
         raise ArtifactError(
@@ -315,16 +343,7 @@ def scorep_command(
     argv.append(str(LAUNCHER))
     argv.extend(args)
     env = dict(os.environ)
-    env.update(
-        scorep_environment(
-            rank,
-            run_dir,
-            python_instrumentation=python_instrumentation,
-            cuda_enable=cuda_enable,
-            total_memory=total_memory,
-            cuda_buffer=cuda_buffer,
-        )
-    )
+    env.update(scorep_env)
     if extra_env:
         env.update({str(k): str(v) for k, v in extra_env.items()})
     return argv, env

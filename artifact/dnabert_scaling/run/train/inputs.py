@@ -116,12 +116,7 @@ def check_inputs(args, out: Path) -> None:
     refuse_out_over_inputs(out, train_inputs(args))
     check_task(args)
     if args.tracer in ("scorep", "auto"):
-        from dnabert_scaling.run.tracing.scorep import DEFAULT_CUDA_BUFFER, DEFAULT_CUDA_BUFFER_CHUNK, check_cuda_buffers
+        from dnabert_scaling.run.tracing.scorep import scorep_environment
 
-        check_cuda_buffers(
-            {
-                "SCOREP_CUDA_BUFFER": os.environ.get("SCOREP_CUDA_BUFFER") or DEFAULT_CUDA_BUFFER,
-                "SCOREP_CUDA_BUFFER_CHUNK": os.environ.get("SCOREP_CUDA_BUFFER_CHUNK") or DEFAULT_CUDA_BUFFER_CHUNK,
-            }
-        )
+        scorep_environment(0, out, steps=args.warmup_steps + args.steps)  # refuses settings Score-P records nothing with
     resolve_model(args)

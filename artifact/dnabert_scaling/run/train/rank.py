@@ -143,6 +143,7 @@ def _maybe_reexec_under_scorep(args, info) -> None:
         info.rank,
         args.out,
         python_instrumentation=args.scorep_python,
+        steps=args.warmup_steps + args.steps,
     )
     if args.tracer == "auto":  # the preflight that let auto use Score-P, into the provenance
         from dnabert_scaling.run.tracing.preflight import ENV_RESULT, result_path

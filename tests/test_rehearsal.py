@@ -210,3 +210,28 @@ def test_the_shipped_rehearsal_is_judged_as_a_rehearsal(name):
                 assert "shared a GPU" in ch["reason"] and "NET/Socket" in ch["reason"], ch["reason"]
             else:
                 assert ch["verdict"] == "NOT RUN", (cid, ch["name"], ch["verdict"])
+
+
+def test_what_a_shared_gpu_means_is_said_once_after_the_last_world_size():
+    """A claim judged INVALID at several world sizes names each world size's placement, and says what a
+    shared GPU (or a rehearsal) means for the check once, after the last of them."""
+    from dnabert_scaling import checker
+    from dnabert_scaling.checker.placement import REHEARSAL_CONSEQUENCE, SHARED_GPU_CONSEQUENCE, said_once
+
+    claims_path = ROOT / "expected" / "claims.toml"
+    metrics, _ = checker.load_metrics(ROOT / "expected" / "reference-results" / "h200-rehearsal")
+    verdicts = checker.evaluate(metrics, checker.load_claims(claims_path), checker.load_sanity_bounds(claims_path))
+    reason = {c["id"]: c for c in verdicts["claims"]}["C2"]["reason"]
+    assert all(f"world size {ws}: ranks shared a GPU ({ws} rank(s) on 1 GPU(s)" in reason for ws in (2, 4, 8)), reason
+    assert reason.count(SHARED_GPU_CONSEQUENCE) == 1, reason
+    assert reason.index(SHARED_GPU_CONSEQUENCE) > reason.index("world size 8: ranks shared a GPU"), reason
+    # each kind of consequence once, at its own last place; other reasons untouched
+    parts = ["world size 2: a" + REHEARSAL_CONSEQUENCE, "world size 2: b" + SHARED_GPU_CONSEQUENCE, "other",
+             "world size 4: c" + REHEARSAL_CONSEQUENCE, "world size 4: d" + SHARED_GPU_CONSEQUENCE]  # fmt: skip
+    assert said_once(parts) == (
+        "world size 2: a; world size 2: b; other; world size 4: c"
+        + REHEARSAL_CONSEQUENCE
+        + "; world size 4: d"
+        + SHARED_GPU_CONSEQUENCE
+    )
+    assert said_once(["only" + SHARED_GPU_CONSEQUENCE]) == "only" + SHARED_GPU_CONSEQUENCE

@@ -13,6 +13,7 @@ from dnabert_scaling.checker.placement import (
     STRUCTURE,
     not_one_gpu_per_rank,
     placement_of,
+    said_once,
     shared_gpu_reason,
     transport_text,
 )
@@ -283,7 +284,7 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
     measured = {str(k): v for k, v in series.items()}
     if invalid:
         code = "sanity_failed" if "sanity_failed" in invalid_codes else "shared_gpu"
-        return Part(INVALID, "; ".join(invalid), measured, runs, code=code, placement=placements)
+        return Part(INVALID, said_once(invalid), measured, runs, code=code, placement=placements)
     if len(series) < check.min_points:
         have = ", ".join(map(str, series)) or "none"
         why = (
@@ -444,7 +445,7 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
         "measured": parts.measured,
         "bounds": {c.name: _jsonable(c.bounds()) | {"metric": c.metric, "what": c.what} for c in claim.checks},
         "runs": sorted(set(parts.runs)),
-        "reason": "; ".join(f"[{c['verdict']}] {c['reason']}" for c in deciding + rest),
+        "reason": said_once([f"[{c['verdict']}] {c['reason']}" for c in deciding + rest]),
         "checks": parts.checks,
         "indicative": parts.indicative or None,
     }

@@ -52,14 +52,30 @@ def not_one_gpu_per_rank(placement: dict[str, Any] | None) -> bool:
     return bool(placement.get("shared_gpu") or rehearsed or crowded(ranks, placement.get("gpus"), placement.get("ranks_per_gpu")))
 
 
+# what a shared GPU or a rehearsal means for a check, said once after the last world size it applies to
+# (:func:`said_once`): a claim judged at several world sizes would otherwise repeat it for each
+SHARED_GPU_CONSEQUENCE = (
+    ": the ranks time-slice one GPU, so times, shares and throughput are not those of one GPU per rank; "
+    "only structural checks are judged"
+)
+REHEARSAL_CONSEQUENCE = (
+    ": its ranks talk over loopback sockets on fewer GPUs than a study would give them, so times, shares "
+    "and throughput are not scaling evidence; only structural checks are judged"
+)
+
+
 def shared_gpu_reason(ws: int, placement: dict[str, Any]) -> str:
     if not placement.get("shared_gpu") and placement.get("rehearsal"):
-        return (
-            f"world size {ws}: a rehearsal ({describe(placement)}): its ranks talk over loopback sockets "
-            "on fewer GPUs than a study would give them, so times, shares and throughput are not scaling "
-            "evidence; only structural checks are judged"
-        )
-    return (
-        f"world size {ws}: ranks shared a GPU ({describe(placement)}): the ranks time-slice one GPU, so "
-        "times, shares and throughput are not those of one GPU per rank; only structural checks are judged"
-    )
+        return f"world size {ws}: a rehearsal ({describe(placement)}){REHEARSAL_CONSEQUENCE}"
+    return f"world size {ws}: ranks shared a GPU ({describe(placement)}){SHARED_GPU_CONSEQUENCE}"
+
+
+def said_once(reasons: list[str], sep: str = "; ") -> str:
+    """``reasons`` joined by ``sep``, each consequence of a shared GPU or a rehearsal kept only where it
+    is said last (the world sizes before it name their placement and lean on it)."""
+    out = list(reasons)
+    for tail in (SHARED_GPU_CONSEQUENCE, REHEARSAL_CONSEQUENCE):
+        holding = [i for i, r in enumerate(out) if r.endswith(tail)]
+        for i in holding[:-1]:
+            out[i] = out[i][: -len(tail)]
+    return sep.join(out)

@@ -14,8 +14,9 @@ from pathlib import Path
 from bench_trace_modes import (
     CUPTI_CLIENT_ENV,
     CUPTI_CLIENT_MODES,
+    CUPTI_CLIENT_OPTIONS,
     CUPTI_COUNT_KEYS,
-    CUPTI_LAUNCH_MODES,
+    DOMAIN_FILTER_KEYS,
     MICRO_FAULT_BYTES,
     MICRO_LAUNCHES,
     MICRO_QUERIES,
@@ -43,7 +44,7 @@ class Served:
         self.torch, self.args = torch, args
         self.cupti = None
         if args.child in CUPTI_CLIENT_MODES:
-            self.cupti = start_cupti_client(CUPTI_CLIENT_MODES[args.child], args.child in CUPTI_LAUNCH_MODES)
+            self.cupti = start_cupti_client(CUPTI_CLIENT_MODES[args.child], CUPTI_CLIENT_OPTIONS.get(args.child, 0))
         self.device = torch.device(args.device)
         self.bench = self.tracer = self.micro_prof = None
         self._x = self._cuda = None  # the per-call loops' tensor and libcuda, made on first use
@@ -143,7 +144,21 @@ class Served:
         if self.micro_prof is not None:
             self.micro_prof.__exit__(None, None, None)
         self.tmp.cleanup()
-        return {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
+        out = {"cupti_records": stop_cupti_client(self.cupti)} if self.cupti is not None else {}
+        filtered = domain_filter_counts()
+        return out if filtered is None else {**out, "domain_filter": filtered}
+
+
+def domain_filter_counts() -> dict | None:
+    """What the preloaded scripts/cupti_domain_filter.c held back and passed on (None: not loaded)."""
+    import ctypes
+
+    counts_of = getattr(ctypes.CDLL(None), "cupti_domain_filter_counts", None)
+    if counts_of is None:
+        return None
+    counts = (ctypes.c_ulonglong * len(DOMAIN_FILTER_KEYS))()
+    counts_of(counts)
+    return dict(zip(DOMAIN_FILTER_KEYS, (int(n) for n in counts)))
 
 
 def page_fault_ns() -> float:
@@ -163,15 +178,16 @@ def page_fault_ns() -> float:
     return max(0.0, (spans[0] - spans[1]) / pages)
 
 
-def start_cupti_client(buffer_bytes: int, launch_callbacks: bool = False):
-    """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records (and its
-    launch callbacks), before this process makes its CUDA context."""
+def start_cupti_client(buffer_bytes: int, options: int = 0):
+    """Load the bare CUPTI client ($BENCH_TRACE_CUPTI_CLIENT) and start its activity records (and, by
+    ``options``, its launch callbacks and the resource and synchronisation domains: CUPTI_CLIENT_OPTIONS),
+    before this process makes its CUDA context."""
     import ctypes
 
     lib = ctypes.CDLL(os.environ[CUPTI_CLIENT_ENV])
     lib.bench_cupti_start.argtypes = [ctypes.c_ulonglong, ctypes.c_int]
     lib.bench_cupti_error.restype = ctypes.c_char_p
-    status = lib.bench_cupti_start(buffer_bytes, int(launch_callbacks))
+    status = lib.bench_cupti_start(buffer_bytes, int(options))
     if status != 0:
         raise SystemExit(f"bench-trace: the CUPTI client cannot start: {lib.bench_cupti_error(status).decode()} ({status})")
     return lib

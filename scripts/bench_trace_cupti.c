@@ -13,12 +13,18 @@
  * (what links a launch to its kernel record) in a thread-local ring. That is the least a tracer
  * with launch records does: what launch-only Score-P pays beyond it is Score-P's own.
  *
+ * With the resource and synchronisation domains as well (`cupti-launch-domains`) it also enables the
+ * two whole callback domains Score-P enables beside its driver callbacks (CUPTI_CB_DOMAIN_RESOURCE:
+ * contexts, streams, modules; CUPTI_CB_DOMAIN_SYNCHRONIZE: context and stream synchronisations) and
+ * only counts their callbacks: what that subscription asks of CUPTI, apart from anything Score-P
+ * does in its callbacks.
+ *
  * Built by bench_trace.py on the GPU machine, against the toolkit's CUPTI (the one Score-P loads; at
  * run time this client uses the libcupti.so.13 its process loaded first, PyTorch's wheel copy, which
  * on the lent H200 is the same file by its sha256):
  *   cc -O2 -shared -fPIC -o libbench_trace_cupti.so bench_trace_cupti.c -I$CUPTI/include \
  *      -L$CUPTI/lib -lcupti -Wl,-rpath,$CUPTI/lib
- * and called through ctypes: bench_cupti_start(buffer_bytes, launch_callbacks) before the process
+ * and called through ctypes: bench_cupti_start(buffer_bytes, options) before the process
  * makes its CUDA context, bench_cupti_stop(counts) at its end. Both return a CUptiResult (0: success);
  * bench_cupti_error(code) is CUPTI's text for it.
  */
@@ -32,6 +38,7 @@
 static size_t             buffer_bytes = 4u << 20;
 static atomic_ullong      kernels, memcpys, others, buffers, dropped, lost_buffers;
 static atomic_ullong      launch_calls; /* callbacks received: a call's entry and its exit count 2 */
+static atomic_ullong      domain_calls; /* resource and synchronisation callbacks received */
 static const unsigned int ALIGNMENT = 8; /* CUPTI wants activity buffers 8-byte aligned */
 static CUpti_SubscriberHandle subscriber;
 static int                    subscribed;
@@ -52,9 +59,14 @@ on_driver_call( void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cb
 {
     const CUpti_CallbackData* info = data;
     struct timespec           ts;
-    launch_event*             e = &ring[ ring_next++ & ( RING - 1 ) ];
+    launch_event*             e;
     (void)userdata;
-    (void)domain;
+    if ( domain != CUPTI_CB_DOMAIN_DRIVER_API )
+    {
+        atomic_fetch_add_explicit( &domain_calls, 1, memory_order_relaxed );
+        return;
+    }
+    e = &ring[ ring_next++ & ( RING - 1 ) ];
     clock_gettime( CLOCK_MONOTONIC, &ts );
     e->ns          = ( uint64_t )ts.tv_sec * 1000000000u + ( uint64_t )ts.tv_nsec;
     e->cbid_site   = ( ( uint32_t )cbid << 1 ) | ( info->callbackSite == CUPTI_API_EXIT );
@@ -64,7 +76,7 @@ on_driver_call( void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cb
 
 /* the driver callbacks launch-only Score-P enables: by name, as 8.4-cupti-launch-callbacks.patch does */
 static CUptiResult
-subscribe_launches( void )
+subscribe_launches( int with_domains )
 {
     static const char* const prefixes[] = { "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", NULL };
     CUptiResult              r          = cuptiSubscribe( &subscriber, on_driver_call, NULL );
@@ -93,7 +105,15 @@ subscribe_launches( void )
             }
         }
     }
-    return CUPTI_SUCCESS;
+    if ( with_domains )
+    {
+        r = cuptiEnableDomain( 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE );
+        if ( r == CUPTI_SUCCESS )
+        {
+            r = cuptiEnableDomain( 1, subscriber, CUPTI_CB_DOMAIN_SYNCHRONIZE );
+        }
+    }
+    return r;
 }
 
 static void CUPTIAPI
@@ -137,8 +157,12 @@ completed( CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, siz
     free( buffer );
 }
 
+/* options: BENCH_CUPTI_LAUNCHES (the launch callbacks), BENCH_CUPTI_DOMAINS (with them, the resource and
+   synchronisation domains) */
+enum { BENCH_CUPTI_LAUNCHES = 1, BENCH_CUPTI_DOMAINS = 2 };
+
 int
-bench_cupti_start( unsigned long long bytes, int launch_callbacks )
+bench_cupti_start( unsigned long long bytes, int options )
 {
     CUptiResult r;
     if ( bytes >= 4096 )
@@ -154,17 +178,18 @@ bench_cupti_start( unsigned long long bytes, int launch_callbacks )
     {
         r = cuptiActivityEnable( CUPTI_ACTIVITY_KIND_MEMCPY );
     }
-    if ( r == CUPTI_SUCCESS && launch_callbacks )
+    if ( r == CUPTI_SUCCESS && ( options & BENCH_CUPTI_LAUNCHES ) )
     {
-        r = subscribe_launches();
+        r = subscribe_launches( ( options & BENCH_CUPTI_DOMAINS ) != 0 );
     }
     return ( int )r;
 }
 
 /* counts: kernels, memcpys, other records, buffers handed to CUPTI, records CUPTI dropped, buffers
-   not given, driver callbacks received (0 without launch callbacks) */
+   not given, driver callbacks received (0 without launch callbacks), resource and synchronisation
+   callbacks received (0 without those domains) */
 int
-bench_cupti_stop( unsigned long long counts[ 7 ] )
+bench_cupti_stop( unsigned long long counts[ 8 ] )
 {
     CUptiResult r = cuptiActivityFlushAll( CUPTI_ACTIVITY_FLAG_FLUSH_FORCED );
     if ( subscribed )
@@ -181,6 +206,7 @@ bench_cupti_stop( unsigned long long counts[ 7 ] )
     counts[ 4 ] = atomic_load( &dropped );
     counts[ 5 ] = atomic_load( &lost_buffers );
     counts[ 6 ] = atomic_load( &launch_calls );
+    counts[ 7 ] = atomic_load( &domain_calls );
     return ( int )r;
 }
 

@@ -17,6 +17,8 @@ from bench_trace_modes import (
     CUPTI_CLIENT_ENV,
     CUPTI_CLIENT_LIB,
     CUPTI_CLIENT_MODES,
+    DOMAIN_FILTER_LIB,
+    DOMAIN_FILTER_MODES,
     ENTRY,
     MICRO_TURNS,
     MODES,
@@ -107,12 +109,15 @@ class Child:
 
 def child_env(mode: str, run_dir: Path, base: dict) -> dict[str, str]:
     """The environment of one child: ``base`` and, for a Score-P mode, the artifact's Score-P
-    variables with the mode's own on top (Score-P's buffer chunk only where the mode names one)."""
+    variables with the mode's own on top (Score-P's buffer chunk only where the mode names one); the
+    bare client's library for its modes; the domain filter preloaded, first, for its modes."""
     from dnabert_scaling.run.tracing.scorep import scorep_environment
 
     env = dict(base)
     if mode in CUPTI_CLIENT_MODES:
         env[CUPTI_CLIENT_ENV] = str(run_dir.parent / CUPTI_CLIENT_LIB)
+    if mode in DOMAIN_FILTER_MODES:
+        env["LD_PRELOAD"] = " ".join(x for x in (str(run_dir.parent / DOMAIN_FILTER_LIB), env.get("LD_PRELOAD", "")) if x)
     own = mode_variables(mode)
     if own is not None:
         env.update(scorep_environment(0, run_dir, cuda_enable=own["SCOREP_CUDA_ENABLE"], base_env={}))
@@ -181,8 +186,9 @@ def run_round(rnd: int, modes: list[str], args, work: Path, micro: bool) -> dict
     for m, c in children.items():
         status = c.close()
         row["processes"][m] = {"exit_status": status, "wall_s": round(time.monotonic() - c.started, 2), "pid": pids.get(m)}
-        if "cupti_records" in c.farewell:
-            row["processes"][m]["cupti_records"] = c.farewell["cupti_records"]
+        for key in ("cupti_records", "domain_filter"):
+            if key in c.farewell:
+                row["processes"][m][key] = c.farewell[key]
         messages = scorep_messages(Path(c.log.name))
         if messages:
             row["processes"][m]["scorep_messages"] = messages

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench_trace_modes import CUPTI_COUNT_KEYS, MICRO_KEYS, STEP_FIGURES
+from bench_trace_modes import CUPTI_COUNT_KEYS, DOMAIN_FILTER_KEYS, MICRO_KEYS, STEP_FIGURES
 from bench_trace_printout import show
 from bench_trace_summary import experiments_of, nonnegative_number, per_call, summarise
 
@@ -143,6 +143,11 @@ def round_problem(r: dict) -> str | None:
         records = p.get("cupti_records")
         if records is not None and not (isinstance(records, dict) and all(_count(records.get(k, 0)) for k in CUPTI_COUNT_KEYS)):
             return f"{mode}: CUPTI record counts that are not whole numbers"
+        filtered = p.get("domain_filter")
+        if filtered is not None and not (
+            isinstance(filtered, dict) and all(_count(filtered.get(k, 0)) for k in DOMAIN_FILTER_KEYS)
+        ):
+            return f"{mode}: domain filter counts that are not whole numbers"
     for key in STEP_FIGURES.values():  # per-step figures beside the times (absent in older runs)
         per_cfg = r.get(key, {})
         if not isinstance(per_cfg, dict) or not all(

@@ -40,15 +40,40 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
         "launch",
         {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_CUDA_STREAM_REF_CACHE": "false"},
     ),
+    # the default mode with CUPTI's synchronisation callback domain held back by the preloaded
+    # scripts/cupti_domain_filter.c (Score-P then drains CUPTI's buffers only at its end): what that
+    # domain costs Score-P, beside the bare client with and without it (cupti-launch-domains, cupti-launch)
+    "scorep-launch-nosync-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
 }
 # Score-P modes that need a patch in the installed Score-P: mode -> the patch (share/scorep-patches.txt)
 MODE_NEEDS_PATCH = {"scorep-launch-nocache-chunk4m": "8.4-cupti-stream-ref-cache.patch"}
 # not under Score-P: the bare CUPTI client of bench_trace_cupti.c, with the bytes of its activity buffers
-CUPTI_CLIENT_MODES = {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
-CUPTI_LAUNCH_MODES = ("cupti-launch",)  # the client's modes that also take the launch callbacks
+CUPTI_CLIENT_MODES = {
+    "cupti-kernels": 4 << 20,
+    "cupti-kernels-8k": 8 << 10,
+    "cupti-launch": 4 << 20,
+    "cupti-launch-domains": 4 << 20,
+}
+# the client's options per mode (bench_cupti_start's flags): 1 the launch callbacks, 2 with them the
+# resource and synchronisation callback domains Score-P enables
+CUPTI_CLIENT_OPTIONS = {"cupti-launch": 1, "cupti-launch-domains": 1 | 2}
+CUPTI_LAUNCH_MODES = tuple(CUPTI_CLIENT_OPTIONS)  # the client's modes that also take the launch callbacks
 CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
 CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
-CUPTI_COUNT_KEYS = ("kernels", "memcpys", "other_records", "buffers", "dropped", "buffers_not_given", "driver_callbacks")
+CUPTI_COUNT_KEYS = (
+    "kernels",
+    "memcpys",
+    "other_records",
+    "buffers",
+    "dropped",
+    "buffers_not_given",
+    "driver_callbacks",
+    "domain_callbacks",
+)
+# Score-P modes run with scripts/cupti_domain_filter.c preloaded (built in the run's work folder)
+DOMAIN_FILTER_MODES = ("scorep-launch-nosync-chunk4m",)
+DOMAIN_FILTER_LIB = "libcupti_domain_filter.so"
+DOMAIN_FILTER_KEYS = ("held_back", "passed_on")  # cupti_domain_filter_counts, as the child reports them
 DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches

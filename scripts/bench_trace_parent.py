@@ -12,9 +12,9 @@ from pathlib import Path
 
 from bench_trace_lockstep import run_round
 from bench_trace_merge import merge
-from bench_trace_modes import CUPTI_CLIENT_MODES, mode_settings, parse_configs
+from bench_trace_modes import CUPTI_CLIENT_MODES, DOMAIN_FILTER_MODES, mode_settings, parse_configs
 from bench_trace_printout import show
-from bench_trace_setup import build_cupti_client, build_sampler, check_setup, machine, revision
+from bench_trace_setup import build_cupti_client, build_domain_filter, build_sampler, check_setup, machine, revision
 from bench_trace_summary import count_kernels, per_call, summarise
 
 from dnabert_scaling.errors import ArtifactError
@@ -49,6 +49,11 @@ def parent(args) -> int:
                 return 2
         if any(m in CUPTI_CLIENT_MODES for m in modes):
             args.cupti_client, why = build_cupti_client(work, modes=tuple(m for m in modes if m in CUPTI_CLIENT_MODES))
+            if why:
+                print(why, file=sys.stderr)
+                return 2
+        if any(m in DOMAIN_FILTER_MODES for m in modes):
+            _, why = build_domain_filter(work, tuple(m for m in modes if m in DOMAIN_FILTER_MODES))
             if why:
                 print(why, file=sys.stderr)
                 return 2
@@ -88,6 +93,12 @@ def measure(args, modes: list[str], work: Path) -> int:
         "configs": args.config_names,
         "mode_settings": mode_settings(modes),
         "cupti_client": getattr(args, "cupti_client", None),
+        # the modes run with scripts/cupti_domain_filter.c preloaded (their Score-P variables are the default's)
+        **(
+            {"domain_filter_modes": [m for m in modes if m in DOMAIN_FILTER_MODES]}
+            if any(m in DOMAIN_FILTER_MODES for m in modes)
+            else {}
+        ),
         "modes": summarise(rounds, args.config_names, counts),
         "per_call": per_call(rounds),
         "counts": counts,

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bench_trace_modes import CUPTI_CLIENT_LIB, CUPTI_CLIENT_MODES, MODE_NEEDS_PATCH, MODES, SCRIPTS
+from bench_trace_modes import CUPTI_CLIENT_LIB, CUPTI_CLIENT_MODES, DOMAIN_FILTER_LIB, MODE_NEEDS_PATCH, MODES, SCRIPTS
 
 SAMPLER_LIB = "libhost_sampler.so"  # scripts/host_sampler.c, built in the run's work folder for --sample
 
@@ -103,6 +103,14 @@ def build_cupti_client(
     return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_CLIENT_MODES}, None
 
 
+def build_domain_filter(work: Path, modes: tuple[str, ...], env: dict | None = None) -> tuple[str | None, str | None]:
+    """Build cupti_domain_filter.c (no CUDA needed) into ``work`` for ``modes`` (named in the message):
+    (the library, None), or (None, why it cannot be)."""
+    env = os.environ if env is None else env
+    said = f"mode{'s' if len(modes) > 1 else ''} {', '.join(modes)}"
+    return _build_library(work / DOMAIN_FILTER_LIB, "cupti_domain_filter.c", ["-ldl"], said, env)
+
+
 def build_sampler(work: Path, out: Path) -> tuple[str | None, str | None]:
     """Build host_sampler.c into ``work`` and make the folder its samples go to: (the library, None),
     or (None, why not)."""
@@ -112,15 +120,20 @@ def build_sampler(work: Path, out: Path) -> tuple[str | None, str | None]:
         return None, f"bench-trace: --sample {out}: cannot make the folder ({exc.strerror or exc})"
     if any(out.glob("samples-*.bin")):
         return None, f"bench-trace: --sample {out}: already holds samples; give an empty or new folder"
-    cc = os.environ.get("CC") or shutil.which("cc") or "cc"
-    lib = work / SAMPLER_LIB
-    argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(SCRIPTS / "host_sampler.c"), "-ldl", "-lpthread", "-lrt"]
+    return _build_library(work / SAMPLER_LIB, "host_sampler.c", ["-ldl", "-lpthread", "-lrt"], "--sample", os.environ)
+
+
+def _build_library(lib: Path, source: str, libs: list[str], said: str, env) -> tuple[str | None, str | None]:
+    """Compile one of the scripts' C files (needing no CUDA) into the shared library ``lib``: (its path, None),
+    or (None, why not, beginning with ``said``)."""
+    cc = env.get("CC") or shutil.which("cc", path=env.get("PATH")) or "cc"
+    argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(SCRIPTS / source), *libs]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True)
     except OSError as exc:
-        return None, f"bench-trace: --sample: cannot run the C compiler {cc} ({exc.strerror or exc})"
+        return None, f"bench-trace: {said}: cannot run the C compiler {cc} ({exc.strerror or exc})"
     if proc.returncode != 0:
-        return None, f"bench-trace: --sample: host_sampler.c does not build: {' '.join(proc.stderr.split())[-300:]}"
+        return None, f"bench-trace: {said}: {source} does not build: {' '.join(proc.stderr.split())[-300:]}"
     return str(lib), None
 
 

@@ -121,6 +121,15 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
             "cupti_flush_errors": sum(1 for c in client if "error" in c),
             "cupti_processes": len(client),
         }
+        if any("domain_callbacks" in c for c in client):  # a client that counts them (after call T)
+            extra["cupti_domain_callbacks"] = [c.get("domain_callbacks") for c in client]
+    filtered = [  # scripts/cupti_domain_filter.c's counts, where it was preloaded: each process's held-back calls
+        r["processes"][mode]["domain_filter"]
+        for r in rounds
+        if "error" not in r and isinstance(r.get("processes", {}).get(mode, {}).get("domain_filter"), dict)
+    ]
+    if filtered:
+        extra["domain_filter_held_back"] = [f.get("held_back") for f in filtered]
     return {
         **extra,
         "trace_bytes_per_step": statistics.median(sizes) if sizes else None,

@@ -593,9 +593,85 @@ def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt
         **outer,
         bt.modes.CUPTI_CLIENT_ENV: lib,
     }
-    assert bt.modes.CUPTI_CLIENT_MODES == {"cupti-kernels": 4 << 20, "cupti-kernels-8k": 8 << 10, "cupti-launch": 4 << 20}
-    assert bt.modes.CUPTI_LAUNCH_MODES == ("cupti-launch",)  # the one that also takes the launch callbacks
+    assert bt.modes.CUPTI_CLIENT_MODES == {
+        "cupti-kernels": 4 << 20,
+        "cupti-kernels-8k": 8 << 10,
+        "cupti-launch": 4 << 20,
+        "cupti-launch-domains": 4 << 20,
+    }
+    # the modes that also take the launch callbacks, and the one that adds the resource and synchronisation domains
+    assert bt.modes.CUPTI_CLIENT_OPTIONS == {"cupti-launch": 1, "cupti-launch-domains": 3}
+    assert bt.modes.CUPTI_LAUNCH_MODES == ("cupti-launch", "cupti-launch-domains")
     assert bt.modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
+
+
+def test_the_nosync_mode_is_the_default_mode_with_the_domain_filter_preloaded_first(bt, tmp_path):
+    work = tmp_path / "work"
+    env = bt.lockstep.child_env("scorep-launch-nosync-chunk4m", work / "r0-x", {"PATH": "/usr/bin", "LD_PRELOAD": "/a.so"})
+    default = bt.lockstep.child_env("scorep-launch-chunk4m", work / "r0-x", {"PATH": "/usr/bin", "LD_PRELOAD": "/a.so"})
+    assert env.pop("LD_PRELOAD") == f"{work / bt.modes.DOMAIN_FILTER_LIB} /a.so"
+    default.pop("LD_PRELOAD")
+    assert env == default  # nothing else differs
+    bare = bt.lockstep.child_env("scorep-launch-nosync-chunk4m", work / "r0-x", {"PATH": "/usr/bin"})
+    assert bare["LD_PRELOAD"] == str(work / bt.modes.DOMAIN_FILTER_LIB)
+
+
+_FILTER_PROBE = r"""
+#include <stdint.h>
+#include <stdio.h>
+/* the program binds to cuptiEnableDomain the way Score-P's adapter does: through the dynamic linker */
+int cuptiEnableDomain(uint32_t enable, void* subscriber, int domain);
+int main(void) {
+    int resource = cuptiEnableDomain(1, 0, 3), sync = cuptiEnableDomain(1, 0, 4), off = cuptiEnableDomain(0, 0, 4);
+    printf("%d %d %d\n", resource, sync, off);
+    return 0;
+}
+"""
+_FAKE_CUPTI = r"""
+#include <stdint.h>
+#include <stdio.h>
+/* stands in for libcupti.so: says which calls reached it */
+int cuptiEnableDomain(uint32_t enable, void* subscriber, int domain) {
+    (void)subscriber;
+    fprintf(stderr, "cupti got %u %d\n", enable, domain);
+    return 0;
+}
+"""
+
+
+def test_the_domain_filter_holds_back_only_the_synchronisation_domain_when_preloaded(bt, tmp_path):
+    """Real builds and a real preload: a program linked against a stand-in libcupti.so, run with the filter
+    in LD_PRELOAD, reaches CUPTI with the resource domain and with disabling, never with enabling the
+    synchronisation domain; the filter's counts say so."""
+    cc = os.environ.get("CC") or "cc"
+    (tmp_path / "cupti.c").write_text(_FAKE_CUPTI)
+    (tmp_path / "probe.c").write_text(_FILTER_PROBE)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", tmp_path / "libcupti.so", tmp_path / "cupti.c"], check=True)
+    subprocess.run(
+        [cc, "-o", tmp_path / "probe", tmp_path / "probe.c", f"-L{tmp_path}", "-lcupti", f"-Wl,-rpath,{tmp_path}"], check=True
+    )
+    lib, why = bt.setup.build_domain_filter(tmp_path / "", ("scorep-launch-nosync-chunk4m",))
+    assert why is None and Path(lib).name == bt.modes.DOMAIN_FILTER_LIB
+    plain = subprocess.run([tmp_path / "probe"], capture_output=True, text=True, check=True)
+    assert plain.stderr.splitlines() == ["cupti got 1 3", "cupti got 1 4", "cupti got 0 4"]
+    env = {**os.environ, "LD_PRELOAD": lib}
+    filtered = subprocess.run([tmp_path / "probe"], capture_output=True, text=True, check=True, env=env)
+    assert filtered.stdout.split() == ["0", "0", "0"]  # success is answered for the call held back
+    assert filtered.stderr.splitlines() == ["cupti got 1 3", "cupti got 0 4"]
+    counts = subprocess.run(
+        [PYTHON, "-c", "import ctypes; c = (ctypes.c_ulonglong * 2)(); ctypes.CDLL(None).cupti_domain_filter_counts(c); print(list(c))"],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    assert counts.stdout.strip() == "[0, 0]"  # loaded in a process that makes no call: nothing counted
+    sys.path.insert(0, str(SCRIPTS))
+    assert bt.child.domain_filter_counts() is None  # this process did not preload it
+
+
+def test_the_domain_filter_that_does_not_build_is_a_message(bt, tmp_path):
+    built, why = bt.setup.build_domain_filter(
+        tmp_path, ("scorep-launch-nosync-chunk4m",), {"CC": "/nonexistent/cc", "PATH": "/usr/bin"}
+    )
+    assert built is None and why.startswith("bench-trace: mode scorep-launch-nosync-chunk4m: cannot run the C compiler")
 
 
 def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt, tmp_path):

@@ -1,6 +1,7 @@
-"""The generated block of call T (tools/docbench_parts.py) splits the default mode's cost beyond the bare
-client into parts, each a paired per-round difference judged against 0: a cost only where its interval
-lies wholly above 0, never from a median alone; a part whose modes did not both run is left out."""
+"""The generated blocks of calls T and U (tools/docbench_parts.py) split the default mode's cost beyond the
+bare client into parts, each a paired per-round difference judged against 0: a cost only where its interval
+lies wholly above 0, never from a median alone; a part whose modes did not both run is left out; a mode whose
+set-up is not shown by its own counts (the domain filter that held nothing back) is neither tabled nor read."""
 
 from __future__ import annotations
 
@@ -19,15 +20,16 @@ def _row(mode, ratios):
             "trace_bytes_per_step": None, "kernels_found_share": None}  # fmt: skip
 
 
-def _write(tmp_path, per_mode: dict[str, list[float]]):
-    folder = tmp_path / "expected" / "reference" / dp.PARTS_DIR
-    folder.mkdir(parents=True)
+def _write(tmp_path, per_mode: dict[str, list[float]], split=dp.CALL_T, extra: dict | None = None):
+    path = tmp_path / "expected" / "reference" / split.bench
+    path.parent.mkdir(parents=True)
     n = len(next(iter(per_mode.values())))
     rounds = [{"round": i, "processes": {m: {"exit_status": 0} for m in ["untraced", *per_mode]}} for i in range(n)]
+    rows = [_row("untraced", [1.0] * n), *({**_row(m, xs), **(extra or {}).get(m, {})} for m, xs in per_mode.items())]
     doc = {"device": "GPU", "steps": 2, "warmup": 1, "step_sync": "stream", "configs": ["8x70"], "rounds": rounds,
-           "modes": [_row("untraced", [1.0] * n), *(_row(m, xs) for m, xs in per_mode.items())]}  # fmt: skip
-    (tmp_path / "expected" / "reference" / dp.PARTS_BENCH).write_text(json.dumps(doc))
-    return dp.bench_trace_parts(Facts(tmp_path), None)
+           "modes": rows}  # fmt: skip
+    path.write_text(json.dumps(doc))
+    return dp.split_block(Facts(tmp_path), split)
 
 
 def test_nothing_shipped_is_said(tmp_path):
@@ -61,3 +63,36 @@ def test_a_part_whose_modes_did_not_both_run_is_left_out(tmp_path):
     assert (
         "callback path" not in text and "writing the trace" not in text and "stream reference" not in text.split("The parts")[1]
     )
+
+
+def _call_u(tmp_path, held_back):
+    client = [1.10, 1.15, 1.12, 1.18, 1.11, 1.14, 1.16, 1.13, 1.17, 1.12]
+    per_mode = {
+        dp.CLIENT: client,
+        dp.DOMAINS: [x + 0.002 * (-1) ** i for i, x in enumerate(client)],  # the domains: nothing either way
+        dp.NOSYNC: [x + 0.07 for x in client],
+        D: [x + 0.07 + 0.003 * (-1) ** i for i, x in enumerate(client)],
+    }
+    extra = {dp.DOMAINS: {"cupti_domain_callbacks": [40, 42]}, dp.NOSYNC: {"domain_filter_held_back": held_back}}
+    return _write(tmp_path, per_mode, dp.CALL_U, extra)
+
+
+def test_call_us_domains_are_read_where_the_filter_held_the_domain_back_in_every_process(tmp_path):
+    text = _call_u(tmp_path, [1, 1, 1])
+    assert "the resource and synchronisation domains, to the bare client +0.000 over 10 rounds, not told from 0" in text
+    assert "the synchronisation domain, to Score-P +0.000 over 10 rounds, not told from 0" in text
+    assert "Score-P beyond the bare client with the same domains +0.07" in text
+    assert "received resource and synchronisation callbacks in 2 of 2 processes (40-42 each)" in text
+    assert "the filter held back the synchronisation domain in 3 of 3 processes" in text
+    assert "synchronisation domain held back | 8x70" in text  # tabled
+    targets = text.split("\n\n")[-1]
+    assert "held back" not in targets and "resource and synchronisation" not in targets  # the default mode's targets
+
+
+def test_call_us_filtered_mode_is_neither_tabled_nor_read_where_the_filter_held_nothing_back_somewhere(tmp_path):
+    text = _call_u(tmp_path, [1, 0, 1])
+    assert "the synchronisation domain, to Score-P: not read (the filter held nothing back in 1 of 3 processes)" in text
+    assert "synchronisation domain held back | 8x70" not in text
+    assert "the resource and synchronisation domains, to the bare client +0.000" in text  # the other parts still read
+    missing = _call_u(tmp_path / "b", None)
+    assert "the synchronisation domain, to Score-P: not read (the filter's counts were not recorded)" in missing

@@ -36,6 +36,8 @@ NAMES = {
     "scorep-launch-chunk4m-tsc": "Score-P, launch-only, 4 MB buffers, TSC timer",
     "scorep-launch-norefs-chunk4m": "Score-P, launch-only, 4 MB buffers, no stream references",
     "scorep-launch-notrace-chunk4m": "Score-P, launch-only, 4 MB buffers, tracing off (nothing written)",
+    "cupti-launch-domains": "CUPTI alone with launch callbacks and the resource and synchronisation domains (bare client), 4 MB buffers",
+    "scorep-launch-nosync-chunk4m": "Score-P, launch-only, 4 MB buffers, synchronisation domain held back",
 }
 TABLE_HEAD = (
     "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",

@@ -1,29 +1,67 @@
-"""The generated block of GPU call T (2026-12-05): where, in a launch record, the default Score-P mode's cost
-beyond the bare CUPTI client with the same launch callbacks lies. The lockstep rounds of the default mode beside
-the same mode without its stream reference and with Score-P's tracing off (its callbacks run and CUPTI's
-records are taken, nothing is written), the bare client and no tracer; each part of the cost as the paired
-per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95% interval of
-the median of the rounds); the default mode's targets on these rounds. The shared table, wording and targets
-come from :mod:`docbench` and :mod:`docbench_calls`."""
+"""The generated blocks of GPU calls T and U (2026-12-05): where the default Score-P mode's cost beyond the bare
+CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
+or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
+off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
+resource and synchronisation callback domains Score-P also enables, and the default mode with the synchronisation
+domain held back by a preloaded filter), the bare client and no tracer, in lockstep rounds. Each part of the cost
+is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
+interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
+left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import DEFAULT_MODE, DEFAULT_SAID, NAMES, bench_file, scorep_targets
 from dnabert_scaling.tools.docbench_calls import _cache_run_head, _paired_sentences
 from dnabert_scaling.tools.docfacts import Facts
 
-PARTS_DIR = "h200-bench/gpu-call-2026-12-05-parts"
-PARTS_BENCH = f"{PARTS_DIR}/bench-t.json"
+CLIENT = "cupti-launch"  # the bare CUPTI client with the launch callbacks the default mode takes
 NOREFS = "scorep-launch-norefs-chunk4m"  # the default mode without `references` (docbench.NAMES names it)
 NOTRACE = "scorep-launch-notrace-chunk4m"  # the default mode with tracing off: nothing written
-CLIENT = "cupti-launch"  # the bare CUPTI client with the launch callbacks the default mode takes
-# the parts of the default mode's cost beyond the bare client: (what the part is, the mode without it, the mode with it)
-PARTS = (
-    ("Score-P's callback path, nothing written", CLIENT, NOTRACE),
-    ("writing the trace", NOTRACE, DEFAULT_MODE),
-    ("the stream reference", NOREFS, DEFAULT_MODE),
-    ("in all", CLIENT, DEFAULT_MODE),
+DOMAINS = "cupti-launch-domains"  # the bare client with the resource and synchronisation domains as well
+NOSYNC = "scorep-launch-nosync-chunk4m"  # the default mode with the synchronisation domain held back
+
+
+@dataclass(frozen=True)
+class Split:
+    """One call's split of the cost: its file, its name in the text, and its parts (what the part is, the
+    mode without it, the mode with it); the modes other than the default and the bare client are diagnostic."""
+
+    bench: str
+    label: str
+    parts: tuple[tuple[str, str, str], ...]
+
+    @property
+    def diagnostic(self) -> set[str]:
+        return {m for _, low, high in self.parts for m in (low, high)} - {DEFAULT_MODE, CLIENT}
+
+
+PARTS_DIR = "h200-bench/gpu-call-2026-12-05-parts"
+PARTS_BENCH = f"{PARTS_DIR}/bench-t.json"
+CALL_T = Split(
+    PARTS_BENCH,
+    "call T",
+    (
+        ("Score-P's callback path, nothing written", CLIENT, NOTRACE),
+        ("writing the trace", NOTRACE, DEFAULT_MODE),
+        ("the stream reference", NOREFS, DEFAULT_MODE),
+        ("in all", CLIENT, DEFAULT_MODE),
+    ),
+)
+PARTS = CALL_T.parts
+DOMAINS_DIR = "h200-bench/gpu-call-2026-12-05-domains"
+DOMAINS_BENCH = f"{DOMAINS_DIR}/bench-u.json"
+CALL_U = Split(
+    DOMAINS_BENCH,
+    "call U",
+    (
+        ("the resource and synchronisation domains, to the bare client", CLIENT, DOMAINS),
+        ("the synchronisation domain, to Score-P", NOSYNC, DEFAULT_MODE),
+        ("Score-P beyond the bare client with the same domains", DOMAINS, DEFAULT_MODE),
+        ("in all", CLIENT, DEFAULT_MODE),
+    ),
 )
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
@@ -33,28 +71,92 @@ VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly a
 
 
 def bench_trace_parts(facts: Facts, _: str | None) -> str:
-    """Call T: the table; each pair of modes on the rounds both ran; each part of the cost against 0;
-    the default mode's targets on these rounds (the diagnostic modes left out of them)."""
-    data = bench_file(facts, PARTS_BENCH)
+    """Call T's block."""
+    return split_block(facts, CALL_T)
+
+
+def bench_trace_domains(facts: Facts, _: str | None) -> str:
+    """Call U's block, with what the bare client and the filter counted."""
+    return split_block(facts, CALL_U)
+
+
+def split_block(facts: Facts, split: Split) -> str:
+    """A call's split: the table; each pair of modes on the rounds both ran; each part of the cost against
+    0; what the diagnostic set-ups counted; the default mode's targets on these rounds (the diagnostic modes
+    left out of them)."""
+    data = bench_file(facts, split.bench)
     modes = [m for m in data.get("modes") or [] if m.get("mode") in NAMES]
     if not modes:
-        return f"(no `{PARTS_BENCH}` shipped)"
+        return f"(no `{split.bench}` shipped)"
+    unread = _unread_modes(modes)  # left out of the table as well: its name would say what it did not do
+    modes = [m for m in modes if m.get("mode") not in unread]
     text, names, by, configs, cached, runs = _cache_run_head(data, modes)
-    text += _paired_sentences(by, configs, names, [(low, high) for _, low, high in PARTS])
-    text += _parts_sentence(data, configs)
+    pairs = [(low, high) for _, low, high in split.parts if not {low, high} & set(unread)]
+    text += _paired_sentences(by, configs, names, pairs)
+    text += _parts_sentence(data, configs, split, unread)
+    text += _set_up_sentence(modes)
     said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
-    return text + "\n\n" + scorep_targets([m for m in modes if m.get("mode") not in (NOREFS, NOTRACE)], data, said=said)
+    kept = [m for m in modes if m.get("mode") not in split.diagnostic]
+    return text + "\n\n" + scorep_targets(kept, data, said=said)
 
 
-def _parts_sentence(data: dict, configs: list[str]) -> str:
+def _set_up_sentence(modes: list[dict]) -> str:
+    """What the diagnostic set-ups counted, from the processes' own counts: the bare client's resource and
+    synchronisation callbacks (with those domains) and the filter's held-back enabling calls."""
+    said = []
+    seen = set()
+    for m in modes:
+        mode = m.get("mode")
+        if mode in seen:
+            continue
+        seen.add(mode)
+        domain_calls = m.get("cupti_domain_callbacks")
+        if mode == DOMAINS and isinstance(domain_calls, list) and domain_calls:
+            got = [n for n in domain_calls if isinstance(n, int) and n > 0]
+            said.append(
+                f"the bare client with the domains received resource and synchronisation callbacks in {len(got)} of "
+                f"{len(domain_calls)} processes ({min(got):,}-{max(got):,} each)"
+                if got
+                else f"the bare client with the domains received no resource or synchronisation callback in any of its "
+                f"{len(domain_calls)} processes"
+            )
+        held = m.get("domain_filter_held_back")
+        if mode == NOSYNC and isinstance(held, list) and held:
+            ok = sum(1 for n in held if isinstance(n, int) and n > 0)
+            said.append(f"the filter held back the synchronisation domain in {ok} of {len(held)} processes")
+    return " Counted by the processes themselves: " + "; ".join(said) + "." if said else ""
+
+
+def _unread_modes(modes: list[dict]) -> dict[str, str]:
+    """The diagnostic modes whose set-up is not shown to have been what it says, with why: the filtered
+    Score-P mode where some process's filter held nothing back (or its counts are missing)."""
+    out = {}
+    for m in modes:
+        if m.get("mode") != NOSYNC:
+            continue
+        held = m.get("domain_filter_held_back")
+        if not isinstance(held, list) or not held:
+            out[NOSYNC] = "the filter's counts were not recorded"
+        else:
+            off = sum(1 for n in held if not (isinstance(n, int) and n > 0))
+            if off:
+                out[NOSYNC] = f"the filter held nothing back in {off} of {len(held)} processes"
+    return out
+
+
+def _parts_sentence(data: dict, configs: list[str], split: Split, unread: dict[str, str] | None = None) -> str:
     """Per configuration, each part as the median of its paired per-round differences (in untraced steps),
     with its 95% interval of the median and what that says against 0; parts whose modes did not both run
     are left out. A part is a cost only where its interval lies wholly above 0."""
     said = []
     for config in configs:
         parts = []
-        for what, low, high in PARTS:
-            rounds = cv.rounds_of(data, config, high, minus=low, label="call T")
+        for what, low, high in split.parts:
+            why = next(((unread or {})[m] for m in (low, high) if m in (unread or {})), None)
+            if why:
+                parts.append(f"{what}: not read ({why})")
+                continue
+            rounds = cv.rounds_of(data, config, high, minus=low, label=split.label)
             if not rounds.ran:
                 continue
             verdict, interval = cv.judge([rounds], 0.0)

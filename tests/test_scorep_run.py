@@ -60,6 +60,21 @@ def test_a_cupti_buffer_that_cannot_hold_one_chunk_is_refused(tmp_path, clean_en
         assert sp.scorep_environment(0, tmp_path / "run")["SCOREP_CUDA_BUFFER"] == buffer
 
 
+def test_the_trace_buffer_grows_with_a_long_run_up_to_what_score_p_takes(tmp_path, clean_env):
+    """SCOREP_TOTAL_MEMORY: the default of its kind up to ~1,000 steps (~250 with every Python call), twice what
+    the steps' records take beyond that, never more than Score-P 8.4 takes (under 4 GiB); a caller's value wins."""
+    env_of = lambda **kw: sp.scorep_environment(0, tmp_path / "r", **kw)["SCOREP_TOTAL_MEMORY"]  # noqa: E731
+    assert env_of() == env_of(steps=55) == env_of(steps=1024) == "256M"
+    assert env_of(steps=55, python_instrumentation=True) == env_of(steps=256, python_instrumentation=True) == "2G"
+    for steps, python in ((1025, False), (5005, False), (300, True)):
+        value = sp.scorep_size(env_of(steps=steps, python_instrumentation=python))
+        per_step = sp.TRACE_BYTES_PER_STEP_PYTHON if python else sp.TRACE_BYTES_PER_STEP
+        assert 2 * steps * per_step <= value < 2 * steps * per_step + 2**20, (steps, python, value)
+    assert env_of(steps=10**6) == env_of(steps=2000, python_instrumentation=True) == "4095M"  # Score-P's most
+    clean_env.setenv("SCOREP_TOTAL_MEMORY", "1G")
+    assert env_of(steps=10**6) == "1G"
+
+
 def test_the_cupti_buffer_holds_every_record_of_a_long_run(tmp_path, clean_env):
     """Score-P drains CUPTI's buffer only at a context synchronisation or at the end: the artifact's default
     is 64M up to ~100 steps, and grows with the run beyond that; a value given by the caller wins."""

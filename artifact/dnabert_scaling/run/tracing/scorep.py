@@ -60,8 +60,14 @@ PATCHES_FILE = Path("share") / "scorep-patches.txt"
 # 256 MiB leaves a >20x margin, so no mid-run flush; memory is reserved per process (8 ranks on
 # a node: 2 GiB of 1+ TiB). With full Python instrumentation every Python call adds an
 # Enter/Leave (~30 B); a DNABERT-2 step makes ~1e5 calls: 50 x 1e5 x 30 B = 150 MB, so 2 GiB.
+# A longer run gets more (:func:`default_total_memory`: twice the bytes its steps need), up to what Score-P 8.4
+# takes at most (under 4 GiB a process; it cuts a larger value to that itself); a run beyond even that
+# flushes mid-run, which :func:`check_experiment` reports.
 DEFAULT_TOTAL_MEMORY = "256M"
 DEFAULT_TOTAL_MEMORY_PYTHON = "2G"
+TRACE_BYTES_PER_STEP = 128 * 1024  # ~1,015 kernels x ~110 B of records, rounded up
+TRACE_BYTES_PER_STEP_PYTHON = 4 * 1024 * 1024  # ~1e5 Python calls x ~30 B, rounded up
+MAX_TOTAL_MEMORY_MIB = 4095  # SCOREP_TOTAL_MEMORY is at most 4 GiB less one page (SCOREP_Memory.c)
 # CUPTI activity buffer: a kernel activity record is ~200 B, a copy ~150 B. Score-P drains it only at a
 # context synchronisation and at the end (the training loop synchronises at neither inside a run), so it must
 # hold every record of the run: 50 steps x 1,000 kernels (10 MB) needs ~12 MB; 64 MiB gives 5x margin
@@ -201,6 +207,20 @@ def experiment_dir(run_dir, rank: int) -> Path:
     return RunLayout(run_dir).scorep_dir(rank)
 
 
+def default_total_memory(steps: int | None = None, python_instrumentation: bool = False) -> str:
+    """``SCOREP_TOTAL_MEMORY`` for a run of ``steps`` steps (warm-up included): the default of its kind, or
+    twice what its steps' records take where that is more, in MiB, at most :data:`MAX_TOTAL_MEMORY_MIB`."""
+    floor, per_step = (
+        (DEFAULT_TOTAL_MEMORY_PYTHON, TRACE_BYTES_PER_STEP_PYTHON)
+        if python_instrumentation
+        else (DEFAULT_TOTAL_MEMORY, TRACE_BYTES_PER_STEP)
+    )
+    need = 2 * (steps or 0) * per_step
+    if need <= (scorep_size(floor) or 0):
+        return floor
+    return f"{min(-(-need // 2**20), MAX_TOTAL_MEMORY_MIB)}M"
+
+
 def default_cuda_buffer(steps: int | None = None) -> str:
     """``SCOREP_CUDA_BUFFER`` for a run of ``steps`` steps (warm-up included): :data:`DEFAULT_CUDA_BUFFER`, or
     more where the run's records (:data:`RECORDS_PER_STEP` of :data:`RECORD_BYTES` each step) would not fit
@@ -269,9 +289,7 @@ def scorep_environment(
         "SCOREP_ENABLE_TRACING": "true",
         "SCOREP_ENABLE_PROFILING": "false",
         "SCOREP_CUDA_ENABLE": pick(cuda_enable, "SCOREP_CUDA_ENABLE", DEFAULT_CUDA_ENABLE),
-        "SCOREP_TOTAL_MEMORY": pick(
-            total_memory, "SCOREP_TOTAL_MEMORY", DEFAULT_TOTAL_MEMORY_PYTHON if python_instrumentation else DEFAULT_TOTAL_MEMORY
-        ),
+        "SCOREP_TOTAL_MEMORY": pick(total_memory, "SCOREP_TOTAL_MEMORY", default_total_memory(steps, python_instrumentation)),
         "SCOREP_CUDA_BUFFER": pick(cuda_buffer, "SCOREP_CUDA_BUFFER", default_cuda_buffer(steps)),
         "SCOREP_CUDA_BUFFER_CHUNK": pick(None, "SCOREP_CUDA_BUFFER_CHUNK", DEFAULT_CUDA_BUFFER_CHUNK),
         "SCOREP_CUDA_DRIVER_CALLBACKS": pick(driver_callbacks, "SCOREP_CUDA_DRIVER_CALLBACKS", default_driver_callbacks()[0]),

@@ -23,6 +23,7 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "cupti-kernels": None,
     "cupti-kernels-8k": None,
     "cupti-launch": None,
+    "cupti-launch-domains": None,
     # the default mode with Score-P's TSC timer instead of the artifact's clock_gettime: whether reading the
     # clock is part of what a launch record costs on this machine (see scripts/clock_cost.c)
     "scorep-launch-chunk4m-tsc": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_TIMER": "tsc"}),

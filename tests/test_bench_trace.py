@@ -605,6 +605,20 @@ def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt
     assert bt.modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
 
 
+def test_every_mode_a_table_of_the_benchmark_names_is_a_mode_it_accepts(bt):
+    """--modes accepts only the keys of MODES: a mode named in another table but missing there is refused on the
+    GPU before any round (as cupti-launch-domains was, in call U's first try)."""
+    named = {
+        *bt.modes.CUPTI_CLIENT_MODES,
+        *bt.modes.CUPTI_CLIENT_OPTIONS,
+        *bt.modes.DOMAIN_FILTER_MODES,
+        *bt.modes.MODE_NEEDS_PATCH,
+    }
+    assert named <= set(bt.modes.MODES), named - set(bt.modes.MODES)
+    assert all(bt.modes.MODES[m] is None for m in bt.modes.CUPTI_CLIENT_MODES)  # the bare client runs without Score-P
+    assert all(bt.modes.MODES[m] is not None for m in bt.modes.DOMAIN_FILTER_MODES)  # the filter sits before Score-P
+
+
 def test_the_nosync_mode_is_the_default_mode_with_the_domain_filter_preloaded_first(bt, tmp_path):
     work = tmp_path / "work"
     env = bt.lockstep.child_env("scorep-launch-nosync-chunk4m", work / "r0-x", {"PATH": "/usr/bin", "LD_PRELOAD": "/a.so"})

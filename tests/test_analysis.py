@@ -241,6 +241,36 @@ def test_analyze_trace_metrics_and_ranking():
     assert len(res.timeline) > 0 and set(res.timeline_phases["name"]) == {"step", "forward", "backward", "optimizer"}
 
 
+def test_a_zero_length_step_range_is_no_measured_step_and_is_reported():
+    """A ``ds:step`` range whose start is its end cannot hold the step's work. The last one's host
+    window was empty, so its work fell in no step and the step table silently lost it; one before the
+    last took the work up to the next step's start. Either way the step is left out, and said to be."""
+    last = [("step", 100, 100) if p == ("step", 100, 200) else p for p in PHASES]
+    res = analyze_trace(make_trace(phases=last), 1, 2, "hand")
+    assert res.steps["step"].tolist() == [0] and res.metrics.step_time_s.n == 1
+    assert res.steps_complete is False
+    assert res.problems == [
+        "rank 0: 1 of the 2 ds:step ranges have zero length (steps 1): such a range cannot hold a step's work "
+        "and owns no host time, so the step is not measured (work the step launched before its range counts "
+        "in the step before)",
+        "rank 0: 1 of the 2 measured steps the trace marks hold no GPU activity (steps 1): left out of the per-step figures",
+    ]
+    first = [("step", 0, 0) if p == ("step", 0, 100) else p for p in PHASES]
+    res = analyze_trace(make_trace(phases=first), 1, 2, "hand")
+    assert res.steps["step"].tolist() == [1] and res.steps_complete is False
+    assert res.steps["step_time_s"].iloc[0] == pytest.approx(115e-9)  # step 1 keeps its own window, no more
+    assert [p.split(" (steps ")[0] for p in res.problems] == [
+        "rank 0: 1 of the 2 ds:step ranges have zero length",
+        "rank 0: 1 of the 2 measured steps the trace marks hold no GPU activity",
+    ]
+    # a step of proper length without GPU work is left out of the table too, and said to be
+    res = analyze_trace(make_trace(gpu_rows=GPU[:6]), 1, 2, "hand")
+    assert res.steps["step"].tolist() == [0] and res.steps_complete is False
+    assert res.problems == [
+        "rank 0: 1 of the 2 measured steps the trace marks hold no GPU activity (steps 1): left out of the per-step figures"
+    ]
+
+
 def test_stat():
     s = stat([1.0, 2.0, 3.0, float("nan")])
     assert s.median == 2.0 and s.n == 3 and s.min == 1.0 and s.to_json()["p90"] == pytest.approx(2.8)

@@ -18,7 +18,9 @@ first:
 Host step windows tile the measured part of the run: step k owns host time from its own start to
 the next step's start (the last step: to its end), so host work between the marked ranges (the
 next batch's copy, for instance) belongs to a step too. Launches before the first measured step
-(warm-up) or after the last one are not attributed (step -1).
+(warm-up) or after the last one are not attributed (step -1). A step range of zero length (its
+start is its end) cannot hold a step's work, and which of its ends is the step's is not known: it
+owns no host time, so the step is not measured, and the timeline names it in ``problems``.
 
 That rule holds for work whose launch the trace did not record, too: torch.profiler starts
 recording at the first measured step, and the GPU work the last warm-up step launched is still
@@ -54,10 +56,16 @@ class HostTimeline:
     phase_start: np.ndarray
     phase_end: np.ndarray
     phase_code: np.ndarray
+    problems: list[str] = field(default_factory=list)  # what is wrong with the step ranges
 
     @property
     def steps(self) -> int:
         return len(self.step_start)
+
+    @property
+    def owns_time(self) -> np.ndarray:
+        """Per measured step: whether its range has a length (one of zero owns no host time)."""
+        return self.step_end > self.step_start
 
     @classmethod
     def from_host(cls, host: pd.DataFrame) -> "HostTimeline":
@@ -65,13 +73,21 @@ class HostTimeline:
         names = phases["name"].astype(str).to_numpy()
         steps = phases[names == "step"].sort_values("start_ns")
         inner = phases[np.isin(names, PHASES)].sort_values("start_ns")
-        return cls(
+        tl = cls(
             step_start=steps["start_ns"].to_numpy(np.int64),
             step_end=steps["end_ns"].to_numpy(np.int64),
             phase_start=inner["start_ns"].to_numpy(np.int64),
             phase_end=inner["end_ns"].to_numpy(np.int64),
             phase_code=np.array([PHASE_CODES[n] for n in inner["name"].astype(str)], dtype=np.int8),
         )
+        empty = np.flatnonzero(~tl.owns_time)
+        if len(empty):
+            tl.problems.append(
+                f"{len(empty)} of the {tl.steps} ds:step ranges have zero length (steps {listed(empty)}): "
+                "such a range cannot hold a step's work and owns no host time, so the step is not measured "
+                "(work the step launched before its range counts in the step before)"
+            )
+        return tl
 
     def step_of(self, t: np.ndarray, tail: int = 0) -> np.ndarray:
         """Index of the measured step whose host window holds each time (-1 outside); the last
@@ -81,7 +97,8 @@ class HostTimeline:
             return np.full(t.shape, -1, dtype=np.int64)
         k = np.searchsorted(self.step_start, t, side="right") - 1
         limit = np.append(self.step_start[1:], self.step_end[-1] + tail)
-        inside = (k >= 0) & (t < limit[np.clip(k, 0, None)])
+        kc = np.clip(k, 0, None)
+        inside = (k >= 0) & (t < limit[kc]) & self.owns_time[kc]
         return np.where(inside, k, -1)
 
     def phase_containing(self, t: np.ndarray) -> np.ndarray:
@@ -104,8 +121,15 @@ class HostTimeline:
     def step_before(self, t: np.ndarray) -> np.ndarray:
         """Measured step whose host window holds each GPU time; the GPU runs behind the host, so
         the last window is extended by one median step length."""
-        tail = int(np.median(self.step_end - self.step_start)) if self.steps else 0
+        lengths = (self.step_end - self.step_start)[self.owns_time]
+        tail = int(np.median(lengths)) if len(lengths) else 0
         return self.step_of(t, tail=tail)
+
+
+def listed(steps: np.ndarray, most: int = 10) -> str:
+    """Step indices for a message: the first ``most`` of them, and how many more."""
+    shown = ", ".join(str(int(k)) for k in steps[:most])
+    return shown + (f" and {len(steps) - most} more" if len(steps) > most else "")
 
 
 @dataclass

@@ -82,7 +82,7 @@ def profile_from_trace(trace) -> Profile:
     att = attribute(gpu, host, tl)
     is_bucket = _bucket_hook_rows(host, meta)
     cat = gpu["category"].astype(str).to_numpy()
-    notes: list[str] = []
+    notes: list[str] = list(tl.problems)
     launch, method = _launch_times_for_replay(gpu, host, (att.step >= 0) & (cat != "nccl"), notes)
     rows = _replayed_rows(gpu, att)
     start = gpu["start_ns"].to_numpy(np.int64)[rows]

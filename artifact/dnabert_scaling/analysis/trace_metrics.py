@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling.analysis import completeness, idle, kernel_classes, partition, skew
-from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, attribute, validate
+from dnabert_scaling.analysis.attribution import PHASE_LABELS, HostTimeline, attribute, listed, validate
 from dnabert_scaling.analysis.stats import mean_of_known, stat
 from dnabert_scaling.phases import STEP_PHASES
 from dnabert_scaling.metrics_schema import Completeness, GpuMetrics, KernelClassShare, PhaseAgreement, RankedActivity, RankFigures
@@ -138,6 +138,9 @@ def _add_rank(acc: _Ranks, trace, r: int, expected_steps: int | None, bound: flo
     elif expected_steps and tl.steps != expected_steps:
         acc.steps_complete = False
         acc.problems.append(f"rank {r}: the trace marks {tl.steps} measured steps, expected {expected_steps}")
+    if tl.problems:
+        acc.steps_complete = False
+        acc.problems += [f"rank {r}: {p}" for p in tl.problems]
     acc.completeness[r] = completeness.rank_completeness(gpu, host, tl, bound)
     att = attribute(gpu, host, tl)
     acc.notes += [f"rank {r}: {n}" for n in att.notes]
@@ -149,6 +152,13 @@ def _add_rank(acc: _Ranks, trace, r: int, expected_steps: int | None, bound: flo
         for prefer in acc.validation:
             acc.validation[prefer].append(validate(att, gpu, host, tl, prefer, dur))
     windows = partition.step_windows(gpu, att, tl.steps)
+    lost = np.flatnonzero(~windows[2])  # the step table keeps only steps with GPU work: say which it leaves out
+    if len(lost):
+        acc.steps_complete = False
+        acc.problems.append(
+            f"rank {r}: {len(lost)} of the {tl.steps} measured steps the trace marks hold no GPU activity "
+            f"(steps {listed(lost)}): left out of the per-step figures"
+        )
     table = partition.rank_step_table(gpu, att, windows)
     table = pd.concat([table, idle.step_columns(gpu, host, tl, att, windows)], axis=1)
     table.insert(0, "rank", r)

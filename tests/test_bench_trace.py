@@ -797,6 +797,7 @@ def test_merge_refuses_a_round_that_summarise_could_not_read(tmp_path, spoil, sa
         "gpu-call-2026-12-04-stream-sync/bench-f.json",
         "gpu-call-2026-12-04-cache/bench-nop.json",
         "gpu-call-2026-12-04-profile/bench-abc.json",
+        "../h100-bench/gpu-call-2026-12-05-domains/bench-u.json",  # call U, on the lent H100
     ],
 )
 def test_the_shipped_figures_are_what_their_own_rounds_give(bt, shipped):
@@ -825,6 +826,9 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
     ],
     "gpu-call-2026-12-04-cache/bench-nop.json": [f"gpu-call-2026-12-04-cache/bench-{c}.json" for c in "nop"],
     "gpu-call-2026-12-04-profile/bench-abc.json": [f"gpu-call-2026-12-04-profile/bench-{c}.json" for c in "abc"],
+    "../h100-bench/gpu-call-2026-12-05-domains/bench-u.json": [
+        f"../h100-bench/gpu-call-2026-12-05-domains/bench-u{c}.json" for c in "12"
+    ],
 }  # fmt: skip
 
 

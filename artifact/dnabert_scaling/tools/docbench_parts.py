@@ -51,7 +51,7 @@ CALL_T = Split(
     ),
 )
 PARTS = CALL_T.parts
-DOMAINS_DIR = "h200-bench/gpu-call-2026-12-05-domains"
+DOMAINS_DIR = "h100-bench/gpu-call-2026-12-05-domains"  # on the lent H100: never pooled with the H200's targets
 DOMAINS_BENCH = f"{DOMAINS_DIR}/bench-u.json"
 CALL_U = Split(
     DOMAINS_BENCH,

@@ -22,7 +22,6 @@ TARGET_SETS = (
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
     ("h200-bench/gpu-call-2026-12-05/bench-rs.json", "calls R and S"),
     ("h200-bench/gpu-call-2026-12-05-parts/bench-t.json", "call T"),  # docbench_parts.PARTS_BENCH
-    ("h200-bench/gpu-call-2026-12-05-domains/bench-u.json", "call U"),  # docbench_parts.DOMAINS_BENCH
 )
 TARGET_DEVICE = "NVIDIA H200"  # issue 24's targets are of the lent H200: rounds of another card are never pooled with them
 SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches

@@ -161,10 +161,15 @@ def sets_table(facts: Facts, _: str | None) -> str:
 
 
 def bench_folders(facts: Facts, _: str | None) -> str:
+    """Each folder of benchmark outputs with its files, then its folders (a GPU call's record each)."""
     lines = []
     for folder in facts.bench_folders:
         files = sorted(p.name for p in folder.iterdir() if p.is_file())
-        lines.append(f"- `reference/{folder.name}/`: " + (", ".join(f"`{f}`" for f in files) or "empty"))
+        inner = sorted(p.name for p in folder.iterdir() if p.is_dir())
+        said = ", ".join(f"`{f}`" for f in files)
+        if inner:
+            said += ("; " if said else "") + "folders " + ", ".join(f"`{d}/`" for d in inner)
+        lines.append(f"- `reference/{folder.name}/`: " + (said or "empty"))
     return "\n".join(lines) or "- (none)"
 
 

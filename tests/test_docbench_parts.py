@@ -73,7 +73,8 @@ def _call_u(tmp_path, held_back):
         dp.NOSYNC: [x + 0.07 for x in client],
         D: [x + 0.07 + 0.003 * (-1) ** i for i, x in enumerate(client)],
     }
-    extra = {dp.DOMAINS: {"cupti_domain_callbacks": [40, 42]}, dp.NOSYNC: {"domain_filter_held_back": held_back}}
+    calls = [41, 41] if held_back == [2, 2] else [40, 42]  # every process the same count: said once
+    extra = {dp.DOMAINS: {"cupti_domain_callbacks": calls}, dp.NOSYNC: {"domain_filter_held_back": held_back}}
     return _write(tmp_path, per_mode, dp.CALL_U, extra)
 
 
@@ -94,5 +95,6 @@ def test_call_us_filtered_mode_is_neither_tabled_nor_read_where_the_filter_held_
     assert "the synchronisation domain, to Score-P: not read (the filter held nothing back in 1 of 3 processes)" in text
     assert "synchronisation domain held back | 8x70" not in text
     assert "the resource and synchronisation domains, to the bare client +0.000" in text  # the other parts still read
+    assert "in 2 of 2 processes (41 each)" in _call_u(tmp_path / "c", [2, 2])
     missing = _call_u(tmp_path / "b", None)
     assert "the synchronisation domain, to Score-P: not read (the filter's counts were not recorded)" in missing

@@ -115,7 +115,7 @@ def _set_up_sentence(modes: list[dict]) -> str:
             got = [n for n in domain_calls if isinstance(n, int) and n > 0]
             said.append(
                 f"the bare client with the domains received resource and synchronisation callbacks in {len(got)} of "
-                f"{len(domain_calls)} processes ({min(got):,}-{max(got):,} each)"
+                f"{len(domain_calls)} processes ({_span(got)} each)"
                 if got
                 else f"the bare client with the domains received no resource or synchronisation callback in any of its "
                 f"{len(domain_calls)} processes"
@@ -125,6 +125,11 @@ def _set_up_sentence(modes: list[dict]) -> str:
             ok = sum(1 for n in held if isinstance(n, int) and n > 0)
             said.append(f"the filter held back the synchronisation domain in {ok} of {len(held)} processes")
     return " Counted by the processes themselves: " + "; ".join(said) + "." if said else ""
+
+
+def _span(counts: list[int]) -> str:
+    """``7`` where every count is 7, else ``5-9``."""
+    return f"{min(counts):,}" if min(counts) == max(counts) else f"{min(counts):,}-{max(counts):,}"
 
 
 def _unread_modes(modes: list[dict]) -> dict[str, str]:

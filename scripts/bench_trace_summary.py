@@ -9,7 +9,7 @@ import os
 import statistics
 from pathlib import Path
 
-from bench_trace_modes import MICRO_KEYS, MODES, STEP_FIGURES
+from bench_trace_modes import DOMAIN_FILTER_MODES, MICRO_KEYS, MODES, STEP_FIGURES
 
 
 def nonnegative_number(x) -> bool:
@@ -123,13 +123,13 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         }
         if any("domain_callbacks" in c for c in client):  # a client that counts them (after call T)
             extra["cupti_domain_callbacks"] = [c.get("domain_callbacks") for c in client]
-    filtered = [  # scripts/cupti_domain_filter.c's counts, where it was preloaded: each process's held-back calls
-        r["processes"][mode]["domain_filter"]
-        for r in rounds
-        if "error" not in r and isinstance(r.get("processes", {}).get(mode, {}).get("domain_filter"), dict)
-    ]
-    if filtered:
-        extra["domain_filter_held_back"] = [f.get("held_back") for f in filtered]
+    if mode in DOMAIN_FILTER_MODES:  # each process's calls held back by scripts/cupti_domain_filter.c; None where
+        # the process reported no counts (the filter was not loaded): listed, so the documents read it as not held back
+        extra["domain_filter_held_back"] = [
+            (r["processes"][mode].get("domain_filter") or {}).get("held_back")
+            for r in rounds
+            if "error" not in r and isinstance(r.get("processes", {}).get(mode), dict)
+        ]
     return {
         **extra,
         "trace_bytes_per_step": statistics.median(sizes) if sizes else None,

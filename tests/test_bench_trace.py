@@ -664,7 +664,7 @@ def test_the_domain_filter_holds_back_only_the_synchronisation_domain_when_prelo
     subprocess.run(
         [cc, "-o", tmp_path / "probe", tmp_path / "probe.c", f"-L{tmp_path}", "-lcupti", f"-Wl,-rpath,{tmp_path}"], check=True
     )
-    lib, why = bt.setup.build_domain_filter(tmp_path / "", ("scorep-launch-nosync-chunk4m",))
+    lib, why = bt.setup.build_domain_filter(tmp_path, ("scorep-launch-nosync-chunk4m",))
     assert why is None and Path(lib).name == bt.modes.DOMAIN_FILTER_LIB
     plain = subprocess.run([tmp_path / "probe"], capture_output=True, text=True, check=True)
     assert plain.stderr.splitlines() == ["cupti got 1 3", "cupti got 1 4", "cupti got 0 4"]
@@ -677,8 +677,22 @@ def test_the_domain_filter_holds_back_only_the_synchronisation_domain_when_prelo
         capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     assert counts.stdout.strip() == "[0, 0]"  # loaded in a process that makes no call: nothing counted
-    sys.path.insert(0, str(SCRIPTS))
     assert bt.child.domain_filter_counts() is None  # this process did not preload it
+
+
+def test_a_filtered_process_that_reported_no_filter_counts_is_listed_not_skipped(bt):
+    """A process of the filtered mode without the filter's counts (the filter was not loaded) ran as the default
+    mode: the summary lists it as None beside the others, so the documents cannot read the mode as filtered."""
+    mode = "scorep-launch-nosync-chunk4m"
+    rounds = []
+    for rnd, counts in enumerate(({"held_back": 1, "passed_on": 1}, None, {"held_back": 1, "passed_on": 1})):
+        row = _round(rnd, [10.0] * 3, [12.0] * 3)
+        row["steps_ms"]["8x70"][mode] = [12.0] * 3
+        row["processes"][mode] = {"exit_status": 0, **({"domain_filter": counts} if counts else {})}
+        rounds.append(row)
+    rows = {r["mode"]: r for r in bt.summary.summarise(rounds, ["8x70"], {})}
+    assert rows[mode]["domain_filter_held_back"] == [1, None, 1]
+    assert "domain_filter_held_back" not in rows["scorep-launch"]  # a mode run without the filter
 
 
 def test_the_domain_filter_that_does_not_build_is_a_message(bt, tmp_path):

@@ -52,14 +52,19 @@ def parent(args) -> int:
             if why:
                 print(why, file=sys.stderr)
                 return 2
-        if any(m in DOMAIN_FILTER_MODES for m in modes):
-            _, why = build_domain_filter(work, tuple(m for m in modes if m in DOMAIN_FILTER_MODES))
+        if filtered_modes(modes):
+            _, why = build_domain_filter(work, filtered_modes(modes))
             if why:
                 print(why, file=sys.stderr)
                 return 2
         return measure(args, modes, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the experiments are counted by then
+
+
+def filtered_modes(modes: list[str]) -> tuple[str, ...]:
+    """The modes asked for that run with scripts/cupti_domain_filter.c preloaded."""
+    return tuple(m for m in modes if m in DOMAIN_FILTER_MODES)
 
 
 def measure(args, modes: list[str], work: Path) -> int:
@@ -94,11 +99,7 @@ def measure(args, modes: list[str], work: Path) -> int:
         "mode_settings": mode_settings(modes),
         "cupti_client": getattr(args, "cupti_client", None),
         # the modes run with scripts/cupti_domain_filter.c preloaded (their Score-P variables are the default's)
-        **(
-            {"domain_filter_modes": [m for m in modes if m in DOMAIN_FILTER_MODES]}
-            if any(m in DOMAIN_FILTER_MODES for m in modes)
-            else {}
-        ),
+        **({"domain_filter_modes": list(filtered_modes(modes))} if filtered_modes(modes) else {}),
         "modes": summarise(rounds, args.config_names, counts),
         "per_call": per_call(rounds),
         "counts": counts,

@@ -38,8 +38,7 @@ class Split:
         return {m for _, low, high in self.parts for m in (low, high)} - {DEFAULT_MODE, CLIENT}
 
 
-PARTS_DIR = "h200-bench/gpu-call-2026-12-05-parts"
-PARTS_BENCH = f"{PARTS_DIR}/bench-t.json"
+PARTS_BENCH = "h200-bench/gpu-call-2026-12-05-parts/bench-t.json"
 CALL_T = Split(
     PARTS_BENCH,
     "call T",
@@ -50,9 +49,7 @@ CALL_T = Split(
         ("in all", CLIENT, DEFAULT_MODE),
     ),
 )
-PARTS = CALL_T.parts
-DOMAINS_DIR = "h100-bench/gpu-call-2026-12-05-domains"  # on the lent H100: never pooled with the H200's targets
-DOMAINS_BENCH = f"{DOMAINS_DIR}/bench-u.json"
+DOMAINS_BENCH = "h100-bench/gpu-call-2026-12-05-domains/bench-u.json"  # on the lent H100: never pooled with the H200's targets
 CALL_U = Split(
     DOMAINS_BENCH,
     "call U",
@@ -100,16 +97,19 @@ def split_block(facts: Facts, split: Split) -> str:
     return text + "\n\n" + scorep_targets(kept, data, said=said)
 
 
+def _first_rows(modes: list[dict]) -> dict[str, dict]:
+    """Each mode's first row (a mode's process counts are the same in the rows of each configuration)."""
+    out: dict[str, dict] = {}
+    for m in modes:
+        out.setdefault(m.get("mode"), m)
+    return out
+
+
 def _set_up_sentence(modes: list[dict]) -> str:
     """What the diagnostic set-ups counted, from the processes' own counts: the bare client's resource and
     synchronisation callbacks (with those domains) and the filter's held-back enabling calls."""
     said = []
-    seen = set()
-    for m in modes:
-        mode = m.get("mode")
-        if mode in seen:
-            continue
-        seen.add(mode)
+    for mode, m in _first_rows(modes).items():
         domain_calls = m.get("cupti_domain_callbacks")
         if mode == DOMAINS and isinstance(domain_calls, list) and domain_calls:
             got = [n for n in domain_calls if isinstance(n, int) and n > 0]
@@ -135,21 +135,17 @@ def _span(counts: list[int]) -> str:
 def _unread_modes(modes: list[dict]) -> dict[str, str]:
     """The diagnostic modes whose set-up is not shown to have been what it says, with why: the filtered
     Score-P mode where some process's filter held nothing back (or its counts are missing)."""
-    out = {}
-    for m in modes:
-        if m.get("mode") != NOSYNC:
-            continue
-        held = m.get("domain_filter_held_back")
-        if not isinstance(held, list) or not held:
-            out[NOSYNC] = "the filter's counts were not recorded"
-        else:
-            off = sum(1 for n in held if not (isinstance(n, int) and n > 0))
-            if off:
-                out[NOSYNC] = f"the filter held nothing back in {off} of {len(held)} processes"
-    return out
+    row = _first_rows(modes).get(NOSYNC)
+    if row is None:
+        return {}
+    held = row.get("domain_filter_held_back")
+    if not isinstance(held, list) or not held:
+        return {NOSYNC: "the filter's counts were not recorded"}
+    off = sum(1 for n in held if not (isinstance(n, int) and n > 0))
+    return {NOSYNC: f"the filter held nothing back in {off} of {len(held)} processes"} if off else {}
 
 
-def _parts_sentence(data: dict, configs: list[str], split: Split, unread: dict[str, str] | None = None) -> str:
+def _parts_sentence(data: dict, configs: list[str], split: Split, unread: dict[str, str]) -> str:
     """Per configuration, each part as the median of its paired per-round differences (in untraced steps),
     with its 95% interval of the median and what that says against 0; parts whose modes did not both run
     are left out. A part is a cost only where its interval lies wholly above 0."""
@@ -157,7 +153,7 @@ def _parts_sentence(data: dict, configs: list[str], split: Split, unread: dict[s
     for config in configs:
         parts = []
         for what, low, high in split.parts:
-            why = next(((unread or {})[m] for m in (low, high) if m in (unread or {})), None)
+            why = next((unread[m] for m in (low, high) if m in unread), None)
             if why:
                 parts.append(f"{what}: not read ({why})")
                 continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file, run_patches
+from dnabert_scaling.tools.docbench_parts import PARTS_BENCH
 from dnabert_scaling.tools.docfacts import Facts
 from dnabert_scaling.tools.scorep_series import read_series
 
@@ -21,7 +22,7 @@ TARGET_SETS = (
     (CACHE_BENCH, "calls N, O and P"),
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
     ("h200-bench/gpu-call-2026-12-05/bench-rs.json", "calls R and S"),
-    ("h200-bench/gpu-call-2026-12-05-parts/bench-t.json", "call T"),  # docbench_parts.PARTS_BENCH
+    (PARTS_BENCH, "call T"),
 )
 TARGET_DEVICE = "NVIDIA H200"  # issue 24's targets are of the lent H200: rounds of another card are never pooled with them
 SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches

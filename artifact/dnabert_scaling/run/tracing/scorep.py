@@ -325,7 +325,7 @@ def scorep_command(
 
     Environment: ``os.environ`` plus the Score-P variables plus ``extra_env``. A value given as an
     argument wins over the caller's own ``SCOREP_*`` environment variable, which wins over the
-    defaults above (the CUPTI buffer sized for ``steps``, the run's steps with its warm-up). Creates ``<run_dir>/traces``; raises ArtifactError when the rank's experiment
+    defaults above (the trace and CUPTI buffers sized for ``steps``, the run's steps with its warm-up). Creates ``<run_dir>/traces``; raises ArtifactError when the rank's experiment
     directory already exists (Score-P would rename it; delete it or use a new run directory).
     """
     args = [str(a) for a in module_args]

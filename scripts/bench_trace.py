@@ -52,6 +52,15 @@ Diagnostic modes (run only where --modes names them):
                     Score-P enables (the same name prefixes) and stores a timestamp, the callback id
                     and the correlation id at each call's entry and exit: the least a CUPTI tracer
                     with launch records does; what launch-only Score-P pays beyond it is its own
+  cupti-launch-domains
+                    cupti-launch, and the client also enables the resource and synchronisation
+                    callback domains Score-P enables, and only counts their callbacks
+  cupti-launch-records
+                    cupti-kernels, and instead of callbacks the client asks CUPTI for an activity
+                    record of each of the same driver calls (start, end, thread, correlation id),
+                    written by CUPTI beside the kernel records: launch records with no code of the
+                    tracer on the launch path. The client counts them and the kernel records whose
+                    correlation id one of them carries (the exact launch-to-kernel link)
   scorep-launch-nocache-chunk4m
                     scorep-launch-chunk4m with SCOREP_CUDA_STREAM_REF_CACHE=false: each launch looks
                     its stream's location up anew (needs a Score-P built with

@@ -13,6 +13,14 @@
  * (what links a launch to its kernel record) in a thread-local ring. That is the least a tracer
  * with launch records does: what launch-only Score-P pays beyond it is Score-P's own.
  *
+ * With launch records instead (`cupti-launch-records`) it subscribes to no callback: it asks CUPTI for an
+ * activity record of each of those same driver calls (cuptiActivityEnableDriverApi per callback id,
+ * CUPTI_ACTIVITY_KIND_DRIVER records: start, end, thread and correlation id, written by CUPTI into the
+ * activity buffers beside the kernel records). That is how a tracer could keep its launch records with
+ * no code of its own on the launch path; the correlation id links each such record to its kernel's
+ * record exactly. At its end the client counts the kernel records whose correlation id a launch record
+ * carries (two bitmaps of correlation ids, filled as the buffers complete).
+ *
  * With the resource and synchronisation domains as well (`cupti-launch-domains`) it also enables the
  * two whole callback domains Score-P enables beside its driver callbacks (CUPTI_CB_DOMAIN_RESOURCE:
  * contexts, streams, modules; CUPTI_CB_DOMAIN_SYNCHRONIZE: context and stream synchronisations) and
@@ -39,6 +47,12 @@ static size_t             buffer_bytes = 4u << 20;
 static atomic_ullong      kernels, memcpys, others, buffers, dropped, lost_buffers;
 static atomic_ullong      launch_calls; /* callbacks received: a call's entry and its exit count 2 */
 static atomic_ullong      domain_calls; /* resource and synchronisation callbacks received */
+static atomic_ullong      launch_records; /* CUPTI_ACTIVITY_KIND_DRIVER records (launch records mode) */
+/* the correlation ids seen on kernel records and on launch records, one bit each (launch records mode);
+   an id at or above ID_BITS is not kept, so its kernel counts as not linked */
+enum { ID_BITS = 1u << 25, ID_WORDS = ID_BITS / 64 };
+static _Atomic uint64_t*  kernel_ids;
+static _Atomic uint64_t*  launch_ids;
 static const unsigned int ALIGNMENT = 8; /* CUPTI wants activity buffers 8-byte aligned */
 static CUpti_SubscriberHandle subscriber;
 static int                    subscribed;
@@ -74,12 +88,32 @@ on_driver_call( void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cb
     atomic_fetch_add_explicit( &launch_calls, 1, memory_order_relaxed );
 }
 
-/* the driver callbacks launch-only Score-P enables: by name, as 8.4-cupti-launch-callbacks.patch does */
+/* whether a driver call is one launch-only Score-P records: by name, as 8.4-cupti-launch-callbacks.patch
+   chooses them */
+static int
+is_launch_call( uint32_t cbid )
+{
+    static const char* const prefixes[] = { "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", NULL };
+    const char*              name       = NULL;
+    if ( cuptiGetCallbackName( CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name ) != CUPTI_SUCCESS || name == NULL )
+    {
+        return 0;
+    }
+    for ( const char* const* p = prefixes; *p != NULL; p++ )
+    {
+        if ( strncmp( name, *p, strlen( *p ) ) == 0 )
+        {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* the driver callbacks launch-only Score-P enables */
 static CUptiResult
 subscribe_launches( int with_domains )
 {
-    static const char* const prefixes[] = { "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", NULL };
-    CUptiResult              r          = cuptiSubscribe( &subscriber, on_driver_call, NULL );
+    CUptiResult r = cuptiSubscribe( &subscriber, on_driver_call, NULL );
     if ( r != CUPTI_SUCCESS )
     {
         return r;
@@ -87,21 +121,12 @@ subscribe_launches( int with_domains )
     subscribed = 1;
     for ( uint32_t cbid = CUPTI_DRIVER_TRACE_CBID_INVALID + 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++ )
     {
-        const char* name = NULL;
-        if ( cuptiGetCallbackName( CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name ) != CUPTI_SUCCESS || name == NULL )
+        if ( is_launch_call( cbid ) )
         {
-            continue;
-        }
-        for ( const char* const* p = prefixes; *p != NULL; p++ )
-        {
-            if ( strncmp( name, *p, strlen( *p ) ) == 0 )
+            r = cuptiEnableCallback( 1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid );
+            if ( r != CUPTI_SUCCESS )
             {
-                r = cuptiEnableCallback( 1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid );
-                if ( r != CUPTI_SUCCESS )
-                {
-                    return r;
-                }
-                break;
+                return r;
             }
         }
     }
@@ -114,6 +139,39 @@ subscribe_launches( int with_domains )
         }
     }
     return r;
+}
+
+/* an activity record of each of those driver calls, with no callback (launch records mode) */
+static CUptiResult
+record_launches( void )
+{
+    kernel_ids = calloc( ID_WORDS, sizeof( uint64_t ) );
+    launch_ids = calloc( ID_WORDS, sizeof( uint64_t ) );
+    if ( kernel_ids == NULL || launch_ids == NULL )
+    {
+        return CUPTI_ERROR_OUT_OF_MEMORY;
+    }
+    for ( uint32_t cbid = CUPTI_DRIVER_TRACE_CBID_INVALID + 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++ )
+    {
+        if ( is_launch_call( cbid ) )
+        {
+            CUptiResult r = cuptiActivityEnableDriverApi( cbid, 1 );
+            if ( r != CUPTI_SUCCESS )
+            {
+                return r;
+            }
+        }
+    }
+    return CUPTI_SUCCESS;
+}
+
+static void
+note_id( _Atomic uint64_t* ids, uint32_t id )
+{
+    if ( ids != NULL && id < ID_BITS )
+    {
+        atomic_fetch_or_explicit( &ids[ id / 64 ], ( uint64_t )1 << ( id % 64 ), memory_order_relaxed );
+    }
 }
 
 static void CUPTIAPI
@@ -142,6 +200,11 @@ completed( CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, siz
         {
             case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
                 atomic_fetch_add( &kernels, 1 );
+                note_id( kernel_ids, ( ( const CUpti_ActivityKernel10* )record )->correlationId );
+                break;
+            case CUPTI_ACTIVITY_KIND_DRIVER:
+                atomic_fetch_add( &launch_records, 1 );
+                note_id( launch_ids, ( ( const CUpti_ActivityAPI* )record )->correlationId );
                 break;
             case CUPTI_ACTIVITY_KIND_MEMCPY:
                 atomic_fetch_add( &memcpys, 1 );
@@ -158,8 +221,8 @@ completed( CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, siz
 }
 
 /* options: BENCH_CUPTI_LAUNCHES (the launch callbacks), BENCH_CUPTI_DOMAINS (with them, the resource and
-   synchronisation domains) */
-enum { BENCH_CUPTI_LAUNCHES = 1, BENCH_CUPTI_DOMAINS = 2 };
+   synchronisation domains), BENCH_CUPTI_LAUNCH_RECORDS (activity records of the same driver calls) */
+enum { BENCH_CUPTI_LAUNCHES = 1, BENCH_CUPTI_DOMAINS = 2, BENCH_CUPTI_LAUNCH_RECORDS = 4 };
 
 int
 bench_cupti_start( unsigned long long bytes, int options )
@@ -182,15 +245,21 @@ bench_cupti_start( unsigned long long bytes, int options )
     {
         r = subscribe_launches( ( options & BENCH_CUPTI_DOMAINS ) != 0 );
     }
+    if ( r == CUPTI_SUCCESS && ( options & BENCH_CUPTI_LAUNCH_RECORDS ) )
+    {
+        r = record_launches();
+    }
     return ( int )r;
 }
 
-/* counts: kernels, memcpys, other records, buffers handed to CUPTI, records CUPTI dropped, buffers
-   not given, driver callbacks received (0 without launch callbacks), resource and synchronisation
-   callbacks received (0 without those domains) */
+/* counts: kernels, memcpys, other records (launch records not among them), buffers handed to CUPTI,
+   records CUPTI dropped, buffers not given, driver callbacks received (0 without launch callbacks),
+   resource and synchronisation callbacks received (0 without those domains), launch records, kernel
+   records whose correlation id a launch record carries (both 0 without launch records) */
 int
-bench_cupti_stop( unsigned long long counts[ 8 ] )
+bench_cupti_stop( unsigned long long counts[ 10 ] )
 {
+    unsigned long long linked = 0;
     CUptiResult r = cuptiActivityFlushAll( CUPTI_ACTIVITY_FLAG_FLUSH_FORCED );
     if ( subscribed )
     {
@@ -199,6 +268,13 @@ bench_cupti_stop( unsigned long long counts[ 8 ] )
     }
     cuptiActivityDisable( CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL );
     cuptiActivityDisable( CUPTI_ACTIVITY_KIND_MEMCPY );
+    if ( kernel_ids != NULL && launch_ids != NULL )
+    {
+        for ( size_t w = 0; w < ID_WORDS; w++ )
+        {
+            linked += ( unsigned long long )__builtin_popcountll( atomic_load( &kernel_ids[ w ] ) & atomic_load( &launch_ids[ w ] ) );
+        }
+    }
     counts[ 0 ] = atomic_load( &kernels );
     counts[ 1 ] = atomic_load( &memcpys );
     counts[ 2 ] = atomic_load( &others );
@@ -207,6 +283,8 @@ bench_cupti_stop( unsigned long long counts[ 8 ] )
     counts[ 5 ] = atomic_load( &lost_buffers );
     counts[ 6 ] = atomic_load( &launch_calls );
     counts[ 7 ] = atomic_load( &domain_calls );
+    counts[ 8 ] = atomic_load( &launch_records );
+    counts[ 9 ] = linked;
     return ( int )r;
 }
 

@@ -24,6 +24,7 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "cupti-kernels-8k": None,
     "cupti-launch": None,
     "cupti-launch-domains": None,
+    "cupti-launch-records": None,
     # the default mode with Score-P's TSC timer instead of the artifact's clock_gettime: whether reading the
     # clock is part of what a launch record costs on this machine (see scripts/clock_cost.c)
     "scorep-launch-chunk4m-tsc": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_TIMER": "tsc"}),
@@ -54,11 +55,13 @@ CUPTI_CLIENT_MODES = {
     "cupti-kernels-8k": 8 << 10,
     "cupti-launch": 4 << 20,
     "cupti-launch-domains": 4 << 20,
+    "cupti-launch-records": 4 << 20,
 }
 # the client's options per mode (bench_cupti_start's flags): 1 the launch callbacks, 2 with them the
-# resource and synchronisation callback domains Score-P enables
-CUPTI_CLIENT_OPTIONS = {"cupti-launch": 1, "cupti-launch-domains": 1 | 2}
-CUPTI_LAUNCH_MODES = tuple(CUPTI_CLIENT_OPTIONS)  # the client's modes that also take the launch callbacks
+# resource and synchronisation callback domains Score-P enables, 4 instead of callbacks CUPTI's activity
+# records of the same driver calls (each with the correlation id of its kernel's record)
+CUPTI_CLIENT_OPTIONS = {"cupti-launch": 1, "cupti-launch-domains": 1 | 2, "cupti-launch-records": 4}
+CUPTI_LAUNCH_MODES = tuple(m for m, o in CUPTI_CLIENT_OPTIONS.items() if o & 1)  # the modes that take the launch callbacks
 CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
 CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder
 CUPTI_COUNT_KEYS = (
@@ -70,6 +73,8 @@ CUPTI_COUNT_KEYS = (
     "buffers_not_given",
     "driver_callbacks",
     "domain_callbacks",
+    "launch_records",
+    "linked_kernels",  # kernel records whose correlation id a launch record carries
 )
 # Score-P modes run with scripts/cupti_domain_filter.c preloaded (built in the run's work folder)
 DOMAIN_FILTER_MODES = ("scorep-launch-nosync-chunk4m",)

@@ -123,6 +123,9 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         }
         if any("domain_callbacks" in c for c in client):  # a client that counts them (after call T)
             extra["cupti_domain_callbacks"] = [c.get("domain_callbacks") for c in client]
+        if any(c.get("launch_records") for c in client):  # the client's launch records (cupti-launch-records)
+            extra["cupti_launch_records"] = [c.get("launch_records") for c in client]
+            extra["cupti_linked_kernels"] = [c.get("linked_kernels") for c in client]
     if mode in DOMAIN_FILTER_MODES:  # each process's calls held back by scripts/cupti_domain_filter.c; None where
         # the process reported no counts (the filter was not loaded): listed, so the documents read it as not held back
         extra["domain_filter_held_back"] = [

@@ -578,6 +578,20 @@ def test_the_cupti_clients_counts_are_summarised_from_the_rounds_without_per_cal
     assert bt.summary.trace_figures(rounds, "scorep-launch", None)["trace_bytes_per_step"] == pytest.approx(500.0)
 
 
+def test_the_clients_launch_records_and_their_linked_kernels_are_listed_per_process(bt):
+    """With launch activity records (cupti-launch-records) each process's count of them and of the kernel records
+    a launch record links to (by correlation id) is listed, in round order, so that a kernel without its launch
+    record shows; a client without launch records lists neither."""
+    rounds = [_cupti_round(0, 100, 0), _cupti_round(1, 120, 0)]
+    rounds[0]["processes"]["cupti-kernels"]["cupti_records"].update(launch_records=104, linked_kernels=100)
+    rounds[1]["processes"]["cupti-kernels"]["cupti_records"].update(launch_records=124, linked_kernels=119)
+    row = {r["mode"]: r for r in bt.summary.summarise(rounds, ["8x70"])}["cupti-kernels"]
+    assert row["cupti_launch_records"] == [104, 124] and row["cupti_linked_kernels"] == [100, 119]
+    assert row["cupti_kernel_records"] == [100, 120]  # 1 of round 1's kernels has no launch record: it shows
+    plain = {r["mode"]: r for r in bt.summary.summarise([_cupti_round(0, 100, 0)], ["8x70"])}["cupti-kernels"]
+    assert "cupti_launch_records" not in plain and "cupti_linked_kernels" not in plain
+
+
 def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt, tmp_path):
     outer = {"PATH": "/usr/bin"}
     lib = str(tmp_path / "work" / "libbench_trace_cupti.so")
@@ -598,9 +612,11 @@ def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt
         "cupti-kernels-8k": 8 << 10,
         "cupti-launch": 4 << 20,
         "cupti-launch-domains": 4 << 20,
+        "cupti-launch-records": 4 << 20,
     }
-    # the modes that also take the launch callbacks, and the one that adds the resource and synchronisation domains
-    assert bt.modes.CUPTI_CLIENT_OPTIONS == {"cupti-launch": 1, "cupti-launch-domains": 3}
+    # the modes that also take the launch callbacks, the one that adds the resource and synchronisation domains,
+    # and the one that takes CUPTI's activity records of those driver calls instead of callbacks
+    assert bt.modes.CUPTI_CLIENT_OPTIONS == {"cupti-launch": 1, "cupti-launch-domains": 3, "cupti-launch-records": 4}
     assert bt.modes.CUPTI_LAUNCH_MODES == ("cupti-launch", "cupti-launch-domains")
     assert bt.modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
 

@@ -1,7 +1,8 @@
-"""The generated blocks of calls T and U (tools/docbench_parts.py) split the default mode's cost beyond the
+"""The generated blocks of calls T, U and V (tools/docbench_parts.py) split the default mode's cost beyond the
 bare client into parts, each a paired per-round difference judged against 0: a cost only where its interval
 lies wholly above 0, never from a median alone; a part whose modes did not both run is left out; a mode whose
-set-up is not shown by its own counts (the domain filter that held nothing back) is neither tabled nor read."""
+set-up is not shown by its own counts (the domain filter that held nothing back, the client with launch records
+that counted none) is neither tabled nor read."""
 
 from __future__ import annotations
 
@@ -98,3 +99,44 @@ def test_call_us_filtered_mode_is_neither_tabled_nor_read_where_the_filter_held_
     assert "in 2 of 2 processes (41 each)" in _call_u(tmp_path / "c", [2, 2])
     missing = _call_u(tmp_path / "b", None)
     assert "the synchronisation domain, to Score-P: not read (the filter's counts were not recorded)" in missing
+
+
+def _call_v(tmp_path, records=(75, 75), linked=(70, 70), kernels=(70, 70)):
+    kernels_alone = [1.10, 1.15, 1.12, 1.18, 1.11, 1.14, 1.16, 1.13, 1.17, 1.12]
+    per_mode = {
+        dp.KERNELS: kernels_alone,
+        dp.CLIENT: [x + 0.01 for x in kernels_alone],
+        dp.RECORDS: [x + 0.01 + 0.002 * (-1) ** i for i, x in enumerate(kernels_alone)],  # as dear as the callbacks
+        D: [x + 0.09 for x in kernels_alone],
+    }
+    counts = {"cupti_launch_records": list(records), "cupti_linked_kernels": list(linked), "cupti_kernel_records": list(kernels)}
+    return _write(tmp_path, per_mode, dp.CALL_V, {dp.RECORDS: counts})
+
+
+def test_call_vs_launch_records_are_read_against_cupti_alone_the_callbacks_and_the_default_mode(tmp_path):
+    text = _call_v(tmp_path)
+    assert text.count("What launch records cost, taken either way") == 1 and "The parts of the default" not in text
+    assert "launch records from CUPTI's activity API, to CUPTI alone +0.010 over 10 rounds, a cost" in text
+    assert "activity records against callbacks +0.000 over 10 rounds, not told from 0" in text
+    assert "the default mode beyond the client with launch records +0.080 over 10 rounds, a cost" in text
+    assert "counted 75 launch records per process, and in 2 of 2 processes every kernel record was linked" in text
+    assert "(140 of 140 kernel records in all)" in text
+    assert "launch activity records instead of callbacks (bare client), 4 MB buffers | 8x70" in text  # tabled
+    assert "activity records" not in text.split("\n\n")[-1]  # the targets are the default mode's
+
+
+def test_call_vs_kernels_without_a_launch_record_show_in_the_count(tmp_path):
+    text = _call_v(tmp_path, linked=(70, 69))
+    assert "in 1 of 2 processes every kernel record was linked to one by its correlation id (139 of 140" in text
+
+
+def test_call_vs_client_that_counted_no_launch_record_is_neither_tabled_nor_read(tmp_path):
+    """A process of the records mode that counted none ran without launch records: the mode's name would say
+    what it did not do, so its row and its parts are left out, with why."""
+    text = _call_v(tmp_path, records=(75, 0))
+    assert "to CUPTI alone: not read (the client counted no launch record in 1 of 2 processes)" in text
+    assert "instead of callbacks (bare client), 4 MB buffers | 8x70" not in text
+    assert "launch callbacks, to CUPTI alone +0.010" in text  # the other parts still read
+    assert "not read (the client's launch records were not counted)" in _call_v(tmp_path / "m", records=())
+    uneven = _call_v(tmp_path / "u", linked=(70,))
+    assert "not read (the client's counts of launch records and kernels are not one per process)" in uneven

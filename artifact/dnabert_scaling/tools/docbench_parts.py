@@ -1,9 +1,10 @@
-"""The generated blocks of GPU calls T and U (2026-12-05): where the default Score-P mode's cost beyond the bare
+"""The generated blocks of GPU calls T, U and V (2026-12-05): where the default Score-P mode's cost beyond the bare
 CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
 or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
 off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
 resource and synchronisation callback domains Score-P also enables, and the default mode with the synchronisation
-domain held back by a preloaded filter), the bare client and no tracer, in lockstep rounds. Each part of the cost
+domain held back by a preloaded filter; call V: the bare client without launch records, and with CUPTI's activity
+records of the launch calls instead of callbacks), the bare client and no tracer, in lockstep rounds. Each part of the cost
 is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
 interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
 left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
@@ -22,6 +23,8 @@ NOREFS = "scorep-launch-norefs-chunk4m"  # the default mode without `references`
 NOTRACE = "scorep-launch-notrace-chunk4m"  # the default mode with tracing off: nothing written
 DOMAINS = "cupti-launch-domains"  # the bare client with the resource and synchronisation domains as well
 NOSYNC = "scorep-launch-nosync-chunk4m"  # the default mode with the synchronisation domain held back
+KERNELS = "cupti-kernels"  # the bare client without launch records: CUPTI alone
+RECORDS = "cupti-launch-records"  # the bare client with CUPTI's activity records of the launch calls, no callbacks
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Split:
     bench: str
     label: str
     parts: tuple[tuple[str, str, str], ...]
+    lead: str = "The parts of the default mode's cost beyond the bare client"  # what the parts sentence calls them
 
     @property
     def diagnostic(self) -> set[str]:
@@ -60,6 +64,19 @@ CALL_U = Split(
         ("in all", CLIENT, DEFAULT_MODE),
     ),
 )
+RECORDS_BENCH = "h100-bench/gpu-call-2026-12-05-records/bench-v.json"  # on the lent H100, as call U
+CALL_V = Split(
+    RECORDS_BENCH,
+    "call V",
+    (
+        ("launch records from CUPTI's activity API, to CUPTI alone", KERNELS, RECORDS),
+        ("launch callbacks, to CUPTI alone", KERNELS, CLIENT),
+        ("activity records against callbacks", CLIENT, RECORDS),
+        ("the default mode beyond the client with launch records", RECORDS, DEFAULT_MODE),
+        ("the default mode beyond the client with launch callbacks", CLIENT, DEFAULT_MODE),
+    ),
+    lead="What launch records cost, taken either way, and what the default mode adds to either",
+)
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
     "met": "no cost",
@@ -75,6 +92,11 @@ def bench_trace_parts(facts: Facts, _: str | None) -> str:
 def bench_trace_domains(facts: Facts, _: str | None) -> str:
     """Call U's block, with what the bare client and the filter counted."""
     return split_block(facts, CALL_U)
+
+
+def bench_trace_records(facts: Facts, _: str | None) -> str:
+    """Call V's block, with the launch records the client counted and the kernels they link to."""
+    return split_block(facts, CALL_V)
 
 
 def split_block(facts: Facts, split: Split) -> str:
@@ -124,6 +146,8 @@ def _set_up_sentence(modes: list[dict]) -> str:
         if mode == NOSYNC and isinstance(held, list) and held:
             ok = sum(1 for n in held if isinstance(n, int) and n > 0)
             said.append(f"the filter held back the synchronisation domain in {ok} of {len(held)} processes")
+        if mode == RECORDS and _records_read(m) is None:
+            said.append(_records_said(m))
     return " Counted by the processes themselves: " + "; ".join(said) + "." if said else ""
 
 
@@ -134,15 +158,46 @@ def _span(counts: list[int]) -> str:
 
 def _unread_modes(modes: list[dict]) -> dict[str, str]:
     """The diagnostic modes whose set-up is not shown to have been what it says, with why: the filtered
-    Score-P mode where some process's filter held nothing back (or its counts are missing)."""
-    row = _first_rows(modes).get(NOSYNC)
-    if row is None:
-        return {}
-    held = row.get("domain_filter_held_back")
-    if not isinstance(held, list) or not held:
-        return {NOSYNC: "the filter's counts were not recorded"}
-    off = sum(1 for n in held if not (isinstance(n, int) and n > 0))
-    return {NOSYNC: f"the filter held nothing back in {off} of {len(held)} processes"} if off else {}
+    Score-P mode where some process's filter held nothing back (or its counts are missing); the client with
+    launch records where some process counted none (or the counts are missing)."""
+    rows = _first_rows(modes)
+    out = {}
+    row = rows.get(NOSYNC)
+    if row is not None:
+        held = row.get("domain_filter_held_back")
+        if not isinstance(held, list) or not held:
+            out[NOSYNC] = "the filter's counts were not recorded"
+        elif off := sum(1 for n in held if not (isinstance(n, int) and n > 0)):
+            out[NOSYNC] = f"the filter held nothing back in {off} of {len(held)} processes"
+    if (row := rows.get(RECORDS)) is not None and (why := _records_read(row)) is not None:
+        out[RECORDS] = why
+    return out
+
+
+def _records_read(row: dict) -> str | None:
+    """Why the client's launch records cannot be read as such (None where they can): a process that counted
+    none, or counts that are missing or do not pair with the kernel records."""
+    got, linked, kernels = (row.get(k) for k in ("cupti_launch_records", "cupti_linked_kernels", "cupti_kernel_records"))
+    if not (isinstance(got, list) and got and isinstance(linked, list) and isinstance(kernels, list)):
+        return "the client's launch records were not counted"
+    if not (len(got) == len(linked) == len(kernels)):
+        return "the client's counts of launch records and kernels are not one per process"
+    if off := sum(1 for n in got if not (isinstance(n, int) and not isinstance(n, bool) and n > 0)):
+        return f"the client counted no launch record in {off} of {len(got)} processes"
+    if any(not isinstance(n, int) or isinstance(n, bool) or n < 0 for n in [*linked, *kernels]):
+        return "the client's counts of linked kernels are not whole numbers"
+    return None
+
+
+def _records_said(row: dict) -> str:
+    """What the client with launch records counted: its records and the kernel records they link to."""
+    got, linked, kernels = row["cupti_launch_records"], row["cupti_linked_kernels"], row["cupti_kernel_records"]
+    whole = sum(1 for n, k in zip(linked, kernels, strict=True) if n == k)
+    return (
+        f"the client with launch records counted {_span(got)} launch records per process, and in {whole} of "
+        f"{len(got)} processes every kernel record was linked to one by its correlation id "
+        f"({sum(linked):,} of {sum(kernels):,} kernel records in all)"
+    )
 
 
 def _parts_sentence(data: dict, configs: list[str], split: Split, unread: dict[str, str]) -> str:
@@ -169,10 +224,7 @@ def _parts_sentence(data: dict, configs: list[str], split: Split, unread: dict[s
                 f"{what} {median:+.3f} over {len(rounds.values)} rounds, {VERDICT_WORDS.get(verdict, verdict)} ({interval})"
             )
         if parts:
-            said.append(f"at {config}, " + "; ".join(parts))
+            said.append(f"At {config}, " + "; ".join(parts))
     if not said:
         return ""
-    return (
-        " The parts of the default mode's cost beyond the bare client, each the paired per-round difference of two "
-        "modes in untraced steps: " + ". ".join(said) + "."
-    )
+    return f" {split.lead}, each the paired per-round difference of two modes in untraced steps: " + ". ".join(said) + "."

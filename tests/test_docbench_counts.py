@@ -57,8 +57,13 @@ def test_the_gpu_call_folders_are_those_shipped(tmp_path):
         (base / name / "NOTES.md").write_text("notes")
     (base / "gpu-call-2026-12-05").mkdir()
     (base / "gpu-call-file").write_text("not a folder")
+    other = tmp_path / "expected" / "reference" / "h100-bench" / "gpu-call-2026-12-06"  # a call that got an H100
+    other.mkdir(parents=True)
+    (other / "NOTES.md").write_text("notes")
+    (tmp_path / "expected" / "reference" / "cpu-bench" / "gpu-call-x").mkdir(parents=True)  # not a card's folder
     assert docblocks.gpu_call_folders(Facts(tmp_path), None) == (
-        "`gpu-call-2026-12-03/`, `gpu-call-2026-12-04/` and `gpu-call-2026-12-05/` (no `NOTES.md`)"
+        "`h200-bench/gpu-call-2026-12-03/`, `h200-bench/gpu-call-2026-12-04/`, "
+        "`h200-bench/gpu-call-2026-12-05/` (no `NOTES.md`) and `h100-bench/gpu-call-2026-12-06/`"
     )
 
 

@@ -174,13 +174,15 @@ def bench_folders(facts: Facts, _: str | None) -> str:
 
 
 def gpu_call_folders(facts: Facts, _: str | None) -> str:
-    """Every folder of the GPU calls' commands and outputs under ``reference/h200-bench/``, each said with
-    whether it keeps its ``NOTES.md``."""
-    base = facts.root / "expected" / "reference" / "h200-bench"
-    folders = sorted(p for p in base.glob("gpu-call-*") if p.is_dir()) if base.is_dir() else []
+    """Every folder of the GPU calls' commands and outputs, under each card's ``reference/<card>-bench/``
+    (``h200-bench/``, and ``h100-bench/`` for the calls that got an H100), named with its card's folder and
+    said with whether it keeps its ``NOTES.md``."""
+    base = facts.root / "expected" / "reference"
+    cards = sorted((p for p in base.glob("h*-bench") if p.is_dir()), reverse=True) if base.is_dir() else []  # h200 first
+    folders = [p for card in cards for p in sorted(card.glob("gpu-call-*")) if p.is_dir()]
     if not folders:
         return "(no GPU call folder shipped)"
-    said = [f"`{p.name}/`" + ("" if (p / "NOTES.md").is_file() else " (no `NOTES.md`)") for p in folders]
+    said = [f"`{p.parent.name}/{p.name}/`" + ("" if (p / "NOTES.md").is_file() else " (no `NOTES.md`)") for p in folders]
     return ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
 
 

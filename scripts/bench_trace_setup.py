@@ -108,7 +108,7 @@ def build_domain_filter(work: Path, modes: tuple[str, ...], env: dict | None = N
     (the library, None), or (None, why it cannot be)."""
     env = os.environ if env is None else env
     said = f"mode{'s' if len(modes) > 1 else ''} {', '.join(modes)}"
-    return _build_library(work / DOMAIN_FILTER_LIB, "cupti_domain_filter.c", ["-ldl"], said, env)
+    return _build_library(work / DOMAIN_FILTER_LIB, "cupti_domain_filter.c", ["-ldl"], said, env, preloaded=True)
 
 
 def build_sampler(work: Path, out: Path) -> tuple[str | None, str | None]:
@@ -120,12 +120,22 @@ def build_sampler(work: Path, out: Path) -> tuple[str | None, str | None]:
         return None, f"bench-trace: --sample {out}: cannot make the folder ({exc.strerror or exc})"
     if any(out.glob("samples-*.bin")):
         return None, f"bench-trace: --sample {out}: already holds samples; give an empty or new folder"
-    return _build_library(work / SAMPLER_LIB, "host_sampler.c", ["-ldl", "-lpthread", "-lrt"], "--sample", os.environ)
+    return _build_library(
+        work / SAMPLER_LIB, "host_sampler.c", ["-ldl", "-lpthread", "-lrt"], "--sample", os.environ, preloaded=True
+    )
 
 
-def _build_library(lib: Path, source: str, libs: list[str], said: str, env) -> tuple[str | None, str | None]:
+def _build_library(
+    lib: Path, source: str, libs: list[str], said: str, env, preloaded: bool = False
+) -> tuple[str | None, str | None]:
     """Compile one of the scripts' C files (needing no CUDA) into the shared library ``lib``: (its path, None),
-    or (None, why not, beginning with ``said``)."""
+    or (None, why not, beginning with ``said``). A ``preloaded`` library goes into LD_PRELOAD, whose entries
+    are split at spaces and colons: a path holding either is refused before anything is built."""
+    if preloaded and any(c in str(lib) for c in " \t\n:"):
+        return None, (
+            f"bench-trace: {said}: the work folder {lib.parent} has a space or a colon in its path, which LD_PRELOAD "
+            "cannot carry; set TMPDIR to a folder without one"
+        )
     cc = env.get("CC") or shutil.which("cc", path=env.get("PATH")) or "cc"
     argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(lib), str(SCRIPTS / source), *libs]
     try:

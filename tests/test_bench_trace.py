@@ -718,6 +718,20 @@ def test_the_domain_filter_that_does_not_build_is_a_message(bt, tmp_path):
     assert built is None and why.startswith("bench-trace: mode scorep-launch-nosync-chunk4m: cannot run the C compiler")
 
 
+def test_a_preloaded_library_whose_path_ld_preload_would_split_is_refused_before_any_round(bt, tmp_path):
+    """LD_PRELOAD splits its entries at spaces and colons: a work folder (under TMPDIR) holding either would
+    preload a wrong path, so the sampler and the domain filter are refused there, with why, exit status 2."""
+    base = tmp_path / "a b"
+    base.mkdir()
+    proc, doc = _bench(base, "--sample", str(tmp_path / "samples"), "--model", "tiny")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "--sample: the work folder" in proc.stderr and "which LD_PRELOAD cannot carry" in proc.stderr
+    assert doc is None and list((base / "tmp").iterdir()) == []  # the work folder is removed, nothing written
+    built, why = bt.setup.build_domain_filter(tmp_path / "x:y", ("scorep-launch-nosync-chunk4m",))
+    assert built is None and why.startswith("bench-trace: mode scorep-launch-nosync-chunk4m: the work folder")
+    assert not (tmp_path / "x:y").exists()  # refused before the compiler ran
+
+
 def test_the_nocache_mode_is_the_default_mode_with_the_stream_reference_cache_off(bt, tmp_path):
     env = bt.lockstep.child_env("scorep-launch-nocache-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})
     default = bt.lockstep.child_env("scorep-launch-chunk4m", tmp_path / "x", {"PATH": "/usr/bin"})

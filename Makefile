@@ -33,7 +33,7 @@ $(STAMP): requirements/lock.txt pyproject.toml
 
 venv: $(STAMP) ## create/refresh the virtual environment (.venv) from the lock
 
-test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM and Chromium tests need .ci/run's services)
+test: $(STAMP) lint ## run the linter, then the test suite (CPU; SLURM, Chromium and real-CUPTI tests need .ci/run's set-up)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 FUZZ_EXAMPLES ?= 300

@@ -1,6 +1,6 @@
 /*
- * The bare CUPTI client of scripts/bench_trace.py's diagnostic modes `cupti-kernels` and
- * `cupti-launch`: the activity records Score-P without `driver` asks CUPTI for (concurrent kernels
+ * The bare CUPTI client of scripts/bench_trace.py's diagnostic modes `cupti-kernels`, `cupti-launch`,
+ * `cupti-launch-records` and `cupti-launch-domains`: the activity records Score-P without `driver` asks CUPTI for (concurrent kernels
  * and memory copies). No Score-P, no trace: each completed buffer is walked, its records counted
  * by kind, and freed. What a process pays with this client loaded is what CUPTI's kernel
  * recording costs by itself, the floor of any tracer built on CUPTI's activity API on that GPU;
@@ -17,9 +17,13 @@
  * activity record of each of those same driver calls (cuptiActivityEnableDriverApi per callback id,
  * CUPTI_ACTIVITY_KIND_DRIVER records: start, end, thread and correlation id, written by CUPTI into the
  * activity buffers beside the kernel records). That is how a tracer could keep its launch records with
- * no code of its own on the launch path; the correlation id links each such record to its kernel's
- * record exactly. At its end the client counts the kernel records whose correlation id a launch record
- * carries (two bitmaps of correlation ids, filled as the buffers complete).
+ * no code of its own on the launch path; a kernel record carries the correlation id of the launch record
+ * of the call that launched it (copies and memsets have launch records and no kernel record). At its end
+ * the client counts the kernel records whose correlation id a launch record carries: each kernel record's
+ * id is kept in a list and each launch record's id in a bitmap, as the buffers complete, so that the count
+ * does not depend on the order in which CUPTI hands the buffers over, and kernel records that share an id
+ * each count. An id at or above 2^25, or a kernel record beyond the list's 2^24 entries, counts as not
+ * linked. The client only counts: what a tracer's own handling of such records costs is not measured.
  *
  * With the resource and synchronisation domains as well (`cupti-launch-domains`) it also enables the
  * two whole callback domains Score-P enables beside its driver callbacks (CUPTI_CB_DOMAIN_RESOURCE:
@@ -31,7 +35,8 @@
  * run time this client uses the libcupti.so.13 its process loaded first, PyTorch's wheel copy, which
  * on the lent H200 is the same file by its sha256):
  *   cc -O2 -shared -fPIC -o libbench_trace_cupti.so bench_trace_cupti.c -I$CUPTI/include \
- *      -L$CUPTI/lib -lcupti -Wl,-rpath,$CUPTI/lib
+ *      $CUPTI/lib/libcupti.so -Wl,-rpath,$CUPTI/lib
+ * (a wheel's CUPTI, nvidia/cu13, has only the versioned libcupti.so.13: that file is linked instead)
  * and called through ctypes: bench_cupti_start(buffer_bytes, options) before the process
  * makes its CUDA context, bench_cupti_stop(counts) at its end. Both return a CUptiResult (0: success);
  * bench_cupti_error(code) is CUPTI's text for it.
@@ -48,10 +53,12 @@ static atomic_ullong      kernels, memcpys, others, buffers, dropped, lost_buffe
 static atomic_ullong      launch_calls; /* callbacks received: a call's entry and its exit count 2 */
 static atomic_ullong      domain_calls; /* resource and synchronisation callbacks received */
 static atomic_ullong      launch_records; /* CUPTI_ACTIVITY_KIND_DRIVER records (launch records mode) */
-/* the correlation ids seen on kernel records and on launch records, one bit each (launch records mode);
-   an id at or above ID_BITS is not kept, so its kernel counts as not linked */
-enum { ID_BITS = 1u << 25, ID_WORDS = ID_BITS / 64 };
-static _Atomic uint64_t*  kernel_ids;
+/* launch records mode: the correlation id of each kernel record, in a list (at most KERNEL_IDS entries;
+   pages are touched only as it fills), and of each launch record, one bit each (an id at or above ID_BITS
+   is not kept, so a kernel record of that id counts as not linked) */
+enum { ID_BITS = 1u << 25, ID_WORDS = ID_BITS / 64, KERNEL_IDS = 1u << 24 };
+static uint32_t*          kernel_ids;
+static atomic_ullong      kernel_ids_used;
 static _Atomic uint64_t*  launch_ids;
 static const unsigned int ALIGNMENT = 8; /* CUPTI wants activity buffers 8-byte aligned */
 static CUpti_SubscriberHandle subscriber;
@@ -145,7 +152,7 @@ subscribe_launches( int with_domains )
 static CUptiResult
 record_launches( void )
 {
-    kernel_ids = calloc( ID_WORDS, sizeof( uint64_t ) );
+    kernel_ids = calloc( KERNEL_IDS, sizeof( uint32_t ) );
     launch_ids = calloc( ID_WORDS, sizeof( uint64_t ) );
     if ( kernel_ids == NULL || launch_ids == NULL )
     {
@@ -166,11 +173,21 @@ record_launches( void )
 }
 
 static void
-note_id( _Atomic uint64_t* ids, uint32_t id )
+note_launch_id( uint32_t id )
 {
-    if ( ids != NULL && id < ID_BITS )
+    if ( launch_ids != NULL && id < ID_BITS )
     {
-        atomic_fetch_or_explicit( &ids[ id / 64 ], ( uint64_t )1 << ( id % 64 ), memory_order_relaxed );
+        atomic_fetch_or_explicit( &launch_ids[ id / 64 ], ( uint64_t )1 << ( id % 64 ), memory_order_relaxed );
+    }
+}
+
+static void
+note_kernel_id( uint32_t id )
+{
+    unsigned long long slot;
+    if ( kernel_ids != NULL && ( slot = atomic_fetch_add( &kernel_ids_used, 1 ) ) < KERNEL_IDS )
+    {
+        kernel_ids[ slot ] = id;
     }
 }
 
@@ -200,11 +217,11 @@ completed( CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, siz
         {
             case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
                 atomic_fetch_add( &kernels, 1 );
-                note_id( kernel_ids, ( ( const CUpti_ActivityKernel10* )record )->correlationId );
+                note_kernel_id( ( ( const CUpti_ActivityKernel10* )record )->correlationId );
                 break;
             case CUPTI_ACTIVITY_KIND_DRIVER:
                 atomic_fetch_add( &launch_records, 1 );
-                note_id( launch_ids, ( ( const CUpti_ActivityAPI* )record )->correlationId );
+                note_launch_id( ( ( const CUpti_ActivityAPI* )record )->correlationId );
                 break;
             case CUPTI_ACTIVITY_KIND_MEMCPY:
                 atomic_fetch_add( &memcpys, 1 );
@@ -270,9 +287,11 @@ bench_cupti_stop( unsigned long long counts[ 10 ] )
     cuptiActivityDisable( CUPTI_ACTIVITY_KIND_MEMCPY );
     if ( kernel_ids != NULL && launch_ids != NULL )
     {
-        for ( size_t w = 0; w < ID_WORDS; w++ )
+        unsigned long long used = atomic_load( &kernel_ids_used );
+        for ( unsigned long long k = 0; k < used && k < KERNEL_IDS; k++ )
         {
-            linked += ( unsigned long long )__builtin_popcountll( atomic_load( &kernel_ids[ w ] ) & atomic_load( &launch_ids[ w ] ) );
+            uint32_t id = kernel_ids[ k ];
+            linked += id < ID_BITS && ( atomic_load( &launch_ids[ id / 64 ] ) >> ( id % 64 ) & 1u );
         }
     }
     counts[ 0 ] = atomic_load( &kernels );

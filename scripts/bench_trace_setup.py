@@ -51,13 +51,41 @@ def missing_patch(modes: list[str], prefix: Path | None = None) -> str | None:
     return None
 
 
-CUDA_FALLBACKS = (Path("/usr/local/cuda"),)  # where cupti_dir looks last
+def cupti_wheels() -> tuple[Path, ...]:
+    """The folders of NVIDIA's CUDA 13 wheels in this Python (``nvidia/cu13``: nvidia-cuda-cupti, with
+    nvidia-cuda-runtime's and nvidia-cuda-crt's headers beside it), where a machine without a toolkit has
+    CUPTI: PyTorch's CUDA wheels bring it, and the tests' lock pins it so that the client builds for real
+    on a CPU machine."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return ()
+    if spec is None:
+        return ()
+    return tuple(Path(loc) / "cu13" for loc in spec.submodule_search_locations or [])
+
+
+CUDA_FALLBACKS = (Path("/usr/local/cuda"), *cupti_wheels())  # where cupti_dir looks last
+
+
+def libcupti(folder: Path) -> Path | None:
+    """CUPTI's shared library in ``folder``'s lib64/ or lib/: libcupti.so (a toolkit's), else the versioned
+    file a wheel has (libcupti.so.13)."""
+    for lib in ("lib64", "lib"):
+        found = [folder / lib / "libcupti.so", *sorted((folder / lib).glob("libcupti.so.*"))]
+        for f in found:
+            if f.exists():
+                return f
+    return None
 
 
 def cupti_dir(env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBACKS) -> Path | None:
-    """The folder holding CUPTI's include/cupti.h and lib/ or lib64/libcupti.so: $CUPTI_ROOT, else the
-    toolkit at $CUDA_HOME or of the nvcc on PATH (CUDA 12: extras/CUPTI; CUDA 13: targets/<arch>-linux,
-    where Score-P's build takes it from too), else ``fallbacks``."""
+    """The folder holding CUPTI's include/cupti.h and lib/ or lib64/libcupti.so (or a versioned
+    libcupti.so.N): $CUPTI_ROOT, else the toolkit at $CUDA_HOME or of the nvcc on PATH (CUDA 12:
+    extras/CUPTI; CUDA 13: targets/<arch>-linux, where Score-P's build takes it from too), else
+    ``fallbacks`` (/usr/local/cuda, then NVIDIA's CUDA 13 wheels in this Python)."""
     env = os.environ if env is None else env
     roots: list[Path] = [Path(env["CUPTI_ROOT"])] if env.get("CUPTI_ROOT") else []
     nvcc = shutil.which("nvcc", path=env.get("PATH"))
@@ -66,7 +94,7 @@ def cupti_dir(env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBA
     for cuda in [*toolkits, *fallbacks]:
         roots += [cuda / "extras" / "CUPTI", *sorted(cuda.glob("targets/*-linux")), cuda]
     for d in roots:
-        if (d / "include" / "cupti.h").is_file() and any((d / lib / "libcupti.so").exists() for lib in ("lib64", "lib")):
+        if (d / "include" / "cupti.h").is_file() and libcupti(d) is not None:
             return d
     return None
 
@@ -88,11 +116,13 @@ def build_cupti_client(
             f"bench-trace: {said} need{'' if len(modes) > 1 else 's'} CUPTI (include/cupti.h, libcupti.so): none under $CUPTI_ROOT, "
             f"$CUDA_HOME, nvcc's toolkit or {', '.join(str(f) for f in fallbacks)}",
         )
-    lib = next(cupti / d for d in ("lib64", "lib") if (cupti / d / "libcupti.so").exists())
+    so = libcupti(cupti)
+    assert so is not None  # cupti_dir found it
+    lib = so.parent
     cc = env.get("CC") or shutil.which("cc", path=env.get("PATH")) or "cc"
     out = work / CUPTI_CLIENT_LIB
     argv = [cc, "-O2", "-Wall", "-shared", "-fPIC", "-o", str(out), str(SCRIPTS / "bench_trace_cupti.c")]
-    argv += [f"-I{cupti / 'include'}", f"-L{lib}", "-lcupti", f"-Wl,-rpath,{lib}"]
+    argv += [f"-I{cupti / 'include'}", str(so), f"-Wl,-rpath,{lib}"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True)
     except OSError as exc:
@@ -100,7 +130,7 @@ def build_cupti_client(
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.split())[-300:]
         return None, f"bench-trace: {said}: bench_trace_cupti.c does not build against {cupti}: {tail}"
-    return {"cupti": str(cupti), "libcupti": str(lib / "libcupti.so"), "buffer_bytes": CUPTI_CLIENT_MODES}, None
+    return {"cupti": str(cupti), "libcupti": str(so), "buffer_bytes": CUPTI_CLIENT_MODES}, None
 
 
 def build_domain_filter(work: Path, modes: tuple[str, ...], env: dict | None = None) -> tuple[str | None, str | None]:

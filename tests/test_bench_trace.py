@@ -780,7 +780,9 @@ def _real_cupti(bt):
 
     found = bt.setup.cupti_dir(dict(os.environ))
     if found is None or not (found / "include" / "cupti.h").stat().st_size or not shutil.which("cc"):
-        pytest.skip("no real CUPTI (include/cupti.h, libcupti.so) or no C compiler on this machine")
+        pytest.skip(
+            "no real CUPTI (include/cupti.h, libcupti.so; .ci/run installs one and names it by CUPTI_ROOT) or no C compiler"
+        )
     return found
 
 
@@ -794,6 +796,28 @@ def test_the_real_cupti_client_builds_and_exports_its_functions(bt, tmp_path):
     probe += "print(l.bench_cupti_start, l.bench_cupti_stop, l.bench_cupti_error(0).decode())"
     proc = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.split()[-1] == "CUPTI_SUCCESS", proc.stderr[-2000:]
+
+
+def test_the_real_cupti_client_links_each_kernel_record_to_a_launch_record_by_correlation_id(bt, tmp_path):
+    """The client's record walk and its linking, through a real CUPTI's cuptiActivityGetNextRecord (no GPU):
+    two kernels of one id both count as linked, also where the launch record comes in a later buffer; a kernel
+    whose id no launch record carries does not; an id beyond the bitmap counts as not linked; a memcpy
+    record is counted apart (tests/cupti_client_harness.c builds the buffers)."""
+    cupti = _real_cupti(bt)
+    built, why = bt.setup.build_cupti_client(tmp_path, dict(os.environ))  # the flags the benchmark builds with
+    assert why is None, why
+    so = Path(built["libcupti"])
+    harness = tmp_path / "harness"
+    argv = ["cc", "-O2", "-Wall", "-o", str(harness), str(ROOT / "tests" / "cupti_client_harness.c")]
+    argv += [f"-I{cupti / 'include'}", str(so), f"-Wl,-rpath,{so.parent}"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = subprocess.run([str(harness)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    counts = json.loads(proc.stdout)
+    assert counts["kernels"] == 4 and counts["memcpys"] == 1 and counts["other_records"] == 0
+    assert counts["launch_records"] == 4
+    assert counts["linked_kernels"] == 2  # the two kernels of id 5; id 9 has no launch record, 2^25 is beyond
 
 
 @pytest.mark.parametrize("mode", ["cupti-kernels", "cupti-launch"])

@@ -523,6 +523,20 @@ def test_cupti_dir_is_none_without_cupti_root_cuda_home_nvcc_or_a_fallback(bt, t
     assert bt.setup.cupti_dir({"PATH": str(tmp_path / "empty")}, fallbacks=(tmp_path / "cuda",)) == fallback
 
 
+def test_cupti_dir_finds_a_wheels_cupti_with_only_the_versioned_library(bt, tmp_path):
+    """NVIDIA's CUDA 13 wheels (nvidia/cu13) have include/cupti.h and lib/libcupti.so.13, no libcupti.so."""
+    wheel = tmp_path / "nvidia" / "cu13"
+    (wheel / "include").mkdir(parents=True)
+    (wheel / "include" / "cupti.h").write_text("")
+    (wheel / "lib").mkdir()
+    assert bt.setup.cupti_dir({"PATH": str(tmp_path)}, fallbacks=(wheel,)) is None  # no library yet
+    (wheel / "lib" / "libcupti.so.13").write_text("")
+    assert bt.setup.cupti_dir({"PATH": str(tmp_path)}, fallbacks=(wheel,)) == wheel
+    assert bt.setup.libcupti(wheel) == wheel / "lib" / "libcupti.so.13"
+    (wheel / "lib" / "libcupti.so").write_text("")  # a toolkit's unversioned name is taken first
+    assert bt.setup.libcupti(wheel) == wheel / "lib" / "libcupti.so"
+
+
 def test_cupti_dir_takes_cuda_home_before_nvcc(bt, tmp_path):
     home = _fake_cupti(tmp_path / "home" / "targets" / "x86_64-linux", lib="lib")
     _fake_cupti(tmp_path / "cuda" / "extras" / "CUPTI")

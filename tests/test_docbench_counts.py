@@ -1,12 +1,12 @@
 """Figures ARTIFACT.md quotes in its prose about the shipped benchmark come from the shipped file
 (tools/docbench_counts.py), and the list of GPU call folders from the folders shipped
-(docblocks.gpu_call_folders): nothing there is typed by hand."""
+(docfolders.gpu_call_folders): nothing there is typed by hand."""
 
 from __future__ import annotations
 
 import json
 
-from dnabert_scaling.tools import docblocks, docbench_counts
+from dnabert_scaling.tools import docbench_counts, docfolders
 from dnabert_scaling.tools.docfacts import Facts
 
 
@@ -50,7 +50,7 @@ def test_the_untraced_spread_gives_every_round_and_the_widest_run(tmp_path):
 
 
 def test_the_gpu_call_folders_are_those_shipped(tmp_path):
-    assert docblocks.gpu_call_folders(Facts(tmp_path), None) == "(no GPU call folder shipped)"
+    assert docfolders.gpu_call_folders(Facts(tmp_path), None) == "(no GPU call folder shipped)"
     base = tmp_path / "expected" / "reference" / "h200-bench"
     for name in ("gpu-call-2026-12-04", "gpu-call-2026-12-03"):
         (base / name).mkdir(parents=True)
@@ -61,7 +61,7 @@ def test_the_gpu_call_folders_are_those_shipped(tmp_path):
     other.mkdir(parents=True)
     (other / "NOTES.md").write_text("notes")
     (tmp_path / "expected" / "reference" / "cpu-bench" / "gpu-call-x").mkdir(parents=True)  # not a card's folder
-    assert docblocks.gpu_call_folders(Facts(tmp_path), None) == (
+    assert docfolders.gpu_call_folders(Facts(tmp_path), None) == (
         "`h200-bench/gpu-call-2026-12-03/`, `h200-bench/gpu-call-2026-12-04/`, "
         "`h200-bench/gpu-call-2026-12-05/` (no `NOTES.md`) and `h100-bench/gpu-call-2026-12-06/`"
     )

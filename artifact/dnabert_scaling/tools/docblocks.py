@@ -21,6 +21,7 @@ from dnabert_scaling.tools import (
     docbench_reading,
     docbench_targets,
     docbench_timer,
+    docfolders,
     doctraces,
 )
 from dnabert_scaling.tools.docfacts import Facts, ShippedSet, get
@@ -158,32 +159,6 @@ def sets_table(facts: Facts, _: str | None) -> str:
         cells += [verdicts.get(c, "-") for c in claims] + [_complete(s)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
-
-
-def bench_folders(facts: Facts, _: str | None) -> str:
-    """Each folder of benchmark outputs with its files, then its folders (a GPU call's record each)."""
-    lines = []
-    for folder in facts.bench_folders:
-        files = sorted(p.name for p in folder.iterdir() if p.is_file())
-        inner = sorted(p.name for p in folder.iterdir() if p.is_dir())
-        said = ", ".join(f"`{f}`" for f in files)
-        if inner:
-            said += ("; " if said else "") + "folders " + ", ".join(f"`{d}/`" for d in inner)
-        lines.append(f"- `reference/{folder.name}/`: " + (said or "empty"))
-    return "\n".join(lines) or "- (none)"
-
-
-def gpu_call_folders(facts: Facts, _: str | None) -> str:
-    """Every folder of the GPU calls' commands and outputs, under each card's ``reference/<card>-bench/``
-    (``h200-bench/``, and ``h100-bench/`` for the calls that got an H100), named with its card's folder and
-    said with whether it keeps its ``NOTES.md``."""
-    base = facts.root / "expected" / "reference"
-    cards = sorted((p for p in base.glob("h*-bench") if p.is_dir()), reverse=True) if base.is_dir() else []  # h200 first
-    folders = [p for card in cards for p in sorted(card.glob("gpu-call-*")) if p.is_dir()]
-    if not folders:
-        return "(no GPU call folder shipped)"
-    said = [f"`{p.parent.name}/{p.name}/`" + ("" if (p / "NOTES.md").is_file() else " (no `NOTES.md`)") for p in folders]
-    return ", ".join(said[:-1]) + (" and " if len(said) > 1 else "") + said[-1]
 
 
 def verdicts_by_set(facts: Facts, _: str | None) -> str:
@@ -560,7 +535,7 @@ def make_help(facts: Facts, _: str | None) -> str:
 BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "sets-table": sets_table,
     "machines": machines,
-    "bench-folders": bench_folders,
+    "bench-folders": docfolders.bench_folders,
     "verdicts-by-set": verdicts_by_set,
     "judged-claims": docverdicts.judged_claims,
     "completeness-shares": completeness_shares,
@@ -584,7 +559,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-train-targets": docbench_early_targets.port_targets,
     "torch-dilation-target": docbench_early_targets.torch_target,
     "torch-lockstep": docbench_early_targets.torch_lockstep,
-    "gpu-call-folders": gpu_call_folders,
+    "gpu-call-folders": docfolders.gpu_call_folders,
     "scorep-host-events": docbench_counts.host_events,
     "untraced-spread": docbench_counts.untraced_spread,
     "bench-trace-scorep": docbench.bench_trace_scorep,

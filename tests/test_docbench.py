@@ -350,7 +350,14 @@ def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_t
         in text
     )
     # paired over the rounds both ran: cheaper in rounds 0 and 2, by a median of 0.05 (0.06, -0.02, 0.05)
-    assert "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, sign test p = 1, by a median of 0.050 per round" in text
+    assert (
+        "1.24x against 1.26x at 8x70, the cheaper in 2 of 3 rounds, sign test p = 1; cheaper by a median of 0.050 per round"
+        in text
+    )
+    # the sign test and the median can point different ways, and the sentence says which way the median does:
+    # cheaper in 1 of 3 rounds by much (0.20), dearer in 2 by a little (0.01, 0.02): dearer by a median of 0.010
+    flip = _cache_run(tmp_path / "flip", [1.10, 1.26, 1.27], [1.30, 1.25, 1.25], [four, four, four])
+    assert "the cheaper in 1 of 3 rounds, sign test p = 1; dearer by a median of 0.010 per round" in flip
     assert (  # three rounds on either side of the bound decide nothing, with the cache or without it
         "at 8x70 1.24x with the cache (3 rounds, too few for a 95% interval of the median), 1.26x without it (3 rounds, too few "
         "for a 95% interval of the median), against <= 1.25x: the target is not established both with the cache and without it"

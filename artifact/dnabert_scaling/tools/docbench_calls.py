@@ -129,15 +129,17 @@ def _cache_run_head(data: dict, modes: list[dict]) -> tuple[str, dict, dict, lis
 
 def _paired_sentences(by: dict, configs: list[str], names: dict, pairs) -> str:
     """Each (mode, other) on the rounds both ran, per configuration: the medians, the rounds ``mode`` was
-    the cheaper in with the sign test, and by how much per round (the median paired difference)."""
+    the cheaper in with the sign test, and whether it was cheaper or dearer by the median paired difference,
+    by how much per round (the two can point different ways: the sign test counts rounds, the median weighs
+    them)."""
     sentences = []
     for mode, other in pairs:
         figures = []
         for c in configs:
             phrase, gain = paired_phrase(by, c, mode, other), _paired_gain(by, c, mode, other)
             if phrase and gain is not None:
-                side = "" if gain >= 0 else "yet dearer "
-                figures.append(f"{phrase}, {side}by a median of {abs(gain):.3f} per round")
+                side = "cheaper" if gain > 0 else "dearer" if gain < 0 else "no different"
+                figures.append(f"{phrase}; {side} by a median of {abs(gain):.3f} per round")
         if figures:
             sentences.append(f"{names[mode]} against {names[other]}: {'; '.join(figures)}")
     return " " + ". ".join(sentences) + "." if sentences else ""

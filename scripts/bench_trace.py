@@ -79,6 +79,11 @@ Diagnostic modes (run only where --modes names them):
                     Score-P's CUDA callbacks run and CUPTI's records are taken, but no event is
                     written; what writing the trace costs, and what Score-P's callback path costs
                     beyond the bare client's (cupti-launch). Its kernels cannot be counted (no trace)
+  scorep-launch-nosync-chunk4m
+                    scorep-launch-chunk4m with scripts/cupti_domain_filter.c preloaded first: it answers
+                    Score-P's call enabling CUPTI's synchronisation callback domain without passing it on,
+                    and counts what it held back (each process reports it); what that domain costs
+                    Score-P (Score-P then drains CUPTI's buffers only at its end)
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel

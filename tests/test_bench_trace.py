@@ -635,6 +635,14 @@ def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt
     assert bt.modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
 
 
+def test_every_mode_the_benchmark_accepts_is_described_in_its_help(bt):
+    """--help (the script's docstring) names each mode of MODES at the start of a line, with what it sets."""
+    import bench_trace
+
+    described = {line.split()[0] for line in (bench_trace.__doc__ or "").splitlines() if line.startswith("  ") and line.split()}
+    assert set(bt.modes.MODES) <= described, set(bt.modes.MODES) - described
+
+
 def test_every_mode_a_table_of_the_benchmark_names_is_a_mode_it_accepts(bt):
     """--modes accepts only the keys of MODES: a mode named in another table but missing there is refused on the
     GPU before any round (as cupti-launch-domains was, in call U's first try)."""

@@ -85,6 +85,18 @@ def test_a_verdict_needs_finite_rounds_and_no_run_against_it():
         "95% interval of the median 1.10-1.12; over the 6 runs' medians 1.11-1.13",
     )
     assert bound_verdict(low + high, 1.25, {"a.json": low + high}) == ("met", "95% interval of the median 1.13-1.18")  # one run
+    # rounds that do not tell the bound say so whatever the runs; from six runs on, the runs' interval is said too,
+    # so that a reader sees whether more rounds of the same runs could settle it (here the runs straddle the bound)
+    straddle = {f"s{i}.json": [1.20 + 0.02 * i] * 3 for i in range(6)}  # run medians 1.20 to 1.30
+    pooled = [x for xs in straddle.values() for x in xs]
+    assert bound_verdict(pooled, 1.25, straddle) == (
+        "not established",
+        "95% interval of the median 1.22-1.28; over the 6 runs' medians 1.20-1.30",
+    )
+    assert bound_verdict(pooled[:15], 1.25, dict(list(straddle.items())[:5])) == (  # five runs: no interval of theirs
+        "not established",
+        "95% interval of the median 1.22-1.26",
+    )
     # an end within 0.0005 of the bound gets a fourth digit, and both ends as many
     assert bound_verdict([1.1204, 1.13, 1.14, 1.15, 1.16, 1.17], 1.12)[1] == "95% interval of the median 1.1204-1.1700"
 

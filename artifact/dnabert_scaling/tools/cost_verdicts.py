@@ -10,7 +10,8 @@ speed-up to reach, the same mirrored). The interval
 benchmark (one process set, often one machine) can resemble each other more, so where the rounds come
 from several runs the runs are held against the verdict too: from six runs on, the interval of the
 runs' medians must lie on the same side; with two to five runs (too few for that interval), a run
-whose own rounds' interval lies wholly on the other side makes the figure not established. Two
+whose own rounds' interval lies wholly on the other side makes the figure not established (where the
+rounds alone leave it not established, the runs' interval is still said, from six runs on). Two
 edges follow, and are meant: from nine runs on, one run's disagreement can be outweighed by the
 others (the runs' interval then leaves out the extreme ones), and a run of fewer than six rounds
 never overrules on its own (its rounds are too few for an interval). A figure
@@ -180,10 +181,12 @@ def bound_verdict(
         )
     said = f"95% interval of the median {ends(iv.lo, iv.hi, bound)}"
     verdict = side(iv.lo, iv.hi, bound, at_least)
-    if verdict == "not established" or not runs or len(runs) < 2:
+    if not runs or len(runs) < 2:
         return verdict, said
     medians = {name: statistics.median(xs) for name, xs in runs.items() if xs}
     across = median_interval(list(medians.values()), CONFIDENCE)
+    if verdict == "not established":  # the runs cannot make it more; their interval said where there is one
+        return verdict, said + (f"; over the {len(medians)} runs' medians {ends(across.lo, across.hi, bound)}" if across else "")
     if across is not None:  # six runs or more: the runs' medians must say the same
         if side(across.lo, across.hi, bound, at_least) != verdict:
             said += f", but over the {len(medians)} runs' medians the interval is {ends(across.lo, across.hi, bound)}"

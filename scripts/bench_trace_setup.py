@@ -51,23 +51,7 @@ def missing_patch(modes: list[str], prefix: Path | None = None) -> str | None:
     return None
 
 
-def cupti_wheels() -> tuple[Path, ...]:
-    """The folders of NVIDIA's CUDA 13 wheels in this Python (``nvidia/cu13``: nvidia-cuda-cupti, with
-    nvidia-cuda-runtime's and nvidia-cuda-crt's headers beside it), where a machine without a toolkit has
-    CUPTI: PyTorch's CUDA wheels bring it, and the tests' lock pins it so that the client builds for real
-    on a CPU machine."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("nvidia")
-    except (ImportError, ValueError):
-        return ()
-    if spec is None:
-        return ()
-    return tuple(Path(loc) / "cu13" for loc in spec.submodule_search_locations or [])
-
-
-CUDA_FALLBACKS = (Path("/usr/local/cuda"), *cupti_wheels())  # where cupti_dir looks last
+CUDA_FALLBACKS = (Path("/usr/local/cuda"),)  # where cupti_dir looks last
 
 
 def libcupti(folder: Path) -> Path | None:
@@ -85,7 +69,7 @@ def cupti_dir(env: dict | None = None, fallbacks: tuple[Path, ...] = CUDA_FALLBA
     """The folder holding CUPTI's include/cupti.h and lib/ or lib64/libcupti.so (or a versioned
     libcupti.so.N): $CUPTI_ROOT, else the toolkit at $CUDA_HOME or of the nvcc on PATH (CUDA 12:
     extras/CUPTI; CUDA 13: targets/<arch>-linux, where Score-P's build takes it from too), else
-    ``fallbacks`` (/usr/local/cuda, then NVIDIA's CUDA 13 wheels in this Python)."""
+    ``fallbacks``. A wheel's CUPTI (NVIDIA's nvidia/cu13, as .ci/run installs it) is named by $CUPTI_ROOT."""
     env = os.environ if env is None else env
     roots: list[Path] = [Path(env["CUPTI_ROOT"])] if env.get("CUPTI_ROOT") else []
     nvcc = shutil.which("nvcc", path=env.get("PATH"))

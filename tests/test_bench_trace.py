@@ -639,7 +639,8 @@ def test_every_mode_the_benchmark_accepts_is_described_in_its_help(bt):
     """--help (the script's docstring) names each mode of MODES at the start of a line, with what it sets."""
     import bench_trace
 
-    described = {line.split()[0] for line in (bench_trace.__doc__ or "").splitlines() if line.startswith("  ") and line.split()}
+    lines = (bench_trace.__doc__ or "").splitlines()
+    described = {line.split()[0] for line in lines if line.startswith("  ") and line[2:3].strip()}  # headings only
     assert set(bt.modes.MODES) <= described, set(bt.modes.MODES) - described
 
 
@@ -826,11 +827,11 @@ def test_the_real_cupti_client_links_each_kernel_record_to_a_launch_record_by_co
     whose id no launch record carries does not; an id beyond the bitmap counts as not linked; a memcpy
     record is counted apart (tests/cupti_client_harness.c builds the buffers)."""
     cupti = _real_cupti(bt)
-    built, why = bt.setup.build_cupti_client(tmp_path, dict(os.environ))  # the flags the benchmark builds with
+    built, why = bt.setup.build_cupti_client(tmp_path, dict(os.environ))  # the libcupti the benchmark links
     assert why is None, why
     so = Path(built["libcupti"])
-    harness = tmp_path / "harness"
-    argv = ["cc", "-O2", "-Wall", "-o", str(harness), str(ROOT / "tests" / "cupti_client_harness.c")]
+    harness = tmp_path / "harness"  # includes the client's source, so that it reaches its static functions
+    argv = [os.environ.get("CC") or "cc", "-O2", "-Wall", "-o", str(harness), str(ROOT / "tests" / "cupti_client_harness.c")]
     argv += [f"-I{cupti / 'include'}", str(so), f"-Wl,-rpath,{so.parent}"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -84,6 +84,13 @@ Diagnostic modes (run only where --modes names them):
                     Score-P's call enabling CUPTI's synchronisation callback domain without passing it on,
                     and counts what it held back (each process reports it); what that domain costs
                     Score-P (Score-P then drains CUPTI's buffers only at its end)
+  scorep-records-chunk4m
+                    scorep-launch-chunk4m with SCOREP_CUDA_DRIVER_CALLBACKS=records (needs a Score-P
+                    built with 8.4-cupti-launch-records.patch): no callback on the launch path; the
+                    same driver calls come as CUPTI activity records, written at the flush on a
+                    location per host thread (CUDA launches[<thread>]), launches and kernels linked
+                    by the CUPTI correlation id (counted: kernels_linked); what Score-P costs beside
+                    the bare client with the same records (cupti-launch-records)
 
 For the Score-P modes: the experiment's bytes per executed step (every step of the process,
 warm-up included, model set-up spread over them) and the share of kernel launches whose kernel

@@ -46,9 +46,16 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     # scripts/cupti_domain_filter.c (Score-P then drains CUPTI's buffers only at its end): what that
     # domain costs Score-P, beside the bare client with and without it (cupti-launch-domains, cupti-launch)
     "scorep-launch-nosync-chunk4m": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
+    # the same launch, copy and memset calls taken from CUPTI's activity records, no callback on the launch
+    # path (8.4-cupti-launch-records.patch): whether Score-P then costs what the bare client with the same
+    # records costs (cupti-launch-records)
+    "scorep-records-chunk4m": (SCOREP_ENABLE, "records", {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}),
 }
 # Score-P modes that need a patch in the installed Score-P: mode -> the patch (share/scorep-patches.txt)
-MODE_NEEDS_PATCH = {"scorep-launch-nocache-chunk4m": "8.4-cupti-stream-ref-cache.patch"}
+MODE_NEEDS_PATCH = {
+    "scorep-launch-nocache-chunk4m": "8.4-cupti-stream-ref-cache.patch",
+    "scorep-records-chunk4m": "8.4-cupti-launch-records.patch",
+}
 # not under Score-P: the bare CUPTI client of bench_trace_cupti.c, with the bytes of its activity buffers
 CUPTI_CLIENT_MODES = {
     "cupti-kernels": 4 << 20,

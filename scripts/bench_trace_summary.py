@@ -126,6 +126,10 @@ def trace_figures(rounds: list[dict], mode: str, count: dict | None) -> dict:
         if any(c.get("launch_records") for c in client):  # the client's launch records (cupti-launch-records)
             extra["cupti_launch_records"] = [c.get("launch_records") for c in client]
             extra["cupti_linked_kernels"] = [c.get("linked_kernels") for c in client]
+    linked = [c["kernels_linked"] for c in counted if isinstance(c.get("kernels_linked"), int)]
+    if linked:  # launches that carry a correlation id (scorep-records-chunk4m): the kernels one of them names
+        extra["kernels_linked"] = sum(linked)
+        extra["experiments_linked"] = len(linked)
     if mode in DOMAIN_FILTER_MODES:  # each process's calls held back by scripts/cupti_domain_filter.c; None where
         # the process reported no counts (the filter was not loaded): listed, so the documents read it as not held back
         extra["domain_filter_held_back"] = [

@@ -7,6 +7,10 @@ Independent of the artifact's trace reader (so it can check it): only the ``otf2
   cuLaunchKernelEx, their _ptsz variants) on every CPU location, the ``Orphan thread N``
   locations (threads Score-P did not see start, e.g. PyTorch's autograd thread) included;
 * kernels: ``Enter`` events on the GPU (accelerator stream) locations; copies: RMA get/put there.
+  A GPU-typed location named ``CUDA launches[<thread id>]`` (Score-P with
+  ``SCOREP_CUDA_DRIVER_CALLBACKS=records``) holds a host thread's launch calls: counted as host;
+* linked (where launches carry ``CUPTI_CORRELATION_ID``, as in that mode): the kernels whose
+  correlation id one launch carries.
 
 Per measured step: the step windows are the ``--step-region`` regions (default ``user:ds:step``)
 on the thread that records them; a launch or kernel belongs to the window its time falls in (a
@@ -24,6 +28,18 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+
+
+LAUNCH_LOCATION_PREFIX = "CUDA launches["
+CORRELATION_ATTRIBUTE = "CUPTI_CORRELATION_ID"
+
+
+def _correlation(ev) -> int | None:
+    """The event's ``CUPTI_CORRELATION_ID`` attribute, None where it has none."""
+    for attr, value in (ev.attributes or {}).items():
+        if attr.name == CORRELATION_ATTRIBUTE:
+            return int(value)
+    return None
 
 
 def anchor_of(path: Path) -> Path:
@@ -45,11 +61,17 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
     launch_t: list[int] = []
     kernel_t: list[int] = []
     steps: list[list[int]] = []  # [enter, leave]
+    kernel_corr: list[int | None] = []
+    launch_corr: set[int | None] = set()
     names: Counter = Counter()
     host_regions: Counter = Counter()
     with otf2.reader.open(str(anchor)) as tr:
         resolution = tr.timer_resolution
-        gpu = {l for l in tr.definitions.locations if l.type == otf2.LocationType.GPU}
+        gpu = {
+            l
+            for l in tr.definitions.locations
+            if l.type == otf2.LocationType.GPU and not (l.name or "").startswith(LAUNCH_LOCATION_PREFIX)
+        }
         for loc, ev in tr.events:
             on_gpu = loc in gpu
             if isinstance(ev, otf2.events.Enter):
@@ -59,10 +81,12 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
                 if on_gpu:
                     kernels_by_loc[loc.name] += 1
                     kernel_t.append(ev.time)
+                    kernel_corr.append(_correlation(ev))
                 elif name.startswith("cuLaunchKernel"):
                     launches_by_loc[loc.name] += 1
                     launch_t.append(ev.time)
                     names[name] += 1
+                    launch_corr.add(_correlation(ev))
                 elif name in (step_region, "user:" + step_region):
                     steps.append([ev.time, None])
             elif (
@@ -102,6 +126,9 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
         "kernels_by_location": dict(kernels_by_loc),
         "copies_by_location": dict(copies_by_loc),
         "launch_regions": dict(names),
+        "kernels_linked": (
+            sum(1 for c in kernel_corr if c is not None and c in launch_corr) if None not in launch_corr and launch_corr else None
+        ),
         "host_enters": sum(host_regions.values()),
         "top_host_regions": dict(host_regions.most_common(8)),
         "host_regions": dict(host_regions),
@@ -119,7 +146,7 @@ def count_summary(path) -> dict:
         c = count(Path(path))
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - one bad experiment must not cost the others
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {k: c[k] for k in ("launches", "kernels", "host_enters", "top_host_regions")}
+    return {k: c[k] for k in ("launches", "kernels", "kernels_linked", "host_enters", "top_host_regions")}
 
 
 def main(argv=None) -> int:

@@ -79,3 +79,18 @@ def test_fallback_recorded_when_every_driver_call_is_recorded(tmp_path, monkeypa
     monkeypatch.setenv("PATH", str(tmp_path / "sp2" / "bin"))
     fb = sp.driver_callbacks_fallback({"SCOREP_CUDA_ENABLE": "driver", "SCOREP_CUDA_DRIVER_CALLBACKS": "all"})
     assert fb is not None and fb.reason == "SCOREP_CUDA_DRIVER_CALLBACKS=all was given"
+
+
+def test_records_mode_is_a_fallback_only_where_the_install_lacks_its_patch(tmp_path, monkeypatch):
+    env = {"SCOREP_CUDA_ENABLE": "driver,kernel,memcpy,references", "SCOREP_CUDA_DRIVER_CALLBACKS": "records"}
+    # the launch-callbacks patch alone takes 'records' for an unknown value: every driver call
+    _install(tmp_path / "sp", f"{LAUNCH}\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "sp" / "bin"))
+    fb = sp.driver_callbacks_fallback(env)
+    assert fb is not None and "8.4-cupti-launch-records.patch" in fb.reason and "does not list it" in fb.reason
+    records = "patch: 8.4-cupti-launch-records.patch sha256 candidate"
+    _install(tmp_path / "sp2", f"{LAUNCH}\n{records}\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "sp2" / "bin"))
+    assert sp.driver_callbacks_fallback(env) is None
+    # never the default, even where the patch is installed
+    assert sp.default_driver_callbacks()[0] == "launch"

@@ -239,7 +239,7 @@ def test_scorep_available_reports_what_is_missing(tmp_path, monkeypatch):
 def test_check_experiment_on_real_samples():
     # a Score-P without the launch-callbacks patch recorded every driver API call: said, not an error
     assert sp.check_experiment(CASITA) == [
-        "every CUDA driver API call was recorded (SCOREP_CUDA_DRIVER_CALLBACKS is not 'launch': Score-P without "
+        "every CUDA driver API call was recorded (SCOREP_CUDA_DRIVER_CALLBACKS is neither 'launch' nor 'records': Score-P without "
         "the project's launch-callbacks patch?): the host cost of the trace is higher"
     ]
     with pytest.raises(ArtifactError, match="CUPTI was not subscribed: the trace has no CUDA stream locations") as exc:

@@ -82,10 +82,17 @@ def test_patches_are_named_for_their_version():
     patches = sorted((ROOT / "containers" / "scorep-patches").glob("*.patch"))
     assert [p.name for p in patches] == [
         "8.4-cupti-launch-callbacks.patch",
+        "8.4-cupti-launch-records.patch",
         "8.4-cupti-overlap-kept.patch",
         "8.4-cupti-stream-order.patch",
         "8.4-cupti-stream-ref-cache.patch",
     ]
+    # the launches from CUPTI's activity records: no callback, per-thread locations, correlation ids
+    records = patches.pop(1).read_text()
+    for changed in ("scorep_cupti_callbacks.c", "scorep_cupti_activity.c", "scorep_cupti4_activity.c"):
+        assert f"+++ b/src/adapters/cuda/{changed}" in records
+    assert "cuptiActivityEnableDriverApi( cbid, enable )" in records and '"CUDA launches[%" PRIu32 "]"' in records
+    assert records.count('"CUPTI_CORRELATION_ID"') == 1 and "+        case CUPTI_ACTIVITY_KIND_DRIVER:" in records
     cache = patches.pop().read_text()  # the stream reference cache: a confvar, forgotten on every destruction
     for changed in ("scorep_cuda.h", "scorep_cuda_confvars.inc.c", "scorep_cupti_callbacks.c"):
         assert f"+++ b/src/adapters/cuda/{changed}" in cache

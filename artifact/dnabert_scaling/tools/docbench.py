@@ -39,6 +39,7 @@ NAMES = {
     "cupti-launch-domains": "CUPTI alone with launch callbacks and the resource and synchronisation domains (bare client), 4 MB buffers",
     "scorep-launch-nosync-chunk4m": "Score-P, launch-only, 4 MB buffers, synchronisation domain held back",
     "cupti-launch-records": "CUPTI alone with launch activity records instead of callbacks (bare client), 4 MB buffers",
+    "scorep-records-chunk4m": "Score-P, launch activity records instead of callbacks, 4 MB buffers",
 }
 TABLE_HEAD = (
     "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",

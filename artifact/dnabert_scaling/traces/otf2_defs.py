@@ -22,6 +22,10 @@ from dnabert_scaling.traces.model import CATEGORIES
 
 _STREAM_NAME_RE = re.compile(r"^CUDA\[(\d+):(\d+)\]")
 _MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
+# Score-P 8.4 with ``8.4-cupti-launch-records.patch`` (SCOREP_CUDA_DRIVER_CALLBACKS=records) writes each
+# host thread's launch, copy and memset calls, taken from CUPTI's activity records, on a location of
+# type GPU named ``CUDA launches[<thread id>]``: host calls, read as a CPU thread's, never as a stream.
+_LAUNCH_LOCATION_RE = re.compile(r"^CUDA launches\[\d+\]$")
 _MERGED_RANK_RE = re.compile(r"^(?:MPI )?Rank (\d+)$")  # Score-P with MPI, or a merged archive (convert --merged)
 IDLE_REGIONS = {"COMPUTE IDLE", "GPU IDLE"}
 # Two different flushes share a word. ``TRACE BUFFER FLUSH`` (paradigm MEASUREMENT_SYSTEM): Score-P's
@@ -38,6 +42,11 @@ ATTR_STREAM_REF = "CUDA_STREAM_REF"
 ATTR_CORRELATION = "CUPTI_CORRELATION_ID"
 ATTR_COLLECTIVE = "NCCL_COLLECTIVE"
 ATTR_MSG_BYTES = "MSG_BYTES"
+
+
+def is_launch_records_location(loc) -> bool:
+    """A GPU-typed location that holds host launch calls (``CUDA launches[<thread id>]``)."""
+    return bool(_LAUNCH_LOCATION_RE.match(loc.name or ""))
 
 
 def rank_from_directory(anchor: Path) -> int | None:

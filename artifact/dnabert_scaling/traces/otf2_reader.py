@@ -13,7 +13,10 @@ the only record of the rank is the experiment directory's name, ``scorep-rank<R>
 archive holds several processes named "MPI Rank <r>" and each is a rank.
 
 What is read: the GPU stream locations (Enter/Leave = kernels, RMA = copies) and the CPU threads
-(only the phase user regions and the kernel-launch API calls are kept). Other location types are
+(only the phase user regions and the kernel-launch API calls are kept). A GPU-typed location named
+``CUDA launches[<thread id>]`` (Score-P with ``SCOREP_CUDA_DRIVER_CALLBACKS=records``: a host thread's
+launch calls from CUPTI's activity records) is read as a host thread, its launches and their
+kernels paired by the ``CUPTI_CORRELATION_ID`` attribute both carry. Other location types are
 not read, and each location's fate is recorded in ``meta['locations']`` (never silently).
 Events are read per location with OTF2's local readers (see ``otf2_lowlevel``), so the events
 of unneeded types never reach Python.
@@ -57,6 +60,7 @@ from dnabert_scaling.traces.otf2_tables import _gpu_rows, _host_rows, ticks_to_n
 
 # Kept importable from the reader, where scripts, tests and the test trace generator find them.
 from dnabert_scaling.traces.otf2_defs import ATTR_STREAM_REF, HOST_FLUSH_REGIONS, rank_from_directory  # noqa: F401
+from dnabert_scaling.traces.otf2_defs import is_launch_records_location
 from dnabert_scaling.traces.otf2_tables import pair_enter_leave  # noqa: F401
 
 ANCHOR_NAME = layout.ANCHOR
@@ -295,7 +299,8 @@ def _classify_locations(defs, archive: _Archive, regions: _Regions, attrs: ll.At
         info["events_total"] += int(loc.number_of_events)
         entry = _location_entry(loc, "")
         info["locations"].append(entry)
-        if loc.type == GPU:
+        launch_records = loc.type == GPU and is_launch_records_location(loc)
+        if loc.type == GPU and not launch_records:
             if g.location_group_type == PROCESS:
                 info["legacy"] = True
             out.stream_of_location[loc._ref] = _stream_of(loc, info["warnings"])
@@ -305,13 +310,13 @@ def _classify_locations(defs, archive: _Archive, regions: _Regions, attrs: ll.At
                 continue
             entry["read"] = True
             out.plans.append(ll.LocationPlan(loc._ref, None, gpu_attr_regions, True))
-        elif loc.type == CPU:
+        elif loc.type == CPU or launch_records:
             info["cpu"].append(loc)
             if loc.number_of_events == 0:
                 entry["why"] = "no events"
                 continue
             entry["read"] = True
-            entry["why"] = "phases and kernel launches only"
+            entry["why"] = "kernel launches from CUPTI activity records" if launch_records else "phases and kernel launches only"
             out.plans.append(ll.LocationPlan(loc._ref, regions.host_wanted, launch_attr_regions, False))
         else:
             entry["why"] = f"location type {entry['type']} carries no GPU activity, phase or launch"
@@ -370,14 +375,13 @@ def _read_events(tr, defs, plans: list[ll.LocationPlan], attrs: ll.AttributeRefs
 
 def _rank_tables(rank: int, info: dict, sinks: dict, defs, archive: _Archive, regions, locations: _Locations, strings, evt_dir):
     """(GPU table, host table, events read, excluded GPU region counts) of one rank."""
-    import otf2
-
     anchor, resolution, warnings = archive.anchor, archive.resolution, info["warnings"]
     if not info["gpu"]:
         raise NoGpuActivityError(f"rank {rank} has no GPU stream locations", anchor)
     events_read = 0
     g_parts, h_parts = [], []
     excluded = Counter()
+    streams = {loc._ref for loc in info["gpu"]}
     for loc in info["gpu"] + info["cpu"]:
         sink = sinks.get(loc._ref)
         if sink is None:
@@ -386,7 +390,7 @@ def _rank_tables(rank: int, info: dict, sinks: dict, defs, archive: _Archive, re
         _check_location(sink, loc, anchor, evt_dir)
         _measurement_warnings(sink, loc, resolution, warnings)
         try:
-            if loc.type == otf2.LocationType.GPU:
+            if loc._ref in streams:
                 g_parts.append(
                     _gpu_rows(
                         sink,

@@ -51,6 +51,10 @@ DEFAULT_CUDA_ENABLE = "driver,kernel,memcpy,references"
 # their stream references, all the analysis reads. Taken when the installed Score-P lists that
 # patch in share/scorep-patches.txt (written by containers/build-scorep.sh), else "all".
 LAUNCH_PATCH_SUFFIX = "-cupti-launch-callbacks.patch"
+# "records" (containers/scorep-patches/8.4-cupti-launch-records.patch, a candidate until a GPU run
+# verifies it; never chosen by default): the same calls from CUPTI's activity records, no callback
+# on the launch path. A Score-P without that patch records every driver call when given it.
+RECORDS_PATCH_SUFFIX = "-cupti-launch-records.patch"
 PATCHES_FILE = Path("share") / "scorep-patches.txt"
 
 # Trace buffer. One kernel costs about 110 bytes of trace records: the cuLaunchKernel Enter/Leave
@@ -184,6 +188,13 @@ def driver_callbacks_fallback(env=None) -> Fallback | None:
     mode = env.get("SCOREP_CUDA_DRIVER_CALLBACKS", "all")
     if mode == "launch":
         return None
+    if mode == "records":
+        patches = installed_patches(scorep_prefix())
+        if patches and any(p.endswith(RECORDS_PATCH_SUFFIX) for p in patches):
+            return None
+        where = "has no share/scorep-patches.txt" if patches is None else "does not list it in share/scorep-patches.txt"
+        reason = f"SCOREP_CUDA_DRIVER_CALLBACKS=records was given, but the installed Score-P {where} (8.4{RECORDS_PATCH_SUFFIX})"
+        return Fallback("tracer", "Score-P recording every CUDA driver API call (SCOREP_CUDA_DRIVER_CALLBACKS=all)", reason)
     _, why = default_driver_callbacks()
     reason = why or f"SCOREP_CUDA_DRIVER_CALLBACKS={mode} was given"
     return Fallback("tracer", "Score-P recording every CUDA driver API call (SCOREP_CUDA_DRIVER_CALLBACKS=all)", reason)
@@ -459,9 +470,9 @@ def check_experiment(exp_dir, log_text: str | None = None) -> list[str]:
     if perturbing or "yes" in flags or "default" in flags:
         what = ", ".join(perturbing) if perturbing else "the default set (includes sync, gpumemusage)"
         warnings.append(f"SCOREP_CUDA_ENABLE records {what}: extra synchronisation perturbs the overlap measured")
-    if _records_driver_api(enabled) and cfg.get("SCOREP_CUDA_DRIVER_CALLBACKS", "all").strip("'\"") != "launch":
+    if _records_driver_api(enabled) and cfg.get("SCOREP_CUDA_DRIVER_CALLBACKS", "all").strip("'\"") not in ("launch", "records"):
         warnings.append(
-            "every CUDA driver API call was recorded (SCOREP_CUDA_DRIVER_CALLBACKS is not 'launch': "
+            "every CUDA driver API call was recorded (SCOREP_CUDA_DRIVER_CALLBACKS is neither 'launch' nor 'records': "
             "Score-P without the project's launch-callbacks patch?): the host cost of the trace is higher"
         )
     if log_text:

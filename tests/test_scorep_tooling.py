@@ -91,6 +91,8 @@ def test_patches_are_named_for_their_version():
     records = patches.pop(1).read_text()
     for changed in ("scorep_cupti_callbacks.c", "scorep_cupti_activity.c", "scorep_cupti4_activity.c"):
         assert f"+++ b/src/adapters/cuda/{changed}" in records
+    # RmaGet/RmaPut written with the location's attribute list: a copy's id must not go to the next kernel
+    assert records.count("+                           tracing_data->otf_attribute_list,") == 2
     assert "cuptiActivityEnableDriverApi( cbid, enable )" in records and '"CUDA launches[%" PRIu32 "]"' in records
     assert records.count('"CUPTI_CORRELATION_ID"') == 1 and "+        case CUPTI_ACTIVITY_KIND_DRIVER:" in records
     cache = patches.pop().read_text()  # the stream reference cache: a confvar, forgotten on every destruction

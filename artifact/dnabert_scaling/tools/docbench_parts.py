@@ -1,10 +1,11 @@
-"""The generated blocks of GPU calls T, U and V (2026-12-05): where the default Score-P mode's cost beyond the bare
+"""The generated blocks of GPU calls T, U, V and W (2026-12-05): where the default Score-P mode's cost beyond the bare
 CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
 or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
 off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
 resource and synchronisation callback domains Score-P also enables, and the default mode with the synchronisation
 domain held back by a preloaded filter; call V: the bare client without launch records, and with CUPTI's activity
-records of the launch calls instead of callbacks), the bare client and no tracer, in lockstep rounds. Each part of the cost
+records of the launch calls instead of callbacks; call W: Score-P taking its launches from those activity records,
+with the candidate 8.4-cupti-launch-records.patch), the bare client and no tracer, in lockstep rounds. Each part of the cost
 is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
 interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
 left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dnabert_scaling.tools import cost_verdicts as cv
-from dnabert_scaling.tools.docbench import DEFAULT_MODE, DEFAULT_SAID, NAMES, bench_file, scorep_targets
+from dnabert_scaling.tools.docbench import DEFAULT_MODE, DEFAULT_SAID, NAMES, SCOREP_RATIO_TARGETS, bench_file, scorep_targets
 from dnabert_scaling.tools.docbench_calls import _cache_run_head, _paired_sentences
 from dnabert_scaling.tools.docfacts import Facts
 
@@ -25,6 +26,7 @@ DOMAINS = "cupti-launch-domains"  # the bare client with the resource and synchr
 NOSYNC = "scorep-launch-nosync-chunk4m"  # the default mode with the synchronisation domain held back
 KERNELS = "cupti-kernels"  # the bare client without launch records: CUPTI alone
 RECORDS = "cupti-launch-records"  # the bare client with CUPTI's activity records of the launch calls, no callbacks
+SCOREP_RECORDS = "scorep-records-chunk4m"  # Score-P taking those records (8.4-cupti-launch-records.patch, a candidate)
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,17 @@ CALL_V = Split(
     ),
     lead="What launch records cost, taken either way, and what the default mode adds to either",
 )
+LAUNCH_RECORDS_BENCH = "h100-bench/gpu-call-2026-12-05-launch-records/bench-w.json"  # on the lent H100, as call V
+CALL_W = Split(
+    LAUNCH_RECORDS_BENCH,
+    "call W",
+    (
+        ("Score-P with its launches from activity records, beyond the client with the same records", RECORDS, SCOREP_RECORDS),
+        ("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),
+        ("the default mode beyond the client with launch records", RECORDS, DEFAULT_MODE),
+    ),
+    lead="What Score-P adds to the bare client when it takes its launches from CUPTI's activity records, and what the default mode adds",
+)
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
     "met": "no cost",
@@ -97,6 +110,43 @@ def bench_trace_domains(facts: Facts, _: str | None) -> str:
 def bench_trace_records(facts: Facts, _: str | None) -> str:
     """Call V's block, with the launch records the client counted and the kernels they link to."""
     return split_block(facts, CALL_V)
+
+
+def bench_trace_launch_records(facts: Facts, _: str | None) -> str:
+    """Call W's block, and Score-P with its launches from activity records against the default mode's bounds."""
+    return split_block(facts, CALL_W) + _records_mode_targets(bench_file(facts, CALL_W.bench))
+
+
+def _records_mode_targets(data: dict) -> str:
+    """Score-P with its launches from CUPTI's activity records (a candidate mode, never the default) against the
+    bounds the default mode is held to, by the same rule on the same rounds, with its trace size and the kernels
+    its launches link to by correlation id."""
+    rows = {m.get("config"): m for m in data.get("modes") or [] if m.get("mode") == SCOREP_RECORDS}
+    if not rows:
+        return ""
+    out = []
+    for config, bound in SCOREP_RATIO_TARGETS:
+        row = rows.get(config)
+        if row is None:
+            continue
+        verdict, interval = cv.judge([cv.rounds_of(data, config, SCOREP_RECORDS, label=CALL_W.label)], bound)
+        r = row.get("ratio_median")
+        shown = f"{r:.2f}x" if cv.is_number(r) else "-"
+        out.append(f"{config}: {shown} against <= {bound:.2f}x ({verdict}: {interval})")
+    first = next(iter(rows.values()))
+    size = first.get("trace_bytes_per_step")
+    if cv.is_number(size):
+        out.append(f"trace {size / 1e3:,.0f} kB per step against <= 100 kB ({'met' if size <= 100e3 else 'missed'})")
+    found, launches, linked = (first.get(k) for k in ("kernels_found", "launches_counted", "kernels_linked"))
+    if isinstance(found, int) and isinstance(launches, int) and launches:
+        said = f"kernels found: {found:,} of {launches:,} launches ({'met' if found == launches else 'missed'})"
+        if isinstance(linked, int):
+            said += f", {linked:,} kernels carrying the correlation id of one of the launches"
+        out.append(said + f" in {first.get('experiments_counted')} counted experiment(s)")
+    return (
+        f"\n\n{NAMES[SCOREP_RECORDS]} (the candidate patch's mode, not the artifact's default), held to the default "
+        "mode's bounds by the same rule on these rounds: " + "; ".join(out) + "."
+    )
 
 
 def split_block(facts: Facts, split: Split) -> str:

@@ -571,6 +571,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace-parts": docbench_parts.bench_trace_parts,
     "bench-trace-domains": docbench_parts.bench_trace_domains,
     "bench-trace-records": docbench_parts.bench_trace_records,
+    "bench-trace-launch-records": docbench_parts.bench_trace_launch_records,
     "scorep-targets-summary": docbench_targets.scorep_targets_summary,
     "scorep-target-reading": docbench_reading.scorep_target_reading,
     "bench-hook": bench_hook,

@@ -216,3 +216,32 @@ def test_the_stream_reuse_lab_fails_on_a_wrong_reference_even_without_a_reused_h
     lab["distinct_handles"] = 1  # the driver reused the handle: judged, and clean
     assert cp.run_reuse_lab(tmp_path) == []
     assert '"distinct_handles": 1' in capsys.readouterr().out
+
+
+def test_records_mode_is_checked_where_its_patch_is_listed(tmp_path):
+    """The two-thread lab runs in records mode only where the install lists the records patch; there every
+    kernel must carry one launch's correlation id and every launch sit on a CUDA launches[...] location.
+    The overlap lab keeps the install's default mode (launch), never the candidate."""
+    cp = _check_module()
+    (tmp_path / "share").mkdir()
+    listed = tmp_path / "share" / "scorep-patches.txt"
+    listed.write_text("patch: 8.4-cupti-launch-callbacks.patch sha256 x verified\n")
+    assert cp.modes_of(tmp_path) == ["all", "launch"] and cp.default_mode_of(tmp_path) == "launch"
+    listed.write_text(listed.read_text() + "patch: 8.4-cupti-launch-records.patch sha256 y candidate\n")
+    assert cp.modes_of(tmp_path) == ["all", "launch", "records"] and cp.default_mode_of(tmp_path) == "launch"
+    step = {"launches": 100, "kernels": 100}
+    good = {"per_step": [step], "step_windows": 1, "host_regions": {"cuLaunchKernel": 100}, "host_enters": 101,
+            "launches_by_location": {"CUDA launches[4242]": 100}, "kernels": 100, "kernels_linked": 100}  # fmt: skip
+    assert cp.verdicts("records", good, "", host_all=5000) == []
+    assert cp.verdicts("records", {**good, "kernels_linked": 58}, "", 5000) == [
+        "records: 42 of 100 kernels carry no launch's correlation id"
+    ]
+    assert cp.verdicts("records", {**good, "kernels_linked": None}, "", 5000) == [
+        "records: the launches carry no CUPTI_CORRELATION_ID"
+    ]
+    on_cpu = {**good, "launches_by_location": {"Master thread": 100}}
+    assert cp.verdicts("records", on_cpu, "", 5000) == [
+        "records: launches on Master thread, not on a CUDA launches[...] location"
+    ]
+    noisy = {**good, "host_regions": {"cuLaunchKernel": 100, "cuCtxGetDevice_v2": 3}}
+    assert cp.verdicts("records", noisy, "", 5000) == ["records: other driver API calls recorded: cuCtxGetDevice_v2"]

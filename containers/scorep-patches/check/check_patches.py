@@ -11,10 +11,13 @@ the launch-callbacks patch) and counts the trace with ``scripts/scorep_count.py`
 * every mode: at least as many kernels as ``cuLaunchKernel*`` launches inside the lab region
   (none lost), and no "[CUPTI Activity] Skipping" line in the output;
 * ``launch``: no host region of the driver API other than the launch, copy and memset calls
-  (the subscription holds), and at most a tenth of the host events of ``all``.
+  (the subscription holds), and at most a tenth of the host events of ``all``;
+* ``records`` (where ``8.4-cupti-launch-records.patch`` is listed): as ``launch``, the launches on
+  ``CUDA launches[<thread id>]`` locations, and every kernel carries the correlation id of one of
+  them (``kernels_linked``: none lost, none linked to the wrong call).
 
 Then the overlap lab, ``pdl_lab.py`` (built with nvcc from ``pdl_lab.cu``), in the default mode
-of the install: pairs of kernels on one stream whose second kernel, a programmatic dependent
+of the install (``launch`` where the launch-callbacks patch is listed, else ``all``): pairs of kernels on one stream whose second kernel, a programmatic dependent
 launch that does not wait, ends inside the first (the device clock counts the pairs where it did).
 Released Score-P 8.4 drops such a kernel ("[CUPTI Activity] Skipping ..."). Where the install
 lists ``8.4-cupti-overlap-kept.patch``, the lab must have produced such pairs and every kernel of
@@ -56,8 +59,18 @@ def patches_of(prefix: Path) -> str:
     return listed.read_text() if listed.is_file() else ""
 
 
+RECORDS_PATCH = "8.4-cupti-launch-records.patch"
+LAUNCH_LOCATION = "CUDA launches["  # where records mode writes a host thread's launches
+
+
+def default_mode_of(prefix: Path) -> str:
+    """The install's default driver-callback mode, as the artifact picks it."""
+    return "launch" if "-cupti-launch-callbacks.patch" in patches_of(prefix) else "all"
+
+
 def modes_of(prefix: Path) -> list[str]:
-    return ["all", "launch"] if "-cupti-launch-callbacks.patch" in patches_of(prefix) else ["all"]
+    modes = ["all", "launch"] if default_mode_of(prefix) == "launch" else ["all"]
+    return modes + ["records"] if RECORDS_PATCH in patches_of(prefix) else modes
 
 
 def run_lab(
@@ -200,12 +213,21 @@ def losses(name: str, step: dict | None, log: str, windows: Any) -> list[str]:
 
 def verdicts(mode: str, c: dict, log: str, host_all: int | None) -> list[str]:
     problems = losses(mode, c["per_step"][0] if c["per_step"] else None, log, c["step_windows"])
-    if mode == "launch":
+    if mode in ("launch", "records"):
         driver = [n for n in c["host_regions"] if n.startswith("cu") and not n.startswith(LAUNCH_PREFIXES)]
         if driver:
-            problems.append(f"launch: other driver API calls recorded: {', '.join(sorted(driver)[:8])}")
+            problems.append(f"{mode}: other driver API calls recorded: {', '.join(sorted(driver)[:8])}")
         if host_all and c["host_enters"] > host_all / 10:
-            problems.append(f"launch: {c['host_enters']} host events against {host_all} with all (expected < 10%)")
+            problems.append(f"{mode}: {c['host_enters']} host events against {host_all} with all (expected < 10%)")
+    if mode == "records":
+        elsewhere = sorted(loc for loc in c["launches_by_location"] if not loc.startswith(LAUNCH_LOCATION))
+        if elsewhere:
+            problems.append(f"records: launches on {', '.join(elsewhere)}, not on a {LAUNCH_LOCATION}...] location")
+        linked = c.get("kernels_linked")
+        if linked is None:
+            problems.append("records: the launches carry no CUPTI_CORRELATION_ID")
+        elif linked < c["kernels"]:
+            problems.append(f"records: {c['kernels'] - linked} of {c['kernels']} kernels carry no launch's correlation id")
     return problems
 
 
@@ -250,12 +272,12 @@ def run_labs(args, problems: list[str]) -> str | None:
             if mode == "all":
                 host_all = c["host_enters"]
             problems += verdicts(mode, c, log, host_all)
-            keep = ("launches", "kernels", "host_enters", "step_windows", "steps_complete")
+            keep = ("launches", "kernels", "kernels_linked", "host_enters", "step_windows", "steps_complete")
             print(json.dumps({"lab": "two_threads", "mode": mode, **{k: c[k] for k in keep}}))
         patched = "8.4-cupti-overlap-kept.patch" in patches_of(args.prefix)
         try:
             if args.lab == "all":
-                problems += run_overlap_lab(modes_of(args.prefix)[-1], Path(tmp), patched)
+                problems += run_overlap_lab(default_mode_of(args.prefix), Path(tmp), patched)
         except CannotRun as exc:
             if patched:
                 not_checked = f"8.4-cupti-overlap-kept.patch NOT CHECKED ({exc})"

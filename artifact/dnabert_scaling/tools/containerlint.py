@@ -507,6 +507,7 @@ def project_scripts(def_path: Path) -> list[Path]:
         return []
     found = (
         sorted(root.glob("containers/*.sh"))
+        + sorted(root.glob("containers/scorep-patches/check/*.sh"))
         + sorted(root.glob("scripts/slurm/*.sh"))
         + sorted(root.glob("scripts/slurm/*.sbatch"))
         + sorted(root.glob("scripts/ci/*.sh"))

@@ -156,12 +156,19 @@ def installed_patches(prefix) -> list[str] | None:
     return [line.split()[1] for line in text.splitlines() if line.startswith("patch:") and len(line.split()) > 1]
 
 
+def _not_listed(patches: list[str] | None, suffix: str) -> str | None:
+    """Where an install's patch list lacks the patch ending in ``suffix``, said; None where it lists it."""
+    if patches and any(p.endswith(suffix) for p in patches):
+        return None
+    return "has no share/scorep-patches.txt" if patches is None else "does not list it in share/scorep-patches.txt"
+
+
 def driver_callbacks_for(patches: list[str] | None) -> tuple[str, str | None]:
     """The ``SCOREP_CUDA_DRIVER_CALLBACKS`` value for an install with these patches, and why
     ``all`` when it is not ``launch`` (None when it is)."""
-    if patches and any(p.endswith(LAUNCH_PATCH_SUFFIX) for p in patches):
+    where = _not_listed(patches, LAUNCH_PATCH_SUFFIX)
+    if where is None:
         return "launch", None
-    where = "has no share/scorep-patches.txt" if patches is None else "does not list it in share/scorep-patches.txt"
     return "all", (
         f"the installed Score-P {where}: without containers/scorep-patches/8.4{LAUNCH_PATCH_SUFFIX} every CUDA "
         "driver API call is recorded (about 1.6x the untraced step at batch 8 x 70 on the H200, against "
@@ -189,10 +196,9 @@ def driver_callbacks_fallback(env=None) -> Fallback | None:
     if mode == "launch":
         return None
     if mode == "records":
-        patches = installed_patches(scorep_prefix())
-        if patches and any(p.endswith(RECORDS_PATCH_SUFFIX) for p in patches):
+        where = _not_listed(installed_patches(scorep_prefix()), RECORDS_PATCH_SUFFIX)
+        if where is None:
             return None
-        where = "has no share/scorep-patches.txt" if patches is None else "does not list it in share/scorep-patches.txt"
         reason = f"SCOREP_CUDA_DRIVER_CALLBACKS=records was given, but the installed Score-P {where} (8.4{RECORDS_PATCH_SUFFIX})"
         return Fallback("tracer", "Score-P recording every CUDA driver API call (SCOREP_CUDA_DRIVER_CALLBACKS=all)", reason)
     _, why = default_driver_callbacks()

@@ -25,13 +25,19 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
 
 
-LAUNCH_LOCATION_PREFIX = "CUDA launches["
+LAUNCH_LOCATION = re.compile(r"^CUDA launches\[\d+\]$")  # records mode: a host thread's launches, typed GPU
 CORRELATION_ATTRIBUTE = "CUPTI_CORRELATION_ID"
+
+
+def is_launch_location(name: str | None) -> bool:
+    """Whether a GPU-typed location is records mode's ``CUDA launches[<thread id>]`` (host calls)."""
+    return bool(LAUNCH_LOCATION.match(name or ""))
 
 
 def _correlation(ev) -> int | None:
@@ -40,6 +46,14 @@ def _correlation(ev) -> int | None:
         if attr.name == CORRELATION_ATTRIBUTE:
             return int(value)
     return None
+
+
+def _linked(kernels: Counter, launches: Counter) -> int | None:
+    """The kernels paired with a launch by correlation id, an id pairing as many kernels as launches carry it
+    (a repeated or forged id links no more); None where some launch carries no id (nothing to pair by)."""
+    if not launches or None in launches:
+        return None
+    return sum(min(n, launches[c]) for c, n in kernels.items() if c is not None)
 
 
 def anchor_of(path: Path) -> Path:
@@ -61,17 +75,13 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
     launch_t: list[int] = []
     kernel_t: list[int] = []
     steps: list[list[int]] = []  # [enter, leave]
-    kernel_corr: list[int | None] = []
-    launch_corr: set[int | None] = set()
+    kernel_corr: Counter = Counter()  # correlation id (None: none) -> kernels carrying it
+    launch_corr: Counter = Counter()  # the same for the kernel launches
     names: Counter = Counter()
     host_regions: Counter = Counter()
     with otf2.reader.open(str(anchor)) as tr:
         resolution = tr.timer_resolution
-        gpu = {
-            l
-            for l in tr.definitions.locations
-            if l.type == otf2.LocationType.GPU and not (l.name or "").startswith(LAUNCH_LOCATION_PREFIX)
-        }
+        gpu = {l for l in tr.definitions.locations if l.type == otf2.LocationType.GPU and not is_launch_location(l.name)}
         for loc, ev in tr.events:
             on_gpu = loc in gpu
             if isinstance(ev, otf2.events.Enter):
@@ -81,12 +91,12 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
                 if on_gpu:
                     kernels_by_loc[loc.name] += 1
                     kernel_t.append(ev.time)
-                    kernel_corr.append(_correlation(ev))
+                    kernel_corr[_correlation(ev)] += 1
                 elif name.startswith("cuLaunchKernel"):
                     launches_by_loc[loc.name] += 1
                     launch_t.append(ev.time)
                     names[name] += 1
-                    launch_corr.add(_correlation(ev))
+                    launch_corr[_correlation(ev)] += 1
                 elif name in (step_region, "user:" + step_region):
                     steps.append([ev.time, None])
             elif (
@@ -126,9 +136,7 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
         "kernels_by_location": dict(kernels_by_loc),
         "copies_by_location": dict(copies_by_loc),
         "launch_regions": dict(names),
-        "kernels_linked": (
-            sum(1 for c in kernel_corr if c is not None and c in launch_corr) if None not in launch_corr and launch_corr else None
-        ),
+        "kernels_linked": _linked(kernel_corr, launch_corr),
         "host_enters": sum(host_regions.values()),
         "top_host_regions": dict(host_regions.most_common(8)),
         "host_regions": dict(host_regions),

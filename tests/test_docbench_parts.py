@@ -142,14 +142,15 @@ def test_call_vs_client_that_counted_no_launch_record_is_neither_tabled_nor_read
     assert "not read (the client's counts of launch records and kernels are not one per process)" in uneven
 
 
-def _call_w(tmp_path, records_mode: list[float], found=(139_188, 139_188), linked: int | None = 139_188):
+def _call_w(tmp_path, records_mode: list[float], found=(139_188, 139_188), linked: int | None = 139_188, extra=None):
     client = [1.10, 1.15, 1.12, 1.18, 1.11, 1.14, 1.16, 1.13, 1.17, 1.12]
     counts = {
         "cupti_launch_records": [75] * 2,
         "cupti_linked_kernels": [70] * 2,
         "cupti_kernel_records": [70] * 2,
     }
-    scorep = {"trace_bytes_per_step": 71_496.0, "kernels_found": found[0], "launches_counted": found[1], "experiments_counted": 2}
+    scorep = {"trace_bytes_per_step": 71_496.0, "kernels_found": found[0], "launches_counted": found[1], "experiments_counted": 2,
+              "kernels_found_share": found[0] / found[1], "experiments_linked": 2, **(extra or {})}  # fmt: skip
     if linked is not None:
         scorep["kernels_linked"] = linked
     per_mode = {dp.RECORDS: client, D: [x + 0.09 for x in client], dp.SCOREP_RECORDS: records_mode}
@@ -163,7 +164,8 @@ def test_call_ws_records_mode_is_held_to_the_default_modes_bounds_by_the_same_ru
     assert records.startswith("Score-P, launch activity records instead of callbacks, 4 MB buffers (the candidate")
     assert "8x70: 1.17x against <= 1.25x (met: 95% interval of the median" in records
     assert "trace 71 kB per step against <= 100 kB (met)" in records
-    assert "kernels found: 139,188 of 139,188 launches (met), 139,188 kernels carrying the correlation id" in records
+    assert "kernels found: 139,188 of 139,188 launches in 2 counted experiment(s) (met)" in records
+    assert "kernels linked to a launch by correlation id: 139,188, in the 2 counted experiment(s)" in records
     # the default mode's targets stay its own: the records mode is diagnostic there
     assert "activity records" not in text.split("\n\n")[-2]
     assert "the default mode beyond Score-P with its launches from activity records" in text
@@ -173,5 +175,11 @@ def test_call_ws_records_mode_above_the_bound_or_losing_kernels_is_said_so(tmp_p
     text = _call_w(tmp_path, [1.30, 1.31, 1.29, 1.32, 1.30, 1.31, 1.33, 1.30, 1.29, 1.31], found=(139_000, 139_188), linked=None)
     records = text.split("\n\n")[-1]
     assert "8x70: 1.31x against <= 1.25x (missed:" in records
-    assert "kernels found: 139,000 of 139,188 launches (missed)" in records and "correlation id" not in records
+    assert (
+        "kernels found: 139,000 of 139,188 launches in 2 counted experiment(s) (missed)" in records
+        and "correlation id" not in records
+    )
+    # an experiment that could not be counted may hold a lost kernel: never "met", as for the default mode
+    uncounted = _call_w(tmp_path / "u", [1.15] * 10, extra={"experiments_uncountable": 1}).split("\n\n")[-1]
+    assert "1 experiment(s) that could not be counted (not met)" in uncounted
     assert dp._records_mode_targets({}) == ""  # no such mode shipped: nothing said

@@ -107,3 +107,15 @@ def test_scorep_count_links_nothing_without_correlation_ids(tmp_path):
 
     got = scorep_count.count(write_ground_truth(tmp_path / "gt"))
     assert got["kernels_linked"] is None and got["launches"] == 6
+
+
+def test_a_repeated_correlation_id_links_no_more_kernels_than_launches_carry_it():
+    from collections import Counter
+
+    # two kernels claim launch 5's id, which one launch carries: one of them is linked, not both
+    assert scorep_count._linked(Counter({5: 2, 6: 1}), Counter({5: 1, 6: 1})) == 2
+    assert scorep_count._linked(Counter({5: 3}), Counter({5: 3})) == 3
+    assert scorep_count._linked(Counter({5: 1, None: 4}), Counter({5: 1})) == 1  # kernels without an id never link
+    assert scorep_count._linked(Counter({5: 1}), Counter({5: 1, None: 1})) is None  # a launch without an id: nothing to pair by
+    assert scorep_count._linked(Counter({5: 1}), Counter()) is None
+    assert scorep_count.is_launch_location("CUDA launches[4242]") and not scorep_count.is_launch_location("CUDA launches[x]")

@@ -60,7 +60,6 @@ def patches_of(prefix: Path) -> str:
 
 
 RECORDS_PATCH = "8.4-cupti-launch-records.patch"
-LAUNCH_LOCATION = "CUDA launches["  # where records mode writes a host thread's launches
 
 
 def default_mode_of(prefix: Path) -> str:
@@ -220,9 +219,12 @@ def verdicts(mode: str, c: dict, log: str, host_all: int | None) -> list[str]:
         if host_all and c["host_enters"] > host_all / 10:
             problems.append(f"{mode}: {c['host_enters']} host events against {host_all} with all (expected < 10%)")
     if mode == "records":
-        elsewhere = sorted(loc for loc in c["launches_by_location"] if not loc.startswith(LAUNCH_LOCATION))
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from scorep_count import is_launch_location
+
+        elsewhere = sorted(loc for loc in c["launches_by_location"] if not is_launch_location(loc))
         if elsewhere:
-            problems.append(f"records: launches on {', '.join(elsewhere)}, not on a {LAUNCH_LOCATION}...] location")
+            problems.append(f"records: launches on {', '.join(elsewhere)}, not on a CUDA launches[...] location")
         linked = c.get("kernels_linked")
         if linked is None:
             problems.append("records: the launches carry no CUPTI_CORRELATION_ID")

@@ -287,6 +287,14 @@ bench_cupti_stop( unsigned long long counts[ 10 ] )
     cuptiActivityDisable( CUPTI_ACTIVITY_KIND_MEMCPY );
     if ( kernel_ids != NULL && launch_ids != NULL )
     {
+        /* the launch records were asked for per driver call: switched off the same way */
+        for ( uint32_t cbid = CUPTI_DRIVER_TRACE_CBID_INVALID + 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++ )
+        {
+            if ( is_launch_call( cbid ) )
+            {
+                cuptiActivityEnableDriverApi( cbid, 0 );
+            }
+        }
         unsigned long long used = atomic_load( &kernel_ids_used );
         for ( unsigned long long k = 0; k < used && k < KERNEL_IDS; k++ )
         {

@@ -258,3 +258,31 @@ def test_the_first_screen_says_what_the_evidence_is_from_the_sets():
         and f"rehearsal (ranks placed round-robin on the devices present (--rehearse)) in 2 of {len(sets)} sets" in text
     )
     assert sets[0].number == 2  # a set's number is its section's
+
+
+def test_the_shared_gpu_checks_of_a_set_share_one_short_note(tmp_path):
+    """Every check the checker marks INVALID for a shared GPU refers to one note per set, which names the world
+    sizes and what ran there once (the checker's reason repeats the whole placement at each world size)."""
+    from dnabert_scaling.report.summary import Notes, _measured_cell
+
+    rs = result_set(rehearsal_metrics(), tmp_path)
+    notes = Notes()
+    cells = [_measured_cell(c, rs, notes) for c in rs.verdicts["claims"]]
+    shared = [c for c in rs.verdicts["claims"] if any(ch.get("code") == "shared_gpu" for ch in c["checks"])]
+    assert len(shared) >= 2  # several claims rest on magnitudes
+    note = (
+        "world sizes 2, 4, 8 ran 2 ranks on 1 shared GPU, 4 ranks on 1 shared GPU, 8 ranks on 1 shared GPU, NCCL over "
+        "NET/Socket: not one GPU per rank, so times, shares and throughput there are no scaling evidence; the checks "
+        "that rest on them are INVALID and only structural checks are judged"
+    )
+    assert note in notes.texts
+    ref = notes.texts.index(note) + 1
+    by_id = {c["id"]: cell for c, cell in zip(rs.verdicts["claims"], cells)}
+    assert all(ref in by_id[c["id"]]["notes"] for c in shared)
+    assert not any("GPUs told apart by" in t for t in notes.texts)  # the placement's long phrase is not repeated
+    # one GPU per rank: no such note
+    gpu = result_set(gpu_results((1, 4, 8))[0], tmp_path)
+    gpu_notes = Notes()
+    for c in gpu.verdicts["claims"]:
+        _measured_cell(c, gpu, gpu_notes)
+    assert not any("not one GPU per rank" in t for t in gpu_notes.texts)

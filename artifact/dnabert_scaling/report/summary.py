@@ -19,6 +19,7 @@ from typing import Any
 
 from dnabert_scaling import checker
 from dnabert_scaling.checker import INVALID, NOT_RUN
+from dnabert_scaling.checker.placement import not_one_gpu_per_rank, placement_of
 from dnabert_scaling.checker.predicted import BLIND_SPOTS, predicted_verdicts
 from dnabert_scaling.report.html import Markup, render
 from dnabert_scaling.report.results import VERDICT_CLASS, Report, ResultSet, fmt
@@ -68,11 +69,30 @@ def not_run_reason(check: dict, rs: ResultSet) -> str:
         return f"{said}; this set has {ran(rs)}"
     if code == "wrong_device":
         return "ran on CPU (a smoke run: no GPU time to measure); the claim needs CUDA GPUs"
+    if code == "shared_gpu" and (note := _not_one_gpu_per_rank_note(rs)):
+        return note
     if code == "sanity_failed":
         return f"a sanity check failed at world size {ws} (Appendix B)"
     if code == "missing_value" and isinstance(ws, int):
         return f"world size {ws}: {rs.gpu_missing_why(ws)}"
     return str(check.get("reason") or "no reason recorded")
+
+
+def _not_one_gpu_per_rank_note(rs: ResultSet) -> str | None:
+    """One note for every check of a set that the checker marked INVALID because ranks shared a GPU or
+    rehearsed: which world sizes ran so and what that means (the checker's reason names the whole placement
+    at each world size, which the row already shows; the set's section gives each check's reason). None
+    where the metrics record no such placement."""
+    sizes = [n for n in rs.world_sizes if not_one_gpu_per_rank(placement_of(rs.entry(n)))]
+    if not sizes:
+        return None
+    transports = sorted({str(t) for n in sizes for t in (placement_of(rs.entry(n)) or {}).get("transports") or []})
+    via = f", NCCL over {', '.join(transports)}" if transports else ""
+    return (
+        f"world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))} ran "
+        f"{', '.join(rs.ranks(n) for n in sizes)}{via}: not one GPU per rank, so times, shares and throughput "
+        "there are no scaling evidence; the checks that rest on them are INVALID and only structural checks are judged"
+    )
 
 
 def short_name(rs: ResultSet) -> str:

@@ -31,8 +31,15 @@ from collections import Counter
 from pathlib import Path
 
 
-LAUNCH_LOCATION = re.compile(r"^CUDA launches\[\d+\]$")  # records mode: a host thread's launches, typed GPU
+LAUNCH_LOCATION = re.compile(r"^CUDA launches\[[0-9]+\]$")  # records mode: a host thread's launches, typed GPU
+LAUNCH_LOCATION_PREFIX = "CUDA launches"  # a GPU location named so, not by the pattern: refused
 CORRELATION_ATTRIBUTE = "CUPTI_CORRELATION_ID"
+ID_LIMIT = 1 << 63  # the artifact's tables hold int64: a larger id is refused there too
+UNDEFINED_UINT64 = (1 << 64) - 1  # OTF2_UNDEFINED_UINT64
+
+
+class CountError(Exception):
+    """An experiment that cannot be counted: the message names the file and the problem."""
 
 
 def is_launch_location(name: str | None) -> bool:
@@ -41,10 +48,15 @@ def is_launch_location(name: str | None) -> bool:
 
 
 def _correlation(ev) -> int | None:
-    """The event's ``CUPTI_CORRELATION_ID`` attribute, None where it has none."""
+    """The event's ``CUPTI_CORRELATION_ID`` attribute, None where it has none; a value that is not a whole
+    number below 2^63 is refused (a string, a float or a negative number is no CUPTI id)."""
     for attr, value in (ev.attributes or {}).items():
         if attr.name == CORRELATION_ATTRIBUTE:
-            return int(value)
+            if value == UNDEFINED_UINT64:  # OTF2's "undefined": no id, as the artifact's reader reads it
+                return None
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < ID_LIMIT:
+                raise CountError(f"an event carries {CORRELATION_ATTRIBUTE} = {value!r}: not a CUPTI correlation id")
+            return value
     return None
 
 
@@ -61,14 +73,34 @@ def anchor_of(path: Path) -> Path:
     if path.is_dir():
         path = path / "traces.otf2"
     if not path.is_file():
-        raise SystemExit(f"scorep_count: {path}: no traces.otf2 (not a finished Score-P experiment)")
+        raise CountError("no traces.otf2 (not a finished Score-P experiment)")
     return path
 
 
 def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> dict:
     import otf2
 
-    anchor = anchor_of(Path(path))
+    damaged: tuple[type[BaseException], ...] = (otf2.error.Error,)
+    try:  # the C library's error codes are raised as an exception class of their own
+        from _otf2 import ErrorCodes
+
+        damaged += (ErrorCodes.Error,)
+    except ImportError:
+        pass
+
+    try:
+        anchor = anchor_of(Path(path))
+    except CountError as exc:
+        raise CountError(f"{path}: {exc}") from None
+    try:
+        return _count(otf2, anchor, step_region, tail_ms)
+    except CountError as exc:
+        raise CountError(f"{anchor}: {exc}") from None
+    except damaged as exc:  # a damaged archive
+        raise CountError(f"{anchor}: not a readable OTF2 archive ({exc})") from None
+
+
+def _count(otf2, anchor: Path, step_region: str, tail_ms: float) -> dict:
     launches_by_loc: Counter = Counter()
     kernels_by_loc: Counter = Counter()
     copies_by_loc: Counter = Counter()
@@ -81,7 +113,16 @@ def count(path, step_region: str = "user:ds:step", tail_ms: float = 1000.0) -> d
     host_regions: Counter = Counter()
     with otf2.reader.open(str(anchor)) as tr:
         resolution = tr.timer_resolution
-        gpu = {l for l in tr.definitions.locations if l.type == otf2.LocationType.GPU and not is_launch_location(l.name)}
+        for a in tr.definitions.attributes:
+            if a.name == CORRELATION_ATTRIBUTE and a.type != otf2.Type.UINT64:
+                raise CountError(f"attribute {CORRELATION_ATTRIBUTE} is defined with type {a.type}, not UINT64")
+        gpu = set()
+        for l in tr.definitions.locations:
+            if l.type != otf2.LocationType.GPU or is_launch_location(l.name):
+                continue
+            if (l.name or "").startswith(LAUNCH_LOCATION_PREFIX):
+                raise CountError(f"GPU location {l.name!r} is named like a launch-records location, not as one")
+            gpu.add(l)
         for loc, ev in tr.events:
             on_gpu = loc in gpu
             if isinstance(ev, otf2.events.Enter):
@@ -152,7 +193,7 @@ def count_summary(path) -> dict:
     worker processes): an experiment that cannot be counted gives ``error`` instead of raising."""
     try:
         c = count(Path(path))
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one bad experiment must not cost the others
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - one bad experiment must not cost the others (CountError too)
         return {"error": f"{type(exc).__name__}: {exc}"}
     return {k: c[k] for k in ("launches", "kernels", "kernels_linked", "host_enters", "top_host_regions")}
 
@@ -164,7 +205,11 @@ def main(argv=None) -> int:
     p.add_argument("--step-region", default="user:ds:step")
     p.add_argument("--tail-ms", type=float, default=1000.0)
     args = p.parse_args(argv)
-    out = count(args.trace, args.step_region, args.tail_ms)
+    try:
+        out = count(args.trace, args.step_region, args.tail_ms)
+    except CountError as exc:
+        print(f"scorep_count: {exc}", file=sys.stderr)
+        return 2
     text = json.dumps(out, indent=1)
     if args.json:
         Path(args.json).write_text(text)

@@ -40,14 +40,31 @@ def _t(ns):
     return np.asarray(ns, dtype=np.int64) * 2
 
 
-def _write(d: Path, *, lose_kernel: int | None = None) -> Path:
+def _write(
+    d: Path,
+    *,
+    lose_kernel: int | None = None,
+    launch_ids: dict | None = None,
+    activity_ids: dict | None = None,
+    extra_copy: int | None = None,
+    name: str = THREAD,
+    correlation_type: str | None = None,
+) -> Path:
+    """One rank's records-mode experiment of CALLS. ``launch_ids``/``activity_ids``: call index -> the id its
+    launch/activity carries instead of its own (None: none); ``extra_copy``: an id carried by one more copy,
+    which no call made; ``correlation_type``: the otf2.Type the attribute is defined with instead of UINT64."""
     import otf2
 
+    launch_ids, activity_ids = launch_ids or {}, activity_ids or {}
     with ScoreP9Writer(d, creator="Score-P 8.4", timer_resolution=2_000_000_000) as w:
         main, s7 = w.thread("Master thread"), w.stream(0, 7)
-        launches_loc = w.defs.location(THREAD, type=otf2.LocationType.ACCELERATOR_STREAM, group=w._contexts[0])
+        launches_loc = w.defs.location(name, type=otf2.LocationType.ACCELERATOR_STREAM, group=w._contexts[0])
         win = w.cuda_window("Master thread")
         host_rank = w.window_rank(main)
+        if correlation_type is not None:
+            w._attrs[ATTR_CORRELATION] = w.defs.attribute(
+                ATTR_CORRELATION, description="", type=getattr(otf2.Type, correlation_type)
+            )
         kref = {n: w.region(n, "kernel")._ref for n in ("gemm", "elementwise")}
         step = w.region("user:ds:step", "user")._ref
         launch = w.region("cuLaunchKernel", "launch")._ref
@@ -55,14 +72,19 @@ def _write(d: Path, *, lose_kernel: int | None = None) -> Path:
         gpu, gcorr, host, hcorr = [], [], [], []
         for i, (ls, le, corr, kernel, ks, ke) in enumerate(CALLS):
             host += [(ls, OP_ENTER, copy if kernel is None else launch), (le, OP_LEAVE, copy if kernel is None else launch)]
-            hcorr += [corr, NO_VALUE]
+            lid = launch_ids.get(i, corr)
+            hcorr += [NO_VALUE if lid is None else lid, NO_VALUE]
             if i == lose_kernel:
                 continue
             if kernel is None:
                 gpu += [(ks, OP_GET, win._ref, host_rank, 64, 1), (ke, OP_DONE, win._ref, 0, 0, 1)]
             else:
                 gpu += [(ks, OP_ENTER, kref[kernel], 0, 0, 0), (ke, OP_LEAVE, kref[kernel], 0, 0, 0)]
-            gcorr += [corr, NO_VALUE]
+            aid = activity_ids.get(i, corr)
+            gcorr += [NO_VALUE if aid is None else aid, NO_VALUE]
+        if extra_copy is not None:  # after the last kernel
+            gpu += [(610, OP_GET, win._ref, host_rank, 64, 2), (620, OP_DONE, win._ref, 0, 0, 2)]
+            gcorr += [extra_copy, NO_VALUE]
         ts, op, a, b, c, dd = zip(*gpu)
         w.write_events(s7, _t(ts), op, a, b, c, dd, attrs={ATTR_CORRELATION: np.array(gcorr, dtype=np.int64)})
         ts, op, a = zip(*host)
@@ -119,3 +141,109 @@ def test_a_repeated_correlation_id_links_no_more_kernels_than_launches_carry_it(
     assert scorep_count._linked(Counter({5: 1}), Counter({5: 1, None: 1})) is None  # a launch without an id: nothing to pair by
     assert scorep_count._linked(Counter({5: 1}), Counter()) is None
     assert scorep_count.is_launch_location("CUDA launches[4242]") and not scorep_count.is_launch_location("CUDA launches[x]")
+
+
+# -- bad and forged ids (a tester's cases): never "complete" where an id shows a loss; refused where damaged --
+
+
+def _rank(tr) -> dict:
+    return trace_completeness(tr)["per_rank"]["0"]
+
+
+def test_a_copy_carrying_a_lost_kernels_id_does_not_find_its_launch(tmp_path):
+    """Ids pair within a class only: a copy with a kernel launch's id finds no kernel launch."""
+    from dnabert_scaling.analysis.attribution import attribute
+
+    tr = read_trace(_write(tmp_path / "scorep-rank0", lose_kernel=0, extra_copy=11))
+    c = _rank(tr)
+    assert (c["status"], c["launches"], c["found"], c["activities_without_launch"]) == ("incomplete", 5, 4, 1)
+    att = attribute(tr.gpu, tr.host)
+    assert any("the other class only" in n for n in att.notes)
+    assert scorep_count.count(tmp_path / "scorep-rank0")["kernels_linked"] == 3
+
+
+def test_launches_without_an_id_are_counted_apart_and_never_make_a_rank_complete(tmp_path):
+    # the kernel of call 0 is lost; call 1's launch carries no id: the ids still show the loss
+    lost = _rank(read_trace(_write(tmp_path / "a" / "scorep-rank0", lose_kernel=0, launch_ids={1: None})))
+    assert (lost["status"], lost["launches"], lost["found"], lost["launches_without_id"]) == ("incomplete", 4, 3, 1)
+    # nothing lost, but call 1's launch carries no id: nothing shows its kernel is there
+    open_ = _rank(read_trace(_write(tmp_path / "b" / "scorep-rank0", launch_ids={1: None})))
+    assert (open_["status"], open_["launches"], open_["found"], open_["launches_without_id"]) == ("unknown", 4, 4, 1)
+    assert "carry no correlation id" in open_["reason"]
+
+
+def test_an_activity_with_an_id_is_never_taken_for_work_launched_before_recording(tmp_path):
+    """The stream rule for work launched before recording is for activities without an id: an id numbered
+    while recording ran belongs to a lost launch record."""
+    from dnabert_scaling.analysis.attribution import attribute
+
+    tr = read_trace(_write(tmp_path / "scorep-rank0", lose_kernel=0, launch_ids={1: None}))
+    att = attribute(tr.gpu, tr.host)
+    assert "before-recording" not in set(att.method.tolist())
+    assert not any("before recording" in n for n in att.notes)
+
+
+def test_a_repeated_launch_id_pairs_one_to_one_in_completeness_and_attribution_alike(tmp_path):
+    """Calls 0 and 1 are both kernel launches; call 1's launch and kernel carry call 0's id: each kernel is
+    placed at its own launch's time (in time order), and a note says the ids repeat."""
+    from dnabert_scaling.analysis.attribution import attribute
+
+    tr = read_trace(_write(tmp_path / "scorep-rank0", launch_ids={1: 11}, activity_ids={1: 11}))
+    assert _rank(tr)["status"] == "complete"
+    att = attribute(tr.gpu, tr.host)
+    kernels = tr.gpu.reset_index(drop=True)
+    launched_at = {int(s): int(t) for s, t, k in zip(kernels["start_ns"], att.launch_ns, kernels["kind"]) if k == "kernel"}
+    assert launched_at == {100: 60, 210: 80, 420: 400, 560: 530}  # kernel start -> its own launch's start (ns)
+    assert any("more than one launch" in n for n in att.notes)
+
+
+@pytest.mark.parametrize("typ", ["STRING", "INT64", "DOUBLE"])
+def test_a_correlation_attribute_of_another_type_is_refused_by_reader_and_counter(tmp_path, typ):
+    from dnabert_scaling.errors import ArtifactError
+
+    d = _write(tmp_path / "scorep-rank0", correlation_type=typ)
+    with pytest.raises(ArtifactError, match=f"CUPTI_CORRELATION_ID' is defined with type .*{typ}, not UINT64"):
+        read_trace(d)
+    with pytest.raises(scorep_count.CountError, match=f"defined with type .*{typ}, not UINT64"):
+        scorep_count.count(d)
+
+
+def test_an_id_value_of_another_type_than_its_definition_is_refused(tmp_path, monkeypatch):
+    from dnabert_scaling.errors import ArtifactError
+    from dnabert_scaling.traces import otf2_writer
+
+    monkeypatch.setattr(otf2_writer, "_al_add_u64", otf2_writer._al_add_str)  # every id written as a string ref
+    d = _write(tmp_path / "scorep-rank0")
+    monkeypatch.undo()
+    with pytest.raises(ArtifactError, match="attribute 'CUPTI_CORRELATION_ID' with a value of another type"):
+        read_trace(d)
+    assert scorep_count.main([str(d)]) == 2  # the otf2 module's reader stops on it: a message, no traceback
+
+
+@pytest.mark.parametrize("name", ["CUDA launches[abc]", "CUDA launches[1] extra", "CUDA launches[\u0664\u0662]"])
+def test_a_gpu_location_named_almost_like_launch_records_is_refused(tmp_path, name):
+    from dnabert_scaling.errors import ArtifactError
+
+    d = _write(tmp_path / "scorep-rank0", name=name)
+    with pytest.raises(ArtifactError, match="named like Score-P's launch records but not as they are named"):
+        read_trace(d)
+    with pytest.raises(scorep_count.CountError, match="named like a launch-records location"):
+        scorep_count.count(d)
+
+
+def test_an_activity_id_no_launch_carries_is_a_loss_not_damaged_timestamps(tmp_path):
+    """An id above every launch's on a kernel (its launch record lost or its id damaged) is no evidence
+    of time order: completeness reports the kernel without a launch."""
+    c = _rank(read_trace(_write(tmp_path / "scorep-rank0", activity_ids={1: 999})))
+    assert (c["status"], c["found"], c["activities_without_launch"]) == ("incomplete", 4, 1)
+
+
+def test_scorep_count_says_what_it_cannot_count_and_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "traces.otf2").write_text("garbage")
+    assert scorep_count.main([str(bad)]) == 2
+    assert scorep_count.main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad / 'traces.otf2'}: not a readable OTF2 archive" in err and "no traces.otf2" in err
+    assert "Traceback" not in err

@@ -384,6 +384,7 @@ class RankCompleteness(Record):
     min_step_share: float | None = None
     bound: float
     activities_without_launch: int = 0
+    launches_without_id: int = 0
     kinds_not_recorded: list[str] = field(default_factory=list)
     streams: list[CopyStream] = field(default_factory=list)
     launches_per_step: list[int] = field(default_factory=list)

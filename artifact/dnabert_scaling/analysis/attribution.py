@@ -5,8 +5,10 @@ the measured step during which the host *launched* it: the GPU runs behind the h
 time an activity runs says little about the host code that asked for it. Three methods, best
 first:
 
-- ``correlation`` (Kineto): each kernel/copy carries the correlation id of the runtime or
-  driver call that launched it; the call's host time places it. Exact.
+- ``correlation`` (Kineto; Score-P in records mode): each kernel/copy carries the correlation id of
+  the runtime or driver call that launched it; the call's host time places it (the launch of the
+  activity's class with that id, :mod:`correlation`, as completeness pairs them). Exact. Used where
+  launches carry ids; ids on the activities alone pair nothing, and stream order is tried.
 - ``stream-order`` (Score-P): no correlation ids are written, but with ``references`` each
   kernel-launch call carries its target stream (``CUDA_STREAM_REF``). A stream executes kernels
   in the order they were launched into it, so the i-th launch into stream s is the i-th kernel on
@@ -26,9 +28,9 @@ That rule holds for work whose launch the trace did not record, too: torch.profi
 recording at the first measured step, and the GPU work the last warm-up step launched is still
 running then (hundreds of activities per rank, NCCL kernels among them). An activity without a
 launch record was launched before recording began when its correlation id is older than every
-launch the trace holds (CUPTI numbers the calls in order), or when it ran on its stream before the
-first activity of a measured step there (a stream runs its work in launch order; a launch inside
-the measured steps is recorded). Such activities belong to no measured step (method
+launch the trace holds (CUPTI numbers the calls in order), or, carrying no id, when it ran on its
+stream before the first activity of a measured step there (a stream runs its work in launch order;
+a launch inside the measured steps is recorded). Such activities belong to no measured step (method
 ``before-recording``), rather than to measured step 0, where the time window would put them.
 """
 
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dnabert_scaling.analysis import correlation
 from dnabert_scaling.phases import STEP_PHASES as PHASES
 from dnabert_scaling.traces.classify import is_launch_api
 
@@ -177,35 +180,33 @@ def launched_before_recording(gpu: pd.DataFrame, host: pd.DataFrame, found: np.n
     start = gpu["start_ns"].to_numpy(np.int64)
     stream = gpu["stream"].to_numpy(np.int64)
     measured = found & (step >= 0)
-    for s in np.unique(stream[unmatched & ~before]):
+    # by stream order only where the activity carries no id: an id no older than the first launch's was
+    # numbered while recording ran, so its launch is lost, not earlier than recording
+    no_id = gpu["correlation"].isna().to_numpy()
+    for s in np.unique(stream[unmatched & ~before & no_id]):
         placed = measured & (stream == s)
         if placed.any():
-            before |= unmatched & (stream == s) & (start < start[placed].min())
+            before |= unmatched & no_id & (stream == s) & (start < start[placed].min())
     return unmatched & before
 
 
-def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline):
-    """Steps/phases from the launching call's host time; mask of activities it could place."""
-    launches = host[(host["kind"] == "launch") & host["correlation"].notna()]
-    corr = gpu["correlation"]
-    have = corr.notna().to_numpy()
+def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline, notes: list[str] | None = None):
+    """Steps/phases from the launching call's host time (:func:`correlation.pair`: the launch of the activity's
+    class that carries its id); mask of activities it could place. What the pairing found odd in the ids
+    (repeated ids, ids of the other class, launches without one) is added to ``notes``."""
+    launches = host[host["kind"] == "launch"]
     step = np.full(len(gpu), -1, dtype=np.int64)
     phase = np.full(len(gpu), OTHER, dtype=np.int8)
-    found = np.zeros(len(gpu), dtype=bool)
     launch = np.full(len(gpu), -1, dtype=np.int64)
-    if not have.any() or len(launches) == 0:
-        return step, phase, found, launch
-    lc = launches["correlation"].to_numpy(np.int64)
-    lt = launches["start_ns"].to_numpy(np.int64)
-    order = np.argsort(lc, kind="stable")
-    lc, lt = lc[order], lt[order]
-    gc = corr.to_numpy(dtype=np.int64, na_value=-1)
-    pos = np.searchsorted(lc, gc)
-    pos_c = np.clip(pos, 0, len(lc) - 1)
-    found = have & (pos < len(lc)) & (lc[pos_c] == gc)
-    t = lt[pos_c]
-    s, p = _by_launch_time(timeline, t)
-    step[found], phase[found], launch[found] = s[found], p[found], t[found]
+    if not correlation.uses_correlation(gpu, launches):
+        return step, phase, np.zeros(len(gpu), dtype=bool), launch
+    p = correlation.pair(gpu, launches)
+    if notes is not None:
+        notes.extend(correlation.pairing_notes(p))
+    found = p.launch_of >= 0
+    t = launches["start_ns"].to_numpy(np.int64)[p.launch_of[found]]
+    s, ph = _by_launch_time(timeline, t)
+    step[found], phase[found], launch[found] = s, ph, t
     return step, phase, found, launch
 
 
@@ -238,6 +239,12 @@ def by_stream_order(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimelin
     return step, phase, found, launch
 
 
+def correlated(gpu: pd.DataFrame, host: pd.DataFrame) -> bool:
+    """Whether the rank's launches and activities are paired by correlation id (the rule completeness uses):
+    some launch and some activity carry one. Ids on the activities alone pair nothing: stream order is tried."""
+    return correlation.uses_correlation(gpu, host[host["kind"] == "launch"])
+
+
 def attribute(
     gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline | None = None, prefer: str | None = None
 ) -> Attribution:
@@ -250,8 +257,8 @@ def attribute(
     notes: list[str] = []
     method = np.full(len(gpu), "time-window", dtype=object)
     step, phase = by_time_window(gpu, timeline)
-    if prefer is None and gpu["correlation"].notna().any():
-        cs, cp, found, launch = by_correlation(gpu, host, timeline)
+    if prefer is None and correlated(gpu, host):
+        cs, cp, found, launch = by_correlation(gpu, host, timeline, notes)
         step, phase = np.where(found, cs, step), np.where(found, cp, phase)
         method[found] = "correlation"
         before = launched_before_recording(gpu, host, found, cs)

@@ -15,7 +15,10 @@ What is counted, per rank and measured step (the host step windows of ``attribut
   the count and named, never silently: kernels always count.
 * **found**: the launches whose GPU activity is in the trace.
 
-  - ``correlation`` (Kineto): a launch is found when an activity carries its correlation id. Exact.
+  - ``correlation`` (Kineto; Score-P in records mode): a launch is found when an activity of its class
+    carries its correlation id (:mod:`correlation`, the pairing attribution uses too). Exact. Launches
+    that carry no id, in a trace where others do, are counted apart (``launches_without_id``): where
+    the launches with ids are all found, the rank is ``unknown``, not complete.
   - ``stream-order`` (Score-P with ``CUDA_STREAM_REF`` on every launch of a kind): per stream, the
     launches into it and the activities on it. When the counts agree each activity pairs with a
     launch (streams run in launch order) and every launch is found; when activities are missing,
@@ -41,12 +44,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dnabert_scaling.analysis import correlation
 from dnabert_scaling.analysis.attribution import HostTimeline
-from dnabert_scaling.traces.classify import call_copy_direction, launched_kind, memcpy_direction
+from dnabert_scaling.traces.classify import KIND_CLASS, call_copy_direction, launched_kind, memcpy_direction
 
 DEFAULT_BOUND = 0.999
 COMPLETE, INCOMPLETE, UNKNOWN = "complete", "incomplete", "unknown"
-KIND_CLASS = {"kernel": "kernel", "memcpy": "copy", "memset": "copy"}
 
 
 def _group_found(
@@ -93,11 +96,18 @@ def rank_completeness(
         )
         return {**out, "status": UNKNOWN, "reason": reason}
     launches = counted.launches
-    if launches["correlation"].notna().all() and gpu["correlation"].notna().any():
+    if correlation.uses_correlation(gpu, launches):
         found = _found_by_correlation(gpu, launches, timeline)
     else:
         found = _found_by_stream_order(gpu, launches, counted.kinds, timeline)
     out.update(_per_step_verdict(found, bound))
+    out["launches_without_id"] = found.launches_without_id
+    if found.launches_without_id and out["status"] == COMPLETE:
+        out["status"] = UNKNOWN
+        out["reason"] = (
+            f"{found.launches_without_id:,} launch(es) carry no correlation id while the others do: every launch with an "
+            "id has its activity, but nothing shows the activities of those without"
+        )
     return out
 
 
@@ -143,25 +153,21 @@ class _Found:
     found_per_step: np.ndarray
     activities_without_launch: int
     streams: list[dict[str, Any]] = field(default_factory=list)
+    launches_without_id: int = 0  # correlation: launches left out of the counts, carrying no id
 
 
 def _found_by_correlation(gpu: pd.DataFrame, launches: pd.DataFrame, timeline: HostTimeline) -> _Found:
-    """Kineto: a launch is found when an activity carries its correlation id (exact). An id is a
-    launch's own: where several launches share one (damaged or forged ids), the activities with it
-    find as many of them as there are activities, in launch order, not all of them."""
+    """A launch that carries an id is found when an activity of its class pairs with it (:func:`correlation.pair`:
+    exact; a repeated id finds as many launches as activities carry it, in time order). The launches without an id
+    are left out of the counts and counted apart; activities with an id that pairs with no launch are reported."""
     steps = timeline.steps
+    p = correlation.pair(gpu, launches)
     lstep = timeline.step_of(launches["start_ns"].to_numpy(np.int64))
-    have = gpu["correlation"].dropna().astype(np.int64).value_counts().to_dict()
-    lc = launches["correlation"].to_numpy(np.int64)
-    nth = pd.Series(lc).groupby(lc).cumcount().to_numpy()  # 0 for the first launch with its id, 1 for a second ...
-    hit = nth < np.fromiter((have.get(c, 0) for c in lc.tolist()), dtype=np.int64, count=lc.size)
-    sel = lstep >= 0
+    sel = (lstep >= 0) & p.has_id
     per_step_l = np.bincount(lstep[sel], minlength=steps)[:steps]
-    per_step_f = np.bincount(lstep[sel & hit], minlength=steps)[:steps]
-    gc = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)
-    launched = set(lc.tolist())
-    extra = int(sum(1 for c in gc.tolist() if c >= 0 and c not in launched))
-    return _Found("correlation", per_step_l, per_step_f, extra)
+    per_step_f = np.bincount(lstep[sel & p.found], minlength=steps)[:steps]
+    extra = int(p.unpaired_with_id.sum())
+    return _Found("correlation", per_step_l, per_step_f, extra, launches_without_id=p.launches_without_id)
 
 
 def _found_by_stream_order(gpu: pd.DataFrame, launches: pd.DataFrame, kinds: np.ndarray, timeline: HostTimeline) -> _Found:

@@ -242,6 +242,20 @@ def launched_kind(name: str) -> str | None:
     return None
 
 
+# the class of a launched kind or an activity kind: a launch pairs with activities of its class only
+KIND_CLASS = {"kernel": "kernel", "memcpy": "copy", "memset": "copy"}
+
+
+def launch_class(name: str) -> str | None:
+    """``kernel`` for a kernel launch, ``copy`` for a copy or memset call, None for any other call."""
+    return KIND_CLASS.get(launched_kind(name) or "")
+
+
+def activity_class(kind: str) -> str | None:
+    """``kernel`` for a kernel, ``copy`` for a copy or memset, None for any other activity kind."""
+    return KIND_CLASS.get(kind)
+
+
 _CALL_DIRECTION_RE = re.compile(r"^(?:cu|cuda)Memcpy(?:2D|3D)?(HtoD|DtoH|DtoD|HtoH|Peer)")
 
 

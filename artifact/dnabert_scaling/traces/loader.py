@@ -19,9 +19,12 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+import pandas as pd
+
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import TRACERS, TRACES
-from dnabert_scaling.traces import identity
+from dnabert_scaling.traces import classify, identity
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
 from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, archive_creator, file_kind, read_otf2
@@ -182,8 +185,11 @@ def check_activity_times(trace: Trace, path) -> None:
             "the trace's timestamps are out of order",
             path,
         )
-    # One stream runs its activities in launch order; Kineto numbers the launches (correlation).
-    with_corr = gpu[gpu["correlation"].notna()].sort_values(["rank", "stream", "start_ns"], kind="stable")
+    # One stream runs its activities in launch order; CUPTI numbers the launches (correlation). An id that no
+    # launch of the rank carries and that is no older than its first launch's numbers no call of the trace
+    # (a lost launch record, or a damaged id): completeness reports it, it says nothing of the order.
+    with_corr = gpu[gpu["correlation"].notna() & _numbered_by_a_launch(gpu, trace.host)]
+    with_corr = with_corr.sort_values(["rank", "stream", "start_ns"], kind="stable")
     if len(with_corr):
         corr = with_corr["correlation"].astype("int64")
         same = with_corr[["rank", "stream"]].eq(with_corr[["rank", "stream"]].shift()).all(axis=1)
@@ -195,9 +201,27 @@ def check_activity_times(trace: Trace, path) -> None:
                 f"GPU activities out of order on rank {row['rank']} stream {row['stream']}: {first['name']!r} (launch "
                 f"{first['correlation']}) starts at {first['start_ns']} ns, before {row['name']!r} (launch "
                 f"{row['correlation']}, at {row['start_ns']} ns) that was launched earlier; a stream runs its work in "
-                f"launch order, so the timestamps are damaged ({int(back.sum())} such place(s))",
+                f"launch order, so the timestamps or the correlation ids are damaged ({int(back.sum())} such place(s))",
                 path,
             )
+
+
+def _numbered_by_a_launch(gpu: pd.DataFrame, host: pd.DataFrame) -> pd.Series:
+    """Per GPU activity: its correlation id is one a launch of its rank and class carries (the pairing rule of
+    ``analysis.correlation``), or older than every launch id of its rank (launched before recording began);
+    False for an id no launch of its class carries within that range."""
+    launches = host[(host["kind"] == "launch") & host["correlation"].notna()]
+    ok = pd.Series(True, index=gpu.index)
+    for rank, mine_l in launches.groupby("rank", observed=True):
+        ids = mine_l["correlation"].astype("int64")
+        classes = [classify.launch_class(n) for n in mine_l["name"].astype(str)]
+        known = set(zip(ids.tolist(), classes))
+        first = int(ids.min())
+        mine = gpu[(gpu["rank"] == rank) & gpu["correlation"].notna()]
+        corr = mine["correlation"].astype("int64")
+        cls = [classify.activity_class(k) for k in mine["kind"].astype(str)]
+        ok.loc[mine.index] = [(c, k) in known or c < first for c, k in zip(corr.tolist(), cls)]
+    return ok
 
 
 def discover(path) -> list[Path]:

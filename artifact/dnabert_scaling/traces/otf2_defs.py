@@ -25,7 +25,8 @@ _MPI_RANK_RE = re.compile(r"^MPI Rank (\d+)$")
 # Score-P 8.4 with ``8.4-cupti-launch-records.patch`` (SCOREP_CUDA_DRIVER_CALLBACKS=records) writes each
 # host thread's launch, copy and memset calls, taken from CUPTI's activity records, on a location of
 # type GPU named ``CUDA launches[<thread id>]``: host calls, read as a CPU thread's, never as a stream.
-_LAUNCH_LOCATION_RE = re.compile(r"^CUDA launches\[\d+\]$")
+LAUNCH_LOCATION_PREFIX = "CUDA launches"  # a GPU location named so and not by the pattern is refused
+_LAUNCH_LOCATION_RE = re.compile(r"^CUDA launches\[[0-9]+\]$")
 _MERGED_RANK_RE = re.compile(r"^(?:MPI )?Rank (\d+)$")  # Score-P with MPI, or a merged archive (convert --merged)
 IDLE_REGIONS = {"COMPUTE IDLE", "GPU IDLE"}
 # Two different flushes share a word. ``TRACE BUFFER FLUSH`` (paradigm MEASUREMENT_SYSTEM): Score-P's
@@ -54,8 +55,24 @@ def rank_from_directory(anchor: Path) -> int | None:
     return layout.scorep_rank_of(anchor.resolve().parent.name)
 
 
-def attribute_refs(defs) -> ll.AttributeRefs:
-    """The refs of the attributes the reader keeps (None where the archive defines none)."""
+# the type each kept attribute is defined with (otf2.Type member names); another type is a damaged archive
+ATTR_TYPES = {ATTR_STREAM_REF: "LOCATION", ATTR_CORRELATION: "UINT64", ATTR_COLLECTIVE: "STRING", ATTR_MSG_BYTES: "UINT64"}
+
+
+def attribute_refs(defs, anchor: Path | None = None) -> ll.AttributeRefs:
+    """The refs of the attributes the reader keeps (None where the archive defines none). A kept attribute
+    defined with another type than its own is refused: its values would read as absent, and a trace with
+    correlation ids would pass for one without."""
+    import otf2
+
+    for a in defs.attributes:
+        want = ATTR_TYPES.get(a.name)
+        if want is not None and a.type != getattr(otf2.Type, want):
+            raise ArtifactError(
+                f"attribute {a.name!r} is defined with type {getattr(a.type, 'name', a.type)}, not {want}: "
+                "the archive is damaged or was written by a tool this reader does not know",
+                anchor,
+            )
     attr_ids = {a.name: a._ref for a in defs.attributes}
     return ll.AttributeRefs(
         stream_ref=attr_ids.get(ATTR_STREAM_REF),

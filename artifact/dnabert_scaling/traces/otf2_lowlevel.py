@@ -186,6 +186,7 @@ class LocationEvents:
     ref: int
     records_read: int = 0
     backwards: tuple | None = None  # first (position, tick, previous tick)
+    bad_attribute: str | None = None  # the first kept attribute present on an event but not of its defined type
     kept_times: list = field(default_factory=list)  # kept Enter/Leave
     kept_codes: list = field(default_factory=list)  # region ref (Enter) or ~ref (Leave)
     # Attribute values of kept Enter records, one entry per inspected record (-1: absent):
@@ -207,7 +208,7 @@ def _callbacks_for(plan: LocationPlan, sink: LocationEvents, attrs: AttributeRef
     Every callback also checks that timestamps never decrease (see :func:`_time_order_check`).
     The callbacks must stay referenced (the returned dict) while OTF2 may call them.
     """
-    read_attrs = _attribute_reader(attrs)
+    read_attrs = _attribute_reader(attrs, sink)
     seen, backwards = _time_order_check(sink)
     enter, leave = _enter_leave_callbacks(plan, sink, read_attrs, seen, backwards)
     flush, measurement = _bookkeeping_callbacks(sink, seen, backwards)
@@ -242,32 +243,41 @@ def _time_order_check(sink: LocationEvents):
     return seen, backwards
 
 
-def _attribute_reader(attrs: AttributeRefs):
-    """``read_attrs(attribute_list) -> (stream, correlation, collective, bytes)``, -1 where absent."""
+def _attribute_reader(attrs: AttributeRefs, sink: LocationEvents):
+    """``read_attrs(attribute_list) -> (stream, correlation, collective, bytes)``, -1 where absent. A kept
+    attribute that is present but cannot be read as its type (a value written with another type than its
+    definition's) reads as absent and is named in ``sink.bad_attribute`` (the reader refuses the file)."""
     loc_out, u64_out, u32_out = c_u64(), c_u64(), c_u32()
     loc_ref, u64_ref, u32_ref = ctypes.byref(loc_out), ctypes.byref(u64_out), ctypes.byref(u32_out)
     a_stream, a_corr, a_coll, a_bytes = attrs.stream_ref, attrs.correlation, attrs.collective, attrs.msg_bytes
     test, get_loc, get_u64, get_str = _attr_test, _attr_get_location, _attr_get_uint64, _attr_get_string
 
+    def bad(name: str) -> int:
+        if sink.bad_attribute is None:
+            sink.bad_attribute = name
+        return -1
+
     if a_stream is not None and a_corr is None and a_coll is None and a_bytes is None:
         # The common Score-P case: only CUDA_STREAM_REF exists; two C calls instead of a scan.
         def read_stream_only(al):
-            if test(al, a_stream) and get_loc(al, a_stream, loc_ref) == SUCCESS:
-                return loc_out.value, -1, -1, -1
+            if test(al, a_stream):
+                if get_loc(al, a_stream, loc_ref) == SUCCESS:
+                    return loc_out.value, -1, -1, -1
+                bad("CUDA_STREAM_REF")
             return -1, -1, -1, -1
 
         return read_stream_only
 
     def read_attrs(al):
         stream = corr = coll = nbytes = -1
-        if a_stream is not None and test(al, a_stream) and get_loc(al, a_stream, loc_ref) == SUCCESS:
-            stream = loc_out.value
-        if a_corr is not None and test(al, a_corr) and get_u64(al, a_corr, u64_ref) == SUCCESS:
-            corr = u64_out.value
-        if a_coll is not None and test(al, a_coll) and get_str(al, a_coll, u32_ref) == SUCCESS:
-            coll = u32_out.value
-        if a_bytes is not None and test(al, a_bytes) and get_u64(al, a_bytes, u64_ref) == SUCCESS:
-            nbytes = u64_out.value
+        if a_stream is not None and test(al, a_stream):
+            stream = loc_out.value if get_loc(al, a_stream, loc_ref) == SUCCESS else bad("CUDA_STREAM_REF")
+        if a_corr is not None and test(al, a_corr):
+            corr = u64_out.value if get_u64(al, a_corr, u64_ref) == SUCCESS else bad("CUPTI_CORRELATION_ID")
+        if a_coll is not None and test(al, a_coll):
+            coll = u32_out.value if get_str(al, a_coll, u32_ref) == SUCCESS else bad("NCCL_COLLECTIVE")
+        if a_bytes is not None and test(al, a_bytes):
+            nbytes = u64_out.value if get_u64(al, a_bytes, u64_ref) == SUCCESS else bad("MSG_BYTES")
         return stream, corr, coll, nbytes
 
     return read_attrs

@@ -60,7 +60,7 @@ from dnabert_scaling.traces.otf2_tables import _gpu_rows, _host_rows, ticks_to_n
 
 # Kept importable from the reader, where scripts, tests and the test trace generator find them.
 from dnabert_scaling.traces.otf2_defs import ATTR_STREAM_REF, HOST_FLUSH_REGIONS, rank_from_directory  # noqa: F401
-from dnabert_scaling.traces.otf2_defs import is_launch_records_location
+from dnabert_scaling.traces.otf2_defs import LAUNCH_LOCATION_PREFIX, is_launch_records_location
 from dnabert_scaling.traces.otf2_tables import pair_enter_leave  # noqa: F401
 
 ANCHOR_NAME = layout.ANCHOR
@@ -171,7 +171,7 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
     archive = _archive_facts(tr, defs, anchor)
     regions = _Regions(defs)
     archive.assign_ranks(defs)
-    attrs = attribute_refs(defs)
+    attrs = attribute_refs(defs, anchor)
     locations = _classify_locations(defs, archive, regions, attrs)
     _require_gpu_streams(defs, locations, anchor)
     _require_event_files(defs, locations.plans, anchor, evt_dir)
@@ -300,6 +300,13 @@ def _classify_locations(defs, archive: _Archive, regions: _Regions, attrs: ll.At
         entry = _location_entry(loc, "")
         info["locations"].append(entry)
         launch_records = loc.type == GPU and is_launch_records_location(loc)
+        if loc.type == GPU and not launch_records and (loc.name or "").startswith(LAUNCH_LOCATION_PREFIX):
+            raise ArtifactError(
+                f"GPU location {loc.name!r} ({g.name}) is named like Score-P's launch records but not as they are "
+                "named ('CUDA launches[<thread id>]'): read as a stream its host calls would pass for kernels, read as "
+                "host calls it may be a stream; the archive is damaged or was written by a tool this reader does not know",
+                archive.anchor,
+            )
         if loc.type == GPU and not launch_records:
             if g.location_group_type == PROCESS:
                 info["legacy"] = True
@@ -463,6 +470,12 @@ def _check_location(sink: ll.LocationEvents, loc, anchor: Path, evt_dir: Path) -
     if sink.records_read != int(loc.number_of_events):
         raise ArtifactError(
             f"{where}: {sink.records_read} of {loc.number_of_events} events could be read: the file is truncated", anchor
+        )
+    if sink.bad_attribute is not None:
+        raise ArtifactError(
+            f"{where}: an event carries attribute {sink.bad_attribute!r} with a value of another type than the "
+            "attribute's definition: the attribute is damaged",
+            anchor,
         )
     if sink.backwards is not None:
         pos, tick, prev = sink.backwards

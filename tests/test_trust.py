@@ -258,8 +258,8 @@ def test_equal_correlation_ids_do_not_make_a_trace_complete():
         def step_of(t):
             return t * 0
 
-    launches = pd.DataFrame({"start_ns": [1, 2, 3, 4], "correlation": [5, 5, 5, 5]})
-    gpu = pd.DataFrame({"correlation": pd.array([5], dtype="Int64")})
+    launches = pd.DataFrame({"start_ns": [1, 2, 3, 4], "correlation": [5, 5, 5, 5], "name": ["cuLaunchKernel"] * 4})
+    gpu = pd.DataFrame({"correlation": pd.array([5], dtype="Int64"), "kind": ["kernel"], "start_ns": [10]})
     found = _found_by_correlation(gpu, launches, Timeline())
     assert found.launches_per_step.tolist() == [4] and found.found_per_step.tolist() == [1]
 

@@ -37,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "artifact"))  # also when run without the package installed
 
+from dnabert_scaling.errors import ArtifactError  # noqa: E402
 from dnabert_scaling.provenance import below_cwd  # noqa: E402
 
 CLI = [sys.executable, "-m", "dnabert_scaling"]
@@ -147,8 +148,11 @@ def machine_sweeps(args: argparse.Namespace, out: Path) -> tuple[list[tuple[str,
         if args.executor == "auto" and n_gpus == 0:
             say(f"not submitting to SLURM: {why}")
     if not n_gpus and executor != "slurm":
-        say("no GPU here (and no SLURM to use): the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes 1 and 2)")
-        smoke = [*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "torch", "--repeats", "2"]
+        say(
+            "no GPU here (and no SLURM to use): the embedded default, a CPU smoke sweep (tiny model, gloo, world sizes "
+            "1 and 2), traced by torch.profiler; the sweep records why not Score-P as a fallback of every traced run"
+        )
+        smoke = [*CLI, "sweep", "--gpus", "1,2", "--device", "cpu", "--tracer", "auto", "--repeats", "2"]
         return [("smoke", [*smoke, "--out", str(out / "smoke" / "runs"), "--", *SMOKE_TRAIN])], {}
     extra = (["--image", str(image_path())] if image_path() else ["--no-container"]) if executor == "slurm" else []
     if args.gpus == "auto":
@@ -240,6 +244,21 @@ def summary_lines(result_sets: list, mode: str, seconds: float, report_dir: Path
     return lines
 
 
+def prepare_out(out: Path) -> None:
+    """Create the output folder, refusing one that is a file, or that is, holds or lies inside what this
+    script reads (the shipped traces, results and claims): an output must never land on the evidence."""
+    from dnabert_scaling.outputs import refuse_overlap
+
+    if out.exists() and not out.is_dir():
+        raise ArtifactError("--out: exists and is not a folder", out)
+    expected = ROOT / "expected"
+    refuse_overlap([("--out", out)], [expected / "reference", expected / "reference-results", expected / "claims.toml"])
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ArtifactError(f"--out: cannot create the folder ({exc.strerror})", out) from None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, default=Path("reproduce"))
@@ -253,7 +272,11 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     # shorter, machine-independent paths in the outputs when they lie below the working directory
     out = below_cwd(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        prepare_out(out)
+    except ArtifactError as exc:
+        print(f"reproduce: error: {exc}", file=sys.stderr)
+        return 2
     claims = below_cwd(ROOT / "expected" / "claims.toml")
     t0 = time.monotonic()
     plan: dict = {"kick_tires": args.kick_tires, "steps": []}

@@ -359,6 +359,9 @@ def test_cli_out_folder_and_missing_metrics(tmp_path, full, capsys):
     assert cli_main(["check", str(tmp_path / "metrics.json"), "--expected", str(CLAIMS_FILE), "--out", str(out), "--quiet"]) == 0
     assert (out / "verdicts.json").is_file() and not (tmp_path / "verdicts.json").exists()
     assert cli_main(["check", str(tmp_path / "nothing"), "--expected", str(CLAIMS_FILE)]) == 2
+    assert f"{tmp_path / 'nothing'}: does not exist" in capsys.readouterr().err  # a typo'd folder: not "no metrics.json"
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["check", str(tmp_path / "empty"), "--expected", str(CLAIMS_FILE)]) == 2
     assert "no metrics.json" in capsys.readouterr().err
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "metrics.json").write_text("{not json")

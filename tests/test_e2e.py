@@ -3,6 +3,7 @@ analysis, the checker and the report; and the sweep's resume and failure handlin
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -28,7 +29,7 @@ def smoke(tmp_path_factory, tiny_task):
             "--device",
             "cpu",
             "--tracer",
-            "torch",
+            "auto",  # as make reproduce runs it: torch.profiler on CPU, the sweep's choice a recorded fallback
             "--repeats",
             "1",
             "--out",
@@ -53,6 +54,11 @@ def test_sweep_layout_and_manifests(smoke):
         assert {"summary.json", "rank0/steps.jsonl", "logs/launcher.log"} <= set(manifest["files"])
         assert all(len(h) == 64 for h in manifest["files"].values())
         assert {f["what"] for f in manifest["fallbacks"]} >= {"device", "weights", "data"}
+        # --tracer auto chose torch.profiler for the sweep: each traced run records why, no untraced run does
+        tracer = [f for f in manifest["fallbacks"] if f["what"] == "tracer"]
+        assert bool(tracer) == ("-torch-" in name), (name, tracer)
+        assert all(f["used"] == "torch.profiler (Kineto) instead of Score-P" and f["reason"] for f in tracer)
+    assert json.loads((runs / "sweep.json").read_text())["tracer_fallback"]["what"] == "tracer"
     assert (runs / "ws2-torch-r0" / "traces" / "rank1.json.gz").is_file()
     assert json.loads((runs / "busbw-ws2.json").read_text())["world_size"] == 2
 
@@ -98,7 +104,7 @@ def test_analysis_check_and_report(smoke):
     # the baseline is named by what ran at world size 1: one CPU process over gloo, not a GPU
     assert ws2["efficiency_baseline"] == "1-process CPU run with the DDP wrapper (world size 1 over gloo)"
     assert metrics["world_sizes"]["1"]["throughput_noddp"]["samples_per_s"]["n"] == 1
-    assert {f["what"] for f in metrics["fallbacks"]} >= {"device", "weights", "data"}
+    assert {f["what"] for f in metrics["fallbacks"]} >= {"device", "weights", "data", "tracer"}
     proc = _run([*CLI, "check", str(results), "--expected", str(ROOT / "expected" / "claims.toml")])
     assert proc.returncode == 0, proc.stdout[-3000:]  # NOT RUN is not a failure without --strict
     verdicts = {c["id"]: c for c in json.loads((results / "verdicts.json").read_text())["claims"]}
@@ -110,6 +116,7 @@ def test_analysis_check_and_report(smoke):
     assert proc.returncode == 0, proc.stderr[-3000:]
     html = (smoke / "report" / "report.html").read_text()
     assert "NOT RUN" in html and "CPU" in html and "<img" in html
+    assert "instead of Score-P" in html  # the tracer fallback is shown, not only recorded
 
 
 def test_failed_run_is_reported_and_kept(tmp_path, tiny_task):
@@ -172,3 +179,20 @@ def test_failed_run_is_reported_and_kept(tmp_path, tiny_task):
         timeout=300,
     )
     assert len(list(out.glob("ws2-none-r0.failed-*"))) == 1
+
+
+def test_reproduce_refuses_an_output_folder_on_its_inputs_or_a_file(tmp_path):
+    """``make reproduce OUT=...``: a file, the shipped evidence or a folder inside it is refused with exit 2
+    and the path, before anything is written (no traceback, nothing added to expected/)."""
+    before = sorted(p for p in (ROOT / "expected").rglob("*"))
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    for out, said in [
+        (afile, "--out: exists and is not a folder"),
+        (ROOT / "expected" / "reference", "is also an input of this command"),
+        (ROOT / "expected" / "reference-results" / "new", "lies inside the input"),
+    ]:
+        proc = _run([sys.executable, str(ROOT / "scripts" / "reproduce.py"), "--kick-tires", "--out", str(out)], timeout=120)
+        assert proc.returncode == 2 and said in proc.stderr and f"{out.name}: --out:" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert afile.read_text() == "mine" and sorted(p for p in (ROOT / "expected").rglob("*")) == before

@@ -253,7 +253,7 @@ def test_kernel_spec_is_this_interpreter_whatever_jupyter_path_says(tmp_path, mo
 
 def test_cli_errors(tmp_path, capsys):
     assert cli_main(["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 2
-    assert "no metrics.json" in capsys.readouterr().err
+    assert "nothing: does not exist" in capsys.readouterr().err
     folder = write_results(tmp_path / "r", *cpu_results((1,)))
     with pytest.raises(ArtifactError, match="2 --label given for 1 results folder"):
         build.build_report([folder], tmp_path / "out", labels=["a", "b"])

@@ -251,13 +251,21 @@ def test_the_first_screen_says_what_the_evidence_is_from_the_sets():
         for i, f in enumerate(folders)
     ]
     text = front.at_a_glance(sets)
-    assert text.startswith("All evidence here: NVIDIA H200.")
     assert "No set ran more than one rank with a GPU of its own" in text
-    assert (
-        "data (synthetic" in text
-        and f"rehearsal (ranks placed round-robin on the devices present (--rehearse)) in 2 of {len(sets)} sets" in text
+    assert f"Fallbacks in all {len(sets)} sets: data (synthetic" in text
+    assert f"In some sets: rehearsal (ranks placed round-robin on the devices present (--rehearse)) in 2 of {len(sets)}." in text
+    # where the evidence was recorded: all of it shipped in expected/, none run on the machine that made the report
+    assert text.startswith(
+        f"All evidence here: NVIDIA H200, all {len(sets)} sets from the traces shipped in expected/, re-analysed here."
     )
     assert sets[0].number == 2  # a set's number is its section's
+    mine = results.ResultSet(len(sets), Path("/tmp/elsewhere/results"), "mine", "cpu", {"fallbacks": []}, None, "t")
+    text = front.at_a_glance([*sets, mine])
+    assert (
+        f"Sets 2-{len(sets) + 1}: the traces shipped in expected/, re-analysed here; set {len(sets) + 2}: the results folder given."
+        in text
+    )
+    assert front._numbers([1, 3, 4, 5, 8, 9]) == "1, 3-5, 8, 9"
 
 
 def test_the_shared_gpu_checks_of_a_set_share_one_short_note(tmp_path):

@@ -346,3 +346,20 @@ def test_tracer_resolution_uses_this_module(monkeypatch):
     monkeypatch.setattr(sp, "under_scorep", lambda: False)
     tracer, fallback = tracing.resolve_tracer("auto")
     assert tracer == "torch" and "no Score-P in this test" in str(fallback)
+
+
+def test_a_sweeps_tracer_fallback_reaches_only_the_runs_of_the_tracer_it_chose(monkeypatch):
+    """The sweep decides --tracer auto once; its runs get the decision through the environment and record the
+    fallback in their own provenance. A run of another tracer, or a malformed value, records none."""
+    from dnabert_scaling.provenance import Fallback
+    from dnabert_scaling.run.tracing import ENV_SWEEP_FALLBACK, sweep_fallback, sweep_fallback_env
+
+    took = Fallback("tracer", "torch.profiler (Kineto) instead of Score-P", "scorep-config is not on PATH")
+    monkeypatch.setenv(ENV_SWEEP_FALLBACK, sweep_fallback_env("torch", took))
+    assert sweep_fallback("torch") == took
+    assert sweep_fallback("none") is None and sweep_fallback("scorep") is None
+    for bad in ("{", "[]", '{"tracer": "torch", "what": "tracer", "used": "", "reason": "x"}', '{"tracer": "torch"}'):
+        monkeypatch.setenv(ENV_SWEEP_FALLBACK, bad)
+        assert sweep_fallback("torch") is None, bad
+    monkeypatch.delenv(ENV_SWEEP_FALLBACK)
+    assert sweep_fallback("torch") is None

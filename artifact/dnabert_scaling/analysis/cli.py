@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 from pathlib import Path
@@ -143,13 +144,18 @@ def _json_default(obj):
 
 
 def _fmt(stat: Stat | None, scale: float = 1e3, unit: str = "ms") -> str:
-    if not stat:
+    if not stat or stat.median is None or not math.isfinite(stat.median):
         return "-"
     return f"{stat.median * scale:.2f} {unit}"
 
 
-def _median(stat: Stat | None) -> float:
-    return stat.median if stat else float("nan")
+def _number(x: float | None, spec: str) -> str:
+    """``x`` in ``spec``, or "-" where there is no finite figure (never a bare nan in the table)."""
+    return format(x, spec) if x is not None and math.isfinite(x) else "-"
+
+
+def _median(stat: Stat | None) -> float | None:
+    return stat.median if stat else None
 
 
 def format_summary(metrics: MetricsFile) -> str:
@@ -162,11 +168,11 @@ def format_summary(metrics: MetricsFile) -> str:
         gpu = (e.traced.gpu if e.traced else None) or GpuMetrics()
         eff = e.efficiency
         lines.append(
-            f"{key:>3} {_median(e.throughput.samples_per_s if e.throughput else None):>10.1f} "
-            f"{eff if eff is not None else float('nan'):>6.2f} "
+            f"{key:>3} {_number(_median(e.throughput.samples_per_s if e.throughput else None), '.1f'):>10} "
+            f"{_number(eff, '.2f'):>6} "
             f"{_fmt(gpu.step_time_s):>10} {_fmt(gpu.compute_s):>10} {_fmt(gpu.exposed_comm_s):>10} "
             f"{_fmt(gpu.idle_s):>10} {_fmt(gpu.allreduce_kernel_s):>10} {_fmt(gpu.backward_gpu_s):>10} "
-            f"{_median(gpu.allreduce_to_backward):>7.2f} {_median(gpu.overlap_ratio):>8.2f}"
+            f"{_number(_median(gpu.allreduce_to_backward), '.2f'):>7} {_number(_median(gpu.overlap_ratio), '.2f'):>8}"
         )
         if e.traced and e.traced.gpu_not_run_reason:
             lines.append(f"    GPU metrics not run: {e.traced.gpu_not_run_reason}")

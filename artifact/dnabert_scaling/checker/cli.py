@@ -28,6 +28,8 @@ def default_claims_path() -> Path:
 
 def load_metrics(results: str | Path) -> tuple[dict, Path]:
     results = Path(results)
+    if not results.exists():
+        raise ArtifactError("does not exist (a results folder that `dnabert-scaling analyze ... --out` wrote)", results)
     path = results if results.suffix == ".json" else results / "metrics.json"
     if not path.is_file():
         raise ArtifactError("no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)", path)

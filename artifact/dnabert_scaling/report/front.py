@@ -8,6 +8,7 @@ import argparse
 import functools
 from collections import Counter
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
@@ -17,6 +18,7 @@ from dnabert_scaling.report.results import (
     ResultSet,
     esc,
     fmt,
+    is_shipped_reference,
     median,
     ms,
     recorded_paths,
@@ -133,13 +135,60 @@ def at_a_glance(sets: list[ResultSet]) -> str:
         return f"{what} ({next(iter(hows))})" if len(hows) == 1 else what
 
     every = [named(w) for w, n in sorted(took.items()) if n == len(sets)]
-    some = [f"{named(w)} in {n} of {len(sets)} sets" for w, n in sorted(took.items()) if n < len(sets)]
-    fallbacks = "; ".join(every + some)
+    some = [f"{named(w)} in {n} of {len(sets)}" for w, n in sorted(took.items()) if n < len(sets)]
+    said = []
+    if every:
+        said.append(f" Fallbacks in {'all ' + str(len(sets)) + ' sets' if len(sets) > 1 else 'the set'}: {'; '.join(every)}.")
+    if some:
+        said.append(f" In some sets: {'; '.join(some)}.")
     return (
-        f"All evidence here: {', '.join(devices)}."
+        f"All evidence here: {', '.join(devices)}"
+        + _where_recorded(sets)
         + _one_gpu_per_rank_text(sets)
-        + (f" Fallbacks taken: {fallbacks}." if fallbacks else " No fallback taken.")
+        + ("".join(said) if said else " No fallback taken.")
     )
+
+
+def _where_recorded(sets: list[ResultSet]) -> str:
+    """The end of the first sentence: which sets are the reference traces shipped in expected/ (recorded
+    elsewhere, re-analysed for this report) and which come from the results folders given."""
+    shipped = [rs for rs in sets if is_shipped_reference(Path(rs.path))]
+    if not shipped:
+        return "."
+    if len(shipped) == len(sets):
+        return f", {'all ' + str(len(sets)) + ' sets' if len(sets) > 1 else 'the set'} from the traces shipped in expected/, re-analysed here."
+    rest = [rs.number for rs in sets if rs not in shipped]
+    return (
+        f". Set{'s' if len(shipped) > 1 else ''} {_numbers([rs.number for rs in shipped])}: the traces shipped in expected/, "
+        f"re-analysed here; set{'s' if len(rest) > 1 else ''} {_numbers(rest)}: the results folder{'s' if len(rest) > 1 else ''} given."
+    )
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``1, 3-5, 8`` from [1, 3, 4, 5, 8]."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def fallbacks_every_set_took(sets: list[ResultSet]) -> list[tuple[str, str]]:
+    """The recorded fallbacks (what, and what ran instead) that every set took, for the box of what all sets
+    share (their runs and reasons differ set by set: each set's section gives them); none for one set."""
+    if len(sets) < 2:
+        return []
+    kinds = [
+        {
+            (str(f["what"]), str(f.get("used") or ""))
+            for f in rs.metrics.get("fallbacks") or []
+            if isinstance(f, dict) and f.get("what")
+        }
+        for rs in sets
+    ]
+    return sorted(set.intersection(*kinds))
 
 
 def headline(rs: ResultSet) -> str:

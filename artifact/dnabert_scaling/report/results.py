@@ -59,6 +59,20 @@ def results_folder_note(path: Path) -> str:
     return ""
 
 
+def is_shipped_reference(path: Path) -> bool:
+    """Whether a results folder holds the reference traces shipped in ``expected/`` (re-derived by
+    kick-tires or reproduce into ``reference-<set>/results``, or the shipped copy in
+    ``expected/reference-results/<set>``), not a run of the machine the report was made on."""
+    path = Path(path)
+    shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results"
+    if path.name == "results" and path.parent.name.startswith("reference-"):
+        return (shipped / path.parent.name[len("reference-") :]).is_dir()
+    try:
+        return path.resolve().parent == shipped.resolve()
+    except OSError:
+        return False
+
+
 def esc(x: Any) -> str:
     return html.escape(str(x), quote=True)
 

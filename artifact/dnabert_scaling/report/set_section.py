@@ -299,4 +299,13 @@ def shared_fallbacks(report: Any) -> list[str]:
 
 
 def shared_fallbacks_html(report: Any) -> Markup:
-    return render("shared_fallbacks.html.j2", items=[Markup(f) for f in shared_fallbacks(report)], sets=len(report.sets))
+    """The box before the sets: what every set shares word for word, and the fallbacks every set took."""
+    from dnabert_scaling.report import front as H
+
+    exact = shared_fallbacks(report)
+    common = [
+        markup("<b>{}</b>: {}", what.capitalize(), used)
+        for what, used in H.fallbacks_every_set_took(report.sets)
+        if not any(str(markup("{}", used)) in str(item) for item in exact)  # said word for word above
+    ]
+    return render("shared_fallbacks.html.j2", items=[Markup(f) for f in exact] + common, sets=len(report.sets), took=bool(common))

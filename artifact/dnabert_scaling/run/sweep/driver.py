@@ -37,7 +37,7 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import output_path, refuse_overlap, writable_dir, write_text_atomic
-from dnabert_scaling.provenance import now_iso
+from dnabert_scaling.provenance import Fallback, now_iso
 from dnabert_scaling.run.sweep.spec import RunSpec, TrainOptions, read_record
 from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
 from dnabert_scaling.run.sweep.record import (
@@ -295,17 +295,28 @@ def refuse_changed_options(out: Path, train_args: list[str]) -> None:
 
 def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, opts: TrainOptions, device: str) -> dict | None:
     """``--tracer auto``: decided once for the whole sweep, by the Score-P preflight on this machine
-    (kept as ``<out>/scorep-preflight.json``); ``args.tracer`` becomes ``scorep`` or ``torch``.
-    Returns the fallback taken (recorded in sweep.json and in every run's provenance), or None."""
-    if args.tracer != "auto" or args.executor != "local" or device == "cpu":
+    (kept as ``<out>/scorep-preflight.json``); on CPU torch.profiler, Score-P's CUDA recording having
+    nothing to record there. ``args.tracer`` becomes ``scorep`` or ``torch``. Returns the fallback taken
+    (recorded in sweep.json, and passed to every run, which records it in its provenance), or None."""
+    if args.tracer != "auto" or args.executor != "local":
         return None
-    from dnabert_scaling.run.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing import ENV_SWEEP_FALLBACK, resolve_tracer, sweep_fallback_env
     from dnabert_scaling.run.tracing.preflight import ENV_RESULT
 
-    os.environ.setdefault(ENV_RESULT, str(out / "scorep-preflight.json"))
-    args.tracer, fallback = resolve_tracer("auto", model=opts.value("model"))
+    if device == "cpu":
+        from dnabert_scaling.run.tracing.scorep import scorep_available
+
+        ok, why = scorep_available()
+        reason = f"the runs are on CPU, where Score-P's CUDA recording has nothing to record ({why})" if ok else why
+        args.tracer, fallback = "torch", Fallback("tracer", "torch.profiler (Kineto) instead of Score-P", reason)
+    else:
+        os.environ.setdefault(ENV_RESULT, str(out / "scorep-preflight.json"))
+        args.tracer, fallback = resolve_tracer("auto", model=opts.value("model"))
     print(f"sweep: --tracer auto -> {args.tracer}" + (f" ({fallback.reason})" if fallback else ""), file=sys.stderr)
-    return fallback.as_dict() if fallback else None
+    if fallback is None:
+        return None
+    os.environ[ENV_SWEEP_FALLBACK] = sweep_fallback_env(args.tracer, fallback)
+    return fallback.as_dict()
 
 
 def rehearsal_options(args: argparse.Namespace, train_args: list[str]) -> tuple[list[str], dict]:

@@ -281,11 +281,12 @@ def _setup_device(r: _Rank) -> None:
     """The device (a CUDA device by local rank, else the CPU with pinned threads), the tracer, the seed."""
     import torch
 
-    from dnabert_scaling.run.tracing import resolve_tracer
+    from dnabert_scaling.run.tracing import resolve_tracer, sweep_fallback
 
     args = r.args
     r.device_type = _device(args, r.fallbacks)
     r.tracer_name, tracer_fallback = resolve_tracer(args.tracer, model=args.model)
+    tracer_fallback = tracer_fallback or sweep_fallback(r.tracer_name)  # the sweep chose it for --tracer auto
     if tracer_fallback:
         r.fallbacks.append(tracer_fallback)
     if r.tracer_name == "scorep":  # every driver call recorded: a Score-P without the launch-callbacks patch

@@ -3,6 +3,7 @@ the model exactly (predicted within a tight tolerance) and one that does not (th
 plus the refusals of bad input."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -119,6 +120,11 @@ def test_bad_input_is_refused(tmp_path, runs, capsys):
     bad.write_text("{}")
     assert main(["predict", str(runs[1]), "--busbw", str(bad)]) == 2
     assert "not a busbw result" in capsys.readouterr().err
+    # a sweep folder: named as such, with the run to give instead (not a complaint about one of its files)
+    sweep = Path(__file__).resolve().parents[1] / "expected" / "reference" / "h200-buckets-b8"
+    assert main(["predict", str(sweep), "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "a sweep folder, not one run" in err and str(sweep / "ws1-torch-r0") in err and "IMPORT.json" not in err
     assert not (tmp_path / "p.json").exists()
 
 

@@ -445,7 +445,8 @@ def evaluate_claim(ctx: Context, claim: Claim) -> dict[str, Any]:
         "measured": parts.measured,
         "bounds": {c.name: _jsonable(c.bounds()) | {"metric": c.metric, "what": c.what} for c in claim.checks},
         "runs": sorted(set(parts.runs)),
-        "reason": said_once([f"[{c['verdict']}] {c['reason']}" for c in deciding + rest]),
+        # each check's reason once: checks of one claim judged at one world size often share it word for word
+        "reason": said_once(list(dict.fromkeys(f"[{c['verdict']}] {c['reason']}" for c in deciding + rest))),
         "checks": parts.checks,
         "indicative": parts.indicative or None,
     }

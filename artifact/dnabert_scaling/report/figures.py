@@ -257,7 +257,10 @@ def _efficiency_panel(b, rs, eff: list, why: str, bound: float | None, not_evide
 def throughput(rs, bound: float | None = None) -> Figure | NotAvailable:
     sizes = [n for n in rs.world_sizes if (rs.entry(n).get("throughput") or {}).get("samples_per_s")]
     if not sizes:
-        return NotAvailable("no throughput was measured (no untraced runs and no batch size for the traces)")
+        return NotAvailable(
+            "no throughput was measured: the set has no untraced runs (throughput comes from untraced runs, or from "
+            "bare traces given with their batch size)"
+        )
     tp = rs.table("throughput")
     base = (rs.entry(1).get("throughput") or {}).get("samples_per_s") if 1 in rs.world_sizes else None
     fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.3))

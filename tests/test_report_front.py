@@ -294,3 +294,18 @@ def test_the_shared_gpu_checks_of_a_set_share_one_short_note(tmp_path):
     for c in gpu.verdicts["claims"]:
         _measured_cell(c, gpu, gpu_notes)
     assert not any("not one GPU per rank" in t for t in gpu_notes.texts)
+
+
+def test_a_cpu_set_is_not_said_to_have_an_unknown_gpu(tmp_path):
+    from dnabert_scaling.report.summary import placement_line, placements
+
+    def unknown(m: dict) -> dict:
+        for ws in (1, 2):
+            m["world_sizes"][str(ws)]["traced"]["placement"] = {"ranks": ws, "hosts": 1, "identity": "unknown", "shared_gpu": False}
+        return m
+
+    cpu = results.ResultSet(0, tmp_path, "cpu", "cpu-smoke", unknown(cpu_results((1, 2))[0]), None, "t")
+    assert cpu.device == "cpu" and placement_line(cpu)
+    assert not any("GPU identity" in t for t in placement_line(cpu) + placements(cpu))
+    gpu = results.ResultSet(0, tmp_path, "gpu", "gpu", unknown(gpu_results((1, 2))[0]), None, "t")
+    assert gpu.device == "cuda" and "(GPU identity unknown)" in placement_line(gpu)[0]

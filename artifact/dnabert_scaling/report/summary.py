@@ -147,17 +147,17 @@ def placement_line(rs: ResultSet) -> list[str]:
     transports = sorted({str(t) for _, p in recorded for t in p.get("transports") or []})
     if transports:
         text += "; via " + ", ".join(transports)
-    if any(p.get("identity") == "unknown" for _, p in recorded):
+    if rs.device != "cpu" and any(p.get("identity") == "unknown" for _, p in recorded):  # a CPU run has no GPU to know
         text += " (GPU identity unknown)"
     return [text]
 
 
 def placements(rs: ResultSet) -> list[str]:
     """Where the metrics carry it (``traced.placement``, read with .get), each world size's placement."""
-    return [_placement_text(n, p) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
+    return [_placement_text(n, p, rs.device) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
 
 
-def _placement_text(ws: int, p: dict) -> str:
+def _placement_text(ws: int, p: dict, device: str | None = None) -> str:
     """e.g. "4: 4 ranks on 2 GPUs of 1 host (shared GPU), via SHM, P2P" (unknown parts left out)."""
     bits = [f"{p.get('ranks', '?')} rank{'' if p.get('ranks') == 1 else 's'}"]
     if p.get("gpus") is not None:
@@ -169,7 +169,7 @@ def _placement_text(ws: int, p: dict) -> str:
         text += " (ranks share a GPU)"
     if p.get("transports"):
         text += ", via " + ", ".join(map(str, p["transports"]))
-    if p.get("identity") == "unknown":
+    if p.get("identity") == "unknown" and device != "cpu":
         text += " (GPU identity unknown)"
     return text
 

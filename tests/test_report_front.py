@@ -301,7 +301,12 @@ def test_a_cpu_set_is_not_said_to_have_an_unknown_gpu(tmp_path):
 
     def unknown(m: dict) -> dict:
         for ws in (1, 2):
-            m["world_sizes"][str(ws)]["traced"]["placement"] = {"ranks": ws, "hosts": 1, "identity": "unknown", "shared_gpu": False}
+            m["world_sizes"][str(ws)]["traced"]["placement"] = {
+                "ranks": ws,
+                "hosts": 1,
+                "identity": "unknown",
+                "shared_gpu": False,
+            }
         return m
 
     cpu = results.ResultSet(0, tmp_path, "cpu", "cpu-smoke", unknown(cpu_results((1, 2))[0]), None, "t")

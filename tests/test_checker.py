@@ -492,3 +492,19 @@ def test_default_claims_path_outside_the_tree_is_the_source_trees(tmp_path, monk
     monkeypatch.chdir(tmp_path)  # no expected/ here: the package's own source tree is used
     path = checker.default_claims_path()
     assert path.is_absolute() and path.is_file() and path == Path(__file__).resolve().parents[1] / "expected" / "claims.toml"
+
+
+def test_check_says_why_its_exit_status_is_1(tmp_path, capsys):
+    """A reader of make reproduce's output sees why a set's check exits 1 (INVALID or FAIL verdicts, or NOT RUN
+    under --strict), not a bare status."""
+    rehearsal = ROOT / "expected" / "reference-results" / "h200-rehearsal"
+    assert cli_main(["check", str(rehearsal), "--expected", str(CLAIMS_FILE), "--out", str(tmp_path / "a"), "--quiet"]) == 1
+    invalid = sum(c["verdict"] == INVALID for c in json.loads((tmp_path / "a" / "verdicts.json").read_text())["claims"])
+    assert f"(exit status 1: {invalid} INVALID)" in capsys.readouterr().err and invalid
+    single = ROOT / "expected" / "reference-results" / "h200-b8"
+    assert cli_main(["check", str(single), "--expected", str(CLAIMS_FILE), "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert "(exit status 0)" in capsys.readouterr().err
+    assert (
+        cli_main(["check", str(single), "--expected", str(CLAIMS_FILE), "--out", str(tmp_path / "c"), "--strict", "--quiet"]) == 1
+    )
+    assert "(exit status 1: NOT RUN under --strict)" in capsys.readouterr().err

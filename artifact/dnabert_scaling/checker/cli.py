@@ -12,7 +12,7 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.checker.claims import load_claims, load_sanity_bounds
 from dnabert_scaling.checker.evaluate import evaluate, exit_status
-from dnabert_scaling.checker.names import _jsonable
+from dnabert_scaling.checker.names import FAIL, INVALID, _jsonable
 from dnabert_scaling.checker.table import format_table
 from dnabert_scaling.outputs import output_path
 
@@ -158,5 +158,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stdout.write(format_table(verdicts))
     rc = verdicts["summary"]["exit_status"]
-    print(f"check: wrote {out / 'verdicts.json'} and {out / 'verdicts.txt'} (exit status {rc})", file=sys.stderr)
+    why = ""
+    if rc:
+        counts = verdicts["summary"]["counts"]
+        judged = [f"{counts[v]} {v}" for v in (FAIL, INVALID) if counts.get(v)]
+        why = f": {', '.join(judged)}" if judged else ": NOT RUN under --strict"
+    print(f"check: wrote {out / 'verdicts.json'} and {out / 'verdicts.txt'} (exit status {rc}{why})", file=sys.stderr)
     return rc

@@ -198,9 +198,7 @@ def by_correlation(gpu: pd.DataFrame, host: pd.DataFrame, timeline: HostTimeline
     step = np.full(len(gpu), -1, dtype=np.int64)
     phase = np.full(len(gpu), OTHER, dtype=np.int8)
     launch = np.full(len(gpu), -1, dtype=np.int64)
-    if not correlation.uses_correlation(gpu, launches):
-        return step, phase, np.zeros(len(gpu), dtype=bool), launch
-    p = correlation.pair(gpu, launches)
+    p = correlation.pair(gpu, launches)  # without ids on both sides it pairs nothing
     if notes is not None:
         notes.extend(correlation.pairing_notes(p))
     found = p.launch_of >= 0

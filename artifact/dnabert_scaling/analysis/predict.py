@@ -79,7 +79,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
     step_figures,
 )
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.layout import RunLayout, SweepLayout
+from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.metrics_schema import MetricsFile
 from dnabert_scaling.outputs import output_path
 from dnabert_scaling.provenance import below_cwd
@@ -169,7 +169,7 @@ def resolve_source(path: Path) -> Source:
         path = run1
         src.desc["results"] = src.desc["given"]
     if path.is_dir() and not is_run_dir(path) and (runs := SweepLayout(path).run_dirs()):
-        traced = [r.name for r in runs if r.name.startswith("ws1-") and "-none-" not in r.name]
+        traced = [r.name for r in runs if (n := parse_run_name(r.name)) and n.world_size == 1 and n.tracer != "none"]
         raise ArtifactError(
             "a sweep folder, not one run: give its results folder (`analyze ... --out`), or its traced world-size-1 run"
             + (f" ({path / traced[0]})" if traced else "")

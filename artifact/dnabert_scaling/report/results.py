@@ -45,18 +45,29 @@ def recorded_paths(text: str) -> str:
     return _ABS_PATH.sub(short, str(text))
 
 
+SHIPPED_RESULTS = Path(__file__).resolve().parents[3] / "expected" / "reference-results"
+
+
+def _shipped_copy(path: Path) -> Path | None:
+    """The shipped results of the reference set that a kick-tires / reproduce output ``reference-<set>/results``
+    re-derived; None for any other folder or where the clone ships no such set."""
+    if path.name == "results" and path.parent.name.startswith("reference-"):
+        shipped = SHIPPED_RESULTS / path.parent.name[len("reference-") :]
+        return shipped if shipped.is_dir() else None
+    return None
+
+
 def results_folder_note(path: Path) -> str:
     """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
     kick-tires / reproduce output of the reference traces."""
-    if path.name == "results" and path.parent.name.startswith("reference-"):
-        shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results" / path.parent.name[len("reference-") :]
-        if shipped.is_dir():
-            return (
-                " (the shipped reference traces re-derived by <code class='ds'>make kick-tires</code> or "
-                f"<code class='ds'>make reproduce</code>; a fresh clone ships the same results as "
-                f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)"
-            )
-    return ""
+    shipped = _shipped_copy(path)
+    if shipped is None:
+        return ""
+    return (
+        " (the shipped reference traces re-derived by <code class='ds'>make kick-tires</code> or "
+        f"<code class='ds'>make reproduce</code>; a fresh clone ships the same results as "
+        f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)"
+    )
 
 
 def is_shipped_reference(path: Path) -> bool:
@@ -64,11 +75,8 @@ def is_shipped_reference(path: Path) -> bool:
     kick-tires or reproduce into ``reference-<set>/results``, or the shipped copy in
     ``expected/reference-results/<set>``), not a run of the machine the report was made on."""
     path = Path(path)
-    shipped = Path(__file__).resolve().parents[3] / "expected" / "reference-results"
-    if path.name == "results" and path.parent.name.startswith("reference-"):
-        return (shipped / path.parent.name[len("reference-") :]).is_dir()
     try:
-        return path.resolve().parent == shipped.resolve()
+        return _shipped_copy(path) is not None or path.resolve().parent == SHIPPED_RESULTS.resolve()
     except OSError:
         return False
 

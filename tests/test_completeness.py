@@ -260,3 +260,16 @@ def test_gpu_figures_without_completeness_figures_are_invalid_not_pass(tmp_path)
     v = json.loads((tmp_path / "results" / "verdicts.json").read_text())
     assert proc.returncode == 1 and claim(v, "C1")["verdict"] == "INVALID"
     assert "trace completeness not measured" in claim(v, "C1")["reason"]
+
+
+def test_the_checker_rejudges_launches_without_an_id_as_analyze_does():
+    """A rank whose launches partly carry no correlation id is never re-judged complete, whatever status the
+    file states (the checker re-judges from the figures, by the rule analyze uses)."""
+    from dnabert_scaling.analysis.completeness import judge, rank_status
+
+    rank = {"status": "complete", "launches_per_step": [4, 4], "found_per_step": [4, 4], "launches_without_id": 1, "steps": 2}
+    out = judge({0: rank})
+    assert out["status"] == "unknown" and "carry no correlation id" in out["reason"]
+    assert judge({0: {**rank, "launches_without_id": 0}})["status"] == "complete"
+    assert judge({0: {**rank, "found_per_step": [3, 4]}})["status"] == "incomplete"  # the ids show a loss
+    assert (rank_status(0, 0), rank_status(0, 2), rank_status(1, 2)) == ("complete", "unknown", "incomplete")

@@ -101,14 +101,23 @@ def rank_completeness(
     else:
         found = _found_by_stream_order(gpu, launches, counted.kinds, timeline)
     out.update(_per_step_verdict(found, bound))
-    out["launches_without_id"] = found.launches_without_id
-    if found.launches_without_id and out["status"] == COMPLETE:
-        out["status"] = UNKNOWN
-        out["reason"] = (
-            f"{found.launches_without_id:,} launch(es) carry no correlation id while the others do: every launch with an "
-            "id has its activity, but nothing shows the activities of those without"
-        )
     return out
+
+
+def rank_status(steps_below_bound: int, launches_without_id: int) -> str:
+    """A rank's status from its figures, the one rule of ``analyze`` and of the checker's re-judging (:func:`judge`):
+    incomplete where a measured step lies below the bound; else unknown where launches carry no correlation id
+    beside launches that do (nothing shows their activities); else complete."""
+    if steps_below_bound:
+        return INCOMPLETE
+    return UNKNOWN if launches_without_id else COMPLETE
+
+
+def without_id_reason(launches_without_id: int) -> str:
+    return (
+        f"{launches_without_id:,} launch(es) carry no correlation id while the others do: every launch with an id has "
+        "its activity, but nothing shows the activities of those without"
+    )
 
 
 @dataclass
@@ -219,7 +228,8 @@ def _per_step_verdict(found: _Found, bound: float) -> dict[str, Any]:
     if not measured.any():
         status, reason = UNKNOWN, "no launch record falls inside a measured step"
     else:
-        status, reason = (COMPLETE if below == 0 else INCOMPLETE), None
+        status = rank_status(below, found.launches_without_id)
+        reason = without_id_reason(found.launches_without_id) if status == UNKNOWN else None
     return {
         "method": found.method,
         "launches": total_l,
@@ -228,6 +238,7 @@ def _per_step_verdict(found: _Found, bound: float) -> dict[str, Any]:
         "steps_below_bound": below,
         "min_step_share": float(np.nanmin(shares)) if measured.any() else None,
         "activities_without_launch": found.activities_without_launch,
+        "launches_without_id": found.launches_without_id,
         "streams": found.streams,
         "launches_per_step": per_step_l.astype(int).tolist(),
         "found_per_step": per_step_f.astype(int).tolist(),
@@ -249,8 +260,11 @@ def judge(per_rank: dict[int, dict[str, Any]], bound: float = DEFAULT_BOUND) -> 
         fps = np.asarray(c["found_per_step"], dtype=np.float64)
         ok = lps > 0
         below = int((fps[ok] / lps[ok] < bound).sum())
-        statuses.append(COMPLETE if below == 0 else INCOMPLETE)
+        without_id = c.get("launches_without_id") or 0
+        statuses.append(rank_status(below, without_id))
         texts.append(describe_rank(r, c, below, bound))
+        if statuses[-1] == UNKNOWN:
+            texts[-1] += f" ({without_id_reason(without_id)})"
     if not statuses:
         status = UNKNOWN
     elif INCOMPLETE in statuses:

@@ -363,3 +363,11 @@ def test_a_sweeps_tracer_fallback_reaches_only_the_runs_of_the_tracer_it_chose(m
         assert sweep_fallback("torch") is None, bad
     monkeypatch.delenv(ENV_SWEEP_FALLBACK)
     assert sweep_fallback("torch") is None
+    # a later sweep in the same process that chose its tracer itself passes no earlier sweep's decision on
+    import argparse
+
+    from dnabert_scaling.run.sweep.driver import _resolve_sweep_tracer
+
+    monkeypatch.setenv(ENV_SWEEP_FALLBACK, sweep_fallback_env("torch", took))
+    args = argparse.Namespace(tracer="torch", executor="local")
+    assert _resolve_sweep_tracer(args, Path("unused"), None, "cpu") is None and sweep_fallback("torch") is None

@@ -298,10 +298,12 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, opts: TrainOption
     (kept as ``<out>/scorep-preflight.json``); on CPU torch.profiler, Score-P's CUDA recording having
     nothing to record there. ``args.tracer`` becomes ``scorep`` or ``torch``. Returns the fallback taken
     (recorded in sweep.json, and passed to every run, which records it in its provenance), or None."""
-    if args.tracer != "auto" or args.executor != "local":
-        return None
     from dnabert_scaling.run.tracing import ENV_SWEEP_FALLBACK, resolve_tracer, sweep_fallback_env
     from dnabert_scaling.run.tracing.preflight import ENV_RESULT
+
+    os.environ.pop(ENV_SWEEP_FALLBACK, None)  # an earlier sweep's decision in this process is not this one's
+    if args.tracer != "auto" or args.executor != "local":
+        return None
 
     if device == "cpu":
         from dnabert_scaling.run.tracing.scorep import scorep_available

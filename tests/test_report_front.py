@@ -314,3 +314,28 @@ def test_a_cpu_set_is_not_said_to_have_an_unknown_gpu(tmp_path):
     assert not any("GPU identity" in t for t in placement_line(cpu) + placements(cpu))
     gpu = results.ResultSet(0, tmp_path, "gpu", "gpu", unknown(gpu_results((1, 2))[0]), None, "t")
     assert gpu.device == "cuda" and "(GPU identity unknown)" in placement_line(gpu)[0]
+
+
+def test_the_fallbacks_every_set_took_are_named_once_before_the_sets_not_in_each_banner(tmp_path):
+    """The box before the sets names the fallbacks every set took; a set's banner, "besides what every set
+    shares", does not name them again (its detail box under x.1 keeps their runs and reasons)."""
+    import json
+    import re
+    import types
+
+    from dnabert_scaling.report import set_section
+
+    root = Path(__file__).resolve().parents[1] / "expected" / "reference-results"
+    sets = [
+        results.ResultSet(i, root / name, name, "reference", json.loads((root / name / "metrics.json").read_text()), None, "t")
+        for i, name in enumerate(["h200-b8", "h200-scorep-b8"])
+    ]
+    report = types.SimpleNamespace(sets=sets)
+    common = set_section.common_fallbacks(report)
+    assert ("data", "synthetic planted-motif task shaped like prom_300_all") in common
+    box = str(set_section.shared_fallbacks_html(report))
+    assert "<b>Data</b>: synthetic planted-motif task" in box and "runs and reasons of the fallbacks every set took" in box
+    section = str(set_section.set_section_html(sets[0], 2, set_section.shared_fallbacks(report), [1, 4, 8], None, common))
+    banner = re.search(r"Differs from the study's set-up</b>(.*?)</div>", section, re.S).group(1)
+    assert "Synthetic data" not in banner and "Random weights" not in banner
+    assert "Synthetic data" in section  # the detail under 2.1

@@ -262,17 +262,24 @@ def _heads(items: list[Markup]) -> list[Markup]:
 
 
 def set_section_html(
-    rs: Any, section: int, shared_fallbacks: list[str], study_sizes: list[int], claims: list | None = None
+    rs: Any,
+    section: int,
+    shared_fallbacks: list[str],
+    study_sizes: list[int],
+    claims: list | None = None,
+    common: list[tuple[str, str]] | None = None,
 ) -> Markup:
     """The whole section of result set ``rs``, numbered ``section``; ``shared_fallbacks`` are the
-    fallbacks every set has, said once before the sets and referred to here."""
+    fallbacks every set has word for word, said once before the sets and referred to here; ``common``
+    (:func:`common_fallbacks`) the fallbacks every set took, named there too: the section details
+    them (their runs and reasons are its own) but its banner does not name them again."""
     from dnabert_scaling.report import front as H
 
     no_gpu = not any(rs.gpu(n) for n in rs.world_sizes)
     numbering = Numbering(section, F.gpu_missing_reason(rs) if no_gpu and rs.world_sizes else None)
     parts = _parts(rs, numbering, study_sizes, claims)
     own = [Markup(f) for f in H.fallback_items(rs) if f not in shared_fallbacks]
-    heads = _heads(own)
+    heads = _heads([f for f in own if not any(_says(f, used) for _, used in common or [])])
     return render(
         "set_section.html.j2",
         n=section,
@@ -298,14 +305,22 @@ def shared_fallbacks(report: Any) -> list[str]:
     return [f for f in lists[0] if all(f in other for other in lists[1:])]
 
 
-def shared_fallbacks_html(report: Any) -> Markup:
-    """The box before the sets: what every set shares word for word, and the fallbacks every set took."""
+def common_fallbacks(report: Any) -> list[tuple[str, str]]:
+    """The recorded fallbacks (what, what ran instead) every set took, where not already said word for word by
+    :func:`shared_fallbacks`: named once before the sets, detailed in each set's section."""
     from dnabert_scaling.report import front as H
 
     exact = shared_fallbacks(report)
-    common = [
-        markup("<b>{}</b>: {}", what.capitalize(), used)
-        for what, used in H.fallbacks_every_set_took(report.sets)
-        if not any(str(markup("{}", used)) in str(item) for item in exact)  # said word for word above
-    ]
-    return render("shared_fallbacks.html.j2", items=[Markup(f) for f in exact] + common, sets=len(report.sets), took=bool(common))
+    return [(what, used) for what, used in H.fallbacks_every_set_took(report.sets) if not any(_says(f, used) for f in exact)]
+
+
+def _says(item: str, used: str) -> bool:
+    """Whether a fallback item (markup) says ``used`` (what a fallback ran instead): it is that fallback's detail."""
+    return str(markup("{}", used)) in str(item)
+
+
+def shared_fallbacks_html(report: Any) -> Markup:
+    """The box before the sets: what every set shares word for word, and the fallbacks every set took."""
+    common = [markup("<b>{}</b>: {}", what.capitalize(), used) for what, used in common_fallbacks(report)]
+    items = [Markup(f) for f in shared_fallbacks(report)] + common
+    return render("shared_fallbacks.html.j2", items=items, sets=len(report.sets), took=bool(common))

@@ -121,7 +121,7 @@ def _code(src: str, tag: str | None = None) -> Any:
 def set_cells(k: int, section: int) -> list:
     """The cell of one results folder's section (``report/set_section.py``): its heading, key numbers
     and own fallbacks, then the detail in collapsible blocks."""
-    return [_code(f"H.show(D.set_section_html(R.sets[{k}], {section}, SHARED, SIZES, CLAIMS_READ))", "set")]
+    return [_code(f"H.show(D.set_section_html(R.sets[{k}], {section}, SHARED, SIZES, CLAIMS_READ, COMMON))", "set")]
 
 
 def numbered(cells: list) -> list:
@@ -146,7 +146,7 @@ def notebook(results: list[dict], claims: str | None, params: dict[str, Any], la
             "A.check_kernel(PARAMS)\n"
             "R = RS.Report.load(RESULTS, PARAMS)\n"
             "SIZES = H.study_setup()['world_sizes']\n"
-            "SHARED = D.shared_fallbacks(R)\n"
+            "SHARED, COMMON = D.shared_fallbacks(R), D.common_fallbacks(R)\n"
             "CLAIMS_READ = SU.load_claim_file(PARAMS.get('claims'))\n"
             "H.show(H.style() + H.title_html(R))",
             "title",

@@ -339,3 +339,24 @@ def test_the_fallbacks_every_set_took_are_named_once_before_the_sets_not_in_each
     banner = re.search(r"Differs from the study's set-up</b>(.*?)</div>", section, re.S).group(1)
     assert "Synthetic data" not in banner and "Random weights" not in banner
     assert "Synthetic data" in section  # the detail under 2.1
+
+
+def test_a_set_counts_as_shipped_by_what_it_was_derived_from_not_by_its_folder_name(tmp_path):
+    """A reader's own run in a folder named like kick-tires' output is the reader's, not the shipped
+    evidence; a re-analysis of the shipped traces under any name is the shipped evidence, with its copy named."""
+    import json
+
+    shipped = results.SHIPPED_RESULTS / "h200-b8"
+    own = tmp_path / "reference-h200-b8" / "results"  # the name kick-tires gives; the reader's own traces
+    own.mkdir(parents=True)
+    (own / "metrics.json").write_text(json.dumps({"sources": ["runs/mine"]}))
+    assert not results.is_shipped_reference(own) and results.results_folder_note(own) == ""
+    same = tmp_path / "anything" / "results"  # the shipped traces, re-analysed under another name
+    same.mkdir(parents=True)
+    (same / "metrics.json").write_text((shipped / "metrics.json").read_text())
+    assert results.is_shipped_reference(same)
+    assert "expected/reference-results/h200-b8" in results.results_folder_note(same)
+    for bad in ("{", json.dumps({"sources": "expected/reference/h200-b8"}), json.dumps([1])):  # unreadable: not shipped
+        (same / "metrics.json").write_text(bad)
+        assert not results.is_shipped_reference(same)
+    assert results.is_shipped_reference(shipped)  # the shipped copy itself, by where it lies

@@ -4,6 +4,7 @@ text helpers every section uses (paths as shown, escaping, number formats, verdi
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -48,32 +49,53 @@ def recorded_paths(text: str) -> str:
 SHIPPED_RESULTS = Path(__file__).resolve().parents[3] / "expected" / "reference-results"
 
 
+def _sources(results: Path) -> tuple[str, ...] | None:
+    """The trace folders a results folder's metrics.json says it was derived from; None where it cannot say."""
+    try:
+        sources = json.loads((results / "metrics.json").read_text()).get("sources")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
+        return None
+    return tuple(sources)
+
+
 def _shipped_copy(path: Path) -> Path | None:
-    """The shipped results of the reference set that a kick-tires / reproduce output ``reference-<set>/results``
-    re-derived; None for any other folder or where the clone ships no such set."""
-    if path.name == "results" and path.parent.name.startswith("reference-"):
-        shipped = SHIPPED_RESULTS / path.parent.name[len("reference-") :]
-        return shipped if shipped.is_dir() else None
+    """The shipped results (``expected/reference-results/<set>``) of the reference traces a results folder
+    was derived from (by kick-tires, reproduce or a reader's own analyze), decided by content: its
+    metrics.json names the same trace folders as the shipped copy's, and those lie under the shipped
+    ``expected/reference/``. A folder's name decides nothing. None for any other folder."""
+    path = Path(path)
+    sources = _sources(path)
+    if sources is None or not all(s.startswith("expected/reference/") for s in sources):
+        return None
+    try:
+        shipped_sets = sorted(d for d in SHIPPED_RESULTS.iterdir() if d.is_dir())
+    except OSError:
+        return None
+    for shipped in shipped_sets:
+        if shipped.resolve() != path.resolve() and _sources(shipped) == sources:
+            return shipped
     return None
 
 
 def results_folder_note(path: Path) -> str:
-    """Where a results folder comes from when a fresh clone lacks it: the shipped copy of a
-    kick-tires / reproduce output of the reference traces."""
+    """Where a results folder comes from when a fresh clone lacks it: the shipped copy of results
+    re-derived from the shipped reference traces."""
     shipped = _shipped_copy(path)
     if shipped is None:
         return ""
     return (
-        " (the shipped reference traces re-derived by <code class='ds'>make kick-tires</code> or "
+        " (the shipped reference traces re-derived, as by <code class='ds'>make kick-tires</code> or "
         f"<code class='ds'>make reproduce</code>; a fresh clone ships the same results as "
         f"<code class='ds'>expected/reference-results/{esc(shipped.name)}</code>)"
     )
 
 
 def is_shipped_reference(path: Path) -> bool:
-    """Whether a results folder holds the reference traces shipped in ``expected/`` (re-derived by
-    kick-tires or reproduce into ``reference-<set>/results``, or the shipped copy in
-    ``expected/reference-results/<set>``), not a run of the machine the report was made on."""
+    """Whether a results folder holds the reference traces shipped in ``expected/`` (re-derived from
+    them, as its metrics.json's sources say, or the shipped copy in ``expected/reference-results/<set>``),
+    not a run of the machine the report was made on."""
     path = Path(path)
     try:
         return _shipped_copy(path) is not None or path.resolve().parent == SHIPPED_RESULTS.resolve()

@@ -137,3 +137,23 @@ def test_a_malformed_forecast_is_refused_with_the_reason(tmp_path):
         assert pred is None and word in why
     (tmp_path / "predictions.json").write_text(json.dumps(good))
     assert predictions.load(rs)[0] == good
+
+
+def test_a_band_of_no_width_is_said_to_have_no_spread_not_shown_as_certain():
+    """An efficiency of 1.0 at every end of the forecast's parameters (the all-reduce fits into the idle
+    time whatever the bandwidth): PASS against the bound, but said to rest on a band that the varied
+    parameters do not move, in the claim's reason and in the report's band column."""
+    from dnabert_scaling.report import predictions, results
+    from reportfixtures import gpu_results
+
+    c6 = [c for c in CLAIMS if c.id == "C6"]
+    flat = {"mid": 1.0, "low": 1.0, "high": 1.0}
+    got = predicted_verdicts({"world_sizes": {"4": {"efficiency": flat}, "8": {"efficiency": flat}}}, c6, (4, 8))[0]
+    assert got["verdict"] == PASS and all(r["no_spread"] for r in got["checks"])
+    assert "the bands of efficiency at 4, efficiency at 8 have no width" in got["why"] and "does not model" in got["why"]
+    wide = {"mid": 0.95, "low": 0.9, "high": 1.0}
+    got = predicted_verdicts({"world_sizes": {"4": {"efficiency": wide}, "8": {"efficiency": wide}}}, c6, (4, 8))[0]
+    assert got["verdict"] == PASS and not any(r["no_spread"] for r in got["checks"]) and "width" not in got["why"]
+    rs = results.ResultSet(0, Path("."), "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
+    rows = predictions.predicted_rows(rs, {"world_sizes": {"4": {"efficiency": flat}}}, c6, [4, 8])
+    assert rows[0]["checks"][0]["band_text"] == "1 (no spread)"

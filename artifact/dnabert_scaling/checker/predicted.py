@@ -10,7 +10,8 @@ A check is predictable when it is a range test on a figure the forecast gives pe
 (``traced.gpu.<figure>.median`` or ``<figure>``, e.g. ``overlap_ratio``, ``exposed_comm_share``,
 ``allreduce_to_backward``, ``efficiency``). Its band ``[min, max]`` of the forecast's low, mid and
 high ends gives: PASS when the whole band lies within the bounds, FAIL when the whole band lies
-outside, UNDECIDED when the band straddles a bound. A claim is predicted FAIL when one of its checks
+outside, UNDECIDED when the band straddles a bound; a band of no width (every end one value) is
+marked ``no_spread``, and a PASS resting on one says so. A claim is predicted FAIL when one of its checks
 is, PASS only when every check is predicted and PASS, NOT PREDICTED when none can be, else
 UNDECIDED (with the checks that cannot be predicted named)."""
 
@@ -89,6 +90,14 @@ def band_verdict(band: dict[str, Any], lo: float | None, hi: float | None) -> st
     return UNDECIDED
 
 
+def _no_spread(band: dict[str, Any]) -> bool:
+    """A band whose ends are one value: the parameters the forecast varies (bus bandwidth, latency,
+    contention) do not move the figure, so the band says nothing of how sure the forecast is; only
+    what it does not model (its blind spots) could move it."""
+    ends = [band.get(k) for k in ("low", "mid", "high")]
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == v for v in ends) and min(ends) == max(ends)
+
+
 def _claim_world_sizes(claim: Check | Claim, study: Iterable[int]) -> list[int]:
     ws = claim.world_sizes
     if ws.explicit is not None:
@@ -128,6 +137,7 @@ def _check_rows(check: Check, predicted: dict, measured: dict, study: Iterable[i
             row["measured"] = value
             row["error"] = band["mid"] - value if isinstance(band.get("mid"), (int, float)) else None
         row["blind_spots"] = [b["id"] for b in BLIND_SPOTS if figure in b["figures"]]
+        row["no_spread"] = _no_spread(band)
         rows.append(row)
     return rows
 
@@ -139,6 +149,14 @@ def _combine(rows: list[dict[str, Any]]) -> tuple[str, str]:
     if FAIL in verdicts:
         return FAIL, "a predicted band lies wholly outside the claim's bound"
     if all(v == PASS for v in verdicts):
+        flat = [f"{r['check']} at {r['world_size']}" for r in rows if r.get("no_spread")]
+        if flat:
+            return PASS, (
+                "every predicted band lies within the claim's bounds; "
+                + (f"the band of {flat[0]} has" if len(flat) == 1 else f"the bands of {', '.join(flat)} have")
+                + " no width (the forecast's bus bandwidth, latency and contention do not move the figure), so "
+                "only what the forecast does not model could move it across"
+            )
         return PASS, "every predicted band lies within the claim's bounds"
     if UNDECIDED in verdicts:
         return UNDECIDED, "a predicted band straddles the claim's bound"

@@ -378,8 +378,13 @@ def test_sigkill_during_report_leaves_the_last_report_whole(tmp_path):
     out = tmp_path / "report"
     assert _run(["report", results, "--out", out], cwd=tmp_path).returncode == 0
     before, inputs = _tree(out), _tree(results)
+    scratch = tmp_path / "tmp"  # a killed process cannot remove its scratch folder: keep it out of the machine's /tmp
+    scratch.mkdir()
     proc = subprocess.Popen(
-        [*CLI, "report", str(results), "--out", str(out)], stderr=subprocess.DEVNULL, cwd=tmp_path, env=_env()
+        [*CLI, "report", str(results), "--out", str(out)],
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env={**_env(), "TMPDIR": str(scratch)},
     )
     _wait_for_kernel(proc)
     time.sleep(0.5)

@@ -920,6 +920,15 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
     "../h100-bench/gpu-call-2026-12-05-domains/bench-u.json": [
         f"../h100-bench/gpu-call-2026-12-05-domains/bench-u{c}.json" for c in "12"
     ],
+    "../h100-bench/gpu-call-2026-12-05-records/bench-v.json": [
+        f"../h100-bench/gpu-call-2026-12-05-records/bench-v{c}.json" for c in "123"
+    ],
+    "../h100-bench/gpu-call-2026-12-05-launch-records/bench-w.json": [
+        f"../h100-bench/gpu-call-2026-12-05-launch-records/bench-w{c}.json" for c in "23"
+    ],
+    "../h100-bench/gpu-call-2026-12-06-cpu-built/bench-z.json": [
+        f"../h100-bench/gpu-call-2026-12-06-cpu-built/bench-z{c}.json" for c in "12"
+    ],
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""The generated blocks of calls T, U, V and W (tools/docbench_parts.py) split the default mode's cost beyond the
+"""The generated blocks of calls T, U, V, W and Z (tools/docbench_parts.py) split the default mode's cost beyond the
 bare client into parts, each a paired per-round difference judged against 0: a cost only where its interval
 lies wholly above 0, never from a median alone; a part whose modes did not both run is left out; a mode whose
 set-up is not shown by its own counts (the domain filter that held nothing back, the client with launch records
@@ -182,4 +182,22 @@ def test_call_ws_records_mode_above_the_bound_or_losing_kernels_is_said_so(tmp_p
     # an experiment that could not be counted may hold a lost kernel: never "met", as for the default mode
     uncounted = _call_w(tmp_path / "u", [1.15] * 10, extra={"experiments_uncountable": 1}).split("\n\n")[-1]
     assert "1 experiment(s) that could not be counted (not met)" in uncounted
-    assert dp._records_mode_targets({}) == ""  # no such mode shipped: nothing said
+    assert dp._records_mode_targets({}, "call W") == ""  # no such mode shipped: nothing said
+
+
+def test_call_zs_shipped_block_says_what_the_documents_say_of_it():
+    """ARTIFACT.md F and G say of call Z (records mode's present code, a Score-P built on a CPU, on an H100): the
+    default mode's addition beyond records mode is a cost by the rule at both sizes, records mode met 8 x 70 and
+    missed 32 x 70 as the default mode did, every kernel found and linked. Read here from the shipped rounds."""
+    from pathlib import Path
+
+    text = dp.bench_trace_cpu_built(Facts(Path(__file__).resolve().parents[1]), None)
+    assert text.startswith("| mode |") and "NVIDIA H100 80GB HBM3" in text
+    for config in ("8x70", "32x70"):
+        assert f"At {config}, the default mode beyond Score-P with its launches from activity records +" in text
+    parts = text.split("the default mode beyond Score-P with its launches from activity records +")[1:]
+    assert len(parts) == 2 and all(p.split("(")[0].split("rounds, ")[1].startswith("a cost") for p in parts)
+    default, records = text.split("\n\n")[-2:]
+    assert "8x70: 1.21x against <= 1.25x (met:" in default and "32x70: 1.19x against <= 1.12x (missed:" in default
+    assert "8x70: 1.17x against <= 1.25x (met:" in records and "32x70: 1.15x against <= 1.12x (missed:" in records
+    assert "kernels linked to a launch by correlation id: 139,188, in the 2 counted experiment(s)" in records

@@ -1,11 +1,12 @@
-"""The generated blocks of GPU calls T, U, V and W (2026-12-05): where the default Score-P mode's cost beyond the bare
+"""The generated blocks of GPU calls T, U, V, W (2026-12-05) and Z (2026-12-06): where the default Score-P mode's cost beyond the bare
 CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
 or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
 off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
 resource and synchronisation callback domains Score-P also enables, and the default mode with the synchronisation
 domain held back by a preloaded filter; call V: the bare client without launch records, and with CUPTI's activity
 records of the launch calls instead of callbacks; call W: Score-P taking its launches from those activity records,
-with the candidate 8.4-cupti-launch-records.patch), the bare client and no tracer, in lockstep rounds. Each part of the cost
+with the candidate 8.4-cupti-launch-records.patch; call Z: that patch's present code, built on a CPU, with torch.profiler
+in place of the bare client), the bare client and no tracer, in lockstep rounds. Each part of the cost
 is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
 interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
 left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
@@ -98,6 +99,13 @@ CALL_W = Split(
     ),
     lead="What Score-P adds to the bare client when it takes its launches from CUPTI's activity records, and what the default mode adds",
 )
+CPU_BUILT_BENCH = "h100-bench/gpu-call-2026-12-06-cpu-built/bench-z.json"  # on the lent H100, as call W
+CALL_Z = Split(
+    CPU_BUILT_BENCH,
+    "call Z",
+    (("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),),
+    lead="What the default mode adds to Score-P with its launches from CUPTI's activity records (a build made on a CPU)",
+)
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
     "met": "no cost",
@@ -122,10 +130,16 @@ def bench_trace_records(facts: Facts, _: str | None) -> str:
 
 def bench_trace_launch_records(facts: Facts, _: str | None) -> str:
     """Call W's block, and Score-P with its launches from activity records against the default mode's bounds."""
-    return split_block(facts, CALL_W) + _records_mode_targets(bench_file(facts, CALL_W.bench))
+    return split_block(facts, CALL_W) + _records_mode_targets(bench_file(facts, CALL_W.bench), CALL_W.label)
 
 
-def _records_mode_targets(data: dict) -> str:
+def bench_trace_cpu_built(facts: Facts, _: str | None) -> str:
+    """Call Z's block (the Score-P built on a CPU by cpu-build.sh, run on the H100), and Score-P with its launches
+    from activity records against the default mode's bounds."""
+    return split_block(facts, CALL_Z) + _records_mode_targets(bench_file(facts, CALL_Z.bench), CALL_Z.label)
+
+
+def _records_mode_targets(data: dict, label: str) -> str:
     """Score-P with its launches from CUPTI's activity records (a candidate mode, never the default) against the
     bounds the default mode is held to, by the same rule on the same rounds, with its trace size and the kernels
     its launches link to by correlation id."""
@@ -137,7 +151,7 @@ def _records_mode_targets(data: dict) -> str:
         row = rows.get(config)
         if row is None:
             continue
-        verdict, interval = cv.judge([cv.rounds_of(data, config, SCOREP_RECORDS, label=CALL_W.label)], bound)
+        verdict, interval = cv.judge([cv.rounds_of(data, config, SCOREP_RECORDS, label=label)], bound)
         r = row.get("ratio_median")
         shown = f"{r:.2f}x" if cv.is_number(r) else "-"
         out.append(f"{config}: {shown} against <= {bound:.2f}x ({verdict}: {interval})")

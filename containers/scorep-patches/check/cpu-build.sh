@@ -14,7 +14,11 @@
 # PREFIX, about 12 minutes on 2 cores. It shows that the patches configure, compile and link in
 # full, and PREFIX/share/scorep-patches.txt lists them; the build runs nothing on a GPU and says
 # nothing of what the patches do there (check/run.sh on a GPU does). The install links the
-# wheels' libraries by path: use it to inspect symbols, `scorep-info config-vars`, not to trace.
+# wheels' toolkit by path (RUNPATH, scorep-config): here, use it to inspect symbols and
+# `scorep-info config-vars`. Built with --work DIR, it can trace on a GPU machine once DIR/cuda
+# there is a link to that machine's CUDA 13 toolkit and the libbfd path given here exists
+# (--libbfd-lib), as in GPU call Z (expected/reference/h100-bench/gpu-call-2026-12-06-cpu-built/;
+# its otf2 Python module is for the Python that built it: call Z took a 3.12 one from the kit).
 # Exit status: 0 built, 1 the build failed (build-scorep.sh prints its log), 2 cannot run here.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -93,3 +93,19 @@ def test_names_are_shortened_in_the_middle_and_kept_distinct():
     assert shorten_middle(a, 60) == shorten_middle(b, 60)  # the same head and tail
     got = distinct_short([a, b, "gemm"], 60)
     assert len(set(got)) == 3 and got[2] == "gemm" and all(len(x) < len(a) or x == a for x in got)
+
+
+def test_classes_of_a_column_are_the_rule_of_each_row():
+    """launch_classes / activity_classes classify each distinct value once; per row they give what the
+    one-name rules give, a missing value included (read as its text: no class)."""
+    import pandas as pd
+
+    from dnabert_scaling.traces.classify import activity_class, activity_classes, launch_class, launch_classes
+
+    names = pd.Series(["cudaLaunchKernel", "cuMemcpyAsync", None, "cudaLaunchKernel", "cuMemsetD8Async", "cuCtxGetDevice"])
+    assert launch_classes(names).tolist() == [launch_class(str(n)) for n in names.astype(str)]
+    assert launch_classes(names).tolist() == ["kernel", "copy", None, "kernel", "copy", None]
+    kinds = pd.Series(["kernel", "memcpy", "memset", pd.NA, "kernel"], dtype="string")
+    assert activity_classes(kinds).tolist() == ["kernel", "copy", "copy", None, "kernel"]
+    assert activity_classes(kinds).tolist() == [activity_class(str(k)) for k in kinds.astype(str)]
+    assert launch_classes(pd.Series([], dtype=object)).tolist() == []

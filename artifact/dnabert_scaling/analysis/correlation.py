@@ -22,22 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dnabert_scaling.traces.classify import activity_class, launch_class
+from dnabert_scaling.traces.classify import activity_classes, launch_classes
 
 
 def uses_correlation(gpu: pd.DataFrame, launches: pd.DataFrame) -> bool:
     """Whether launches and activities are paired by correlation id: some launch and some activity carry one."""
     return bool(len(launches) and launches["correlation"].notna().any() and gpu["correlation"].notna().any())
-
-
-def launch_classes(launches: pd.DataFrame) -> np.ndarray:
-    """Per launch: "kernel", "copy", or None for a call whose name says neither."""
-    return np.array([launch_class(n) for n in launches["name"].astype(str)], dtype=object)
-
-
-def activity_classes(gpu: pd.DataFrame) -> np.ndarray:
-    """Per GPU activity: "kernel", "copy", or None for any other kind."""
-    return np.array([activity_class(k) for k in gpu["kind"].astype(str)], dtype=object)
 
 
 @dataclass
@@ -68,7 +58,7 @@ def pair(gpu: pd.DataFrame, launches: pd.DataFrame) -> Pairing:
     lid = launches["correlation"].to_numpy(dtype=np.int64, na_value=-1)
     gid = gpu["correlation"].to_numpy(dtype=np.int64, na_value=-1)
     l_has, g_has = lid >= 0, gid >= 0
-    lcls, gcls = launch_classes(launches), activity_classes(gpu)
+    lcls, gcls = launch_classes(launches["name"]), activity_classes(gpu["kind"])
     L = pd.DataFrame({"id": lid, "cls": lcls, "t": launches["start_ns"].to_numpy(np.int64), "pos": np.arange(len(lid))})
     L = L[l_has & pd.notna(lcls)].sort_values(["id", "cls", "t", "pos"], kind="stable")
     L["nth"] = L.groupby(["id", "cls"], sort=False).cumcount()

@@ -31,6 +31,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import numpy as np
+import pandas as pd
+
 from dnabert_scaling.traces.demangle import demangle, is_mangled
 from dnabert_scaling.phases import BUCKET, PHASE_NAMES
 from dnabert_scaling.phases import PREFIX as PHASE_PREFIX
@@ -254,6 +257,23 @@ def launch_class(name: str) -> str | None:
 def activity_class(kind: str) -> str | None:
     """``kernel`` for a kernel, ``copy`` for a copy or memset, None for any other activity kind."""
     return KIND_CLASS.get(kind)
+
+
+def launch_classes(names) -> np.ndarray:
+    """:func:`launch_class` of each call name of a column (a pandas Series), each distinct name classified once."""
+    return _per_distinct(names, launch_class)
+
+
+def activity_classes(kinds) -> np.ndarray:
+    """:func:`activity_class` of each activity kind of a column (a pandas Series), each distinct kind once."""
+    return _per_distinct(kinds, activity_class)
+
+
+def _per_distinct(values, rule) -> np.ndarray:
+    """``rule(str(value))`` per row as an object array, the rule applied once per distinct value (a trace has a
+    handful of launch names over 10^5 rows); a missing value reads as its text, as ``astype(str)`` gives it."""
+    codes, distinct = pd.factorize(values, use_na_sentinel=False)
+    return np.array([rule(str(v)) for v in distinct], dtype=object)[codes] if len(codes) else np.array([], dtype=object)
 
 
 _CALL_DIRECTION_RE = re.compile(r"^(?:cu|cuda)Memcpy(?:2D|3D)?(HtoD|DtoH|DtoD|HtoH|Peer)")

@@ -214,12 +214,12 @@ def _numbered_by_a_launch(gpu: pd.DataFrame, host: pd.DataFrame) -> pd.Series:
     ok = pd.Series(True, index=gpu.index)
     for rank, mine_l in launches.groupby("rank", observed=True):
         ids = mine_l["correlation"].astype("int64")
-        classes = [classify.launch_class(n) for n in mine_l["name"].astype(str)]
+        classes = classify.launch_classes(mine_l["name"]).tolist()
         known = set(zip(ids.tolist(), classes))
         first = int(ids.min())
         mine = gpu[(gpu["rank"] == rank) & gpu["correlation"].notna()]
         corr = mine["correlation"].astype("int64")
-        cls = [classify.activity_class(k) for k in mine["kind"].astype(str)]
+        cls = classify.activity_classes(mine["kind"]).tolist()
         ok.loc[mine.index] = [(c, k) in known or c < first for c, k in zip(corr.tolist(), cls)]
     return ok
 

@@ -360,3 +360,6 @@ def test_a_set_counts_as_shipped_by_what_it_was_derived_from_not_by_its_folder_n
         (same / "metrics.json").write_text(bad)
         assert not results.is_shipped_reference(same)
     assert results.is_shipped_reference(shipped)  # the shipped copy itself, by where it lies
+    # metrics already read (a ResultSet's) decide without reading the file again
+    shipped_metrics = json.loads((shipped / "metrics.json").read_text())
+    assert results.is_shipped_reference(own, shipped_metrics) and not results.is_shipped_reference(same, {"sources": ["x"]})

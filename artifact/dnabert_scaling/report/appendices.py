@@ -117,7 +117,7 @@ def reproduce_html(report: Report) -> str:
 
 def _made_by(report: Report) -> str:
     """Which command writes this report's results folders when a fresh clone lacks them."""
-    if any(results_folder_note(s.path) for s in report.sets):
+    if any(results_folder_note(s.path, s.metrics) for s in report.sets):
         return " (written by make kick-tires / make reproduce)"
     return ""
 

@@ -152,14 +152,14 @@ def at_a_glance(sets: list[ResultSet]) -> str:
 def _where_recorded(sets: list[ResultSet]) -> str:
     """The end of the first sentence: which sets are the reference traces shipped in expected/ (recorded
     elsewhere, re-analysed for this report) and which come from the results folders given."""
-    shipped = [rs for rs in sets if is_shipped_reference(Path(rs.path))]
+    shipped = [rs.number for rs in sets if is_shipped_reference(Path(rs.path), rs.metrics)]
     if not shipped:
         return "."
     if len(shipped) == len(sets):
         return f", {'all ' + str(len(sets)) + ' sets' if len(sets) > 1 else 'the set'} from the traces shipped in expected/, re-analysed here."
-    rest = [rs.number for rs in sets if rs not in shipped]
+    rest = [rs.number for rs in sets if rs.number not in shipped]
     return (
-        f". Set{'s' if len(shipped) > 1 else ''} {_numbers([rs.number for rs in shipped])}: the traces shipped in expected/, "
+        f". Set{'s' if len(shipped) > 1 else ''} {_numbers(shipped)}: the traces shipped in expected/, "
         f"re-analysed here; set{'s' if len(rest) > 1 else ''} {_numbers(rest)}: the results folder{'s' if len(rest) > 1 else ''} given."
     )
 
@@ -480,7 +480,9 @@ def setup_html(rs: ResultSet) -> str:
     from dnabert_scaling.report.html import Markup, render
 
     p = rs.metrics.get("provenance") or {}
-    folder = markup("<code class='ds'>{}</code>", shown(rs.path, rs.display_root)) + Markup(results_folder_note(rs.path))
+    folder = markup("<code class='ds'>{}</code>", shown(rs.path, rs.display_root)) + Markup(
+        results_folder_note(rs.path, rs.metrics)
+    )
     rows = [
         *_hardware_rows(rs, p),
         ("Software", ", ".join(f"{k} {v}" for k, v in (p.get("packages") or {}).items() if v) + _python(p)),

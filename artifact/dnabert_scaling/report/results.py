@@ -3,6 +3,7 @@ text helpers every section uses (paths as shown, escaping, number formats, verdi
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -49,40 +50,56 @@ def recorded_paths(text: str) -> str:
 SHIPPED_RESULTS = Path(__file__).resolve().parents[3] / "expected" / "reference-results"
 
 
-def _sources(results: Path) -> tuple[str, ...] | None:
-    """The trace folders a results folder's metrics.json says it was derived from; None where it cannot say."""
-    try:
-        sources = json.loads((results / "metrics.json").read_text()).get("sources")
-    except (OSError, ValueError, AttributeError):
-        return None
+def _sources(metrics: Any) -> tuple[str, ...] | None:
+    """The trace folders a results folder's metrics say they were derived from; None where they cannot say."""
+    sources = metrics.get("sources") if isinstance(metrics, dict) else None
     if not isinstance(sources, list) or not sources or not all(isinstance(s, str) for s in sources):
         return None
     return tuple(sources)
 
 
-def _shipped_copy(path: Path) -> Path | None:
+@functools.lru_cache(maxsize=1)
+def _shipped_sets() -> tuple[tuple[Path, tuple[str, ...] | None], ...]:
+    """Each shipped result set (``expected/reference-results/<set>``) with its sources, read once."""
+    out = []
+    try:
+        folders = sorted(d for d in SHIPPED_RESULTS.iterdir() if d.is_dir())
+    except OSError:
+        return ()
+    for folder in folders:
+        try:
+            metrics = json.loads((folder / "metrics.json").read_text())
+        except (OSError, ValueError):
+            metrics = None
+        out.append((folder, _sources(metrics)))
+    return tuple(out)
+
+
+def _shipped_copy(path: Path, metrics: dict | None = None) -> Path | None:
     """The shipped results (``expected/reference-results/<set>``) of the reference traces a results folder
     was derived from (by kick-tires, reproduce or a reader's own analyze), decided by content: its
-    metrics.json names the same trace folders as the shipped copy's, and those lie under the shipped
-    ``expected/reference/``. A folder's name decides nothing. None for any other folder."""
+    metrics (``metrics``, else its metrics.json) name the same trace folders as the shipped copy's, and
+    those lie under the shipped ``expected/reference/``. A folder's name decides nothing. None for any
+    other folder."""
     path = Path(path)
-    sources = _sources(path)
+    if metrics is None:
+        try:
+            metrics = json.loads((path / "metrics.json").read_text())
+        except (OSError, ValueError):
+            return None
+    sources = _sources(metrics)
     if sources is None or not all(s.startswith("expected/reference/") for s in sources):
         return None
-    try:
-        shipped_sets = sorted(d for d in SHIPPED_RESULTS.iterdir() if d.is_dir())
-    except OSError:
-        return None
-    for shipped in shipped_sets:
-        if shipped.resolve() != path.resolve() and _sources(shipped) == sources:
+    for shipped, theirs in _shipped_sets():
+        if theirs == sources and shipped.resolve() != path.resolve():
             return shipped
     return None
 
 
-def results_folder_note(path: Path) -> str:
+def results_folder_note(path: Path, metrics: dict | None = None) -> str:
     """Where a results folder comes from when a fresh clone lacks it: the shipped copy of results
-    re-derived from the shipped reference traces."""
-    shipped = _shipped_copy(path)
+    re-derived from the shipped reference traces (``metrics``: the folder's, where already read)."""
+    shipped = _shipped_copy(path, metrics)
     if shipped is None:
         return ""
     return (
@@ -92,13 +109,13 @@ def results_folder_note(path: Path) -> str:
     )
 
 
-def is_shipped_reference(path: Path) -> bool:
+def is_shipped_reference(path: Path, metrics: dict | None = None) -> bool:
     """Whether a results folder holds the reference traces shipped in ``expected/`` (re-derived from
-    them, as its metrics.json's sources say, or the shipped copy in ``expected/reference-results/<set>``),
-    not a run of the machine the report was made on."""
+    them, as its metrics' sources say, or the shipped copy in ``expected/reference-results/<set>``),
+    not a run of the machine the report was made on (``metrics``: the folder's, where already read)."""
     path = Path(path)
     try:
-        return _shipped_copy(path) is not None or path.resolve().parent == SHIPPED_RESULTS.resolve()
+        return _shipped_copy(path, metrics) is not None or path.resolve().parent == SHIPPED_RESULTS.resolve()
     except OSError:
         return False
 

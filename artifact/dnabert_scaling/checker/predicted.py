@@ -76,10 +76,15 @@ def prediction_figure(check: Check) -> str | None:
     return path if "." not in path else None
 
 
+def _band_numbers(band: dict[str, Any]) -> list[float]:
+    """The ends of a band (``low``, ``mid``, ``high``) that are numbers, NaN included."""
+    ends = [band.get(k) for k in ("low", "mid", "high")]
+    return [float(v) for v in ends if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
 def band_verdict(band: dict[str, Any], lo: float | None, hi: float | None) -> str:
     """PASS, FAIL or UNDECIDED for a band ``{"mid", "low", "high"}`` against ``lo <= x <= hi``."""
-    ends = [band.get(k) for k in ("low", "mid", "high")]
-    values = [float(v) for v in ends if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    values = _band_numbers(band)
     if not values or any(v != v for v in values):  # NaN: nothing can be said
         return UNDECIDED
     low, high = min(values), max(values)
@@ -94,8 +99,8 @@ def _no_spread(band: dict[str, Any]) -> bool:
     """A band whose ends are one value: the parameters the forecast varies (bus bandwidth, latency,
     contention) do not move the figure, so the band says nothing of how sure the forecast is; only
     what it does not model (its blind spots) could move it."""
-    ends = [band.get(k) for k in ("low", "mid", "high")]
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and v == v for v in ends) and min(ends) == max(ends)
+    values = _band_numbers(band)
+    return len(values) == 3 and all(v == v for v in values) and min(values) == max(values)
 
 
 def _claim_world_sizes(claim: Check | Claim, study: Iterable[int]) -> list[int]:

@@ -109,9 +109,13 @@ def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list
         for r in c["checks"]:
             band = r.get("band") or {}
             r["cls"] = VERDICT_CLASS.get(r["verdict"], "notrun")
-            r["band_text"] = f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]" if band else "–"
-            if r.get("no_spread"):
-                r["band_text"] = f"{fmt(band.get('mid'))} (no spread)"
+            r["band_text"] = (
+                "–"
+                if not band
+                else f"{fmt(band.get('mid'))} (no spread)"
+                if r.get("no_spread")
+                else f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]"
+            )
             r["measured_is_num"] = "measured" in r
             r["measured_text"] = fmt(r.get("measured")) if "measured" in r else _not_compared(rs, r.get("world_size"))
             r["error_text"] = f"{r['error']:+.3g}" if isinstance(r.get("error"), float) else "–"

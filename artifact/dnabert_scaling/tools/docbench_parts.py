@@ -130,13 +130,18 @@ def bench_trace_records(facts: Facts, _: str | None) -> str:
 
 def bench_trace_launch_records(facts: Facts, _: str | None) -> str:
     """Call W's block, and Score-P with its launches from activity records against the default mode's bounds."""
-    return split_block(facts, CALL_W) + _records_mode_targets(bench_file(facts, CALL_W.bench), CALL_W.label)
+    return _records_split_block(facts, CALL_W)
 
 
 def bench_trace_cpu_built(facts: Facts, _: str | None) -> str:
     """Call Z's block (the Score-P built on a CPU by cpu-build.sh, run on the H100), and Score-P with its launches
     from activity records against the default mode's bounds."""
-    return split_block(facts, CALL_Z) + _records_mode_targets(bench_file(facts, CALL_Z.bench), CALL_Z.label)
+    return _records_split_block(facts, CALL_Z)
+
+
+def _records_split_block(facts: Facts, split: Split) -> str:
+    """A call's split, then records mode held to the default mode's bounds on the same rounds."""
+    return split_block(facts, split) + _records_mode_targets(bench_file(facts, split.bench), split.label)
 
 
 def _records_mode_targets(data: dict, label: str) -> str:

@@ -226,6 +226,9 @@ def test_one_gpu_reference_set(tmp_path):
 def test_labels(tmp_path):
     m, t = gpu_results((1, 4), gpu="NVIDIA H200")
     folder = write_results(tmp_path / "expected" / "reference" / "h200", m, t)
+    # a folder's path says nothing of where its traces came from: the metrics' sources do
+    assert content.default_label(m, folder) == "GPU runs: H200, world sizes 1, 4, tracer scorep"
+    m["sources"] = ["expected/reference/h200-b8"]  # the shipped traces of one set
     assert content.default_label(m, folder) == "Reference traces: H200, world sizes 1, 4, tracer scorep"
     m, _ = cpu_results((1, 2))
     assert content.default_label(m, tmp_path).startswith("CPU smoke run on this machine: world sizes 1, 2")
@@ -314,7 +317,8 @@ def test_labels_are_made_distinct(tmp_path):
     a, _ = gpu_results((1,), gpu="NVIDIA H200")
     b = json.loads(json.dumps(a))
     b["provenance"]["batch_size_per_rank"] = 8
-    labels = content.distinct_labels([(a, tmp_path / "expected/reference/x"), (b, tmp_path / "expected/reference/y")])
+    a["sources"] = b["sources"] = ["expected/reference/h200-b8"]
+    labels = content.distinct_labels([(a, tmp_path / "x"), (b, tmp_path / "y")])
     assert labels == [
         "Reference traces: H200, world size 1, tracer scorep, batch 32 per rank",
         "Reference traces: H200, world size 1, tracer scorep, batch 8 per rank",

@@ -353,7 +353,8 @@ def test_a_set_counts_as_shipped_by_what_it_was_derived_from_not_by_its_folder_n
     assert not results.is_shipped_reference(own) and results.results_folder_note(own) == ""
     same = tmp_path / "anything" / "results"  # the shipped traces, re-analysed under another name
     same.mkdir(parents=True)
-    (same / "metrics.json").write_text((shipped / "metrics.json").read_text())
+    for name in ("metrics.json", "verdicts.json"):
+        (same / name).write_text((shipped / name).read_text())
     assert results.is_shipped_reference(same)
     assert "expected/reference-results/h200-b8" in results.results_folder_note(same)
     for bad in ("{", json.dumps({"sources": "expected/reference/h200-b8"}), json.dumps([1])):  # unreadable: not shipped
@@ -363,3 +364,39 @@ def test_a_set_counts_as_shipped_by_what_it_was_derived_from_not_by_its_folder_n
     # metrics already read (a ResultSet's) decide without reading the file again
     shipped_metrics = json.loads((shipped / "metrics.json").read_text())
     assert results.is_shipped_reference(own, shipped_metrics) and not results.is_shipped_reference(same, {"sources": ["x"]})
+
+
+def test_a_set_is_called_the_shipped_results_only_where_its_content_is_theirs(tmp_path):
+    """The note "a fresh clone ships the same results" is said of a folder only where its metrics and verdicts are
+    the shipped copy's: one hand-edited number, or verdicts of other claims, and it is the reader's
+    results of the shipped traces (still labelled by the traces they name), not the shipped results."""
+    import json
+
+    shipped = results.SHIPPED_RESULTS / "h200-b8"
+    same = tmp_path / "results"
+    same.mkdir()
+    for name in ("metrics.json", "verdicts.json"):
+        (same / name).write_text((shipped / name).read_text())
+    assert "h200-b8" in results.results_folder_note(same)
+    metrics = json.loads((shipped / "metrics.json").read_text())
+    metrics["world_sizes"]["1"]["throughput"] = 1.0  # one number edited
+    (same / "metrics.json").write_text(json.dumps(metrics))
+    assert results.results_folder_note(same) == "" and results.is_shipped_reference(same)
+    assert results.default_label(metrics, same).startswith("Reference traces")
+    (same / "metrics.json").write_text((shipped / "metrics.json").read_text())
+    verdicts = json.loads((shipped / "verdicts.json").read_text())
+    verdicts["claims"][0]["verdict"] = "FAIL" if verdicts["claims"][0]["verdict"] != "FAIL" else "PASS"
+    (same / "verdicts.json").write_text(json.dumps(verdicts))
+    assert results.results_folder_note(same) == ""
+    (same / "verdicts.json").unlink()
+    assert results.results_folder_note(same) == ""
+
+
+def test_a_word_in_a_folder_name_does_not_make_a_set_reference_traces(tmp_path):
+    """A reader's own GPU run in a folder whose name holds "reference" is labelled as GPU runs, not as
+    the reference traces; so are metrics whose sources merely contain the word."""
+    own = tmp_path / "reference-run" / "results"
+    own.mkdir(parents=True)
+    metrics = {"sources": ["runs/reference-like"], "provenance": {"gpu_name": "NVIDIA A100"}}
+    (own / "metrics.json").write_text(__import__("json").dumps(metrics))
+    assert results.default_label(metrics, own).startswith("GPU runs")

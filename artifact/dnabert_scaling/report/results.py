@@ -75,12 +75,13 @@ def _shipped_sets() -> tuple[tuple[Path, tuple[str, ...] | None], ...]:
     return tuple(out)
 
 
-def _shipped_copy(path: Path, metrics: dict | None = None) -> Path | None:
-    """The shipped results (``expected/reference-results/<set>``) of the reference traces a results folder
-    was derived from (by kick-tires, reproduce or a reader's own analyze), decided by content: its
-    metrics (``metrics``, else its metrics.json) name the same trace folders as the shipped copy's, and
-    those lie under the shipped ``expected/reference/``. A folder's name decides nothing. None for any
-    other folder."""
+def _derived_from_shipped(path: Path, metrics: dict | None = None) -> Path | None:
+    """The shipped results (``expected/reference-results/<set>``) whose reference traces a results folder
+    says it was derived from (by kick-tires, reproduce or a reader's own analyze): its metrics
+    (``metrics``, else its metrics.json) name the same trace folders as the shipped copy's, and those lie
+    under the shipped ``expected/reference/``. A folder's name decides nothing. None for any other folder.
+    This is the metrics' own account of their inputs, like the rest of their provenance; whether the
+    results are the shipped ones is :func:`_shipped_copy`'s question."""
     path = Path(path)
     if metrics is None:
         try:
@@ -96,9 +97,44 @@ def _shipped_copy(path: Path, metrics: dict | None = None) -> Path | None:
     return None
 
 
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _same_results(folder: str, shipped: str, _stamps: tuple) -> bool:
+    """Whether two results folders hold the same metrics (every world size) and claim verdicts, by
+    :func:`compare_results` (``_stamps``: the files' times and sizes, so an edited file is compared again)."""
+    from dnabert_scaling.analysis.compare import compare_results
+    from dnabert_scaling.errors import ArtifactError
+
+    try:
+        return not compare_results(Path(folder), Path(shipped))
+    except (ArtifactError, OSError, AttributeError, TypeError, KeyError):
+        return False
+
+
+def _shipped_copy(path: Path, metrics: dict | None = None) -> Path | None:
+    """The shipped results a results folder is a copy of, decided by content: it was derived from the
+    same reference traces (:func:`_derived_from_shipped`) and its metrics and verdicts are the same as
+    the shipped copy's (what ``make kick-tires`` compares). A hand-edited or differently analysed
+    folder is not. None for any other folder."""
+    path = Path(path)
+    shipped = _derived_from_shipped(path, metrics)
+    if shipped is None:
+        return None
+    stamps = tuple(_file_stamp(f / name) for f in (path, shipped) for name in ("metrics.json", "verdicts.json"))
+    return shipped if _same_results(str(path.resolve()), str(shipped.resolve()), stamps) else None
+
+
 def results_folder_note(path: Path, metrics: dict | None = None) -> str:
     """Where a results folder comes from when a fresh clone lacks it: the shipped copy of results
-    re-derived from the shipped reference traces (``metrics``: the folder's, where already read)."""
+    re-derived from the shipped reference traces, only where its metrics and verdicts are the shipped
+    ones (``metrics``: the folder's, where already read)."""
     shipped = _shipped_copy(path, metrics)
     if shipped is None:
         return ""
@@ -115,7 +151,7 @@ def is_shipped_reference(path: Path, metrics: dict | None = None) -> bool:
     not a run of the machine the report was made on (``metrics``: the folder's, where already read)."""
     path = Path(path)
     try:
-        return _shipped_copy(path, metrics) is not None or path.resolve().parent == SHIPPED_RESULTS.resolve()
+        return _derived_from_shipped(path, metrics) is not None or path.resolve().parent == SHIPPED_RESULTS.resolve()
     except OSError:
         return False
 
@@ -301,10 +337,9 @@ def _kind(metrics: dict, path: Path) -> str:
     devices = {checker.device_of(e) for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)} - {None}
     if devices == {"cpu"}:
         return "cpu-smoke"
-    sources = " ".join(str(s) for s in metrics.get("sources") or []) + " " + str(path)
-    if "reference" in sources:
-        return "reference"
-    return "gpu"
+    # the shipped reference traces, by what the metrics say they were derived from: a word in a
+    # folder's name (``reference-run/``) decides nothing
+    return "reference" if is_shipped_reference(path, metrics) else "gpu"
 
 
 def default_label(metrics: dict, path: Path) -> str:

@@ -34,6 +34,7 @@ from dnabert_scaling.metrics_schema import (
     GpuMetrics,
     KernelClassShare,
     MetricsFile,
+    Placement,
     RankCompleteness,
     RankedActivity,
     RankFigures,
@@ -321,6 +322,14 @@ def _provenance(device: str, gpu: str | None) -> dict[str, Any]:
     return p
 
 
+def own_gpus_placement(ws: int) -> Placement:
+    """World size ``ws`` on GPUs of its own, eight to a host, told apart by UUID."""
+    return Placement(
+        ranks=ws, hosts=max(1, -(-ws // 8)), gpus=ws, ranks_per_gpu=1, shared_gpu=False, identity="uuid",
+        transports=["P2P"] if ws > 1 else [], rehearsal=False,
+    )  # fmt: skip
+
+
 def gpu_results(
     sizes=(1, 4, 8),
     seed: int = 7,
@@ -328,8 +337,11 @@ def gpu_results(
     busy_wait: bool = True,
     fallbacks: list | None = None,
     tracer: str = "scorep",
+    placement: bool = True,
 ) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """metrics.json content and tables of a GPU sweep at ``sizes``."""
+    """metrics.json content and tables of a GPU sweep at ``sizes``: with ``placement``, each world size's
+    ranks on GPUs of their own, as analyze records it from run folders (without: bare traces, whose
+    placement is unknown)."""
     rng = np.random.default_rng(seed)
     per_ws: dict[str, WorldSizeEntry] = {}
     tables: dict[str, list] = {
@@ -372,6 +384,7 @@ def gpu_results(
                 gpu=gpu_m,
                 sanity=_sanity(),
                 completeness=_completeness(ws),
+                placement=own_gpus_placement(ws) if placement else None,
             ),
             throughput=thr,
             dilation=1.04,

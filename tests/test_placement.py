@@ -30,7 +30,7 @@ def claims():
 
 @pytest.fixture(scope="module")
 def sweep():
-    """A sweep at 1, 2, 4, 8 on which every claim holds (placement not recorded)."""
+    """A sweep at 1, 2, 4, 8 on which every claim holds (one GPU per rank)."""
     return gpu_results(SIZES)[0]
 
 
@@ -49,9 +49,17 @@ def own_gpus_placement(ws: int) -> dict:
 
 
 def with_placement(metrics: dict, make) -> dict:
+    """``metrics`` with ``make(ws)`` as each world size's placement, and a rehearsal fallback for the runs
+    it places as a rehearsal (a rehearsal is in both or in neither, as analyze writes it)."""
     m = copy_metrics(metrics)
     for ws in SIZES:
         set_metric(m, ws, "traced.placement", make(ws))
+    rehearsed = [e["traced"]["run"] for e in m["world_sizes"].values() if (e["traced"]["placement"] or {}).get("rehearsal")]
+    m["fallbacks"] = [f for f in m.get("fallbacks") or [] if f.get("kind") != "rehearsal"]
+    if rehearsed:
+        m["fallbacks"].append(
+            {"kind": "rehearsal", "what": "rehearsal", "used": "--rehearse", "reason": "test", "runs": rehearsed}
+        )
     validate_metrics(m, Path("metrics.json"))  # the fixture has the shape analyze writes
     return m
 
@@ -85,6 +93,26 @@ def test_eight_ranks_on_eight_gpus_get_no_invalid_from_placement(sweep, claims):
     c5 = [c for c in out["C5"]["checks"] if c["world_size"] == 8]
     assert c5 and all("NCCL transport P2P" in c["reason"] for c in c5)
     assert all(c["verdict"] == PASS for c in c5)
+
+
+def test_an_unknown_placement_is_never_taken_for_one_gpu_per_rank(claims):
+    """Bare traces (no run records) or a placement whose GPUs could not be told apart: several ranks
+    that may have shared one GPU. The checks that rest on magnitudes are NOT RUN with the reason,
+    never PASS; the structural ones are judged; world size 1 needs no placement."""
+    bare = gpu_results(SIZES, placement=False)[0]
+    unknown_gpus = with_placement(bare, lambda ws: {**own_gpus_placement(ws), "gpus": None, "identity": "unknown"})
+    for m in (bare, unknown_gpus):
+        out = by_id(m, claims)
+        assert out["C1"]["verdict"] == PASS
+        c2 = {(c["name"], c["world_size"]): c for c in out["C2"]["checks"] if isinstance(c["world_size"], int)}
+        assert c2[("allreduce_present", 8)]["verdict"] == PASS and c2[("own_stream", 8)]["verdict"] == PASS
+        for cid in ("C3", "C4", "C5", "C6"):
+            assert out[cid]["verdict"] == "NOT RUN", out[cid]["reason"]
+            multi = [c for c in out[cid]["checks"] if c["world_size"] not in (1, None)]
+            assert multi and all(c["code"] == "placement_unknown" for c in multi)
+            assert "whether each rank had a GPU of its own is unknown" in out[cid]["reason"]
+    assert "no placement was recorded" in by_id(bare, claims)["C3"]["reason"]
+    assert "could not tell its GPUs apart" in by_id(unknown_gpus, claims)["C3"]["reason"]
 
 
 def test_shared_gpu_at_one_world_size_only(sweep, claims):
@@ -201,8 +229,7 @@ def test_predict_refuses_a_rehearsal_as_measured(tmp_path, sweep):
     run = write_run(tmp_path, [new_rank(same) for _ in range(4)], rehearsal=True)
     with pytest.raises(ArtifactError, match="ranks shared a GPU"):
         measured_from_trace(run, profile=None)
-    m = with_placement(sweep, own_gpus_placement)
-    set_metric(m, 4, "traced.placement", rehearsal_placement(4))
+    m = with_placement(sweep, lambda ws: rehearsal_placement(ws) if ws == 4 else own_gpus_placement(ws))
     measured = measured_from_metrics(MetricsFile.from_json(m, "", Path("metrics.json")))
     assert sorted(measured) == [2, 8]  # world size 4 shared a GPU: not compared
     assert measured[8]["placement"] == "8 rank(s) on 8 GPU(s), P2P"

@@ -28,6 +28,8 @@ def rehearsal_metrics(sizes=(1, 2, 4, 8)) -> dict:
             "transports": ["NET/Socket"] if ws > 1 else [],
             "rehearsal": True,
         }
+    runs = [m["world_sizes"][str(ws)]["traced"]["run"] for ws in sizes]
+    m["fallbacks"] = [{"kind": "rehearsal", "what": "rehearsal", "used": "--rehearse", "reason": "one GPU", "runs": runs}]
     return m
 
 
@@ -400,3 +402,26 @@ def test_a_word_in_a_folder_name_does_not_make_a_set_reference_traces(tmp_path):
     metrics = {"sources": ["runs/reference-like"], "provenance": {"gpu_name": "NVIDIA A100"}}
     (own / "metrics.json").write_text(__import__("json").dumps(metrics))
     assert results.default_label(metrics, own).startswith("GPU runs")
+
+
+def test_ranks_with_no_recorded_placement_are_not_called_gpus_of_their_own(tmp_path):
+    """Bare traces of 8 ranks (no run records): the report never says "8 GPUs", "one GPU per rank" or
+    that no fallback was taken; it says the placement was not recorded, and the checks that rest on
+    magnitudes are NOT RUN for that reason."""
+    from dnabert_scaling.report import summary
+
+    m = gpu_results((1, 8), placement=False)[0]
+    m["fallbacks"] = [{"kind": "bare_traces", "what": "run records", "used": "traces without their run folders", "reason": "t"}]
+    rs = results.ResultSet(
+        0, tmp_path, "bare", "gpu", m, checker.evaluate(m, checker.load_claims(checker.default_claims_path())), "t"
+    )
+    assert not rs.own_gpus(8) and rs.placement_unknown(8) and rs.own_gpus(1)
+    assert rs.ranks(8) == "8 ranks (placement not recorded)"
+    text = front._one_gpu_per_rank_text([rs])
+    assert "one GPU per rank reach" not in text and "World size 8 ran GPU ranks with no recorded placement" in text
+    assert summary.placement_line(rs) == ["placement not recorded at 8"]
+    c3 = next(c for c in rs.verdicts["claims"] if c["id"] == "C3")
+    assert c3["verdict"] == "NOT RUN"
+    assert summary.not_run_reason(c3["checks"][0], rs).startswith("world size 8 ran 8 ranks (placement not recorded)")
+    own = results.ResultSet(0, tmp_path, "own", "gpu", gpu_results((1, 8))[0], None, "t")
+    assert own.ranks(8) == "8 GPUs" and "one GPU per rank reach world size 8" in front._one_gpu_per_rank_text([own])

@@ -86,9 +86,41 @@ def test_a_value_no_measurement_gives_is_refused_naming_its_key(damage, message)
 
 
 def test_not_a_number_stays_allowed_the_checker_makes_it_invalid():
+    """NaN (a figure the analysis could not compute) is read, and a check on it is INVALID: no data to
+    judge, never a refutation (FAIL) and never a PASS."""
     m = _metrics("h200-b8")
-    _gpu(m).update(overlap_ratio=_stat(float("nan")))
-    validate_metrics(m, "results/metrics.json")
+    _gpu(m).update(nccl_kernels_per_step=_stat(float("nan")))
+    verdicts = checker.evaluate(validate_metrics(m, "results/metrics.json"), checker.load_claims(checker.default_claims_path()))
+    c1 = next(c for c in verdicts["claims"] if c["id"] == "C1")
+    assert c1["verdict"] == INVALID and c1["checks"][0]["code"] == "not_a_number", c1["reason"]
+    assert "NaN" in c1["reason"]
+
+
+def test_a_rehearsal_dropped_from_the_fallbacks_is_refused():
+    """The other way round from a dropped placement: the report lists the fallbacks, so a rehearsal
+    that its placement records cannot be left out of them."""
+    m = _metrics("h200-rehearsal")
+    m["fallbacks"] = [f for f in m["fallbacks"] if f.get("kind") != "rehearsal"]
+    with pytest.raises(ArtifactError, match="fallbacks record no rehearsal for run 'ws1-torch-r0'"):
+        validate_metrics(m, "metrics.json")
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("efficiency", 0.95, "efficiency is 0.95, but the file's medians give samples/s(8) / (8 x samples/s(1))"),
+        ("efficiency_spread", {"min": 0.9, "max": 0.99}, "efficiency_spread.min is 0.9, but the file's runs give"),
+    ],
+)
+def test_an_efficiency_its_own_throughput_contradicts_is_refused(key, value, message):
+    from reportfixtures import gpu_results
+
+    m = gpu_results((1, 4, 8))[0]
+    validate_metrics(m, "metrics.json")  # as analyze writes it
+    m["world_sizes"]["8"][key] = value
+    with pytest.raises(ArtifactError) as err:
+        validate_metrics(m, "metrics.json")
+    assert message in str(err.value), str(err.value)
 
 
 def _rehearsal_with(change) -> dict:

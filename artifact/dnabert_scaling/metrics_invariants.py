@@ -15,9 +15,11 @@ refused with an ArtifactError naming the file and the key path, as a wrong type 
   that could not be computed, stays: the checker makes a check on it INVALID), a key named as a
   share lies within 0..1, and a step's parts (compute, exposed communication and copies, idle) are
   no longer than the step at each of their statistics;
-- efficiency at world size 1 is 1 (it divides world size 1 by itself);
+- efficiency at world size 1 is 1 (it divides world size 1 by itself), and everywhere what the file's
+  own samples/s give (medians for the figure, slowest and fastest runs for its spread);
 - a placement adds up: ranks are the world size's, a GPU not shared holds one rank, and a shared
-  one more than one.
+  one more than one;
+- a rehearsal is in both the fallbacks and the placement of its run, or in neither.
 
 Functions of the records (duck-typed: this module imports none of them, ``metrics_schema``
 imports it).
@@ -110,6 +112,44 @@ def world_size_entry(e: Any, where: str, path: Path | None) -> None:
         )
 
 
+def _efficiency_from_throughput(world_sizes: dict[str, Any], one: Any, path: Path | None) -> None:
+    """Efficiency is what the file's own throughputs give: samples/s(N) / (N x samples/s(1)) of the
+    medians (against world size 1 with DDP, and without it for ``efficiency_vs_noddp``), and its
+    spread the slowest and fastest runs' (``analysis.metrics._efficiency``). A figure that its own
+    file contradicts states more than its data."""
+    base = one.throughput.samples_per_s if one.throughput is not None else None
+    noddp = one.throughput_noddp.samples_per_s if one.throughput_noddp is not None else None
+    for key, e in world_sizes.items():
+        n = e.world_size
+        tp = e.throughput.samples_per_s if e.throughput is not None else None
+        pairs = [("efficiency", e.efficiency, base, "samples/s(1)")]
+        pairs.append(("efficiency_vs_noddp", e.efficiency_vs_noddp, noddp, "samples/s(1) without DDP"))
+        for name, value, against, what in pairs:
+            if value is None:
+                continue
+            if tp is None or against is None or not against.median:
+                raise _error(f"world_sizes[{key!r}].{name}", f"is {value!r}, but there are no samples/s to give it", path)
+            want = tp.median / (n * against.median)
+            if not math.isclose(value, want, rel_tol=1e-9):
+                raise _error(
+                    f"world_sizes[{key!r}].{name}",
+                    f"is {value!r}, but the file's medians give samples/s({n}) / ({n} x {what}) = {want!r}",
+                    path,
+                )
+        spread = e.efficiency_spread
+        if spread is None:
+            continue
+        if tp is None or base is None or not (tp.min and tp.max and base.min and base.max):
+            raise _error(f"world_sizes[{key!r}].efficiency_spread", "has a range, but there are no samples/s to give it", path)
+        for end, want in (("min", tp.min / (n * base.max)), ("max", tp.max / (n * base.min))):
+            if not math.isclose(getattr(spread, end), want, rel_tol=1e-9):
+                raise _error(
+                    f"world_sizes[{key!r}].efficiency_spread.{end}",
+                    f"is {getattr(spread, end)!r}, but the file's runs give {want!r}",
+                    path,
+                )
+
+
 def _traced_ranks(traced: Any, world_size: int, where: str, path: Path | None) -> None:
     """GPU figures rest on ranks 0..N-1 of world size N, each with measured steps."""
     if traced.gpu is None:
@@ -151,6 +191,8 @@ def metrics_file(m: Any, where: str, path: Path | None) -> None:
             "has a value, but world size 1 has no untraced throughput to be its baseline",
             path,
         )
+    if one is not None:
+        _efficiency_from_throughput(m.world_sizes, one, path)
     _shared_inputs(m.world_sizes, path)
     runs = [(k, e.traced.run) for k, e in m.world_sizes.items() if e.traced is not None and e.traced.gpu is not None]
     names = [r for _, r in runs]
@@ -260,13 +302,23 @@ def _placement(p: Any, world_size: int, where: str, path: Path | None) -> None:
 
 
 def _rehearsals_said(m: Any, path: Path | None) -> None:
-    """A run the fallbacks record as a rehearsal is one in its world size's placement too: the
-    checker judges a rehearsal of several ranks on its structure only, so its placement cannot be
-    dropped or made to say otherwise."""
+    """A run the fallbacks record as a rehearsal is one in its world size's placement too, and the
+    other way round: the checker judges a rehearsal of several ranks on its structure only, so its
+    placement cannot be dropped or made to say otherwise, and the report lists every fallback, so the
+    rehearsal cannot be dropped from the fallbacks either."""
     runs = {r for f in m.fallbacks if isinstance(f, dict) and f.get("kind") == "rehearsal" for r in f.get("runs") or []}
     for key, e in m.world_sizes.items():
         traced = e.traced
-        if traced is None or traced.run not in runs:
+        if traced is None:
+            continue
+        if traced.run not in runs:
+            if traced.placement is not None and traced.placement.rehearsal:  # and the other way round
+                raise _error(
+                    "fallbacks",
+                    f"record no rehearsal for run {traced.run!r}, but world_sizes[{key!r}].traced.placement says it was one "
+                    "(a rehearsal is a fallback: it cannot be left out of the list the report shows)",
+                    path,
+                )
             continue
         if traced.placement is None or not traced.placement.rehearsal:
             said = "absent" if traced.placement is None else "not a rehearsal"

@@ -125,7 +125,7 @@ def build(
         world_sizes=per_ws,
         measured_world_sizes=sizes,
         busbw={str(k): {kk: v for kk, v in b.items() if kk != "provenance"} for k, b in inputs.busbw.items()},
-        fallbacks=_fallbacks(inputs.runs),
+        fallbacks=_fallbacks(inputs.runs, inputs.bare, per_ws),
         deviations=_deviations(inputs.runs),
         notes=notes,
         provenance=_provenance(inputs.runs),
@@ -169,13 +169,18 @@ def _world_size_entry(
     return entry
 
 
+def _bare_run_name(bare: BareTraces) -> str:
+    """How bare traces are named where a run's folder name would stand (``traced.run``, the fallbacks)."""
+    return f"bare traces ({bare.source})"
+
+
 def _trace_source(traced_run: RunInfo | None, bare: list[BareTraces]) -> _TraceSource | None:
     if traced_run is not None:
         return _TraceSource(
             traced_run.name, traced_run.tracer, trace_paths(traced_run), traced_run.summary.get("device_type"), traced_run
         )
     if bare:
-        return _TraceSource(f"bare traces ({bare[0].source})", bare[0].tracer, bare[0].paths, "cuda")
+        return _TraceSource(_bare_run_name(bare[0]), bare[0].tracer, bare[0].paths, "cuda")
     return None
 
 
@@ -472,9 +477,22 @@ def _efficiency_spread(tp: Stat, base: Stat, n: int) -> EfficiencySpread | None:
     return EfficiencySpread(min=tp.min / (n * base.max), max=tp.max / (n * base.min), runs_n=tp.n, baseline_runs_n=base.n)
 
 
-def _fallbacks(runs: list[RunInfo]) -> list[dict[str, Any]]:
-    """Every fallback the runs took (data, weights, device, ...), once, with the runs that took it."""
+def _fallbacks(runs: list[RunInfo], bare: list[BareTraces], per_ws: dict[str, WorldSizeEntry]) -> list[dict[str, Any]]:
+    """Every fallback the runs took (data, weights, device, ...), once, with the runs that took it;
+    traces given without their run folders are one too (what the run records would say is unknown),
+    and so is every traced run whose placement is a rehearsal, whether or not its summary listed one."""
     fallbacks: list[dict[str, Any]] = []
+    if bare:
+        fallbacks.append(
+            {
+                "kind": "bare_traces",
+                "what": "run records",
+                "used": "traces without their run folders",
+                "reason": "the traces were given bare: the ranks' placement, the run's provenance (machine, model, "
+                "data, weights) and untraced throughput runs were not recorded with them",
+                "runs": sorted({_bare_run_name(b) for b in bare}),
+            }
+        )
     for run in runs:
         for f in run.summary.get("fallbacks", []) or []:
             same = next((x for x in fallbacks if (x["what"], x["used"]) == (f.get("what"), f.get("used"))), None)
@@ -482,6 +500,20 @@ def _fallbacks(runs: list[RunInfo]) -> list[dict[str, Any]]:
                 same["runs"].append(run.name)
             else:
                 fallbacks.append({**f, "runs": [run.name]})
+    listed = {r for f in fallbacks if f.get("kind") == "rehearsal" for r in f.get("runs") or []}
+    placed = [e.traced.run for e in per_ws.values() if e.traced and e.traced.placement and e.traced.placement.rehearsal]
+    unlisted = [r for r in placed if r not in listed]
+    if unlisted:
+        fallbacks.append(
+            {
+                "kind": "rehearsal",
+                "what": "rehearsal",
+                "used": "ranks placed on fewer GPUs than a study would give them",
+                "reason": "the run records a rehearsal in its placement (its ranks share GPUs or talk over loopback "
+                "sockets); its timings are not scaling evidence",
+                "runs": unlisted,
+            }
+        )
     return fallbacks
 
 
@@ -489,7 +521,7 @@ def label_for(runs: list[RunInfo], bare: list[BareTraces]) -> str:
     prov = next((r.summary.get("provenance") for r in runs if r.summary.get("provenance")), None) or {}
     device = next((r.summary.get("device_type") for r in runs if r.summary.get("device_type")), None)
     sizes = sorted({r.world_size for r in runs} | {b.world_size for b in bare})
-    tracers = sorted({r.tracer for r in runs if r.tracer != "none"} | {b.tracer or "?" for b in bare})
+    tracers = sorted({r.tracer for r in runs if r.tracer != "none"} | {b.tracer or "not recorded" for b in bare})
     where = f"{prov.get('gpu_name', 'GPU')}" if device == "cuda" else ("CPU (gloo)" if device == "cpu" else "traces")
     return f"{where}, world sizes {', '.join(map(str, sizes))}, tracer {', '.join(tracers) or 'none'}"
 

@@ -7,12 +7,15 @@ Each claim names the metric(s) it rests on (paths into one world size's entry of
 claim gets one verdict:
 
 - ``PASS``: every check of the claim was measured and is within its bounds;
-- ``FAIL``: a measured value is outside its bounds (or is NaN: a NaN is never within bounds);
+- ``FAIL``: a measured value is outside its bounds;
 - ``NOT RUN``: a world size the claim needs was not measured, its GPU analysis did not run
-  (``gpu_not_run_reason``, e.g. a CPU smoke run), it ran on the wrong kind of device, or a
-  metric is missing / null. A claim can never pass on missing data;
+  (``gpu_not_run_reason``, e.g. a CPU smoke run), it ran on the wrong kind of device, a
+  metric is missing / null, or several GPU ranks ran with no placement that shows one GPU each
+  (a magnitude check; ``placement_unknown``). A claim can never pass on missing data;
 - ``INVALID``: a world size the claim's data come from failed a sanity check (a missing rank,
-  incomplete steps, a non-finite loss, a trace without GPU streams).
+  incomplete steps, a non-finite loss, a trace without GPU streams), its ranks shared a GPU or
+  rehearsed (a magnitude check; ``shared_gpu``), or the value is NaN, a figure the analysis could
+  not compute (``not_a_number``: no data, never a refutation).
 
 Across the checks of one claim the verdicts combine as FAIL > INVALID > NOT RUN > PASS: a valid
 refutation is reported as such even when another part could not be judged.

@@ -10,9 +10,12 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.checker.names import _fmt, _jsonable, FAIL, INVALID, NOT_RUN, PASS, PRECEDENCE, VERDICTS, VERDICTS_SCHEMA
 from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, _is_number
 from dnabert_scaling.checker.placement import (
+    OWN,
+    SHARED,
     STRUCTURE,
-    not_one_gpu_per_rank,
+    gpu_per_rank,
     placement_of,
+    placement_unknown_reason,
     said_once,
     shared_gpu_reason,
     transport_text,
@@ -55,7 +58,9 @@ REASON_CODES = {
     "no_device": "the world size records no device, and the claim is about one kind of device",
     "sanity_failed": "a sanity check of the world size failed",
     "shared_gpu": "ranks of the world size shared a GPU (or ran as a rehearsal) and the check rests on magnitudes (one GPU per rank)",
+    "placement_unknown": "several ranks ran with no recorded placement (or one whose GPUs could not be told apart) and the check rests on magnitudes (one GPU per rank)",
     "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
+    "not_a_number": "the value is NaN: the analysis could not compute it",
     "too_few_points": "a trend needs more world sizes with data than were measured",
     "no_world_size": "no measured world size is one the check applies to",
 }
@@ -91,8 +96,8 @@ def _judge_value(check: Check, value: Any, ws: int) -> Part:
     if not _is_number(value):
         return Part(FAIL, f"{label}: {check.metric} is {value!r}, not a number", within=False)
     x = float(value)
-    if math.isnan(x):
-        return Part(FAIL, f"{label} is NaN (not a number): it cannot be within {check.bounds_text()}", within=False)
+    if math.isnan(x):  # a figure that could not be computed: no data to judge, never a refutation
+        return Part(INVALID, f"{label} is NaN: the analysis could not compute it, so it cannot be judged", code="not_a_number")
     ok = _in_bounds(check, x)
     word = "within" if ok else "outside"
     return Part(PASS if ok else FAIL, f"{label} = {_fmt(x)}, {word} {check.bounds_text()}", within=ok)
@@ -130,7 +135,7 @@ def _judge_top(check: Check, ranking: Any, ws: int) -> Part:
     measured["runner_up_sum_s_per_step"] = runner_s
     ratio = mine_s / runner_s if runner_s > 0 else math.inf
     if math.isnan(ratio):
-        return Part(FAIL, f"{label}: the ratio is NaN", measured, within=False)
+        return Part(INVALID, f"{label}: the ratio is NaN, so it cannot be judged", measured, code="not_a_number")
     measured["ratio"] = ratio
     ok = _in_bounds(check, ratio)
     where = "the largest GPU activity" if mine is top else f"not the largest (top: {_short(top.get('activity'))})"
@@ -199,10 +204,15 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
             code="sanity_failed",
         ), entry
     placement = placement_of(entry)
-    if placement is not None and not_one_gpu_per_rank(placement) and check.rests_on != STRUCTURE:
+    own = gpu_per_rank(placement, ws)
+    if check.rests_on != STRUCTURE and own != OWN and (own == SHARED or device == "cuda"):
         value = lookup(entry, check.metric, ws)
         measured = {} if isinstance(value, Missing) else {check.metric: value}
-        return Part(INVALID, shared_gpu_reason(ws, placement), measured, _runs_for(entry, check.metric), code="shared_gpu"), entry
+        runs = _runs_for(entry, check.metric)
+        if own == SHARED:
+            return Part(INVALID, shared_gpu_reason(ws, placement), measured, runs, code="shared_gpu"), entry
+        # unknown is never taken for one GPU per rank: these magnitudes cannot be judged on this data
+        return Part(NOT_RUN, placement_unknown_reason(ws, placement), measured, runs, code="placement_unknown"), entry
     return None, entry
 
 
@@ -272,13 +282,13 @@ def evaluate_monotone(ctx: Context, claim: Claim, check: Check) -> Part:
         if isinstance(value, Missing):
             notes.append(value.reason)
             continue
-        if not _is_number(value) or math.isnan(float(value)):
+        if not _is_number(value) or math.isnan(float(value)):  # no data to judge a trend on, never a refutation
             return Part(
-                FAIL,
+                INVALID,
                 f"{check.what} at world size {ws} is {_fmt(value)}: not a number, so the trend cannot be judged",
                 {str(ws): value},
                 runs,
-                within=False,
+                code="not_a_number",
             )
         series[ws] = float(value)
     measured = {str(k): v for k, v in series.items()}

@@ -52,6 +52,24 @@ def not_one_gpu_per_rank(placement: dict[str, Any] | None) -> bool:
     return bool(placement.get("shared_gpu") or rehearsed or crowded(ranks, placement.get("gpus"), placement.get("ranks_per_gpu")))
 
 
+OWN, SHARED, UNKNOWN = "own", "shared", "unknown"
+
+
+def gpu_per_rank(placement: dict[str, Any] | None, ws: int) -> str:
+    """Whether the ranks of world size ``ws`` each had a GPU of their own, as the placement shows it:
+    ``SHARED`` where it rules that out (:func:`not_one_gpu_per_rank`); ``OWN`` for one rank, or where
+    the placement counted the GPUs; ``UNKNOWN`` where several ranks ran and no placement was recorded
+    (bare traces, without their run records) or its GPUs could not be told apart. Unknown is never
+    taken for one GPU per rank."""
+    if placement and not_one_gpu_per_rank(placement):
+        return SHARED
+    if ws < 2:
+        return OWN
+    if not placement or not isinstance(placement.get("gpus"), int) or placement.get("identity") == "unknown":
+        return UNKNOWN
+    return OWN
+
+
 # what a shared GPU or a rehearsal means for a check, said once after the last world size it applies to
 # (:func:`said_once`): a claim judged at several world sizes would otherwise repeat it for each
 SHARED_GPU_CONSEQUENCE = (
@@ -70,11 +88,26 @@ def shared_gpu_reason(ws: int, placement: dict[str, Any]) -> str:
     return f"world size {ws}: ranks shared a GPU ({describe(placement)}){SHARED_GPU_CONSEQUENCE}"
 
 
+PLACEMENT_UNKNOWN_CONSEQUENCE = (
+    ": whether each rank had a GPU of its own is unknown, so times, shares and throughput are not judged "
+    "as scaling evidence; only structural checks are judged"
+)
+
+
+def placement_unknown_reason(ws: int, placement: dict[str, Any] | None) -> str:
+    what = (
+        "no placement was recorded (traces given without their run records)"
+        if not placement
+        else f"the placement could not tell its GPUs apart ({describe(placement)})"
+    )
+    return f"world size {ws}: {what}{PLACEMENT_UNKNOWN_CONSEQUENCE}"
+
+
 def said_once(reasons: list[str], sep: str = "; ") -> str:
     """``reasons`` joined by ``sep``, each consequence of a shared GPU or a rehearsal kept only where it
     is said last (the world sizes before it name their placement and lean on it)."""
     out = list(reasons)
-    for tail in (SHARED_GPU_CONSEQUENCE, REHEARSAL_CONSEQUENCE):
+    for tail in (SHARED_GPU_CONSEQUENCE, REHEARSAL_CONSEQUENCE, PLACEMENT_UNKNOWN_CONSEQUENCE):
         holding = [i for i, r in enumerate(out) if r.endswith(tail)]
         for i in holding[:-1]:
             out[i] = out[i][: -len(tail)]

@@ -450,6 +450,14 @@ def verdict_counts(sets: list[ResultSet]) -> str:
 def _one_gpu_per_rank_text(sets: list[ResultSet]) -> str:
     """Whether any set ran more than one rank, each on a GPU of its own: said from the placements."""
     multi = [n for rs in sets for n in rs.world_sizes if n > 1 and rs.own_gpus(n)]
+    unknown = sorted({n for rs in sets for n in rs.world_sizes if rs.placement_unknown(n)})
+    if unknown:
+        said = f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}." if multi else ""
+        return said + (
+            f" World size{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))} ran GPU ranks with no recorded "
+            "placement: whether each rank had a GPU of its own is unknown, so their times, shares and throughput are "
+            "not judged as scaling evidence."
+        )
     if multi:
         return f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}."
     return (

@@ -16,6 +16,7 @@ import pandas as pd
 
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
+from dnabert_scaling.checker.placement import OWN, SHARED, UNKNOWN, gpu_per_rank
 from dnabert_scaling.traces.classify import shorten_middle
 
 VERDICT_CLASS = {PASS: "pass", FAIL: "fail", NOT_RUN: "notrun", INVALID: "invalid"}
@@ -265,11 +266,16 @@ class ResultSet:
     def shared_gpu(self, ws: int) -> bool:
         """Whether the ranks of world size ``ws`` shared GPUs (a rehearsal: not scaling evidence)."""
         p = self.traced(ws).get("placement")
-        return isinstance(p, dict) and bool(p.get("shared_gpu") or p.get("rehearsal"))
+        return gpu_per_rank(p, ws) == SHARED or (isinstance(p, dict) and bool(p.get("rehearsal")))
 
     def own_gpus(self, ws: int) -> bool:
-        """Whether each rank of world size ``ws`` ran on a GPU of its own: only then is it "N GPUs"."""
-        return self.device == "cuda" and not self.shared_gpu(ws)
+        """Whether each rank of world size ``ws`` ran on a GPU of its own, as its placement shows (an
+        unknown placement is not taken for it): only then is it "N GPUs"."""
+        return self.device == "cuda" and not self.shared_gpu(ws) and gpu_per_rank(self.traced(ws).get("placement"), ws) == OWN
+
+    def placement_unknown(self, ws: int) -> bool:
+        """Whether several GPU ranks ran at world size ``ws`` with no placement that shows where."""
+        return self.device == "cuda" and gpu_per_rank(self.traced(ws).get("placement"), ws) == UNKNOWN
 
     @property
     def one_gpu_per_rank(self) -> bool:
@@ -289,7 +295,8 @@ class ResultSet:
             where = f"{gpus} {shared}GPU{'s' if gpus != 1 else ''}" if isinstance(gpus, int) else f"{shared}GPUs"
             return f"{ws} rank{'s' if ws != 1 else ''} on {where}" + ("" if shared else " (rehearsal)")
         kind = "CPU " if self.device == "cpu" else ""
-        return f"{ws} {kind}rank{'s' if ws != 1 else ''}"
+        unknown = " (placement not recorded)" if self.placement_unknown(ws) else ""
+        return f"{ws} {kind}rank{'s' if ws != 1 else ''}{unknown}"
 
     @property
     def unit(self) -> str:

@@ -73,7 +73,9 @@ def not_run_reason(check: dict, rs: ResultSet) -> str:
         return note
     if code == "sanity_failed":
         return f"a sanity check failed at world size {ws} (Appendix B)"
-    if code == "missing_value" and isinstance(ws, int):
+    if code == "placement_unknown" and isinstance(ws, int):
+        return f"world size {ws} ran {rs.ranks(ws)}: whether each rank had a GPU of its own is unknown"
+    if code == "missing_value" and isinstance(ws, int) and str(check.get("metric") or "").startswith("traced.gpu"):
         return f"world size {ws}: {rs.gpu_missing_why(ws)}"
     return str(check.get("reason") or "no reason recorded")
 
@@ -119,7 +121,7 @@ def hardware(rs: ResultSet) -> dict[str, Any]:
     return {
         "device": device,
         "world_sizes": _sizes(rs),
-        "tracer": ", ".join(tracers) or "untraced",
+        "tracer": ", ".join(tracers) or ("tracer not recorded" if any(rs.traced(n) for n in rs.world_sizes) else "untraced"),
         "batch": prov.get("batch_size_per_rank"),
         "placement": placement_line(rs),
         "rehearsal": rehearsal,
@@ -130,8 +132,9 @@ def placement_line(rs: ResultSet) -> list[str]:
     """Where the metrics carry it (``traced.placement``, read with .get): one line for the set, e.g.
     "1, 2, 4, 8 ranks on 1 GPU of 1 host; ranks share a GPU at 2, 4, 8; via NET/Socket"."""
     recorded = [(n, p) for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
+    unrecorded = [str(n) for n in rs.world_sizes if n > 1 and rs.placement_unknown(n) and not rs.traced(n).get("placement")]
     if not recorded:
-        return []
+        return [f"placement not recorded at {', '.join(unrecorded)}"] if unrecorded else []
     ranks = ", ".join(str(p.get("ranks", "?")) for _, p in recorded)
     bits = [f"{ranks} rank{'s' if ranks != '1' else ''}"]
     gpus = sorted({p["gpus"] for _, p in recorded if p.get("gpus") is not None})
@@ -149,6 +152,8 @@ def placement_line(rs: ResultSet) -> list[str]:
         text += "; via " + ", ".join(transports)
     if rs.device != "cpu" and any(p.get("identity") == "unknown" for _, p in recorded):  # a CPU run has no GPU to know
         text += " (GPU identity unknown)"
+    if unrecorded:
+        text += f"; placement not recorded at {', '.join(unrecorded)}"
     return [text]
 
 

@@ -559,6 +559,21 @@ def set_metric(metrics: dict, ws: int, path: str, value: Any) -> dict:
     return metrics
 
 
+def set_efficiency(metrics: dict, ws: int, value: float) -> dict:
+    """World size ``ws`` at efficiency ``value`` as a measurement would give it: its untraced samples/s
+    scaled to that figure, and efficiency and its spread what the file's samples/s then give (a bare
+    edit of efficiency contradicts the file's own throughput and is refused)."""
+    entry, one = metrics["world_sizes"][str(ws)], metrics["world_sizes"]["1"]
+    sps, base = entry["throughput"]["samples_per_s"], one["throughput"]["samples_per_s"]
+    scale = value * ws * base["median"] / sps["median"]
+    for key in ("median", "p10", "p90", "min", "max"):
+        sps[key] *= scale
+    entry["efficiency"] = sps["median"] / (ws * base["median"])
+    if entry.get("efficiency_spread"):
+        entry["efficiency_spread"].update(min=sps["min"] / (ws * base["max"]), max=sps["max"] / (ws * base["min"]))
+    return metrics
+
+
 def drop_ws(metrics: dict, *sizes: int) -> dict:
     for ws in sizes:
         metrics["world_sizes"].pop(str(ws), None)

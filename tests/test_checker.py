@@ -13,7 +13,7 @@ from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
 from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.errors import ArtifactError
-from reportfixtures import CPU_REASON, break_sanity, copy_metrics, cpu_results, drop_ws, gpu_results, set_metric
+from reportfixtures import CPU_REASON, break_sanity, copy_metrics, cpu_results, drop_ws, gpu_results, set_efficiency, set_metric
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS_FILE = ROOT / "expected" / "claims.toml"
@@ -177,16 +177,16 @@ def test_nan_is_never_pass(full, claims, tmp_path):
     (tmp_path / "metrics.json").write_text(json.dumps(m))  # Python's json writes NaN
     out = checker.check_results(tmp_path, CLAIMS_FILE)
     c4 = next(c for c in out["claims"] if c["id"] == "C4")
-    assert c4["verdict"] == FAIL and "NaN" in c4["reason"]
+    assert c4["verdict"] == INVALID and "NaN" in c4["reason"]  # no data to judge: never PASS, nor a refutation
     checker.write_verdicts(out, tmp_path)
     json.loads((tmp_path / "verdicts.json").read_text())  # strict JSON: the NaN was written as null
 
 
-def test_nan_in_a_trend_fails(full, claims):
+def test_nan_in_a_trend_is_invalid(full, claims):
     m = copy_metrics(full)
     set_metric(m, 4, "traced.gpu.allreduce_share.median", float("nan"))
     got = verdict_of(m, claims, "C2")
-    assert got["verdict"] == FAIL and "not a number" in got["reason"]
+    assert got["verdict"] == INVALID and "not a number" in got["reason"]
 
 
 # ---- the monotone-growth rule ----------------------------------------------------------------
@@ -333,7 +333,7 @@ def test_cli_writes_verdicts_and_exit_status(tmp_path, full, capsys):
 
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "metrics.json").write_text(json.dumps(set_metric(copy_metrics(full), 8, "efficiency", 0.5)))
+    (bad / "metrics.json").write_text(json.dumps(set_efficiency(copy_metrics(full), 8, 0.5)))
     assert cli_main(["check", str(bad), "--expected", str(CLAIMS_FILE), "--quiet"]) == 1
     assert json.loads((bad / "verdicts.json").read_text())["summary"]["exit_status"] == 1
 

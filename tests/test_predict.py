@@ -16,14 +16,44 @@ MODEL = dict(alpha_ns=20_000, busbw_Bps=200e9, contention=1.1)
 OPTS = ["--intra-busbw", "200", "--alpha-us", "20", "--contention", "1.1"]
 
 
+def own_gpus(n: int) -> list[dict]:
+    """Rank records (a run summary's ``ranks``) saying each of ``n`` ranks ran on a GPU of its own."""
+    return [
+        {
+            "rank": r,
+            "status": "ok",
+            "device": f"cuda:{r}",
+            "placement": {
+                "host": "n1",
+                "device_type": "cuda",
+                "device_index": r,
+                "gpu_uuid": f"GPU-{r:08x}-1111-2222-3333-444455556666",
+                "transports": ["P2P"] if n > 1 else [],
+                "rehearsal": False,
+            },
+        }
+        for r in range(n)
+    ]
+
+
+def _write_summary(run, n):
+    summary = {"status": "ok", "world_size": n, "tracer": "scorep", "ddp": True, "measured_steps": 6, "device_type": "cuda"}
+    (run / "summary.json").write_text(json.dumps(summary | {"fallbacks": [], "ranks": own_gpus(n)}))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """Written runs: the world-size-1 trace, and run folders of 2, 4 and 8 ranks (one GPU each, as
+    their records say) that follow the model, and one of 4 ranks that does not."""
     root = tmp_path_factory.mktemp("bucket-runs")
     out = {1: write_bucket_run(root / "ws1", 1, BucketModel(**MODEL))[0]}
     for n in (2, 4, 8):
-        out[n] = write_bucket_run(root / f"ws{n}", n, BucketModel(**MODEL))[0].parent
-    (out[8].parent / "summary.json").write_text(json.dumps({"status": "ok", "world_size": 8, "tracer": "scorep"}))
-    out["slow"] = write_bucket_run(root / "ws4-slow", 4, BucketModel(**MODEL, comm_scale=1.6))[0].parent
+        write_bucket_run(root / f"ws{n}", n, BucketModel(**MODEL))
+        _write_summary(root / f"ws{n}", n)
+        out[n] = root / f"ws{n}"
+    write_bucket_run(root / "ws4-slow", 4, BucketModel(**MODEL, comm_scale=1.6))
+    _write_summary(root / "ws4-slow", 4)
+    out["slow"] = root / "ws4-slow"
     return out
 
 
@@ -46,7 +76,6 @@ def test_bucket_ranges_survive_the_reader(runs):
 
 def test_prediction_matches_traces_that_follow_the_model(tmp_path, runs, capsys):
     measured = [a for n in (2, 4, 8) for a in ("--measured", str(runs[n]))]
-    measured[-1] = str(runs[8].parent)  # a run folder (summary.json, traces/) works as well
     rc, out = _predict(tmp_path, runs[1], *OPTS, *measured)
     assert rc == 0
     printed = capsys.readouterr().out
@@ -148,8 +177,18 @@ def test_report_shows_predictions_beside_verdicts(tmp_path, runs):
 
     from conftest import ROOT
 
+    from dnabert_scaling.metrics_schema import Placement
+    from reportfixtures import set_metric
+
     claims = ROOT / "expected" / "claims.toml"
-    results = write_results(tmp_path / "results", *gpu_results((1, 4, 8), tracer="torch"))
+    metrics, tables = gpu_results((1, 4, 8), tracer="torch")
+    # the set was analysed from the trace the forecast replays (its sha256), its ranks on GPUs of their own
+    sha = read_run_traces([runs[1]]).ranks[0]["sha256"]
+    set_metric(metrics, 1, "traced.inputs", [{"rank": 0, "path": str(runs[1]), "sha256": sha}])
+    for n in (4, 8):
+        own = Placement(ranks=n, hosts=1, gpus=n, ranks_per_gpu=1, shared_gpu=False, identity="uuid", transports=["P2P"])
+        set_metric(metrics, n, "traced.placement", own.to_json())
+    results = write_results(tmp_path / "results", metrics, tables)
     verdicts = checker.check_results(results, claims)
     checker.write_verdicts(verdicts, results)
     rc, _ = _predict(tmp_path, runs[1], *OPTS, "--measured", str(runs["slow"]), "--measured", str(runs[8]))
@@ -182,22 +221,13 @@ def test_results_folder_pipeline(tmp_path, monkeypatch):
     for n in (1, 4):
         run = tmp_path / "sweep" / f"ws{n}-scorep-r0"
         write_bucket_run(run, n, m)
-        (run / "summary.json").write_text(
-            json.dumps(
-                {
-                    "status": "ok",
-                    "world_size": n,
-                    "tracer": "scorep",
-                    "ddp": True,
-                    "measured_steps": 6,
-                    "device_type": "cuda",
-                    "fallbacks": [],
-                }
-            )
-        )
+        _write_summary(run, n)
     assert main(["analyze", "sweep", "--out", "results"]) == 0
     assert main(["predict", "results", "--gpus", "2,4,8", "--intra-busbw", "200", "--alpha-us", "20"]) == 0
     out = json.loads((tmp_path / "results" / "predictions.json").read_text())
+    # what it replayed, by content: the world-size-1 trace metrics.json was analysed from
+    metrics = json.loads((tmp_path / "results" / "metrics.json").read_text())
+    assert out["source"]["sha256"] == metrics["world_sizes"]["1"]["traced"]["inputs"][0]["sha256"]
     assert out["source"]["run"].endswith("ws1-scorep-r0")
     assert out["model"]["contention"]["mid"] == pytest.approx(1.1, abs=0.01)
     assert out["model"]["contention"]["source"].startswith("measured")
@@ -254,11 +284,6 @@ def test_kineto_reader_keeps_bucket_ranges(tmp_path):
 
 def _tree(root):
     return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def _write_summary(run, n):
-    summary = {"status": "ok", "world_size": n, "tracer": "scorep", "ddp": True, "measured_steps": 6, "device_type": "cuda"}
-    (run / "summary.json").write_text(json.dumps(summary | {"fallbacks": []}))
 
 
 @pytest.fixture(scope="module")
@@ -462,3 +487,97 @@ def test_a_run_without_records_found_through_the_sources_is_read_and_kept(tmp_pa
     assert _tree(run1) == before
     rc, out = _predict(tmp_path, tmp_path / "copy" / "results", "--gpus", "2,4")
     assert rc == 0 and "ws1-scorep-r0/traces/scorep-rank0" in out["source"]["source"]
+
+
+# --- an existing file that predict did not write is never overwritten -------------------------
+
+
+def test_an_existing_file_that_is_not_a_predictions_file_is_not_overwritten(tmp_path, runs, capsys):
+    """``--out`` naming someone's notes, another JSON file or a trace that predict does not read: refused
+    (exit 2, the file and why named), the file untouched; ``--force`` replaces it; an earlier predictions
+    file is replaced without it."""
+    import shutil
+
+    from conftest import ROOT
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    trace = tmp_path / "rank0.json.gz"
+    shutil.copy(ROOT / "expected" / "reference" / "h200-rehearsal" / "ws2-torch-r0" / "traces" / "rank0.json.gz", trace)
+    metrics = tmp_path / "metrics.json"
+    shutil.copy(ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "metrics.json", metrics)
+    for target, why in (
+        (notes, "not a JSON file"),
+        (trace, "not a JSON file"),
+        (metrics, "a JSON file with schema 'dnabert-scaling/metrics/1'"),
+    ):
+        before = target.read_bytes()
+        assert main(["predict", str(runs[1]), "--gpus", "2", "--out", str(target)]) == 2
+        err = capsys.readouterr().err
+        assert f"{target}: --out: exists and is not a predictions file written by predict ({why})" in err, err
+        assert "--force" in err and "Traceback" not in err
+        assert target.read_bytes() == before
+    assert main(["predict", str(runs[1]), "--gpus", "2", "--out", str(notes), "--force"]) == 0
+    assert json.loads(notes.read_text())["schema"] == pr.SCHEMA
+    assert main(["predict", str(runs[1]), "--gpus", "2,4", "--out", str(notes)]) == 0  # predict's own file
+    assert "4" in json.loads(notes.read_text())["world_sizes"]
+
+
+# --- measured runs whose placement is unknown are not compared ---------------------------------
+
+
+def test_measured_traces_without_a_recorded_placement_are_refused(tmp_path, runs, capsys):
+    """Trace files without their run's records do not say whether each rank had a GPU: the shipped
+    rehearsal's 8 ranks time-slicing one H200, given as bare traces, are refused as its run folder is
+    (before any trace is read), never compared as one GPU per rank."""
+    from conftest import ROOT
+
+    rehearsal = ROOT / "expected" / "reference" / "h200-rehearsal" / "ws8-torch-r0"
+    one = ROOT / "expected" / "reference" / "h200-buckets-b8" / "ws1-torch-r0" / "traces" / "rank0.json.gz"
+    out = tmp_path / "p.json"
+    for measured, word in (
+        (rehearsal / "traces", "its placement is not recorded"),
+        (rehearsal, "its ranks shared a GPU (a rehearsal)"),
+        (runs[4] / "traces", "its placement is not recorded"),
+    ):
+        assert main(["predict", str(one), "--measured", str(measured), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"{measured}: --measured: refused: {word}" in err and "Traceback" not in err, err
+        assert "one GPU per rank assumed" not in err
+        assert not out.exists()
+
+
+def test_a_results_folder_without_recorded_placement_is_not_compared(tmp_path, monkeypatch, capsys):
+    """A sweep analysed without the ranks' records of where they ran (metrics placement null): its
+    4-rank world size is neither compared with the forecast nor used for the contention, and predict says why."""
+    monkeypatch.chdir(tmp_path)
+    for n in (1, 4):
+        run = tmp_path / "sweep" / f"ws{n}-scorep-r0"
+        write_bucket_run(run, n, BucketModel(**MODEL))
+        summary = {"status": "ok", "world_size": n, "tracer": "scorep", "ddp": True, "measured_steps": 6}
+        (run / "summary.json").write_text(json.dumps(summary | {"device_type": "cuda", "fallbacks": []}))
+    assert main(["analyze", "sweep", "--out", "results"]) == 0
+    metrics = json.loads((tmp_path / "results" / "metrics.json").read_text())
+    assert metrics["world_sizes"]["4"]["traced"]["placement"] is None
+    capsys.readouterr()
+    assert main(["predict", "results", "--gpus", "2,4,8"]) == 0
+    err = capsys.readouterr().err
+    assert "world size 4 is not compared: its placement is not recorded" in err, err
+    out = json.loads((tmp_path / "results" / "predictions.json").read_text())
+    assert out["comparison"] == {}
+    assert {f["what"] for f in out["fallbacks"]} == {"busbw", "contention"}
+
+
+def test_the_busbw_fallback_says_what_was_used(tmp_path, runs, capsys):
+    """With --intra-busbw, the busbw fallback names the given figure where it was used and the table only
+    where the table was (across nodes, its inter-node figure), not the layout's table for everything."""
+    rc, out = _predict(tmp_path, runs[1], "--intra-busbw", "150")
+    assert rc == 0
+    used = next(f["used"] for f in out["fallbacks"] if f["what"] == "busbw")
+    assert used == (
+        "world sizes [2, 4, 8] (one node): intra-node 150 GB/s given by --intra-busbw; world sizes [16, 1024] "
+        "(across nodes, the smaller of): intra-node 150 GB/s given by --intra-busbw, inter-node from the table "
+        "of node layout a100-nvswitch"
+    )
+    line = next(x for x in capsys.readouterr().out.splitlines() if "fallback: busbw" in x)
+    assert "changed by options" not in line and "150 GB/s" in line

@@ -82,8 +82,10 @@ def _poisoned(folder: Path) -> Path:
     ]
     m["deviations"] = [PAYLOAD]
     m["notes"] = [PAYLOAD]
-    folder = write_results(folder, m, t)
     pred = json.loads((ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json").read_text())
+    # the set names the trace the forecast replays: the forecast is shown as this set's
+    m["world_sizes"]["1"]["traced"]["inputs"] = [{"rank": 0, "path": PAYLOAD, "sha256": pred["source"]["sha256"]}]
+    folder = write_results(folder, m, t)
     pred["source"]["source"] = pred["source"]["readiness_method"] = PAYLOAD
     pred["model"]["node"]["name"] = pred["model"]["all_reduce"] = PAYLOAD
     pred["fallbacks"] = [{"what": PAYLOAD, "used": PAYLOAD, "why": PAYLOAD}]

@@ -146,13 +146,20 @@ def test_a_forecast_beside_a_shared_gpu_world_size_is_not_said_unmeasured(tmp_pa
 
 
 def test_a_forecast_is_drawn_outlined_and_named_not_as_a_verdict(tmp_path):
+    import json
     import re
     import shutil
 
     from dnabert_scaling.report import summary
 
-    shutil.copy(ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json", tmp_path)
-    rs = result_set(gpu_results((1,))[0], tmp_path)
+    from reportfixtures import set_metric
+
+    shipped = ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json"
+    shutil.copy(shipped, tmp_path)
+    metrics = gpu_results((1,))[0]  # analysed from the trace the forecast replays: the forecast is this set's
+    sha = json.loads(shipped.read_text())["source"]["sha256"]
+    set_metric(metrics, 1, "traced.inputs", [{"rank": 0, "path": "rank0.json.gz", "sha256": sha}])
+    rs = result_set(metrics, tmp_path)
     html = str(summary.summary_html(results.Report([rs], {"claims": str(CLAIMS_FILE)}), [1, 4, 8]))
     cells = re.findall(r'<div class="ds-pred"[^>]*>(.*?)</div>', html, re.S)
     assert cells, "the set's forecasts are on the first screen"

@@ -4,6 +4,7 @@ bound, claim-level combination, measured error, and the shipped forecast of h200
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from dnabert_scaling.checker.predicted import (
     BLIND_SPOTS,
     NOT_PREDICTED,
     UNDECIDED,
+    UNINFORMATIVE,
     band_verdict,
     predicted_verdicts,
     prediction_figure,
@@ -119,37 +121,135 @@ def test_why_a_set_has_no_forecast(tmp_path):
     assert "run dnabert-scaling predict" in predictions.load(gpu)[1]
 
 
-def test_a_malformed_forecast_is_refused_with_the_reason(tmp_path):
+def _shipped_set(tmp_path, name="h200-buckets-b8"):
+    """A copy of a shipped results folder (metrics, verdicts, predictions, tables)."""
+    import shutil
+
+    shutil.copytree(ROOT / "expected" / "reference-results" / name, tmp_path / name)
+    return tmp_path / name
+
+
+def _edited(good: dict, where: str, value) -> dict:
+    """``good`` with the value at ``where`` (dotted keys) replaced, or removed where ``value`` is DROP."""
+    doc = json.loads(json.dumps(good))
+    *parents, last = where.split(".")
+    node = doc
+    for key in parents:
+        node = node[key]
+    if value is DROP:
+        del node[last]
+    else:
+        node[last] = value
+    return doc
+
+
+DROP = object()
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "words"),
+    [
+        ("world_sizes.8", "x", "world_sizes['8'] must be an object, not 'x'"),
+        ("world_sizes.<b>", {}, "world_sizes['<b>'] is not a world size"),
+        ("comparison.4", [], "comparison['4'] must be an object"),
+        ("model", [], "model must be an object"),
+        ("schema", "other", "not a dnabert-scaling/predictions/1 file"),
+        ("world_sizes.8.allreduce_to_backward", {"mid": NAN, "low": -INF, "high": INF}, "allreduce_to_backward.low is -inf"),
+        ("world_sizes.8.allreduce_to_backward.mid", NAN, "world_sizes['8'].allreduce_to_backward.mid is nan"),
+        ("world_sizes.8.efficiency", {"mid": 1, "low": -5, "high": 1e300}, "world_sizes['8'].efficiency.low is -5: negative"),
+        ("world_sizes.8.efficiency", {"mid": 0.9, "low": 0.95, "high": 1.0}, "not low <= mid <= high"),
+        ("world_sizes.8.efficiency.high", "1", "world_sizes['8'].efficiency.high must be a number, not '1'"),
+        ("world_sizes.8.overlap_ratio", DROP, "world_sizes['8'].overlap_ratio is missing"),
+        ("world_sizes.8.overlap_ratio.low", DROP, "world_sizes['8'].overlap_ratio.low is missing"),
+        ("world_sizes.8.overlap_ratio.high", 1.5, "overlap_ratio.high is 1.5: a share above 1"),
+        ("world_sizes.8.bucket_allreduce_s", [0.1, -1], "bucket_allreduce_s[1] is -1"),
+        ("baseline.step_time_s", INF, "baseline.step_time_s is inf"),
+        ("world_sizes", {}, "world_sizes is empty"),
+        ("source", DROP, "source is missing"),
+        ("source.sha256", "abc", "source.sha256 must be a sha256"),
+        ("goal.step_time_rel", -0.1, "goal.step_time_rel is -0.1"),
+        ("fallbacks", None, "fallbacks must be a list"),
+    ],
+)
+def test_a_bad_forecast_is_refused_naming_the_file_and_key(tmp_path, capsys, where, value, words):
+    """Numbers predict cannot have written (NaN, inf, negative, a share above 1, a band out of order)
+    and missing parts are refused like a bad metrics.json: by the loader and by the report command
+    (exit 2, the file and the key named, before the notebook runs, nothing written)."""
+    from dnabert_scaling.cli import main
+    from dnabert_scaling.errors import ArtifactError
+    from dnabert_scaling.report import predictions, results
+
+    folder = _shipped_set(tmp_path)
+    good = json.loads((folder / "predictions.json").read_text())
+    (folder / "predictions.json").write_text(json.dumps(_edited(good, where, value)))
+    rs = results.load_set(0, folder)
+    with pytest.raises(ArtifactError, match=re.escape(words)):
+        predictions.load(rs)
+    assert main(["report", str(folder), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'predictions.json'}: " in err and words in err and "Traceback" not in err, err
+    assert not (tmp_path / "report").exists()
+
+
+def test_the_shipped_forecasts_are_valid_and_tied_to_their_sets(tmp_path):
+    from dnabert_scaling.report import predictions, results
+
+    shipped = sorted((ROOT / "expected" / "reference-results").glob("*/predictions.json"))
+    assert len(shipped) == 7
+    for path in shipped:
+        pred, why = predictions.load(results.load_set(0, path.parent))
+        assert pred is not None and why == "", (path, why)
+
+
+def test_another_sets_forecast_is_not_shown_as_this_sets(tmp_path):
+    """The batch-32 Score-P set's predictions.json copied into the batch-8 set: not shown (no first-screen
+    badge, none in section x.6), with the reason; likewise one that does not say what it replayed."""
+    from dnabert_scaling.report import predictions, results
+    from dnabert_scaling.report.summary import summary
+
+    folder = _shipped_set(tmp_path)
+    rs = results.load_set(0, folder)
+    own = predictions.load(rs)[0]
+    assert own is not None
+    report = results.Report([rs], {"claims": str(ROOT / "expected" / "claims.toml")})
+    study = [1, 2, 4, 8]
+    assert any(c["predicted"] for c in summary(report, report.params["claims"], study)["rows"][0]["cells"])
+    other = ROOT / "expected" / "reference-results" / "h200-scorep-b32" / "predictions.json"
+    (folder / "predictions.json").write_text(other.read_text())
+    pred, why = predictions.load(rs)
+    assert pred is None and "made from another trace" in why and "re-run dnabert-scaling predict" in why, why
+    assert "h200-scorep-b32" in why and "h200-buckets-b8" in why
+    assert not any(c["predicted"] for c in summary(report, report.params["claims"], study)["rows"][0]["cells"])
+    section = predictions.section_html(rs)
+    assert "made from another trace" in section and "0.739" not in section
+    (folder / "predictions.json").write_text(json.dumps(_edited(own, "source.sha256", DROP)))
+    pred, why = predictions.load(rs)
+    assert pred is None and "does not record the sha256 of the trace it replayed" in why
+
+
+def test_a_set_without_its_world_size_1_trace_ties_no_forecast(tmp_path):
     from dnabert_scaling.report import predictions, results
     from reportfixtures import gpu_results
 
     rs = results.ResultSet(0, tmp_path, "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
-    good = json.loads(SHIPPED.read_text())
-    for broken, word in (
-        ({**good, "world_sizes": {"8": "x"}}, "world_sizes['8']"),
-        ({**good, "world_sizes": {"<b>": {}}}, "world_sizes['<b>']"),
-        ({**good, "comparison": {"4": []}}, "comparison['4']"),
-        ({**good, "model": []}, "model is not an object"),
-        ({**good, "schema": "other"}, "is not a dnabert-scaling/predictions/1 file"),
-    ):
-        (tmp_path / "predictions.json").write_text(json.dumps(broken))
-        pred, why = predictions.load(rs)
-        assert pred is None and word in why
-    (tmp_path / "predictions.json").write_text(json.dumps(good))
-    assert predictions.load(rs)[0] == good
+    (tmp_path / "predictions.json").write_text(SHIPPED.read_text())
+    pred, why = predictions.load(rs)
+    assert pred is None and "records no traced world-size-1 trace" in why
 
 
 def test_a_band_of_no_width_is_said_to_have_no_spread_not_shown_as_certain():
     """An efficiency of 1.0 at every end of the forecast's parameters (the all-reduce fits into the idle
-    time whatever the bandwidth): PASS against the bound, but said to rest on a band that the varied
-    parameters do not move, in the claim's reason and in the report's band column."""
+    time whatever the bandwidth): within the bound, but UNINFORMATIVE, not PASS: the band rests on
+    nothing the varied parameters move, said in the claim's reason and in the report's band column."""
     from dnabert_scaling.report import predictions, results
     from reportfixtures import gpu_results
 
     c6 = [c for c in CLAIMS if c.id == "C6"]
     flat = {"mid": 1.0, "low": 1.0, "high": 1.0}
     got = predicted_verdicts({"world_sizes": {"4": {"efficiency": flat}, "8": {"efficiency": flat}}}, c6, (4, 8))[0]
-    assert got["verdict"] == PASS and all(r["no_spread"] for r in got["checks"])
+    assert got["verdict"] == UNINFORMATIVE and all(r["no_spread"] for r in got["checks"])
+    assert all(r["verdict"] == UNINFORMATIVE and r["band_verdict"] == PASS for r in got["checks"])
     assert "the bands of efficiency at 4, efficiency at 8 have no width" in got["why"] and "does not model" in got["why"]
     wide = {"mid": 0.95, "low": 0.9, "high": 1.0}
     got = predicted_verdicts({"world_sizes": {"4": {"efficiency": wide}, "8": {"efficiency": wide}}}, c6, (4, 8))[0]
@@ -157,3 +257,19 @@ def test_a_band_of_no_width_is_said_to_have_no_spread_not_shown_as_certain():
     rs = results.ResultSet(0, Path("."), "gpu", "gpu", gpu_results((1, 4))[0], None, "test")
     rows = predictions.predicted_rows(rs, {"world_sizes": {"4": {"efficiency": flat}}}, c6, [4, 8])
     assert rows[0]["checks"][0]["band_text"] == "1 (no spread)"
+
+
+def test_the_first_screen_shows_a_forecast_of_no_spread_as_uninformative(tmp_path):
+    """The shipped batch-8 set's C6 forecast is efficiency 1 at 8 GPUs at every end of the band (the
+    model keeps the one-GPU host timeline): a neutral UNINFORMATIVE badge with "(no spread)", never a
+    PASS-coloured "1 [1, 1]"; C5's forecast, whose band has a width, keeps its verdict."""
+    from dnabert_scaling.report import results
+    from dnabert_scaling.report.summary import summary
+
+    rs = results.load_set(0, _shipped_set(tmp_path))
+    report = results.Report([rs], {})
+    s = summary(report, str(ROOT / "expected" / "claims.toml"), [1, 2, 4, 8])
+    cells = dict(zip((c["id"] for c in s["claims"]), s["rows"][0]["cells"]))
+    c6 = cells["C6"]["predicted"]
+    assert (c6["verdict"], c6["cls"], c6["band"]) == (UNINFORMATIVE, "notrun", "1 (no spread)"), c6
+    assert cells["C5"]["predicted"]["verdict"] == FAIL and "[" in cells["C5"]["predicted"]["band"]

@@ -50,6 +50,7 @@ from dnabert_scaling.analysis.predict_compare import (  # noqa: F401 - the publi
     contention_from_trace,
     measured_from_metrics,
     measured_from_trace,
+    measured_run,
 )
 from dnabert_scaling.analysis.predict_layouts import (  # noqa: F401
     ALPHA_S,
@@ -348,15 +349,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="a multi-rank trace or run folder to compare with (repeatable)",
+        help="a multi-rank run folder to compare with, whose records say each rank had a GPU of its own "
+        "(a rehearsal, or traces without their run's records, are refused; repeatable)",
     )
     p.add_argument(
         "--out",
         type=output_path,
         default=None,
         help="predictions.json to write (default: inside the results folder, else ./predictions.json; "
-        "never by default inside the source tree's expected/)",
+        "never by default inside the source tree's expected/); an existing file is replaced only when it is "
+        "a predictions file written by predict",
     )
+    p.add_argument("--force", action="store_true", help="replace an existing --out file that is not a predictions file")
 
 
 def _shipped_results() -> Path:
@@ -386,7 +390,62 @@ def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
     option = "--out" if args.out else "predictions.json (or give --out)"
     writable_file(target, option)
     refuse_overlap([(option, target)], reads)
+    if not getattr(args, "force", False):
+        foreign = _not_predictions(target)
+        if foreign:
+            raise ArtifactError(
+                f"{option}: exists and is not a predictions file written by predict ({foreign}); "
+                "not overwritten: give another path, or --force to replace it",
+                target,
+            )
     return target
+
+
+def _not_predictions(path: Path) -> str | None:
+    """Why the existing file at ``path`` is not one that predict wrote (judged by its content: a JSON
+    object whose schema is ``SCHEMA``), or None where it is, or where nothing is there."""
+    from dnabert_scaling.errors import loads_json
+
+    if not path.exists() and not path.is_symlink():
+        return None
+    if not path.is_file():
+        return "not a regular file"
+    if path.stat().st_size > 64 << 20:  # predictions files are kilobytes
+        return "a file of more than 64 MiB"
+    try:
+        data = loads_json(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    except (ValueError, UnicodeDecodeError):
+        return "not a JSON file"
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema != SCHEMA:
+        return f"a JSON file with schema {schema!r}" if schema else "a JSON file without predict's schema field"
+    return None
+
+
+def busbw_used(args: argparse.Namespace, layout: NodeLayout, sizes: list[int]) -> str:
+    """What bus bandwidth the model used for ``sizes`` (those without a --busbw file): within a node
+    the intra-node value, across nodes the smaller of intra- and inter-node; each either given by its
+    option or the node layout's table."""
+    table = f"table of node layout {args.node}"
+    if args.intra_busbw is None and args.inter_busbw is None:
+        return table
+
+    def said(opt: str, text: str | None, which: str) -> str:
+        return f"{which} {text} GB/s given by {opt}" if text is not None else f"{which} from the {table}"
+
+    one = [n for n in sizes if n <= layout.gpus_per_node]
+    more = [n for n in sizes if n > layout.gpus_per_node]
+    parts = []
+    if one:
+        parts.append(f"world sizes {one} (one node): {said('--intra-busbw', args.intra_busbw, 'intra-node')}")
+    if more:
+        parts.append(
+            f"world sizes {more} (across nodes, the smaller of): {said('--intra-busbw', args.intra_busbw, 'intra-node')}, "
+            f"{said('--inter-busbw', args.inter_busbw, 'inter-node')}"
+        )
+    return "; ".join(parts)
 
 
 def _contention(given: Band | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:
@@ -418,11 +477,15 @@ def run(args: argparse.Namespace) -> int:
     given_contention = None if args.contention is None else _parse_band(args.contention, "--contention")
     busbw = read_busbw(args.busbw)
     source = resolve_source(args.source)
+    for m in args.measured:  # refused before any trace is read: a rehearsal, or no record of where its ranks ran
+        measured_run(m)
     reads = [*source.reads, *args.busbw, *(p for m in args.measured for p in _measured_reads(m))]
     target = output_target(args, reads)
     from dnabert_scaling.traces import read_run_traces
 
-    profile = profile_from_trace(read_source(source))
+    trace = read_source(source)
+    profile = profile_from_trace(trace)
+    replayed = trace.ranks[trace.rank_ids[0]] if len(trace.rank_ids) else {}
     measured, desc = source.measured, source.desc
     fallbacks: list[dict[str, str]] = []
     for n, paths in source.contention_traces.items():  # a results folder's multi-GPU runs: their contention
@@ -436,7 +499,7 @@ def run(args: argparse.Namespace) -> int:
         fallbacks.append(
             {
                 "what": "busbw",
-                "used": f"table of node layout {layout.name}",
+                "used": busbw_used(args, layout, missing_bw),
                 "why": f"no --busbw measurement given to predict for world sizes {missing_bw}",
             }
         )
@@ -445,7 +508,9 @@ def run(args: argparse.Namespace) -> int:
         "schema": SCHEMA,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "note": "predictions, never verdicts: claims are judged on measurements only",
-        "source": {**desc, **profile.info},
+        # what the forecast replayed, by content: the report shows it only for the set whose
+        # metrics.json names this trace (its world-size-1 inputs' sha256)
+        "source": {**desc, **profile.info, "sha256": replayed.get("sha256")},
         "model": {
             "all_reduce": "alpha + 2(N-1)/N * bytes / busbw(N, bytes), buckets in order on one NCCL stream",
             "node": layout.as_dict(),

@@ -25,12 +25,28 @@ SHARED_GPU = (
     "its ranks shared a GPU (a rehearsal): the timings describe ranks time-slicing one GPU over loopback "
     "sockets, not a multi-GPU run a prediction could be compared with"
 )
+UNKNOWN_PLACEMENT = (
+    "its placement is not recorded (traces without the run's records of where each rank ran): whether each "
+    "rank had a GPU of its own is unknown, and ranks time-slicing one GPU (a rehearsal, never compared) "
+    "look the same in a trace"
+)
+
+
+def _not_comparable(placement) -> str | None:
+    """Why a measured world size cannot be held against the forecast (its ranks shared a GPU, or
+    nobody recorded where they ran), or None for one GPU per rank."""
+    if placement is None or placement.gpus is None:
+        return UNKNOWN_PLACEMENT
+    if placement.shared_gpu or placement.rehearsal:
+        return SHARED_GPU
+    return None
 
 
 def measured_from_metrics(metrics: MetricsFile, left_out: list[str] | None = None) -> dict[int, dict[str, Any]]:
     """Measured per world size (> 1) from a metrics.json: the medians the prediction is judged by.
-    A world size whose ranks shared a GPU is left out (``SHARED_GPU``), said in ``left_out`` where
-    the caller gives a list (the report shows it once), else on stderr (the command)."""
+    A world size whose ranks shared a GPU (``SHARED_GPU``) or whose placement is not recorded
+    (``UNKNOWN_PLACEMENT``) is left out, said in ``left_out`` where the caller gives a list (the
+    report shows it once), else on stderr (the command)."""
     import sys
 
     out: dict[int, dict[str, Any]] = {}
@@ -39,8 +55,9 @@ def measured_from_metrics(metrics: MetricsFile, left_out: list[str] | None = Non
         if not gpu or int(key) < 2:
             continue
         placement = entry.traced.placement if entry.traced else None
-        if placement is not None and (placement.shared_gpu or placement.rehearsal):
-            why = f"world size {key} is not compared: {SHARED_GPU}"
+        reason = _not_comparable(placement)
+        if reason:
+            why = f"world size {key} is not compared: {reason}"
             if left_out is None:
                 print(f"predict: {why}", file=sys.stderr)
             else:
@@ -51,29 +68,41 @@ def measured_from_metrics(metrics: MetricsFile, left_out: list[str] | None = Non
 
 
 def _placement_label(placement) -> str:
-    if placement is None or placement.gpus is None:
-        return "placement not recorded: one GPU per rank assumed"
     transports = ", ".join(placement.transports) or "NCCL transport not recorded"
     return f"{placement.ranks} rank(s) on {placement.gpus} GPU(s), {transports}"
 
 
-def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, Any]]:
-    """Measured figures of a multi-rank trace (a run folder's traces or trace files), analysed now,
-    and the contention factor it shows against the one-GPU trace."""
-    from dnabert_scaling.analysis.metrics import analyze_trace
-    from dnabert_scaling.analysis.runs import is_run_dir, load_run, trace_paths
-    from dnabert_scaling.traces import read_run_traces
-
+def measured_run(path: Path):
+    """(run, placement) of ``--measured PATH``, refused (before any trace is read) unless the run's
+    records say each rank had a GPU of its own: a rehearsal's ranks shared one, and trace files
+    without their run folder do not say where they ran, so neither is compared with the forecast
+    nor lends it a contention factor."""
     from dnabert_scaling.analysis.placement import placement_of
+    from dnabert_scaling.analysis.runs import is_run_dir, load_run
 
     path = Path(path)
     if not path.exists():
         raise ArtifactError("--measured: does not exist", path)
     run = load_run(path) if is_run_dir(path) else None
     placement = placement_of(run)
-    if placement is not None and (placement.shared_gpu or placement.rehearsal):
-        raise ArtifactError(f"--measured: refused: {SHARED_GPU}", path)
-    trace = read_run_traces(trace_paths(run) if run is not None else path)
+    reason = _not_comparable(placement)
+    if reason == UNKNOWN_PLACEMENT:
+        raise ArtifactError(f"--measured: refused: {reason}; give the run folder whose records say where its ranks ran", path)
+    if reason:
+        raise ArtifactError(f"--measured: refused: {reason}", path)
+    return run, placement
+
+
+def measured_from_trace(path: Path, profile: Profile) -> tuple[int, dict[str, Any]]:
+    """Measured figures of a multi-rank run folder whose ranks each had a GPU (``measured_run``),
+    analysed now, and the contention factor it shows against the one-GPU trace."""
+    from dnabert_scaling.analysis.metrics import analyze_trace
+    from dnabert_scaling.analysis.runs import trace_paths
+    from dnabert_scaling.traces import read_run_traces
+
+    path = Path(path)
+    run, placement = measured_run(path)
+    trace = read_run_traces(trace_paths(run))
     n = len(trace.rank_ids)
     if n < 2:
         raise ArtifactError("--measured needs a multi-rank trace; this one has one rank", path)

@@ -11,9 +11,13 @@ A check is predictable when it is a range test on a figure the forecast gives pe
 ``allreduce_to_backward``, ``efficiency``). Its band ``[min, max]`` of the forecast's low, mid and
 high ends gives: PASS when the whole band lies within the bounds, FAIL when the whole band lies
 outside, UNDECIDED when the band straddles a bound; a band of no width (every end one value) is
-marked ``no_spread``, and a PASS resting on one says so. A claim is predicted FAIL when one of its checks
-is, PASS only when every check is predicted and PASS, NOT PREDICTED when none can be, else
-UNDECIDED (with the checks that cannot be predicted named)."""
+marked ``no_spread`` and its check is UNINFORMATIVE, whichever side of the bound it lies: the
+parameters the forecast varies do not move the figure (the efficiency of a step whose all-reduce
+fits into the idle time the kept one-GPU host timeline leaves is 1 at every end), so only what the
+forecast does not model decides where a measurement falls. A claim is predicted FAIL when one of
+its checks is, PASS only when every check is predicted and PASS, UNDECIDED when a band straddles a
+bound, UNINFORMATIVE when a check rests on a band of no width, NOT PREDICTED when none can be
+predicted, else UNDECIDED (with the checks that cannot be predicted named)."""
 
 from __future__ import annotations
 
@@ -23,8 +27,9 @@ from dnabert_scaling.checker.claims import Check, Claim
 from dnabert_scaling.checker.names import FAIL, PASS
 
 UNDECIDED = "UNDECIDED"
+UNINFORMATIVE = "UNINFORMATIVE"
 NOT_PREDICTED = "NOT PREDICTED"
-PREDICTED_VERDICTS = (PASS, FAIL, UNDECIDED, NOT_PREDICTED)
+PREDICTED_VERDICTS = (PASS, FAIL, UNDECIDED, UNINFORMATIVE, NOT_PREDICTED)
 
 # What the forecast does not model, each with the figures it could move (stated with every
 # predicted verdict; the report gives them once and refers to them).
@@ -143,6 +148,8 @@ def _check_rows(check: Check, predicted: dict, measured: dict, study: Iterable[i
             row["error"] = band["mid"] - value if isinstance(band.get("mid"), (int, float)) else None
         row["blind_spots"] = [b["id"] for b in BLIND_SPOTS if figure in b["figures"]]
         row["no_spread"] = _no_spread(band)
+        if row["no_spread"]:  # the band against the bound, kept; the verdict says the band cannot decide
+            row["band_verdict"], row["verdict"] = row["verdict"], UNINFORMATIVE
         rows.append(row)
     return rows
 
@@ -154,17 +161,17 @@ def _combine(rows: list[dict[str, Any]]) -> tuple[str, str]:
     if FAIL in verdicts:
         return FAIL, "a predicted band lies wholly outside the claim's bound"
     if all(v == PASS for v in verdicts):
-        flat = [f"{r['check']} at {r['world_size']}" for r in rows if r.get("no_spread")]
-        if flat:
-            return PASS, (
-                "every predicted band lies within the claim's bounds; "
-                + (f"the band of {flat[0]} has" if len(flat) == 1 else f"the bands of {', '.join(flat)} have")
-                + " no width (the forecast's bus bandwidth, latency and contention do not move the figure), so "
-                "only what the forecast does not model could move it across"
-            )
         return PASS, "every predicted band lies within the claim's bounds"
     if UNDECIDED in verdicts:
         return UNDECIDED, "a predicted band straddles the claim's bound"
+    flat = [f"{r['check']} at {r['world_size']}" for r in rows if r["verdict"] == UNINFORMATIVE]
+    if flat:
+        return UNINFORMATIVE, (
+            (f"the band of {flat[0]} has" if len(flat) == 1 else f"the bands of {', '.join(flat)} have")
+            + " no width: the forecast's bus bandwidth, latency and contention do not move the figure (it keeps the "
+            "one-GPU run's host timeline), so the forecast cannot say where a measurement would fall; only what "
+            "it does not model could decide it"
+        )
     missing = sorted({r["check"] for r in rows if r["verdict"] == NOT_PREDICTED})
     return UNDECIDED, f"the forecast cannot judge check(s) {', '.join(missing)}"
 

@@ -112,8 +112,10 @@ def build_report(
 
 
 def _load_metrics(results: list[Path], labels: list[str]) -> list[tuple[dict, Path]]:
-    """Each results folder's metrics and folder (a clear error for one without metrics.json); writes nothing."""
+    """Each results folder's metrics and folder (a clear error for one without metrics.json, or with a
+    metrics.json or predictions.json that is not valid); writes nothing."""
     from dnabert_scaling import checker
+    from dnabert_scaling.report.predictions import check_file
 
     if not results:
         raise ArtifactError("give at least one results folder")
@@ -123,6 +125,7 @@ def _load_metrics(results: list[Path], labels: list[str]) -> list[tuple[dict, Pa
     for r in results:
         metrics, mpath = checker.load_metrics(r)
         folder = mpath.parent.resolve()
+        check_file(folder)
         if any(folder == f for _, f in loaded):
             raise ArtifactError("given twice: the report would show one result set as two", r)
         loaded.append((metrics, folder))

@@ -5,8 +5,12 @@ claim's verdict. Everything here is labelled a prediction: verdicts come from me
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any
 
-from dnabert_scaling.errors import loads_json
+from dnabert_scaling.analysis.predict_replay import FIGURES
+from dnabert_scaling.errors import ArtifactError, read_json_object
 from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION
 from dnabert_scaling.report.results import badge, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt
@@ -24,27 +28,158 @@ DEFAULT_SIZES = (2, 4, 8)
 
 
 def load(rs) -> tuple[dict | None, str]:
-    """(predictions, "") or (None, why there are none) for one results folder."""
+    """(predictions, "") or (None, why there are none) for one results folder: a predictions.json
+    is shown only where it was made from this set's world-size-1 trace (``not_this_sets``); one
+    that is not a valid predictions file is refused (``read_file``, an ArtifactError: the report
+    command refuses it before the notebook runs, as it does a bad metrics.json)."""
     path = rs.path / "predictions.json"
     if not path.is_file():
         return None, _why_none(rs)
-    try:
-        data = loads_json(path.read_text())
-    except (OSError, ValueError) as exc:
-        return None, f"predictions.json cannot be read: {exc}"
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("world_sizes"), dict):
-        return None, f"predictions.json is not a {SCHEMA} file"
-    for part in ("world_sizes", "comparison"):
-        entries = data.get(part) if data.get(part) is not None else {}
-        if not isinstance(entries, dict):
-            return None, f"predictions.json is not a {SCHEMA} file: {part} is not an object"
+    data = read_file(path)
+    why = not_this_sets(data, rs.metrics, rs.path)
+    return (None, why) if why else (data, "")
+
+
+# the figures every world size's forecast gives as a band (``predict_replay.predict``); shares and ratios lie in 0..1
+BAND_FIGURES = (*FIGURES, "efficiency")
+SHARES = ("exposed_comm_share", "overlap_ratio", "allreduce_share")
+_MISSING = object()
+
+
+def read_file(path: Path) -> dict:
+    """The predictions.json at ``path``, checked as strictly as metrics.json (``metrics_schema``): an
+    ArtifactError naming the file and the key for anything ``predict`` cannot have written: another
+    schema, a missing part, a number that is NaN, infinite or negative, a share above 1, a band whose
+    ends are not low <= mid <= high."""
+    data = read_json_object(path, "a JSON object (a predictions.json written by dnabert-scaling predict)")
+    if data.get("schema") != SCHEMA:
+        raise ArtifactError(f"schema is {data.get('schema')!r}: not a {SCHEMA} file written by dnabert-scaling predict", path)
+    _Checker(path).file(data)
+    return data
+
+
+class _Checker:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def bad(self, key: str, problem: str) -> ArtifactError:
+        return ArtifactError(f"{key} {problem}", self.path)
+
+    def obj(self, value: Any, key: str) -> dict:
+        if value is _MISSING:
+            raise self.bad(key, "is missing")
+        if not isinstance(value, dict):
+            raise self.bad(key, f"must be an object, not {_short(value)}")
+        return value
+
+    def num(self, value: Any, key: str, hi: float | None = None, null: bool = True, signed: bool = False) -> float | None:
+        if value is _MISSING:
+            raise self.bad(key, "is missing")
+        if value is None and null:
+            return None
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise self.bad(key, f"must be a number, not {_short(value)}")
+        if not math.isfinite(value):
+            raise self.bad(key, f"is {value!r}: not a finite number")
+        if value < 0 and not signed:
+            raise self.bad(key, f"is {value!r}: negative, which no forecast gives")
+        if hi is not None and value > hi + 1e-9:
+            raise self.bad(key, f"is {value!r}: a share above {hi:g}")
+        return float(value)
+
+    def band(self, value: Any, key: str, hi: float | None = None) -> None:
+        b = self.obj(value, key)
+        low, mid, high = (self.num(b.get(k, _MISSING), f"{key}.{k}", hi) for k in ("low", "mid", "high"))
+        if None not in (low, mid, high) and not low <= mid <= high:  # type: ignore[operator]
+            raise self.bad(key, f"has low {low!r}, mid {mid!r}, high {high!r}: not low <= mid <= high")
+
+    def sizes(self, data: dict, part: str) -> dict:
+        entries = self.obj(data.get(part, _MISSING), part)
         for n, entry in entries.items():
-            if not str(n).isdigit() or not isinstance(entry, dict):
-                return None, f"predictions.json is not a {SCHEMA} file: {part}[{n!r}] is not a world size's object"
-    for part in ("source", "model", "goal"):
-        if data.get(part) is not None and not isinstance(data[part], dict):
-            return None, f"predictions.json is not a {SCHEMA} file: {part} is not an object"
-    return data, ""
+            if not str(n).isdigit() or int(n) < 2:
+                raise self.bad(f"{part}[{n!r}]", "is not a world size from 2 up")
+            self.obj(entry, f"{part}[{n!r}]")
+        return entries
+
+    def file(self, data: dict) -> None:
+        source = self.obj(data.get("source", _MISSING), "source")
+        digest = source.get("sha256")
+        if digest is not None and not (isinstance(digest, str) and len(digest) == 64):
+            raise self.bad("source.sha256", f"must be a sha256 (64 hex digits), not {_short(digest)}")
+        model = self.obj(data.get("model", _MISSING), "model")
+        if model.get("contention") is not None:
+            self.band(model["contention"], "model.contention")
+        self.num(self.obj(data.get("baseline", _MISSING), "baseline").get("step_time_s", _MISSING), "baseline.step_time_s")
+        sizes = self.sizes(data, "world_sizes")
+        if not sizes:
+            raise self.bad("world_sizes", "is empty: no world size forecast")
+        for n, entry in sizes.items():
+            where = f"world_sizes[{n!r}]"
+            for figure in BAND_FIGURES:
+                self.band(entry.get(figure, _MISSING), f"{where}.{figure}", 1.0 if figure in SHARES else None)
+            for part in ("busbw_GBps", "alpha_us"):
+                if entry.get(part) is not None:
+                    self.band(entry[part], f"{where}.{part}")
+            for i, x in enumerate(entry.get("bucket_allreduce_s") or []):
+                self.num(x, f"{where}.bucket_allreduce_s[{i}]", null=False)
+        for n, row in self.sizes(data, "comparison").items():
+            where = f"comparison[{n!r}]"
+            for part in ("measured", "predicted"):
+                figures = row.get(part)
+                if figures is None and part == "predicted":
+                    continue
+                for figure, x in self.obj(figures if part in row else _MISSING, f"{where}.{part}").items():
+                    if figure in BAND_FIGURES or figure == "contention":
+                        self.num(x, f"{where}.{part}.{figure}", 1.0 if figure in SHARES else None)
+            for k, x in (row.get("error") or {}).items():
+                self.num(x, f"{where}.error.{k}", signed=True)
+            if row.get("within_goal") not in (True, False, None):
+                raise self.bad(f"{where}.within_goal", f"must be true, false or null, not {_short(row['within_goal'])}")
+        for k, x in self.obj(data.get("goal", _MISSING), "goal").items():
+            self.num(x, f"goal.{k}", null=False)
+        fallbacks = data.get("fallbacks", _MISSING)
+        if not isinstance(fallbacks, list) or not all(isinstance(f, dict) for f in fallbacks):
+            raise self.bad("fallbacks", f"must be a list of objects, not {_short(fallbacks)}")
+
+
+def _short(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def not_this_sets(data: dict, metrics: dict, folder: Path) -> str:
+    """Why the forecast ``data`` is not this set's (empty when it is): it must record the sha256 of
+    the trace it replayed, and that must be the world-size-1 trace this set's metrics.json was
+    analysed from (``traced.inputs``), as verdicts.json must name the metrics it judged."""
+    source = data.get("source") or {}
+    redo = f"re-run dnabert-scaling predict {folder.name}"
+    made_from = source.get("sha256")
+    if not made_from:
+        return (
+            "predictions.json does not record the sha256 of the trace it replayed (written by an older "
+            f"dnabert-scaling predict), so it cannot be tied to this set: {redo}"
+        )
+    entry = (metrics.get("world_sizes") or {}).get("1") or {}
+    inputs = ((entry.get("traced") or {}) if isinstance(entry, dict) else {}).get("inputs") or []
+    ours = [i for i in inputs if isinstance(i, dict) and i.get("rank") == 0 and i.get("sha256")]
+    if not ours:
+        return "this set's metrics.json records no traced world-size-1 trace (its sha256) that predictions.json could be tied to"
+    if made_from != ours[0]["sha256"]:
+        return (
+            f"predictions.json was made from another trace ({source.get('source')}, sha256 {made_from[:12]}...), "
+            f"not this set's world-size-1 trace ({ours[0].get('path')}, sha256 {ours[0]['sha256'][:12]}...): {redo}"
+        )
+    return ""
+
+
+def check_file(folder: Path) -> None:
+    """Refuse (ArtifactError) a results folder's predictions.json that is not a valid predictions file
+    (``read_file``); nothing where there is none. The report command runs it before the notebook."""
+    path = Path(folder) / "predictions.json"
+    if path.is_file():
+        read_file(path)
 
 
 def _why_none(rs) -> str:
@@ -123,12 +258,16 @@ def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list
 
 
 def _not_compared(rs, ws) -> str:
-    """Why a forecast has no measured figure beside it: nothing ran at that world size, or it ran
-    with ranks sharing a GPU (the checker's INVALID: magnitudes not those of one GPU per rank)."""
+    """Why a forecast has no measured figure beside it: nothing ran at that world size, it ran
+    with ranks sharing a GPU (the checker's INVALID: magnitudes not those of one GPU per rank), or
+    where its ranks ran is not recorded (``predict_compare.UNKNOWN_PLACEMENT``)."""
     if ws not in rs.world_sizes:
         return "not measured"
     if rs.shared_gpu(ws):
         return f"measured on a shared GPU ({rs.ranks(ws)}: INVALID), not compared"
+    placement = rs.traced(ws).get("placement")
+    if rs.gpu(ws) and not (isinstance(placement, dict) and placement.get("gpus")):
+        return "measured, placement not recorded (one GPU per rank unknown), not compared"
     return "measured, no figure to compare"
 
 

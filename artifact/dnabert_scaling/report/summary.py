@@ -218,7 +218,11 @@ def _predicted_cell(pred: dict | None, rs: ResultSet) -> dict[str, Any] | None:
         "cls": VERDICT_CLASS.get(pred["verdict"], "notrun"),
         "world_size": row["world_size"] if row else None,
         "figure": row["figure"] if row else None,
-        "band": f"{fmt(band['mid'])} [{fmt(band['low'])}, {fmt(band['high'])}]" if band else "",
+        "band": ""
+        if not band
+        else f"{fmt(band['mid'])} (no spread)"
+        if row.get("no_spread")
+        else f"{fmt(band['mid'])} [{fmt(band['low'])}, {fmt(band['high'])}]",
         "bound": row["bounds_text"] if row else "",
     }
 

@@ -32,14 +32,16 @@ UNKNOWN_PLACEMENT = (
 )
 
 
-def _not_comparable(placement) -> str | None:
-    """Why a measured world size cannot be held against the forecast (its ranks shared a GPU, or
-    nobody recorded where they ran), or None for one GPU per rank."""
-    if placement is None or placement.gpus is None:
-        return UNKNOWN_PLACEMENT
-    if placement.shared_gpu or placement.rehearsal:
-        return SHARED_GPU
-    return None
+def _not_comparable(placement, ranks: int) -> str | None:
+    """Why a measured world size of ``ranks`` cannot be held against the forecast (its ranks shared a
+    GPU, or nobody recorded where they ran), or None for one GPU per rank: the checker's rule
+    (``checker.placement.gpu_per_rank``), so a forecast is compared where a verdict would be judged."""
+    from dnabert_scaling.checker.placement import OWN, SHARED, gpu_per_rank
+
+    state = gpu_per_rank(placement.to_json() if placement is not None else None, ranks)
+    if state == OWN:
+        return None
+    return SHARED_GPU if state == SHARED else UNKNOWN_PLACEMENT
 
 
 def measured_from_metrics(metrics: MetricsFile, left_out: list[str] | None = None) -> dict[int, dict[str, Any]]:
@@ -55,7 +57,7 @@ def measured_from_metrics(metrics: MetricsFile, left_out: list[str] | None = Non
         if not gpu or int(key) < 2:
             continue
         placement = entry.traced.placement if entry.traced else None
-        reason = _not_comparable(placement)
+        reason = _not_comparable(placement, int(key))
         if reason:
             why = f"world size {key} is not compared: {reason}"
             if left_out is None:
@@ -85,7 +87,7 @@ def measured_run(path: Path):
         raise ArtifactError("--measured: does not exist", path)
     run = load_run(path) if is_run_dir(path) else None
     placement = placement_of(run)
-    reason = _not_comparable(placement)
+    reason = _not_comparable(placement, run.world_size if run is not None else 2)  # --measured is multi-rank
     if reason == UNKNOWN_PLACEMENT:
         raise ArtifactError(f"--measured: refused: {reason}; give the run folder whose records say where its ranks ran", path)
     if reason:

@@ -144,7 +144,7 @@ def test_first_screen_placement_and_rehearsal_are_escaped(tmp_path):
     first screen: shown, escaped, and a set whose ranks share GPUs is marked rehearsal."""
     from dnabert_scaling.report import results, summary
 
-    m, _ = gpu_results((1, 4), tracer="torch")
+    m, _ = gpu_results((1, 4), tracer="torch", placement=False)
     m["world_sizes"]["4"]["traced"]["placement"] = {
         "ranks": 4,
         "hosts": 1,

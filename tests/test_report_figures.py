@@ -31,6 +31,8 @@ def _set(tmp_path, name: str, metrics_tables, shared: bool | None = None) -> res
             e["traced"]["placement"] = _placement(int(ws), shared)
         if shared:
             m["busbw"] = {ws: {"world_size": int(ws), "rehearsal": True} for ws in m["world_sizes"] if int(ws) > 1}
+            runs = [e["traced"]["run"] for e in m["world_sizes"].values()]  # a rehearsal is a fallback too
+            m["fallbacks"] = [{"kind": "rehearsal", "what": "rehearsal", "used": "--rehearse", "reason": "one GPU", "runs": runs}]
     return results.load_set(0, write_results(tmp_path / name, m, t))
 
 

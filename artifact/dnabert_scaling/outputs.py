@@ -110,7 +110,9 @@ def output_path(text: str) -> Path:
 
 
 def _resolved(path: Path | str) -> Path:
-    return Path(os.path.abspath(path)).resolve()
+    """``path`` with ``.``, ``..`` and symlinks followed as far as they lead: a symlink loop is left as it
+    is (its reader names it; ``Path.resolve`` would raise RuntimeError here, a traceback)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
 
 
 def refuse_overlap(outputs: Iterable[tuple[str, Path | str]], inputs: Iterable[Path | str]) -> None:

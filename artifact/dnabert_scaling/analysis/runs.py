@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling import run_records
-from dnabert_scaling.errors import ArtifactError, read_json_object
+from dnabert_scaling.errors import ArtifactError, read_json_object, read_text_file
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.provenance import below_cwd
 
@@ -184,9 +184,10 @@ def load_trace_manifest(path: Path) -> list[BareTraces]:
     from dnabert_scaling.traces.loader import declared_tracer
 
     path = Path(path)
+    text = read_text_file(path, "a trace manifest (TOML)", missing="trace manifest not found")
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ArtifactError(f"cannot read trace manifest: {exc}", path) from None
     entries = data.get("traced")
     if not isinstance(entries, list) or not entries:

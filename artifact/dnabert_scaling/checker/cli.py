@@ -35,25 +35,24 @@ def default_claims_path() -> Path:
     return tree if tree.is_file() else here
 
 
-def metrics_file(results: str | Path) -> Path:
-    """The metrics.json a ``check`` or ``report`` argument names: a results folder's, or the file itself
-    (``.json``); an ArtifactError saying what the argument is instead (missing, a folder without
-    metrics.json, another file such as a table, a link loop)."""
+def metrics_path(results: str | Path) -> Path:
+    """The metrics.json a ``check`` or ``report`` argument names: a results folder's (not yet looked
+    for), or the file itself (``.json``); an ArtifactError saying what the argument is instead
+    (missing, another file such as a table, a link loop)."""
     results = Path(results)
     kind = path_kind(results)
     if kind == MISSING:
         raise ArtifactError("does not exist (a results folder that `dnabert-scaling analyze ... --out` wrote)", results)
     if kind == FOLDER:
-        path = results / "metrics.json"
-        regular_file(path, "metrics.json", missing="no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)")
-        return path
+        return results / "metrics.json"
     if kind != REGULAR_FILE or results.suffix != ".json":
         raise ArtifactError(f"is {kind}, not a results folder or its metrics.json", results)
     return results
 
 
 def load_metrics(results: str | Path) -> tuple[dict, Path]:
-    path = metrics_file(results)
+    path = metrics_path(results)
+    regular_file(path, "metrics.json", missing="no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)")
     try:
         metrics = loads_json(read_text_file(path, "metrics.json"))
     except ValueError as exc:
@@ -163,12 +162,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.outputs import refuse_overlap, writable_dir
 
-    # the inputs first, in the order check_results reads them, each named as what it is (a folder
-    # given for the claims file), before the output is judged against them
+    # what the inputs are first (a folder given for the claims file, a table for the results), so
+    # that the output is not judged against an input that is no input; their content is read below
     claims = args.expected or default_claims_path()
-    load_claims(claims)
-    load_sanity_bounds(claims)
-    metrics = metrics_file(args.results)
+    regular_file(claims, "a claims file", missing="claims file not found")
+    metrics = metrics_path(args.results)
     out = args.out or metrics.parent
     option = "--out" if args.out else "results folder (verdicts.json goes there; or give --out)"
     writable_dir(out, option)

@@ -104,6 +104,7 @@ def build_report(
     loaded = _load_metrics(results, list(labels or []))
     # before anything is written (verdicts by check_where_needed, the --out folder): an output over an input
     refuse_overlap([("--out", Path(out) / name) for name in REPORT_FILES], report_inputs([f for _, f in loaded], claims_path))
+    writable_dir(out, "--out")  # checked, not yet made: a refused --out leaves every results folder as it was
     sets, titles = _checked_sets(loaded, list(labels or []), claims_path)
     out = writable_dir(out, "--out", create=True)
     nb = template.notebook(sets, params["claims"], params, titles)

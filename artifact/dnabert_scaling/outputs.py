@@ -230,6 +230,11 @@ def foreign_entries(folder: Path, owned: Owned) -> list[str]:
     return sorted(foreign)
 
 
+def shown_names(names: list[str], most: int = 5) -> str:
+    """``names`` for a message: the first ``most``, and how many more."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     """Refuse (exit 2) to replace a folder that is not recognisably the artifact's own: a symlink,
     a file, the current folder or one above it, or a folder holding a name ``owned`` does not know.
@@ -247,9 +252,8 @@ def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     if target.exists():
         foreign = foreign_entries(target, owned)
         if foreign:
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise ArtifactError(
-                f"{option}: holds files this command did not write ({shown}); the command replaces the whole "
+                f"{option}: holds files this command did not write ({shown_names(foreign)}); the command replaces the whole "
                 "folder, so give a new or empty folder, or move them away",
                 target,
             )

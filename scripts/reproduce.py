@@ -244,15 +244,58 @@ def summary_lines(result_sets: list, mode: str, seconds: float, report_dir: Path
     return lines
 
 
-def prepare_out(out: Path) -> None:
-    """Create the output folder, refusing one that is a file, or that is, holds or lies inside what this
-    script reads (the shipped traces, results and claims): an output must never land on the evidence."""
-    from dnabert_scaling.outputs import refuse_overlap
+# What this script writes in --out: the summary, the report folder and one folder per result set
+# (the machine's sweeps and each shipped reference set), each holding its sweep's runs and its results.
+SUMMARY = "SUMMARY.txt"
+REPORT_NAMES = ("report.html", "report.ipynb", "report.failed.ipynb")
+MACHINE_SETS = ("smoke", "gpu", "rehearsal")
+SET_PARTS = ("runs", "results")
 
+
+def _is_own(entry: Path) -> bool:
+    """Whether a name directly in --out is one this script writes there, holding only what it writes
+    (a temporary file or folder a killed writer left, ``.NAME.*``, included)."""
+    name = entry.name
+    if entry.is_symlink():
+        return False
+    if name == SUMMARY:
+        return entry.is_file()
+    if not entry.is_dir():
+        return False
+    if name == "report":
+        own = REPORT_NAMES
+    elif name in MACHINE_SETS or name.startswith("reference-"):
+        own = SET_PARTS
+    else:
+        return False
+    return all(p.name in own or any(p.name.startswith(f".{n}.") for n in own) for p in entry.iterdir())
+
+
+def foreign_entries(out: Path) -> list[str]:
+    """The names in ``out`` that this script does not write there: a folder holding any is not an earlier
+    output of ``make reproduce`` or ``make kick-tires`` (which a rerun writes into again)."""
+    return sorted(p.name for p in out.iterdir() if not _is_own(p)) if out.is_dir() else []
+
+
+def prepare_out(out: Path) -> None:
+    """Create the output folder, refusing one that is a file or a symbolic link, one that is, holds or lies
+    inside what this script reads (the shipped traces, results and claims): an output must never land on
+    the evidence; and a folder holding anything but an earlier output of this script (``foreign_entries``),
+    into which it would write its set folders, report and summary beside someone else's files."""
+    from dnabert_scaling.outputs import refuse_link, refuse_overlap, shown_names
+
+    refuse_link(out, "--out")
     if out.exists() and not out.is_dir():
         raise ArtifactError("--out: exists and is not a folder", out)
     expected = ROOT / "expected"
     refuse_overlap([("--out", out)], [expected / "reference", expected / "reference-results", expected / "claims.toml"])
+    foreign = foreign_entries(out)
+    if foreign:
+        raise ArtifactError(
+            f"--out: holds files this script did not write ({shown_names(foreign)}); give a new or empty folder, or the "
+            "folder of an earlier `make reproduce` or `make kick-tires`",
+            out,
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -196,3 +196,45 @@ def test_reproduce_refuses_an_output_folder_on_its_inputs_or_a_file(tmp_path):
         assert proc.returncode == 2 and said in proc.stderr and f"{out.name}: --out:" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
     assert afile.read_text() == "mine" and sorted(p for p in (ROOT / "expected").rglob("*")) == before
+
+
+def test_reproduce_refuses_a_folder_that_is_not_its_own_earlier_output(tmp_path):
+    """``--out artifact`` (any folder holding other files) was filled with the nine set folders,
+    report/ and SUMMARY.txt without a word: refused with exit 2, naming what is there, nothing written.
+    So is a symbolic link (the output rule of every command). The folder of an earlier run, the
+    names this script writes and nothing else, is accepted: ``make kick-tires`` runs again into it."""
+    import importlib.util
+
+    mine = tmp_path / "mine"
+    (mine / "notes").mkdir(parents=True)
+    (mine / "report").mkdir()
+    (mine / "report" / "draft.md").write_text("mine")  # a folder named like the script's, holding the user's file
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "empty")
+    artifact_before = sorted(p.name for p in (ROOT / "artifact").iterdir())
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    script = str(ROOT / "scripts" / "reproduce.py")
+    for out, said in [
+        (ROOT / "artifact", "did not write (dnabert_scaling)"),
+        (mine, "did not write (notes, report)"),
+        (tmp_path / "link", "is a symbolic link"),
+    ]:
+        proc = _run([sys.executable, script, "--kick-tires", "--out", str(out)], timeout=120)
+        assert proc.returncode == 2 and said in proc.stderr and f"{out.name}: --out:" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in (ROOT / "artifact").iterdir()) == artifact_before
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+    spec = importlib.util.spec_from_file_location("reproduce_under_test", script)
+    reproduce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproduce)
+    earlier = tmp_path / "earlier"
+    for part in ("reference-h200-b8/results/tables", "smoke/runs/ws1-none-r0", "smoke/results", "report"):
+        (earlier / part).mkdir(parents=True)
+    (earlier / "SUMMARY.txt").write_text("dnabert-scaling kick-tires: 70 s\n")
+    (earlier / "report" / "report.html").write_text("<html></html>\n")
+    (earlier / "report" / ".report.html.x1.partial").write_text("")  # left by a killed report
+    reproduce.prepare_out(earlier)
+    (earlier / "smoke" / "notes.txt").write_text("mine")
+    with pytest.raises(reproduce.ArtifactError, match=r"did not write \(smoke\)"):
+        reproduce.prepare_out(earlier)

@@ -81,7 +81,7 @@ def _overlap_cases(w: Path) -> dict[str, tuple[list, str]]:
         ),
         "analyze --out a symlink to the inputs' folder": (
             ["analyze", "--world-size", "1", w / "traces" / "rank0.json.gz", "--out", w / "link"],
-            "holds the input",
+            "--out: is a symbolic link",
         ),
         "report --out inside an input": (["report", results, "--out", results / "tables"], "lies inside the input"),
         "convert --out holding an input": (
@@ -131,29 +131,43 @@ def test_train_and_sweep_do_not_write_into_their_data(tmp_path, tiny_task, comma
     assert _tree(tmp_path) == before and sorted(p.name for p in task.iterdir()) == sorted(p.name for p in tiny_task.iterdir())
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["train", *TINY, "--out", ""],
-        ["sweep", "--gpus", "1", "--out", ""],
-        ["busbw", "--out", ""],
-        ["analyze", "--world-size", "1", KINETO, "--out", ""],
-        ["check", REFERENCE, "--out", ""],
-        ["report", REFERENCE, "--out", ""],
-        ["convert", KINETO, "--out", ""],
-        ["synth-data", "--out", ""],
-        ["predict", KINETO, "--out", ""],
-        ["summarize", KINETO, "--json", ""],
-    ],
-    ids=lambda a: a[0],
-)
-def test_an_empty_output_path_is_refused(tmp_path, args):
+# every writing command with its output option last, and whether that output is a folder or a file
+WRITERS = [
+    (["train", *TINY, "--out"], "dir"),
+    (["sweep", "--gpus", "1", "--device", "cpu", "--out"], "dir"),
+    (["busbw", "--out"], "file"),
+    (["analyze", "--world-size", "1", KINETO, "--out"], "dir"),
+    (["check", REFERENCE, "--out"], "dir"),
+    (["report", REFERENCE, "--out"], "dir"),
+    (["convert", KINETO, "--out"], "dir"),
+    (["synth-data", "--out"], "dir"),
+    (["predict", KINETO, "--out"], "file"),
+    (["summarize", KINETO, "--json"], "file"),
+]
+
+
+@pytest.mark.parametrize("args, kind", WRITERS, ids=[a[0] for a, _ in WRITERS])
+def test_an_empty_output_path_is_refused(tmp_path, args, kind):
     """``--out ''`` would be the current folder: its tables/ once went, with a user's file in it."""
     (tmp_path / "tables").mkdir()
     (tmp_path / "tables" / "mine.txt").write_text("the user's\n")
     before = _tree(tmp_path)
-    _refused(_run(args, cwd=tmp_path), "empty path")
+    _refused(_run([*args, ""], cwd=tmp_path), "empty path")
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("args, kind", WRITERS, ids=[a[0] for a, _ in WRITERS])
+def test_an_output_path_that_is_a_symlink_is_refused_by_every_command(tmp_path, args, kind):
+    """One rule (``outputs.refuse_link``, in the checks every writing command makes): an output that is
+    a symbolic link is refused, naming the option; ``analyze`` refused it while ``check`` and ``report``
+    wrote through it. Nothing is written where the link points."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real.json").write_text("{}\n")
+    (tmp_path / "dir").symlink_to(tmp_path / "real")
+    (tmp_path / "file").symlink_to(tmp_path / "real.json")
+    before = _tree(tmp_path)
+    _refused(_run([*args, tmp_path / kind], cwd=tmp_path), f"{tmp_path / kind}: ", "is a symbolic link; give the")
+    assert _tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file", "real", "real.json"]
 
 
 def test_analyze_refuses_a_folder_with_files_it_did_not_write(tmp_path):

@@ -7,7 +7,9 @@ command line prints it without a traceback and exits with status 2.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 
 class ArtifactError(Exception):
@@ -58,6 +60,62 @@ def stop_on_signals(received: list[int] | None = None) -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+MISSING = "missing"
+REGULAR_FILE = "a regular file"
+FOLDER = "a folder"
+
+
+def path_kind(path: os.PathLike | str) -> str:
+    """What is at ``path``, for a message: ``MISSING``, ``REGULAR_FILE``, ``FOLDER``, "a symbolic link
+    loop", "a broken symbolic link", "a FIFO", "a socket", "a device", or why it cannot be looked at.
+    Every reader that opens an input asks this first (``regular_file``, ``read_text_file``), so what
+    is there instead of a file is named as what it is, never as damage inside one."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (a link on its path leads back to itself)"
+        if os.path.islink(path):
+            return "a broken symbolic link"
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return MISSING
+        return f"not readable ({exc.strerror})"
+    if stat.S_ISREG(mode):
+        return REGULAR_FILE
+    if stat.S_ISDIR(mode):
+        return FOLDER
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+def regular_file(path: os.PathLike | str, what: str, missing: str | None = None) -> None:
+    """Nothing when ``path`` is a regular file (or a link to one); else an ArtifactError naming the
+    path, ``what`` it should be ("a claims file") and what is there instead: ``missing`` (default
+    "``what`` not found") where nothing is."""
+    kind = path_kind(path)
+    if kind == MISSING:
+        raise ArtifactError(missing or f"{what} not found", path)
+    if kind != REGULAR_FILE:
+        raise ArtifactError(f"is {kind}, not a regular file: not read as {what}", path)
+
+
+def read_text_file(path: os.PathLike | str, what: str, missing: str | None = None) -> str:
+    """The UTF-8 text of the file at ``path`` (``regular_file`` first); an ArtifactError naming the file
+    when it cannot be read or is not UTF-8 text."""
+    from pathlib import Path
+
+    regular_file(path, what, missing)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ArtifactError(f"cannot read {what}: {exc.strerror}", path) from None
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(f"not UTF-8 text, so not {what} ({exc.reason} at byte {exc.start})", path) from None
+
+
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     seen: dict[str, object] = {}
     for key, value in pairs:
@@ -78,13 +136,10 @@ def loads_json(text: str) -> object:
 def read_json_object(path: os.PathLike | str, what: str = "a JSON object") -> dict:
     """The JSON object in the file at ``path`` (``loads_json``: a key twice is refused); an
     ArtifactError naming the file when it cannot be read, is not JSON or holds no object."""
-    from pathlib import Path
-
+    text = read_text_file(path, "a JSON file")
     try:
-        data = loads_json(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ArtifactError(f"cannot read: {exc.strerror}", path) from None
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = loads_json(text)
+    except ValueError as exc:
         raise ArtifactError(f"not valid JSON: {exc}", path) from None
     if not isinstance(data, dict):
         raise ArtifactError(f"must be {what}", path)

@@ -8,8 +8,9 @@ Checked before any work:
   compared as resolved paths (``.``, ``..`` and symlinks followed), so no command can destroy
   what it reads; an OTF2 anchor file stands for its whole archive (its ``.def`` file and event
   folder beside it).
-- ``writable_dir`` / ``writable_file`` turn the ways an output path fails (an existing file where a
-  folder belongs, or the reverse; no write permission; a read-only file system) into an
+- ``writable_dir`` / ``writable_file`` (which every writing command calls on its output) refuse an
+  output path that is a symbolic link (``refuse_link``), and turn the ways an output path fails (an
+  existing file where a folder belongs, or the reverse; no write permission; a read-only file system) into an
   :class:`ArtifactError` naming the option and the path, before any time is spent.
 
 Written by swapping, never in place:
@@ -62,11 +63,22 @@ def _probe(folder: Path) -> OSError | None:
     return None
 
 
+def refuse_link(path: Path | str, option: str, what: str = "folder") -> None:
+    """Refuse (exit 2) an output path that is itself a symbolic link, for every writing command alike
+    (``writable_dir``, ``writable_file``, ``refuse_foreign``): a file written by a rename, or a folder
+    replaced whole, would replace the link and leave what it points to as it was; a folder written
+    into would receive files in a place the command line does not name."""
+    if Path(path).is_symlink():
+        raise ArtifactError(f"{option}: is a symbolic link; give the {what} it points to", path)
+
+
 def writable_dir(path: Path | str, option: str = "--out", create: bool = False) -> Path:
-    """``path`` as a folder this process can write into. A missing folder is created when
-    ``create``; otherwise only checked to be creatable (its nearest existing parent is writable),
-    so that a command refused later for bad input leaves no empty folder behind."""
+    """``path`` as a folder this process can write into, not a symbolic link (``refuse_link``). A
+    missing folder is created when ``create``; otherwise only checked to be creatable (its nearest
+    existing parent is writable), so that a command refused later for bad input leaves no empty
+    folder behind."""
     path = Path(path)
+    refuse_link(path, option)
     if path.exists() and not path.is_dir():
         raise ArtifactError(f"{option}: exists and is not a folder", path)
     if path.exists():
@@ -91,9 +103,10 @@ def writable_dir(path: Path | str, option: str = "--out", create: bool = False) 
 
 
 def writable_file(path: Path | str, option: str = "--out") -> Path:
-    """``path`` as a file this process can create or replace: its folder exists or can be created (it is
-    made when the file is written, :func:`staged_files`)."""
+    """``path`` as a file this process can create or replace, not a symbolic link (``refuse_link``): its
+    folder exists or can be created (it is made when the file is written, :func:`staged_files`)."""
     path = Path(path)
+    refuse_link(path, option, "file")
     if path.is_dir():
         raise ArtifactError(f"{option}: is a folder, not a file", path)
     writable_dir(path.parent, option)
@@ -110,7 +123,9 @@ def output_path(text: str) -> Path:
 
 
 def _resolved(path: Path | str) -> Path:
-    return Path(os.path.abspath(path)).resolve()
+    """``path`` with ``.``, ``..`` and symlinks followed as far as they lead: a symlink loop is left as it
+    is (its reader names it; ``Path.resolve`` would raise RuntimeError here, a traceback)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
 
 
 def refuse_overlap(outputs: Iterable[tuple[str, Path | str]], inputs: Iterable[Path | str]) -> None:
@@ -215,13 +230,17 @@ def foreign_entries(folder: Path, owned: Owned) -> list[str]:
     return sorted(foreign)
 
 
+def shown_names(names: list[str], most: int = 5) -> str:
+    """``names`` for a message: the first ``most``, and how many more."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     """Refuse (exit 2) to replace a folder that is not recognisably the artifact's own: a symlink,
     a file, the current folder or one above it, or a folder holding a name ``owned`` does not know.
     Called before the work, and by ``replaced_folder`` before it starts and just before the swap."""
     target = Path(target)
-    if target.is_symlink():
-        raise ArtifactError(f"{option}: is a symbolic link; give the folder it points to", target)
+    refuse_link(target, option)
     here = Path.cwd().resolve()
     if _resolved(target) == here or _resolved(target) in here.parents:
         raise ArtifactError(
@@ -233,9 +252,8 @@ def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     if target.exists():
         foreign = foreign_entries(target, owned)
         if foreign:
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
             raise ArtifactError(
-                f"{option}: holds files this command did not write ({shown}); the command replaces the whole "
+                f"{option}: holds files this command did not write ({shown_names(foreign)}); the command replaces the whole "
                 "folder, so give a new or empty folder, or move them away",
                 target,
             )

@@ -84,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.checker import default_claims_path, load_sanity_bounds
 
     claims = args.expected or default_claims_path()
+    bounds = load_sanity_bounds(claims)  # read first: a claims path that is no claims file is named as such
     refuse_overlap([("--out", args.out)], [*input_paths(inputs, args.trace_manifest), claims])
     refuse_foreign(args.out, "--out", is_results_entry)
-    bounds = load_sanity_bounds(claims)
     metrics, tables = build(inputs, bound=bounds.trace_complete_min_share)
     write_results(args.out, metrics, tables)
     print(format_summary(metrics))

@@ -21,7 +21,7 @@ import pandas as pd
 from dnabert_scaling import run_records
 from dnabert_scaling.analysis import completeness
 from dnabert_scaling.analysis.placement import placement_of
-from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, usable_throughput
+from dnabert_scaling.analysis.runs import BareTraces, Inputs, RunInfo, trace_paths, traced_run, usable_throughput
 from dnabert_scaling.analysis.stats import stat
 from dnabert_scaling.analysis.trace_metrics import TracedResult, analyze_trace
 from dnabert_scaling.errors import ArtifactError, loads_json
@@ -45,7 +45,6 @@ from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION, below_cwd, now_iso
 
 __all__ = ["SCHEMA", "TABLES", "TracedResult", "analyze_trace", "build", "label_for", "stat"]
 
-TRACER_PREFERENCE = ("scorep", "torch")
 DILATION_KIND = (
     "separate processes: the traced run's median step time over the untraced runs' median, so it holds "
     "run-to-run variation as well as the tracer's cost (make bench-trace pairs traced and untraced steps taken "
@@ -143,10 +142,9 @@ def _world_size_entry(
     """Everything measured at world size ``ws``; its table rows go to ``tables``, its notes to ``notes``."""
     runs = [r for r in inputs.runs if r.world_size == ws]
     bare = [b for b in inputs.bare if b.world_size == ws]
-    traced_run, extra = _choose_traced(runs)
-    notes += extra
+    traced = traced_run(runs, ws)
     entry = WorldSizeEntry(world_size=ws)
-    source = _trace_source(traced_run, bare)
+    source = _trace_source(traced, bare)
     if source is not None:
         entry.traced = _traced(source, ws, read_traces, bound, tables)
     entry.throughput = _throughput(runs, ws)
@@ -160,7 +158,7 @@ def _world_size_entry(
     if ws == 1:
         entry.throughput_noddp = _noddp_throughput(runs)
     tables["throughput"] += _throughput_rows(runs, ws)
-    entry.dilation = _dilation(traced_run, entry.throughput)
+    entry.dilation = _dilation(traced, entry.throughput)
     entry.dilation_kind = DILATION_KIND if entry.dilation is not None else None
     gpu = entry.traced.gpu if entry.traced else None
     entry.busy_wait = _busy_wait(gpu, inputs.busbw.get(ws))
@@ -335,15 +333,6 @@ def _loss_warnings(run: RunInfo | None) -> list[str]:
         return []
     warnings = list((run.manifest or {}).get("warnings") or []) + list(run.summary.get("warnings") or [])
     return [w for w in dict.fromkeys(map(str, warnings)) if any(k in w.lower() for k in LOSS_WORDS)]
-
-
-def _choose_traced(runs: list[RunInfo]) -> tuple[RunInfo | None, list[str]]:
-    traced = [r for r in runs if r.tracer != "none"]
-    if not traced:
-        return None, []
-    traced.sort(key=lambda r: (TRACER_PREFERENCE.index(r.tracer) if r.tracer in TRACER_PREFERENCE else 9, not r.ok, r.repeat))
-    others = [r.name for r in traced[1:]]
-    return traced[0], ([f"traced runs not analysed (one per world size): {', '.join(others)}"] if others else [])
 
 
 def _throughput(runs: list[RunInfo], ws: int) -> Throughput | None:

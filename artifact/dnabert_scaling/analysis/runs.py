@@ -10,13 +10,14 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dnabert_scaling import run_records
-from dnabert_scaling.errors import ArtifactError, read_json_object
+from dnabert_scaling.errors import ArtifactError, read_json_object, read_text_file
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.provenance import below_cwd
 
@@ -31,10 +32,15 @@ class RunInfo:
     status: str | None
     summary: dict[str, Any]
     manifest: dict[str, Any] | None = None
+    # set by ``discover`` where the runs lie in several folders: the run's path below the folder
+    # that holds them all (``h200-b8/ws1-none-r0``), so that no two runs share a name
+    qualified: str | None = None
 
     @property
     def name(self) -> str:
-        return self.path.name
+        """The run's name in metrics.json, tables and messages: its folder name, or where the runs come
+        from several folders, its path below the one folder that holds them all (``_name_runs``)."""
+        return self.qualified or self.path.name
 
     @property
     def ok(self) -> bool:
@@ -134,7 +140,20 @@ def discover(paths: list[Path]) -> Inputs:
         if not children:
             raise ArtifactError("holds no run folders (ws<N>-<tracer>-r<k>/ with summary.json)", p)
     _refuse_repeated_runs(inputs.runs)
+    _name_runs(inputs.runs)
     return inputs
+
+
+def _name_runs(runs: list[RunInfo]) -> None:
+    """Names that tell every run apart: a sweep's runs keep their folder names (``ws1-none-r0``); runs
+    from several folders (two sweeps) are named by their path below the folder that holds them all
+    (``h200-b8/ws1-none-r0``, ``h200-b32/ws1-none-r0``), since two sweeps name their runs alike."""
+    paths = [os.path.abspath(r.path) for r in runs]
+    if len({os.path.dirname(p) for p in paths}) <= 1:
+        return
+    top = os.path.commonpath(paths)
+    for run, path in zip(runs, paths):
+        run.qualified = os.path.relpath(path, top)
 
 
 def _refuse_repeated_runs(runs: list[RunInfo]) -> None:
@@ -165,9 +184,10 @@ def load_trace_manifest(path: Path) -> list[BareTraces]:
     from dnabert_scaling.traces.loader import declared_tracer
 
     path = Path(path)
+    text = read_text_file(path, "a trace manifest (TOML)", missing="trace manifest not found")
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ArtifactError(f"cannot read trace manifest: {exc}", path) from None
     entries = data.get("traced")
     if not isinstance(entries, list) or not entries:
@@ -209,8 +229,9 @@ CONFIG_KEYS = ("model", "batch_size_per_rank", "seq_len_tokens", "precision", "a
 
 def check_one_configuration(inputs: Inputs) -> None:
     """Refuse inputs that mix configurations: completed runs that differ in a CONFIG_KEYS value
-    (across all world sizes: efficiency divides one by another), bare traces given twice for one
-    world size, or bare traces whose batch differs from the runs'."""
+    (across all world sizes: efficiency divides one by another), two traced runs of one world size
+    (``traced_run``), bare traces given twice for one world size, or bare traces whose batch differs
+    from the runs'."""
     seen: dict[str, dict] = {}
     for run in inputs.runs:
         if not run.ok:
@@ -220,11 +241,16 @@ def check_one_configuration(inputs: Inputs) -> None:
                 seen.setdefault(key, {}).setdefault(_hashable(run.summary[key]), []).append(run.name)
     for key, values in seen.items():
         if len(values) > 1:
-            shown = "; ".join(f"{v!r} in {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}" for v, names in values.items())
+            shown = "; ".join(
+                f"{v!r} in {', '.join(names[:3])}{f' and {len(names) - 3} more' if len(names) > 3 else ''}"
+                for v, names in values.items()
+            )
             raise ArtifactError(
                 f"the runs mix configurations: {key} is {shown}. Analyse one configuration at a "
                 "time (one sweep folder per configuration)"
             )
+    for ws in sorted({r.world_size for r in inputs.runs}):
+        traced_run(inputs.runs, ws)
     devices = sorted(seen.get("device_type", {}), key=str)
     if inputs.bare and devices and devices != ["cuda"]:
         raise ArtifactError(
@@ -251,6 +277,20 @@ def check_one_configuration(inputs: Inputs) -> None:
                 f"traces of world size {bare.world_size} ({bare.source}) have batch_size "
                 f"{bare.batch_size}, the runs {', '.join(map(str, batches))}: one configuration at a time"
             )
+
+
+def traced_run(runs: list[RunInfo], ws: int) -> RunInfo | None:
+    """The traced run of world size ``ws``, or None. A sweep records one per world size; two (from
+    several sweeps or run folders given together) are refused naming both, since the analysis reads
+    one traced run per world size and which one it read must never be a silent choice."""
+    traced = [r for r in runs if r.world_size == ws and r.tracer != "none"]
+    if len(traced) > 1:
+        raise ArtifactError(
+            f"world size {ws} has {len(traced)} traced runs ({', '.join(r.name for r in traced)}); the analysis "
+            "reads one traced run per world size: analyse each sweep on its own, or give the run folders to use, "
+            "one traced run per world size"
+        )
+    return traced[0] if traced else None
 
 
 def _hashable(value):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, read_text_file
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
 from dnabert_scaling.checker.metric_paths import _metric_node, metric_kinds
 from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
@@ -136,14 +136,11 @@ class SanityBounds:
 
 
 def _read_toml(path: Path) -> dict:
+    text = read_text_file(path, "a claims file", missing="claims file not found")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtifactError("claims file not found", path) from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ArtifactError(f"not valid TOML: {exc}", path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ArtifactError(f"cannot read the claims file: {exc}", path) from None
 
 
 def _parse_sanity(raw: Any, path: Path) -> SanityBounds:

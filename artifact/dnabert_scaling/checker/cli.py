@@ -9,7 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import ArtifactError, loads_json
+from dnabert_scaling.errors import (
+    FOLDER,
+    MISSING,
+    REGULAR_FILE,
+    ArtifactError,
+    loads_json,
+    path_kind,
+    read_text_file,
+    regular_file,
+)
 from dnabert_scaling.checker.claims import load_claims, load_sanity_bounds
 from dnabert_scaling.checker.evaluate import evaluate, exit_status
 from dnabert_scaling.checker.names import FAIL, INVALID, _jsonable
@@ -26,15 +35,26 @@ def default_claims_path() -> Path:
     return tree if tree.is_file() else here
 
 
-def load_metrics(results: str | Path) -> tuple[dict, Path]:
+def metrics_path(results: str | Path) -> Path:
+    """The metrics.json a ``check`` or ``report`` argument names: a results folder's (not yet looked
+    for), or the file itself (``.json``); an ArtifactError saying what the argument is instead
+    (missing, another file such as a table, a link loop)."""
     results = Path(results)
-    if not results.exists():
+    kind = path_kind(results)
+    if kind == MISSING:
         raise ArtifactError("does not exist (a results folder that `dnabert-scaling analyze ... --out` wrote)", results)
-    path = results if results.suffix == ".json" else results / "metrics.json"
-    if not path.is_file():
-        raise ArtifactError("no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)", path)
+    if kind == FOLDER:
+        return results / "metrics.json"
+    if kind != REGULAR_FILE or results.suffix != ".json":
+        raise ArtifactError(f"is {kind}, not a results folder or its metrics.json", results)
+    return results
+
+
+def load_metrics(results: str | Path) -> tuple[dict, Path]:
+    path = metrics_path(results)
+    regular_file(path, "metrics.json", missing="no metrics.json (run `dnabert-scaling analyze ... --out RESULTS` first)")
     try:
-        metrics = loads_json(path.read_text(encoding="utf-8"))
+        metrics = loads_json(read_text_file(path, "metrics.json"))
     except ValueError as exc:
         raise ArtifactError(f"not valid JSON: {exc}", path) from None
     from dnabert_scaling.metrics_schema import validate_metrics
@@ -142,11 +162,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.outputs import refuse_overlap, writable_dir
 
-    out = args.out or (args.results.parent if args.results.suffix == ".json" else args.results)
+    # what the inputs are first (a folder given for the claims file, a table for the results), so
+    # that the output is not judged against an input that is no input; their content is read below
+    claims = args.expected or default_claims_path()
+    regular_file(claims, "a claims file", missing="claims file not found")
+    metrics = metrics_path(args.results)
+    out = args.out or metrics.parent
     option = "--out" if args.out else "results folder (verdicts.json goes there; or give --out)"
     writable_dir(out, option)
-    metrics = args.results if args.results.suffix == ".json" else args.results / "metrics.json"
-    refuse_overlap([(option, out / name) for name in VERDICT_FILES], [metrics, args.expected or default_claims_path()])
+    refuse_overlap([(option, out / name) for name in VERDICT_FILES], [metrics, claims])
     other = Path(out) / "metrics.json"
     if other.is_file() and metrics.is_file() and other.resolve() != metrics.resolve() and _sha256(other) != _sha256(metrics):
         raise ArtifactError(

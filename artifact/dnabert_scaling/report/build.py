@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import ArtifactError, Stopped, stop_on_signals
+from dnabert_scaling.errors import MISSING, ArtifactError, Stopped, path_kind, regular_file, stop_on_signals
 from dnabert_scaling.options import positive_int
 from dnabert_scaling.outputs import output_path, write_text_atomic, write_texts_atomic
 
@@ -98,10 +98,13 @@ def build_report(
 
     t0 = time.monotonic()
     claims_path = Path(claims) if claims else checker.default_claims_path()
+    if path_kind(claims_path) != MISSING:  # none is shown as claims not checked; a folder or a FIFO is refused
+        regular_file(claims_path, "a claims file (--expected)")
     params = _params(claims_path, written_by)  # first: a malformed SOURCE_DATE_EPOCH stops the build before it starts
     loaded = _load_metrics(results, list(labels or []))
     # before anything is written (verdicts by check_where_needed, the --out folder): an output over an input
     refuse_overlap([("--out", Path(out) / name) for name in REPORT_FILES], report_inputs([f for _, f in loaded], claims_path))
+    writable_dir(out, "--out")  # checked, not yet made: a refused --out leaves every results folder as it was
     sets, titles = _checked_sets(loaded, list(labels or []), claims_path)
     out = writable_dir(out, "--out", create=True)
     nb = template.notebook(sets, params["claims"], params, titles)

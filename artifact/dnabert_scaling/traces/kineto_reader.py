@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, regular_file
 from dnabert_scaling.traces import classify
 from dnabert_scaling.traces.model import (
     GPU_SCHEMA,
@@ -121,8 +121,7 @@ def _reject_constant(name: str):
 
 def _read_bounded(path: Path) -> bytes:
     """The (decompressed) bytes of a regular file, at most MAX_JSON_BYTES."""
-    if path.exists() and not path.is_file():
-        raise ArtifactError("not a regular file (a FIFO, device or socket?): not read as a trace", path)
+    regular_file(path, "a trace", missing="trace file not found")
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     with opener(path, "rb") as fh:
         raw = fh.read(MAX_JSON_BYTES + 1)
@@ -136,10 +135,10 @@ def load_json(path: Path) -> dict:
     not a regular file, JSON beyond the bounds above, and constants (NaN, Infinity) no clock writes."""
     try:
         raw = _read_bounded(path)
-    except FileNotFoundError:
-        raise ArtifactError("trace file not found", path) from None
-    except (OSError, EOFError, zlib.error) as exc:
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise ArtifactError(f"corrupt or truncated gzip data ({exc})", path) from None
+    except OSError as exc:  # the file itself, not its content: permission, an I/O error
+        raise ArtifactError(f"cannot read the trace: {exc.strerror or exc}", path) from None
     try:
         doc = json.loads(raw, parse_float=JsonNumber, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

@@ -22,19 +22,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import FOLDER, MISSING, REGULAR_FILE, ArtifactError, path_kind, regular_file
 from dnabert_scaling.layout import TRACERS, TRACES
 from dnabert_scaling.traces import classify, identity
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
-from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, archive_creator, file_kind, read_otf2
+from dnabert_scaling.traces.otf2_reader import ANCHOR_NAME, archive_creator, read_otf2
 
 
 def trace_format(path) -> str:
     """``kineto`` or ``otf2`` for a trace path, ArtifactError when it is neither."""
     p = Path(path)
-    if p.exists() and not p.is_file() and not p.is_dir():
-        raise ArtifactError("not a regular file or folder (a FIFO, device or socket?): not read as a trace", p)
+    kind = path_kind(p)
+    if kind not in (REGULAR_FILE, FOLDER, MISSING):
+        raise ArtifactError(f"is {kind}, not a regular file or folder: not read as a trace", p)
     if is_kineto_path(p):
         return "kineto"
     if p.suffix == ".otf2" or (p.is_dir() and ((p / ANCHOR_NAME).is_file() or any(p.glob("*.otf2")))):
@@ -123,7 +124,7 @@ def _refuse_special_files(path: Path) -> None:
         return
     for f in path.rglob("*"):
         if not f.is_file() and not f.is_dir():
-            raise ArtifactError(f"not a regular file inside a trace folder: it is {file_kind(f)}", f)
+            raise ArtifactError(f"not a regular file inside a trace folder: it is {path_kind(f)}", f)
 
 
 # One stream runs one activity at a time. CUPTI's timestamps of back-to-back work on one stream
@@ -227,10 +228,15 @@ def _numbered_by_a_launch(gpu: pd.DataFrame, host: pd.DataFrame) -> pd.Series:
 def discover(path) -> list[Path]:
     """The trace files of a run directory or traces directory (or the path itself)."""
     p = Path(path)
-    if not p.exists():
+    kind = path_kind(p)
+    if kind == MISSING:
         raise ArtifactError("no such file or directory", p)
+    if kind not in (REGULAR_FILE, FOLDER):
+        raise ArtifactError(f"is {kind}, not a regular file or folder: not read as a trace", p)
     if p.is_file():
         return [p]
+    if is_kineto_path(p):  # a folder named like a Kineto file is no traces folder: named as what it is
+        regular_file(p, "a trace")
     if (p / ANCHOR_NAME).is_file():
         return [p]
     base = p / TRACES if (p / TRACES).is_dir() else p

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from dnabert_scaling import layout
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import FOLDER, MISSING, REGULAR_FILE, ArtifactError, path_kind, regular_file
 from dnabert_scaling.traces import otf2_lowlevel as ll
 from dnabert_scaling.traces.model import NoGpuActivityError, Trace, empty_gpu, empty_host
 from dnabert_scaling.traces.otf2_defs import (
@@ -82,8 +82,7 @@ def resolve_anchor(path) -> Path:
         if not anchors:
             raise ArtifactError(f"no OTF2 anchor file ({ANCHOR_NAME}) in this directory", p)
         raise ArtifactError(f"several OTF2 anchor files here ({', '.join(a.name for a in anchors)}): name one", p)
-    if not p.exists():
-        raise ArtifactError("OTF2 anchor file not found", p)
+    regular_file(p, "an OTF2 anchor file", missing="OTF2 anchor file not found")
     return p
 
 
@@ -98,22 +97,12 @@ def _check_files(anchor: Path) -> Path:
 def _require(path: Path, what: str, anchor: Path, folder: bool = False) -> None:
     """``what`` (a file of the archive, or with ``folder`` a folder) is there and of its kind: one that
     is missing and one of the wrong kind (a folder where a file belongs, a FIFO) are told apart."""
-    if path.is_dir() if folder else path.is_file():
+    kind = path_kind(path)
+    if kind == (FOLDER if folder else REGULAR_FILE):
         return
-    if not path.is_symlink() and not path.exists():
+    if kind == MISSING:
         raise ArtifactError(f"{what} is missing", anchor)
-    raise ArtifactError(f"{what} is not a {'folder' if folder else 'regular file'}: it is {file_kind(path)}", anchor)
-
-
-def file_kind(path: Path) -> str:
-    """What is at ``path``, for a message: a folder, a regular file, a broken symbolic link, or other."""
-    if path.is_symlink() and not path.exists():
-        return "a broken symbolic link"
-    if path.is_dir():
-        return "a folder"
-    if path.is_file():
-        return "a regular file"
-    return "a FIFO, device or socket"
+    raise ArtifactError(f"{what} is not a {'folder' if folder else 'regular file'}: it is {path_kind(path)}", anchor)
 
 
 def archive_creator(path) -> str:

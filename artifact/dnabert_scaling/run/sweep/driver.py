@@ -36,7 +36,7 @@ from typing import Any
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.options import positive_float, positive_int
-from dnabert_scaling.outputs import output_path, refuse_overlap, writable_dir, write_text_atomic
+from dnabert_scaling.outputs import output_path, refuse_link, refuse_overlap, writable_dir, write_text_atomic
 from dnabert_scaling.provenance import Fallback, now_iso
 from dnabert_scaling.run.sweep.spec import RunSpec, TrainOptions, read_record
 from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
@@ -383,6 +383,7 @@ def check_inputs(args: argparse.Namespace) -> Checked:
 
         device, config = args.device, config_from_args(args)
         config.check()  # the settings alone; the cluster once the folder's runs are known
+    refuse_link(args.out, "--out")  # before it is resolved: the output rule of every command
     out = args.out.resolve()
     opts = TrainOptions.parse(train_args)
     train_args += _device_option(opts, device)

@@ -173,12 +173,14 @@ def _replace_option(argv: list[str], name: str, value: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.run.train.distributed import rank_info
 
-    from dnabert_scaling.outputs import writable_dir
+    from dnabert_scaling.outputs import refuse_link, writable_dir
     from dnabert_scaling.run.train.inputs import check_inputs
     from dnabert_scaling.run.tracing.scorep import under_scorep
 
     info = rank_info()
     fault = parse_fault(args.inject_fault)
+    if not under_scorep():
+        refuse_link(args.out, "--out")  # before it is resolved: the output rule of every command
     args.out = Path(args.out).resolve()
     if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
         check_inputs(args, args.out)  # before --overwrite deletes anything in --out

@@ -581,3 +581,22 @@ def test_the_busbw_fallback_says_what_was_used(tmp_path, runs, capsys):
     )
     line = next(x for x in capsys.readouterr().out.splitlines() if "fallback: busbw" in x)
     assert "changed by options" not in line and "150 GB/s" in line
+
+
+def test_predict_finds_its_run_in_results_of_several_sweeps(tmp_path):
+    """Sweeps analysed together name their runs by their path below the folder holding them all
+    (``a/ws1-torch-r0``): predict on those results replays the world-size-1 run of the right sweep."""
+    import shutil
+
+    ref = Path(__file__).resolve().parents[1] / "expected" / "reference" / "h200-rehearsal"
+    for sweep, run in (("a", "ws1-torch-r0"), ("b", "ws2-torch-r0")):
+        (tmp_path / sweep).mkdir()
+        shutil.copytree(ref / run, tmp_path / sweep / run)
+        shutil.copy(ref / "sweep.json", tmp_path / sweep)
+    results = tmp_path / "results"
+    assert main(["analyze", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(results)]) == 0
+    metrics = json.loads((results / "metrics.json").read_text())
+    assert metrics["world_sizes"]["1"]["traced"]["run"] == "a/ws1-torch-r0"
+    assert main(["predict", str(results), "--out", str(tmp_path / "p.json")]) == 0
+    replayed = json.loads((tmp_path / "p.json").read_text())["source"]
+    assert replayed["run"].endswith("a/ws1-torch-r0"), replayed

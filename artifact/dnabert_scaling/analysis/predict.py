@@ -109,10 +109,13 @@ def _run_from_results(results: Path, metrics: MetricsFile, ws: int) -> Path | No
     name = entry.traced.run if entry and entry.traced else None
     if not name:
         return None
+    # a run of one sweep is named by its folder; of several sweeps analysed together, by its path below
+    # the folder holding them all (h200-b8/ws1-none-r0): the run's path ends with the name either way
+    leaf = Path(name).name
     for src in metrics.sources:
         for base in (Path.cwd(), results.parent, results):
-            for d in (base / src / name, base / src):
-                if d.name == name and RunLayout(d).traces.is_dir():
+            for d in (base / src / leaf, base / src):
+                if ("/" + d.as_posix()).endswith("/" + name) and RunLayout(d).traces.is_dir():
                     return d
     return None
 

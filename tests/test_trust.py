@@ -155,6 +155,8 @@ def test_one_run_at_two_world_sizes_is_refused():
     per_rank.update({str(r): per_rank["0"] for r in range(1, 8)})
     _refused(m, "traced.placement.ranks is 1: world size 8 has 8 ranks")
     e8["traced"]["placement"].update(ranks=8, gpus=8)
+    _refused(m, "world_sizes['8'].efficiency is 1.0, but the file's medians give samples/s(8) / (8 x samples/s(1)) = 0.125")
+    e8.update(efficiency=None, efficiency_vs_noddp=None, efficiency_spread=None)
     _refused(m, "has the same content as world_sizes['1'].traced.inputs[0]")
 
 

@@ -224,6 +224,8 @@ def _predicted_cell(pred: dict | None, rs: ResultSet) -> dict[str, Any] | None:
         if row.get("no_spread")
         else f"{fmt(band['mid'])} [{fmt(band['low'])}, {fmt(band['high'])}]",
         "bound": row["bounds_text"] if row else "",
+        # a band of no spread decides nothing: its figures go to the hover text only, keeping the row short
+        "brief": bool(row and row.get("no_spread")),
     }
 
 

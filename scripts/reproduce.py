@@ -247,6 +247,7 @@ def summary_lines(result_sets: list, mode: str, seconds: float, report_dir: Path
 # What this script writes in --out: the summary, the report folder and one folder per result set
 # (the machine's sweeps and each shipped reference set), each holding its sweep's runs and its results.
 SUMMARY = "SUMMARY.txt"
+SUMMARY_HEAD = b"dnabert-scaling "  # how summary_lines begins ("dnabert-scaling kick-tires: 71 s")
 REPORT_NAMES = ("report.html", "report.ipynb", "report.failed.ipynb")
 MACHINE_SETS = ("smoke", "gpu", "rehearsal")
 SET_PARTS = ("runs", "results")
@@ -258,8 +259,12 @@ def _is_own(entry: Path) -> bool:
     name = entry.name
     if entry.is_symlink():
         return False
-    if name == SUMMARY:
-        return entry.is_file()
+    if name == SUMMARY:  # by its content too: the first line this script writes (summary_lines)
+        try:
+            with entry.open("rb") as f:
+                return entry.is_file() and f.read(len(SUMMARY_HEAD)) == SUMMARY_HEAD
+        except OSError:
+            return False
     if not entry.is_dir():
         return False
     if name == "report":

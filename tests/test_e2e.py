@@ -238,3 +238,7 @@ def test_reproduce_refuses_a_folder_that_is_not_its_own_earlier_output(tmp_path)
     (earlier / "smoke" / "notes.txt").write_text("mine")
     with pytest.raises(reproduce.ArtifactError, match=r"did not write \(smoke\)"):
         reproduce.prepare_out(earlier)
+    (earlier / "smoke" / "notes.txt").unlink()
+    (earlier / "SUMMARY.txt").write_text("my own summary notes\n")  # named like the script's, not written by it
+    with pytest.raises(reproduce.ArtifactError, match=r"did not write \(SUMMARY.txt\)"):
+        reproduce.prepare_out(earlier)

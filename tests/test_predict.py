@@ -181,7 +181,7 @@ def test_report_shows_predictions_beside_verdicts(tmp_path, runs):
     from reportfixtures import set_metric
 
     claims = ROOT / "expected" / "claims.toml"
-    metrics, tables = gpu_results((1, 4, 8), tracer="torch")
+    metrics, tables = gpu_results((1, 4, 8), tracer="scorep")  # the replayed trace is OTF2, as the set's
     # the set was analysed from the trace the forecast replays (its sha256), its ranks on GPUs of their own
     sha = read_run_traces([runs[1]]).ranks[0]["sha256"]
     set_metric(metrics, 1, "traced.inputs", [{"rank": 0, "path": str(runs[1]), "sha256": sha}])

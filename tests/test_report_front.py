@@ -156,7 +156,7 @@ def test_a_forecast_is_drawn_outlined_and_named_not_as_a_verdict(tmp_path):
 
     shipped = ROOT / "expected" / "reference-results" / "h200-buckets-b8" / "predictions.json"
     shutil.copy(shipped, tmp_path)
-    metrics = gpu_results((1,))[0]  # analysed from the trace the forecast replays: the forecast is this set's
+    metrics = gpu_results((1,), tracer="torch")[0]  # analysed from the Kineto trace the forecast replays: it is this set's
     sha = json.loads(shipped.read_text())["source"]["sha256"]
     set_metric(metrics, 1, "traced.inputs", [{"rank": 0, "path": "rank0.json.gz", "sha256": sha}])
     rs = result_set(metrics, tmp_path)
@@ -432,3 +432,10 @@ def test_ranks_with_no_recorded_placement_are_not_called_gpus_of_their_own(tmp_p
     assert summary.not_run_reason(c3["checks"][0], rs).startswith("world size 8 ran 8 ranks (placement not recorded)")
     own = results.ResultSet(0, tmp_path, "own", "gpu", gpu_results((1, 8))[0], None, "t")
     assert own.ranks(8) == "8 GPUs" and "one GPU per rank reach world size 8" in front._one_gpu_per_rank_text([own])
+
+
+def test_a_number_no_measurement_reaches_is_not_written_out_in_full():
+    """1e300 (say, in a hand-edited file that got past no rule) is shown as 1.000e+300, never as a
+    page-wide row of digits that pushes the first screen's columns off it."""
+    assert results.fmt(1e300) == "1.000e+300" and results.fmt(-2.5e9) == "-2.500e+09"
+    assert results.fmt(65946.0) == "65,946" and results.fmt(1.31) == "1.31"

@@ -170,6 +170,12 @@ NAN, INF = float("nan"), float("inf")
         ("source.sha256", "abc", "source.sha256 must be a sha256"),
         ("goal.step_time_rel", -0.1, "goal.step_time_rel is -0.1"),
         ("fallbacks", None, "fallbacks must be a list"),
+        # finite but contradicting the replay that wrote it
+        ("world_sizes.8.efficiency", {"mid": 1, "low": 0.9, "high": 1.1}, "efficiency.low is 0.9, but the one-GPU step over"),
+        ("world_sizes.8.efficiency", {"mid": 5, "low": 4, "high": 6}, "world_sizes['8'].efficiency.mid is 5"),
+        ("world_sizes.8.exposed_comm_s", {"mid": 5, "low": 4, "high": 6}, "exposed_comm_s.mid is 5, longer than the step's"),
+        ("world_sizes.8.step_time_s", {"mid": 0, "low": 0, "high": 0}, "step_time_s.mid is 0: a step takes time"),
+        ("world_sizes.8.world_size", 16, "world_sizes['8'].world_size is 16, under the key of world size 8"),
     ],
 )
 def test_a_bad_forecast_is_refused_naming_the_file_and_key(tmp_path, capsys, where, value, words):
@@ -226,6 +232,12 @@ def test_another_sets_forecast_is_not_shown_as_this_sets(tmp_path):
     (folder / "predictions.json").write_text(json.dumps(_edited(own, "source.sha256", DROP)))
     pred, why = predictions.load(rs)
     assert pred is None and "does not record the sha256 of the trace it replayed" in why
+    # another set's forecast given this set's sha256: the format it replayed (Score-P's OTF2) still tells
+    forged = json.loads(other.read_text())
+    forged["source"]["sha256"] = own["source"]["sha256"]
+    (folder / "predictions.json").write_text(json.dumps(forged))
+    pred, why = predictions.load(rs)
+    assert pred is None and "made from another trace" in why and "otf2" in why and "kineto" in why, why
 
 
 def test_a_set_without_its_world_size_1_trace_ties_no_forecast(tmp_path):

@@ -337,3 +337,32 @@ def test_free_form_provenance_is_not_held_to_the_measurement_rules():
     _gpu(m).update(idle_s=_stat(-1.0))
     with pytest.raises(ArtifactError, match="idle_s.median is -1.0"):
         validate_metrics(m, "metrics.json")
+
+
+def _bare_metrics() -> dict:
+    """metrics.json of the shipped rehearsal's 8 ranks given as bare traces, as analyze writes it."""
+    from dnabert_scaling.analysis import metrics as M
+    from dnabert_scaling.analysis.runs import BareTraces, Inputs
+
+    ranks = sorted((ROOT / "expected" / "reference" / "h200-rehearsal" / "ws2-torch-r0" / "traces").glob("*.json.gz"))
+    m, _ = M.build(Inputs(bare=[BareTraces(2, ranks)]))
+    return json.loads(json.dumps(m.to_json()))
+
+
+def test_bare_traces_keep_their_fallback_and_hold_no_placement():
+    """A placement written into bare traces' metrics (which record none) would make their magnitude
+    checks judged as one GPU per rank; a dropped bare-traces fallback would make the report say none
+    was taken. Both are refused; the file as analyze writes it loads."""
+    m = _bare_metrics()
+    validate_metrics(m, "metrics.json")
+    assert [f["kind"] for f in m["fallbacks"]] == ["bare_traces"]
+    own = {"ranks": 2, "hosts": 1, "gpus": 2, "ranks_per_gpu": 1, "shared_gpu": False, "identity": "uuid",
+           "transports": ["P2P"], "rehearsal": False}  # fmt: skip
+    placed = json.loads(json.dumps(m))
+    placed["world_sizes"]["2"]["traced"]["placement"] = own
+    with pytest.raises(ArtifactError, match="are traces given without their run folders, which record no placement"):
+        validate_metrics(placed, "metrics.json")
+    dropped = json.loads(json.dumps(m))
+    dropped["fallbacks"] = []
+    with pytest.raises(ArtifactError, match="record no bare_traces fallback for 'bare traces"):
+        validate_metrics(dropped, "metrics.json")

@@ -19,7 +19,8 @@ refused with an ArtifactError naming the file and the key path, as a wrong type 
   own samples/s give (medians for the figure, slowest and fastest runs for its spread);
 - a placement adds up: ranks are the world size's, a GPU not shared holds one rank, and a shared
   one more than one;
-- a rehearsal is in both the fallbacks and the placement of its run, or in neither.
+- a rehearsal is in both the fallbacks and the placement of its run, or in neither;
+- traces given without their run folders are in the fallbacks (``bare_traces``) and hold no placement.
 
 Functions of the records (duck-typed: this module imports none of them, ``metrics_schema``
 imports it).
@@ -183,6 +184,7 @@ def metrics_file(m: Any, where: str, path: Path | None) -> None:
     if absent:
         raise _error("measured_world_sizes", f"lists {absent[0]}, which world_sizes holds no entry for", path)
     _rehearsals_said(m, path)
+    _bare_traces_said(m, path)
     one = m.world_sizes.get("1")
     with_efficiency = [k for k, e in m.world_sizes.items() if e.efficiency is not None]
     if with_efficiency and (one is None or one.throughput is None or one.throughput.source != "untraced"):
@@ -299,6 +301,34 @@ def _placement(p: Any, world_size: int, where: str, path: Path | None) -> None:
         )
     if p.shared_gpu is True and per_gpu == 1:
         raise _error(f"{where}.shared_gpu", "is true, but ranks_per_gpu is 1", path)
+
+
+BARE_TRACES = "bare traces ("  # how analyze names traces given without their run folders (``traced.run``)
+
+
+def _bare_traces_said(m: Any, path: Path | None) -> None:
+    """Traces given without their run folders are listed as the ``bare_traces`` fallback, and the other
+    way round; and they hold no placement, which only run records give (``analysis.placement``). A
+    placement written into them, or the fallback dropped, would make the report say more than the traces."""
+    listed = {r for f in m.fallbacks if isinstance(f, dict) and f.get("kind") == "bare_traces" for r in f.get("runs") or []}
+    for key, e in m.world_sizes.items():
+        traced = e.traced
+        if traced is None:
+            continue
+        bare = str(traced.run).startswith(BARE_TRACES) or traced.run in listed
+        if bare and traced.run not in listed:
+            raise _error(
+                "fallbacks",
+                f"record no bare_traces fallback for {traced.run!r} (world size {key}), which names traces given "
+                "without their run folders",
+                path,
+            )
+        if bare and traced.placement is not None:
+            raise _error(
+                f"world_sizes[{key!r}].traced.placement",
+                f"is recorded, but {traced.run!r} are traces given without their run folders, which record no placement",
+                path,
+            )
 
 
 def _rehearsals_said(m: Any, path: Path | None) -> None:

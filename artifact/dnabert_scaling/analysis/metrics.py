@@ -26,6 +26,7 @@ from dnabert_scaling.analysis.stats import stat
 from dnabert_scaling.analysis.trace_metrics import TracedResult, analyze_trace
 from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.layout import RunLayout
+from dnabert_scaling.metrics_invariants import BARE_TRACES
 from dnabert_scaling.metrics_schema import (
     SCHEMA,
     BusyWait,
@@ -169,7 +170,7 @@ def _world_size_entry(
 
 def _bare_run_name(bare: BareTraces) -> str:
     """How bare traces are named where a run's folder name would stand (``traced.run``, the fallbacks)."""
-    return f"bare traces ({bare.source})"
+    return f"{BARE_TRACES}{bare.source})"
 
 
 def _trace_source(traced_run: RunInfo | None, bare: list[BareTraces]) -> _TraceSource | None:

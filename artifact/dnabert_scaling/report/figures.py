@@ -34,6 +34,14 @@ from dnabert_scaling.report.figure_timeline import step_facts, timeline  # noqa:
 # ---- Figure: GPU time breakdown per world size --------------------------------------------
 
 
+def _finite_max(values) -> float:
+    """The largest finite value, 0 where there is none (a figure that could not be computed is drawn as
+    nothing, without the RuntimeWarning that numpy's nanmax prints into the report)."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[np.isfinite(arr)]
+    return float(arr.max()) if arr.size else 0.0
+
+
 def breakdown(rs) -> Figure | NotAvailable:
     sizes = _gpu_sizes(rs)
     if not sizes:
@@ -59,7 +67,7 @@ def breakdown(rs) -> Figure | NotAvailable:
         vals = np.nan_to_num(vals)
         ax.bar(x, vals, 0.55, bottom=bottom, label=label, color=color, edgecolor="white", linewidth=0.5)
         for xi, b, v in zip(x, bottom, vals):
-            if v > 0.06 * max(1e-9, np.nanmax([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])):
+            if v > 0.06 * max(1e-9, _finite_max([_ms(rs.gpu(n).get("step_time_s")) for n in sizes])):
                 ax.text(
                     xi,
                     b + v / 2,
@@ -74,7 +82,7 @@ def breakdown(rs) -> Figure | NotAvailable:
     ax.scatter(x, step, marker="_", s=900, color="black", zorder=5, label="median step time")
     ax.set_xticks(x, [size_label(rs, n) for n in sizes])
     ax.set_ylabel("ms per step (median over ranks x steps)")
-    ax.set_ylim(0, max(np.nanmax(bottom), np.nanmax(step)) * 1.08)
+    ax.set_ylim(0, max(_finite_max(bottom), _finite_max(step), 1e-9) * 1.08)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, _below(ax)), fontsize=8, ncol=4, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_title("Where the GPU step goes: compute + exposed comm + exposed memcpy + idle", fontsize=10)
@@ -123,7 +131,7 @@ def allreduce_vs_backward(rs) -> Figure | NotAvailable:
         )
     # the ratio above its pair of bars (inside them it was clipped by the narrower bar), "no AllReduce"
     # where none ran; the axis grows to hold the labels and the legend
-    top = max(float(np.nanmax(tops)) if tops.size else 0.0, 1e-9)
+    top = max(_finite_max(tops), 1e-9)
     ratios, without = {}, []
     for xi, n, t in zip(x, sizes, tops):
         r = rs.gpu(n).get("allreduce_to_backward") or {}

@@ -93,6 +93,30 @@ class _Checker:
         if None not in (low, mid, high) and not low <= mid <= high:  # type: ignore[operator]
             raise self.bad(key, f"has low {low!r}, mid {mid!r}, high {high!r}: not low <= mid <= high")
 
+    def consistent(self, entry: dict, n: int, t1: float | None, where: str) -> None:
+        """What the replay gives by construction (``predict_replay.predict``): the entry is its world
+        size's; a step takes time; exposed communication is part of the step at each end of the band;
+        efficiency is the one-GPU step over the step (its low end over the slow end, its high end over
+        the fast one). A forecast that contradicts itself states more than the replay did."""
+        if entry.get("world_size", n) != n:
+            raise self.bad(f"{where}.world_size", f"is {_short(entry.get('world_size'))}, under the key of world size {n}")
+        step, exposed, eff = (entry[k] for k in ("step_time_s", "exposed_comm_s", "efficiency"))
+        for end in ("mid", "low", "high"):
+            if step[end] is not None and step[end] <= 0:
+                raise self.bad(f"{where}.step_time_s.{end}", f"is {step[end]!r}: a step takes time")
+            if None not in (step[end], exposed[end]) and exposed[end] > step[end] * (1 + 1e-9):
+                raise self.bad(
+                    f"{where}.exposed_comm_s.{end}",
+                    f"is {exposed[end]!r}, longer than the step's {step[end]!r}: it is part of it",
+                )
+        for end, of in (("mid", "mid"), ("low", "high"), ("high", "low")):
+            want = t1 / step[of] if t1 and step[of] else None
+            if (want is None) != (eff[end] is None) or (want is not None and not math.isclose(eff[end], want, rel_tol=1e-9)):
+                raise self.bad(
+                    f"{where}.efficiency.{end}",
+                    f"is {eff[end]!r}, but the one-GPU step over the step's {of} end gives {want!r}",
+                )
+
     def sizes(self, data: dict, part: str) -> dict:
         entries = self.obj(data.get(part, _MISSING), part)
         for n, entry in entries.items():
@@ -109,7 +133,7 @@ class _Checker:
         model = self.obj(data.get("model", _MISSING), "model")
         if model.get("contention") is not None:
             self.band(model["contention"], "model.contention")
-        self.num(self.obj(data.get("baseline", _MISSING), "baseline").get("step_time_s", _MISSING), "baseline.step_time_s")
+        t1 = self.num(self.obj(data.get("baseline", _MISSING), "baseline").get("step_time_s", _MISSING), "baseline.step_time_s")
         sizes = self.sizes(data, "world_sizes")
         if not sizes:
             raise self.bad("world_sizes", "is empty: no world size forecast")
@@ -117,6 +141,7 @@ class _Checker:
             where = f"world_sizes[{n!r}]"
             for figure in BAND_FIGURES:
                 self.band(entry.get(figure, _MISSING), f"{where}.{figure}", 1.0 if figure in SHARES else None)
+            self.consistent(entry, int(n), t1, where)
             for part in ("busbw_GBps", "alpha_us"):
                 if entry.get(part) is not None:
                     self.band(entry[part], f"{where}.{part}")
@@ -166,10 +191,13 @@ def not_this_sets(data: dict, metrics: dict, folder: Path) -> str:
     ours = [i for i in inputs if isinstance(i, dict) and i.get("rank") == 0 and i.get("sha256")]
     if not ours:
         return "this set's metrics.json records no traced world-size-1 trace (its sha256) that predictions.json could be tied to"
-    if made_from != ours[0]["sha256"]:
+    theirs, mine = source.get("format"), (entry.get("traced") or {}).get("format")
+    unknown = "format not recorded"
+    if made_from != ours[0]["sha256"] or (theirs and mine and theirs != mine):
         return (
-            f"predictions.json was made from another trace ({source.get('source')}, sha256 {made_from[:12]}...), "
-            f"not this set's world-size-1 trace ({ours[0].get('path')}, sha256 {ours[0]['sha256'][:12]}...): {redo}"
+            f"predictions.json was made from another trace ({source.get('source')}, {theirs or unknown}, "
+            f"sha256 {made_from[:12]}...), not this set's world-size-1 trace ({ours[0].get('path')}, {mine or unknown}, "
+            f"sha256 {ours[0]['sha256'][:12]}...): {redo}"
         )
     return ""
 

@@ -178,6 +178,8 @@ def fmt(x: Any, digits: int = 3) -> str:
             return "NaN"
         if x == 0:
             return "0"
+        if abs(x) >= 1e9:  # no measurement of this study is that large: never a page-wide row of digits
+            return f"{x:.{digits}e}"
         if abs(x) >= 100:
             return f"{x:,.0f}"
         return f"{x:.{digits}g}"

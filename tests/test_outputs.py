@@ -211,9 +211,17 @@ def _umask() -> int:
 
 
 def test_predict_does_not_write_into_the_shipped_results(tmp_path):
+    """Neither by default nor by an explicit --out (which replaced a shipped predictions.json, another
+    file predict had written): the shipped evidence changes only by make refresh-reference."""
     before = _tree(REFERENCE)
     proc = _run(["predict", REFERENCE], cwd=ROOT)
-    _refused(proc, "shipped results folder", "--out")
+    _refused(proc, "inside the shipped evidence", "--out")
+    shipped = ROOT / "expected" / "reference-results" / "h200-buckets-b8"
+    was = (shipped / "predictions.json").read_bytes()
+    trace = ROOT / "expected" / "reference" / "h200-buckets-b8" / "ws1-torch-r0" / "traces" / "rank0.json.gz"
+    proc = _run(["predict", trace, "--gpus", "8", "--out", shipped / "predictions.json"], cwd=tmp_path)
+    _refused(proc, "inside the shipped evidence")
+    assert (shipped / "predictions.json").read_bytes() == was
     assert _tree(REFERENCE) == before and not (REFERENCE / "predictions.json").exists()
 
 

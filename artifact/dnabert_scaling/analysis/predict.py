@@ -360,7 +360,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=output_path,
         default=None,
         help="predictions.json to write (default: inside the results folder, else ./predictions.json; "
-        "never by default inside the source tree's expected/); an existing file is replaced only when it is "
+        "never inside the source tree's expected/); an existing file is replaced only when it is "
         "a predictions file written by predict",
     )
     p.add_argument("--force", action="store_true", help="replace an existing --out file that is not a predictions file")
@@ -373,8 +373,8 @@ def _shipped_results() -> Path:
 
 def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
     """Where predictions.json goes, checked before any trace is read: ``--out``, else beside a results
-    folder given as the source, else ``./predictions.json``; a default inside the source tree's
-    ``expected/`` is refused (it would modify a tracked file), and the target may not be, hold or lie
+    folder given as the source, else ``./predictions.json``; a target inside the source tree's
+    ``expected/``, given or by default, is refused (it would modify the shipped evidence), and the target may not be, hold or lie
     inside anything in ``reads``: every file and folder the command reads (``Source.reads``, the
     ``--busbw`` files, what ``--measured`` reads)."""
     from dnabert_scaling.outputs import refuse_overlap, writable_file
@@ -384,12 +384,13 @@ def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
     target = args.out
     if target is None:
         target = given / "predictions.json" if results else Path("predictions.json")
-        shipped = _shipped_results()
-        if target.resolve() == shipped or shipped in target.resolve().parents:
-            raise ArtifactError(
-                f"would write {target} inside the shipped results folder {shipped} (tracked files); give --out FILE elsewhere",
-                args.source,
-            )
+    shipped = _shipped_results()
+    if target.resolve() == shipped or shipped in target.resolve().parents:  # given or by default
+        raise ArtifactError(
+            f"would write {target} inside the shipped evidence {shipped} (tracked files, which only "
+            "make refresh-reference replaces from re-derived results); give --out FILE elsewhere",
+            args.source,
+        )
     option = "--out" if args.out else "predictions.json (or give --out)"
     writable_file(target, option)
     refuse_overlap([(option, target)], reads)

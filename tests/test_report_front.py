@@ -439,3 +439,12 @@ def test_a_number_no_measurement_reaches_is_not_written_out_in_full():
     page-wide row of digits that pushes the first screen's columns off it."""
     assert results.fmt(1e300) == "1.000e+300" and results.fmt(-2.5e9) == "-2.500e+09"
     assert results.fmt(65946.0) == "65,946" and results.fmt(1.31) == "1.31"
+
+
+def test_a_report_of_one_gpu_sets_does_not_speak_of_their_multi_rank_runs(tmp_path):
+    """Sets of world size 1 only: no multi-rank run to have shared a GPU or run on CPU."""
+    one = results.ResultSet(0, tmp_path, "one", "gpu", gpu_results((1,))[0], None, "t")
+    text = front._one_gpu_per_rank_text([one])
+    assert "No set ran more than one rank" in text and "multi-rank run here" not in text
+    shared = result_set(rehearsal_metrics((1, 2)), tmp_path)
+    assert "every multi-rank run here shared one GPU" in front._one_gpu_per_rank_text([one, shared])

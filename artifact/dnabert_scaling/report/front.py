@@ -460,6 +460,8 @@ def _one_gpu_per_rank_text(sets: list[ResultSet]) -> str:
         )
     if multi:
         return f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}."
+    if not any(n > 1 for rs in sets for n in rs.world_sizes):
+        return " No set ran more than one rank, so none of them measures multi-GPU scaling."
     return (
         " No set ran more than one rank with a GPU of its own: every multi-rank run here shared one GPU or ran on CPU, "
         "so none of them measures multi-GPU scaling."

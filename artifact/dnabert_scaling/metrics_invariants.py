@@ -306,24 +306,29 @@ def _placement(p: Any, world_size: int, where: str, path: Path | None) -> None:
 BARE_TRACES = "bare traces ("  # how analyze names traces given without their run folders (``traced.run``)
 
 
+def fallback_runs(fallbacks: list, kind: str) -> set[str]:
+    """The runs that fallbacks of ``kind`` (``rehearsal``, ``bare_traces``) name."""
+    return {r for f in fallbacks if isinstance(f, dict) and f.get("kind") == kind for r in f.get("runs") or []}
+
+
 def _bare_traces_said(m: Any, path: Path | None) -> None:
     """Traces given without their run folders are listed as the ``bare_traces`` fallback, and the other
     way round; and they hold no placement, which only run records give (``analysis.placement``). A
     placement written into them, or the fallback dropped, would make the report say more than the traces."""
-    listed = {r for f in m.fallbacks if isinstance(f, dict) and f.get("kind") == "bare_traces" for r in f.get("runs") or []}
+    listed = fallback_runs(m.fallbacks, "bare_traces")
     for key, e in m.world_sizes.items():
         traced = e.traced
         if traced is None:
             continue
-        bare = str(traced.run).startswith(BARE_TRACES) or traced.run in listed
-        if bare and traced.run not in listed:
+        named_bare = str(traced.run).startswith(BARE_TRACES)
+        if named_bare and traced.run not in listed:
             raise _error(
                 "fallbacks",
                 f"record no bare_traces fallback for {traced.run!r} (world size {key}), which names traces given "
                 "without their run folders",
                 path,
             )
-        if bare and traced.placement is not None:
+        if (named_bare or traced.run in listed) and traced.placement is not None:
             raise _error(
                 f"world_sizes[{key!r}].traced.placement",
                 f"is recorded, but {traced.run!r} are traces given without their run folders, which record no placement",
@@ -336,7 +341,7 @@ def _rehearsals_said(m: Any, path: Path | None) -> None:
     other way round: the checker judges a rehearsal of several ranks on its structure only, so its
     placement cannot be dropped or made to say otherwise, and the report lists every fallback, so the
     rehearsal cannot be dropped from the fallbacks either."""
-    runs = {r for f in m.fallbacks if isinstance(f, dict) and f.get("kind") == "rehearsal" for r in f.get("runs") or []}
+    runs = fallback_runs(m.fallbacks, "rehearsal")
     for key, e in m.world_sizes.items():
         traced = e.traced
         if traced is None:

@@ -26,7 +26,7 @@ from dnabert_scaling.analysis.stats import stat
 from dnabert_scaling.analysis.trace_metrics import TracedResult, analyze_trace
 from dnabert_scaling.errors import ArtifactError, loads_json
 from dnabert_scaling.layout import RunLayout
-from dnabert_scaling.metrics_invariants import BARE_TRACES
+from dnabert_scaling.metrics_invariants import BARE_TRACES, fallback_runs
 from dnabert_scaling.metrics_schema import (
     SCHEMA,
     BusyWait,
@@ -490,7 +490,7 @@ def _fallbacks(runs: list[RunInfo], bare: list[BareTraces], per_ws: dict[str, Wo
                 same["runs"].append(run.name)
             else:
                 fallbacks.append({**f, "runs": [run.name]})
-    listed = {r for f in fallbacks if f.get("kind") == "rehearsal" for r in f.get("runs") or []}
+    listed = fallback_runs(fallbacks, "rehearsal")
     placed = [e.traced.run for e in per_ws.values() if e.traced and e.traced.placement and e.traced.placement.rehearsal]
     unlisted = [r for r in placed if r not in listed]
     if unlisted:

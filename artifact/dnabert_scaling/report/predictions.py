@@ -12,7 +12,7 @@ from typing import Any
 from dnabert_scaling.analysis.predict_replay import FIGURES
 from dnabert_scaling.errors import ArtifactError, read_json_object
 from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION
-from dnabert_scaling.report.results import badge, esc, fmt
+from dnabert_scaling.report.results import badge, band_text, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt
 
 SCHEMA = "dnabert-scaling/predictions/1"
@@ -272,13 +272,7 @@ def predicted_rows(rs, pred: dict, claims: list, study_sizes: list[int]) -> list
         for r in c["checks"]:
             band = r.get("band") or {}
             r["cls"] = VERDICT_CLASS.get(r["verdict"], "notrun")
-            r["band_text"] = (
-                "–"
-                if not band
-                else f"{fmt(band.get('mid'))} (no spread)"
-                if r.get("no_spread")
-                else f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]"
-            )
+            r["band_text"] = band_text(band, r.get("no_spread")) or "–"
             r["measured_is_num"] = "measured" in r
             r["measured_text"] = fmt(r.get("measured")) if "measured" in r else _not_compared(rs, r.get("world_size"))
             r["error_text"] = f"{r['error']:+.3g}" if isinstance(r.get("error"), float) else "–"
@@ -293,8 +287,7 @@ def _not_compared(rs, ws) -> str:
         return "not measured"
     if rs.shared_gpu(ws):
         return f"measured on a shared GPU ({rs.ranks(ws)}: INVALID), not compared"
-    placement = rs.traced(ws).get("placement")
-    if rs.gpu(ws) and not (isinstance(placement, dict) and placement.get("gpus")):
+    if rs.gpu(ws) and rs.placement_unknown(ws):
         return "measured, placement not recorded (one GPU per rank unknown), not compared"
     return "measured, no figure to compare"
 

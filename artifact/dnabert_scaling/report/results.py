@@ -186,6 +186,16 @@ def fmt(x: Any, digits: int = 3) -> str:
     return str(x)
 
 
+def band_text(band: dict | None, no_spread: Any = False) -> str:
+    """A forecast band as shown: ``mid [low, high]``, or ``mid (no spread)`` for a band of no width;
+    empty for none."""
+    if not band:
+        return ""
+    if no_spread:
+        return f"{fmt(band.get('mid'))} (no spread)"
+    return f"{fmt(band.get('mid'))} [{fmt(band.get('low'))}, {fmt(band.get('high'))}]"
+
+
 def ms(stat: Any) -> str:
     if not isinstance(stat, dict) or stat.get("median") is None:
         return "–"

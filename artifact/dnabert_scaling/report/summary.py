@@ -22,7 +22,7 @@ from dnabert_scaling.checker import INVALID, NOT_RUN
 from dnabert_scaling.checker.placement import not_one_gpu_per_rank, placement_of
 from dnabert_scaling.checker.predicted import BLIND_SPOTS, predicted_verdicts
 from dnabert_scaling.report.html import Markup, render
-from dnabert_scaling.report.results import VERDICT_CLASS, Report, ResultSet, fmt
+from dnabert_scaling.report.results import VERDICT_CLASS, Report, ResultSet, band_text
 
 
 @dataclass
@@ -218,11 +218,7 @@ def _predicted_cell(pred: dict | None, rs: ResultSet) -> dict[str, Any] | None:
         "cls": VERDICT_CLASS.get(pred["verdict"], "notrun"),
         "world_size": row["world_size"] if row else None,
         "figure": row["figure"] if row else None,
-        "band": ""
-        if not band
-        else f"{fmt(band['mid'])} (no spread)"
-        if row.get("no_spread")
-        else f"{fmt(band['mid'])} [{fmt(band['low'])}, {fmt(band['high'])}]",
+        "band": band_text(band, row and row.get("no_spread")),
         "bound": row["bounds_text"] if row else "",
         # a band of no spread decides nothing: its figures go to the hover text only, keeping the row short
         "brief": bool(row and row.get("no_spread")),

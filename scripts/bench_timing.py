@@ -3,12 +3,18 @@
 ``kick-tires`` runs ``scripts/reproduce.py --kick-tires`` N times (default 3), each into a fresh
 temporary folder, and records the median and the range; every run must end with status 0 and say
 "identical" for every shipped set, else the figures are not written (a timing of a broken run is
-no timing). ``make-test`` times ``make test`` (default once). Each writes a JSON file (by default
+no timing). ``reproduce`` times ``make reproduce``'s body (``scripts/reproduce.py --out``, default
+3 runs, each into a fresh folder): on a machine without GPU or SLURM, the embedded default; each run
+must end with status 0 and write its SUMMARY.txt. ``setup`` times ``make venv`` in a fresh clone
+of this checkout with pip's cache off (default once; it downloads the lock's packages, so the
+figure is the network's as much as the machine's). ``make-test`` times ``make test`` (default once). Each writes a JSON file (by default
 ``docs/timings/<name>.json``) that ``python -m dnabert_scaling.tools docs`` turns into the sentences
 of README.md and ARTIFACT.md; the machine is described in it (cores, memory, CPU model, load
 average before and after) and ``--note`` says what else ran on it.
 
     python scripts/bench_timing.py kick-tires [--repeats 3] [--note "..."]
+    python scripts/bench_timing.py reproduce [--repeats 3] [--note "..."]
+    python scripts/bench_timing.py setup [--repeats 1] [--note "..."]
     python scripts/bench_timing.py make-test [--repeats 1] [--note "..."]
 """
 
@@ -98,6 +104,37 @@ def kick_tires_once(workdir: Path) -> tuple[float, str | None]:
     return seconds, None
 
 
+def reproduce_once(workdir: Path) -> tuple[float, str | None]:
+    """One ``make reproduce`` (its body, the virtual environment already made): (seconds, None) or why it does not count."""
+    out = workdir / "rp"
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "reproduce.py"), "--out", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return seconds, f"exit status {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+    if not (out / "SUMMARY.txt").is_file():
+        return seconds, f"no SUMMARY.txt in {out}"
+    return seconds, None
+
+
+def setup_once(workdir: Path) -> tuple[float, str | None]:
+    """``make venv`` in a fresh clone (pip's cache off): (seconds, None) or why it does not count."""
+    clone = workdir / "clone"
+    proc = subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return 0.0, f"git clone ended with status {proc.returncode}: {proc.stderr[-2000:]}"
+    env = dict(os.environ, PIP_NO_CACHE_DIR="1")
+    t0 = time.perf_counter()
+    proc = subprocess.run(["make", "venv"], cwd=clone, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - t0
+    (workdir / "make-venv.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        return seconds, f"make venv ended with status {proc.returncode}: {(proc.stdout + proc.stderr)[-2000:]}"
+    return seconds, None
+
+
 def make_test_once(workdir: Path) -> tuple[float, str | None]:
     t0 = time.perf_counter()
     proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
@@ -110,6 +147,8 @@ def make_test_once(workdir: Path) -> tuple[float, str | None]:
 
 COMMANDS = {
     "kick-tires": ("make kick-tires (scripts/reproduce.py --kick-tires)", kick_tires_once, 3),
+    "reproduce": ("make reproduce (scripts/reproduce.py --out)", reproduce_once, 3),
+    "setup": ("make venv in a fresh clone, pip's cache off", setup_once, 1),
     "make-test": ("make test", make_test_once, 1),
 }
 
@@ -152,7 +191,9 @@ def measure(name: str, repeats: int, note: str) -> tuple[dict, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("what", choices=sorted(COMMANDS), help="the command to time")
-    ap.add_argument("--repeats", type=int, default=None, help="runs (default: 3 for kick-tires, 1 for make-test)")
+    ap.add_argument(
+        "--repeats", type=int, default=None, help="runs (default: 3 for kick-tires and reproduce, 1 for setup and make-test)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="where to write the figures (default docs/timings/<what>.json)")
     ap.add_argument("--note", default="", help="what else ran on the machine, in words (written into the JSON)")
     args = ap.parse_args(argv)

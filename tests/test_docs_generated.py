@@ -6,6 +6,7 @@ list a set recorded later with whatever keys it has.
 """
 
 import json
+import re
 import shutil
 import subprocess
 
@@ -127,11 +128,29 @@ def test_a_timing_not_measured_says_so(tmp_path):
         "max_s": 431.0,
         "repeats": 3,
         "date": "2026-12-03",
+        "git_revision": "177675d77f128cd7bfe40f76ca91654df3e429f9",
         "machine": {"cores": 2, "memory_gib": 23.5, "cpu_model": "AMD EPYC"},
     }
     (root / "docs" / "timings" / "make-test.json").write_text(json.dumps(measured))
     out = render(doc, Facts(root), root / "doc.md")
-    assert "412 s (median of 3, range 400-431 s; 2 cores, 23.5 GiB, AMD EPYC; 2026-12-03" in out
+    assert "412 s (median of 3, range 400-431 s; 2 cores, 23.5 GiB, AMD EPYC; 2026-12-03, revision 177675d;" in out
+    # one run is called one run, not a median with a range of one value
+    (root / "docs" / "timings" / "make-test.json").write_text(
+        json.dumps(measured | {"repeats": 1, "min_s": 412.3, "max_s": 412.3})
+    )
+    out = render(doc, Facts(root), root / "doc.md")
+    assert "412 s (one run; 2 cores" in out and "median of 1" not in out
+
+
+def test_the_bench_read_table_counts_each_method_s_runs(tmp_path):
+    root = tmp_path / "repo"
+    bench = root / "expected" / "reference" / "cpu-bench"
+    bench.mkdir(parents=True)
+    shutil.copy(ROOT / "expected" / "reference" / "cpu-bench" / "bench-read.txt", bench / "bench-read.txt")
+    out = render("<!-- generated:bench-read:begin -->\n<!-- generated:bench-read:end -->\n", Facts(root), root / "d.md")
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in out.splitlines() if "(1 process)" in line}
+    assert rows["plain otf2 loop (1 process)"][3] == "1"  # a single run, not a median
+    assert rows["read_run_traces + summarize (1 process)"][3] == "3"
 
 
 def test_a_damaged_metrics_file_names_the_file(tmp_path):
@@ -231,3 +250,12 @@ def test_c1s_verdict_stands_only_beside_the_world_size_it_judged():
     multi = [line for line in lines if "world size" in line and "world size 1:" not in line]
     assert multi and not any("C1" in line for line in multi), multi
     assert all("C1 PASS" in line for line in lines if line not in multi), lines
+
+
+def test_design_md_names_every_reason_code():
+    from dnabert_scaling.checker import REASON_CODES
+
+    design = (ROOT / "docs" / "design.md").read_text()
+    start = design.index("`checker.REASON_CODES`:")
+    listed = set(re.findall(r"`([a-z_]+)`", design[start : design.index(")", start)]))
+    assert set(REASON_CODES) <= listed, f"docs/design.md does not name {sorted(set(REASON_CODES) - listed)}"

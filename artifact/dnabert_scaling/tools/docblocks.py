@@ -475,13 +475,15 @@ def bench_hook(facts: Facts, _: str | None) -> str:
 
 
 _READ_ROW = re.compile(
-    r"^(?P<method>\S.*?\S)\s{2,}(?P<events>[\d,]+)\s+(?P<median>[\d.]+)\s+(?P<rate>[\d,]+)\s+(?P<speedup>[\d.]+x)\s"
+    r"^(?P<method>\S.*?\S)\s{2,}(?P<events>[\d,]+)\s+(?P<median>[\d.]+)\s+(?P<rate>[\d,]+)\s+(?P<speedup>[\d.]+x)"
+    r"(?:\s+(?P<runs>[\d.]+(?:,\s*[\d.]+)*))?\s*$"
 )
 
 
 def bench_read(facts: Facts, _: str | None) -> str:
-    """The methods of the shipped ``bench-read.txt`` (``scripts/bench_read.py``): events, median seconds, rate, speed-up."""
-    rows = ["| method | events | median (s) | events/s | speed-up |", "|---|---|---|---|---|"]
+    """The methods of the shipped ``bench-read.txt`` (``scripts/bench_read.py``): events, seconds (the median where a
+    method ran more than once), how many runs, rate, speed-up."""
+    rows = ["| method | events | seconds (median of the runs) | runs | events/s | speed-up |", "|---|---|---|---|---|---|"]
     machine = ""
     for folder in facts.bench_folders:
         for path in sorted(folder.glob("bench-read*.txt")):
@@ -489,7 +491,8 @@ def bench_read(facts: Facts, _: str | None) -> str:
                 if line.startswith("machine: "):
                     machine = line.removeprefix("machine: ")
                 elif m := _READ_ROW.match(line):
-                    rows.append(f"| {m['method']} | {m['events']} | {m['median']} | {m['rate']} | {m['speedup']} |")
+                    runs = len(m["runs"].split(",")) if m["runs"] else "?"
+                    rows.append(f"| {m['method']} | {m['events']} | {m['median']} | {runs} | {m['rate']} | {m['speedup']} |")
     if len(rows) == 2:
         return "(no `bench-read*.txt` shipped)"
     return "\n".join(rows) + (f"\n\nMachine, as the printout gives it: {machine}." if machine else "")
@@ -507,10 +510,13 @@ def timing(facts: Facts, name: str | None) -> str:
     m = t.get("machine") or {}
     loads = [x[0] for x in (t.get("load_average_before"), t.get("load_average_after")) if isinstance(x, list) and x]
     load = f"load average {min(loads):.1f}-{max(loads):.1f}; " if loads else ""
+    repeats = t.get("repeats")
+    spread = "one run" if repeats == 1 else f"median of {repeats}, range {t.get('min_s'):.0f}-{t.get('max_s'):.0f} s"
+    revision = str(t.get("git_revision") or "")[:7] or "?"
     return (
-        f"{t.get('median_s'):.0f} s (median of {t.get('repeats')}, range {t.get('min_s'):.0f}-{t.get('max_s'):.0f} s; "
-        f"{m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB, {m.get('cpu_model', '?')}; {load}{t.get('date', '?')}; "
-        f"`docs/timings/{name}.json`)"
+        f"{t.get('median_s'):.0f} s ({spread}; "
+        f"{m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB, {m.get('cpu_model', '?')}; {load}{t.get('date', '?')}, "
+        f"revision {revision}; `docs/timings/{name}.json`)"
     )
 
 
@@ -538,6 +544,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-folders": docfolders.bench_folders,
     "verdicts-by-set": verdicts_by_set,
     "judged-claims": docverdicts.judged_claims,
+    "forecast-verdicts": docverdicts.forecast_verdicts,
     "completeness-shares": completeness_shares,
     "incomplete-scorep": incomplete_scorep,
     "idle-table": idle_table,

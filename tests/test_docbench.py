@@ -420,12 +420,12 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     # each file on its own: the older build's misses, the others' intervals hold the bound
     assert text.startswith(
         "at 8x70 (<= 1.25x) not established for the build the artifact ships: 1.29x over calls D to M's 6 rounds "
-        "(missed: 95% interval of the median 1.26-1.31), 1.25x over calls N, O and P's 6 rounds (not established: "
-    )
+        "(missed: 95% interval of the median 1.26-1.31; another build), 1.25x over calls N, O and P's 6 rounds (not established: "
+    )  # D to M's runs list different builds: "another build" without naming one
     # the shipped build's twelve rounds pooled, the older build's left out
     assert "the 12 rounds of that build (calls N, O and P and calls A, B and C) pooled: 1.23x (not established: " in text
     assert "at 32x70 (<= 1.12x) met for the build the artifact ships:" in text
-    assert "1.20x over calls D to M's 6 rounds (missed: 95% interval of the median 1.20-1.20)" in text
+    assert "1.20x over calls D to M's 6 rounds (missed: 95% interval of the median 1.20-1.20; another build)" in text
     assert "pooled: 1.10x (met: 95% interval of the median 1.10-1.11)" in text
     # CUPTI alone is said only beside a target the build does not meet
     assert "CUPTI alone" not in text.split("at 32x70")[1]
@@ -445,6 +445,8 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
         "at 8x70 (<= 1.25x) not judged for the build the artifact ships (no file ran it); over the other builds not established: "
     )
     assert "pooled" not in text
+    # a file of one other build says how it differs from the shipped one
+    assert "over calls A, B and C's 6 rounds (" in text and "another build: with a.patch, b.patch; without z.patch)" in text
     _target_file(root, calls_nop, [ours, ours], [1.26] * 6, [1.20] * 6)
     _target_file(root, calls_abc, [ours], [1.30] * 6, [1.20] * 6)
     text = docbench_targets.scorep_targets_summary(Facts(tmp_path), None)

@@ -1,4 +1,4 @@
-"""The generated blocks of GPU calls T, U, V, W (2026-12-05) and Z (2026-12-06): where the default Score-P mode's cost beyond the bare
+"""The generated blocks of GPU calls T, U, V, W (2026-12-05), Z and ZH (2026-12-06): where the default Score-P mode's cost beyond the bare
 CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
 or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
 off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
@@ -6,7 +6,7 @@ resource and synchronisation callback domains Score-P also enables, and the defa
 domain held back by a preloaded filter; call V: the bare client without launch records, and with CUPTI's activity
 records of the launch calls instead of callbacks; call W: Score-P taking its launches from those activity records,
 with the candidate 8.4-cupti-launch-records.patch; call Z: that patch's present code, built on a CPU, with torch.profiler
-in place of the bare client), the bare client and no tracer, in lockstep rounds. Each part of the cost
+in place of the bare client; call ZH: call Z's build and modes on the H200), the bare client and no tracer, in lockstep rounds. Each part of the cost
 is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
 interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
 left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
@@ -106,6 +106,13 @@ CALL_Z = Split(
     (("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),),
     lead="What the default mode adds to Score-P with its launches from CUPTI's activity records (a build made on a CPU)",
 )
+H200_RECORDS_BENCH = "h200-bench/gpu-call-2026-12-06-records/bench-zh.json"  # call Z's plan on the H200: the targets' card
+CALL_ZH = Split(
+    H200_RECORDS_BENCH,
+    "call ZH",
+    (("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),),
+    lead="What the default mode adds to Score-P with its launches from CUPTI's activity records (call Z's build, on the H200)",
+)
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
     "met": "no cost",
@@ -137,6 +144,12 @@ def bench_trace_cpu_built(facts: Facts, _: str | None) -> str:
     """Call Z's block (the Score-P built on a CPU by cpu-build.sh, run on the H100), and Score-P with its launches
     from activity records against the default mode's bounds."""
     return _records_split_block(facts, CALL_Z)
+
+
+def bench_trace_records_h200(facts: Facts, _: str | None) -> str:
+    """Call ZH's block (call Z's CPU-built Score-P with the candidate patch, run on the H200), and Score-P with its
+    launches from activity records against the default mode's bounds."""
+    return _records_split_block(facts, CALL_ZH)
 
 
 def _records_split_block(facts: Facts, split: Split) -> str:

@@ -66,10 +66,11 @@ def _config_reading(every: list, ours: list, config: str, bound: float) -> str:
     elif verdict == "not established":
         text += ": the bound lies among the rounds and among the runs, so it would settle only with many more of both, or with a cheaper Score-P"
     own = []
+    shipped = {n for n, _ in ours}
     for name, data in every:
         r = cv.rounds_of(data, config, DEFAULT_MODE, label=name)
         if r.ran:
-            own.append(f"{name} {cv.judge([r], bound)[0]}")
+            own.append(f"{name} {cv.judge([r], bound)[0]}" + ("" if name in shipped else " (another build)"))
     return text + ". Each file on its own: " + "; ".join(own)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file, run_patches
-from dnabert_scaling.tools.docbench_parts import PARTS_BENCH
+from dnabert_scaling.tools.docbench_parts import H200_RECORDS_BENCH, PARTS_BENCH
 from dnabert_scaling.tools.docfacts import Facts
 from dnabert_scaling.tools.scorep_series import read_series
 
@@ -23,6 +23,7 @@ TARGET_SETS = (
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
     ("h200-bench/gpu-call-2026-12-05/bench-rs.json", "calls R and S"),
     (PARTS_BENCH, "call T"),
+    (H200_RECORDS_BENCH, "call ZH"),  # a build with the candidate records patch: judged on its own, not pooled
 )
 TARGET_DEVICE = "NVIDIA H200"  # issue 24's targets are of the lent H200: rounds of another card are never pooled with them
 SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches
@@ -92,6 +93,7 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
     found = target_files(facts)
     if not found:
         return "not judged: no benchmark file with the default mode is shipped"
+    build = shipped_build(facts)
     parts = []
     for config, bound in SCOREP_RATIO_TARGETS:
         figures, verdicts, ours, everyone = [], [], [], []
@@ -103,7 +105,8 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
             verdicts.append(verdict)
             m = cv.median_of([rounds])
             shown = "" if m is None else f"{m:.2f}x over "
-            figures.append(f"{shown}{said}'s {len(rounds.values)} rounds ({verdict}: {interval})")
+            other = "" if mine else f"; {_other_build(data, build)}"
+            figures.append(f"{shown}{said}'s {len(rounds.values)} rounds ({verdict}: {interval}{other})")
             everyone.append((said, data))
             if mine:
                 ours.append((said, data, rounds))
@@ -159,6 +162,18 @@ def run_devices(data: dict) -> list:
     names, or None where it names none."""
     runs = data.get("merged_from") or [{"machine": data.get("machine")}]
     return [((r.get("machine") or {}) if isinstance(r, dict) else {}).get("device") for r in runs]
+
+
+def _other_build(data: dict, shipped: tuple[str, ...] | None) -> str:
+    """How a file's Score-P differs from the build the artifact ships, in words ("another build: with
+    X, without Y"); "another build" alone where either is not known or its runs differ."""
+    theirs = _build_of(data)
+    if theirs is None or shipped is None:
+        return "another build"
+    more = [p for p in theirs if p not in shipped]
+    fewer = [p for p in shipped if p not in theirs]
+    said = [f"with {', '.join(more)}"] * bool(more) + [f"without {', '.join(fewer)}"] * bool(fewer)
+    return "another build: " + "; ".join(said) if said else "another build"
 
 
 def _build_of(data: dict) -> tuple[str, ...] | None:

@@ -580,6 +580,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace-records": docbench_parts.bench_trace_records,
     "bench-trace-launch-records": docbench_parts.bench_trace_launch_records,
     "bench-trace-cpu-built": docbench_parts.bench_trace_cpu_built,
+    "bench-trace-records-h200": docbench_parts.bench_trace_records_h200,
     "scorep-targets-summary": docbench_targets.scorep_targets_summary,
     "scorep-target-reading": docbench_reading.scorep_target_reading,
     "bench-hook": bench_hook,

@@ -225,6 +225,61 @@ def test_predict_does_not_write_into_the_shipped_results(tmp_path):
     assert _tree(REFERENCE) == before and not (REFERENCE / "predictions.json").exists()
 
 
+def _listing(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every path under ``folder`` with its size and modification time (folders included)."""
+    return {str(p.relative_to(folder)): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in sorted(folder.rglob("*"))}
+
+
+def test_no_command_writes_inside_the_shipped_evidence(tmp_path):
+    """Every writing command refuses an output that is or lies inside the source tree's expected/ (the
+    shipped traces, results, report and claims), given as a new folder or over a shipped one, before it
+    writes anything: outputs.refuse_shipped, called by writable_dir, writable_file and refuse_foreign."""
+    expected = ROOT / "expected"
+    before = _listing(expected)
+    results = _results(tmp_path / "results")
+    tiny = ["--model", "tiny", "--steps", "1", "--warmup-steps", "0", "--batch-size", "2", "--no-progress"]
+    cases = {
+        "analyze over a shipped set": ["analyze", "--world-size", "1", KINETO, "--out", REFERENCE],
+        "report over the shipped report": ["report", results, "--out", expected / "reference-results"],
+        "check into expected/": ["check", results, "--out", expected / "probe-check"],
+        "train into a shipped trace set": [
+            "train",
+            *tiny,
+            "--device",
+            "cpu",
+            "--out",
+            expected / "reference" / "h200-b8",
+            "--overwrite",
+        ],
+        "sweep over expected/ itself": [
+            "sweep",
+            "--device",
+            "cpu",
+            "--gpus",
+            "1",
+            "--no-busbw",
+            "--out",
+            expected,
+            "--fresh",
+            "--",
+            *tiny,
+        ],
+        "synth-data into expected/": ["synth-data", "--out", expected / "probe-data"],
+        "convert into expected/": ["convert", KINETO, "--out", expected / "probe-convert"],
+    }
+    for what, args in cases.items():
+        proc = _run(args, cwd=tmp_path)
+        assert proc.returncode == 2, (what, proc.returncode, proc.stderr[-2000:])
+        assert "inside the shipped evidence" in proc.stderr and "Traceback" not in proc.stderr, (what, proc.stderr[-2000:])
+    proc = subprocess.run(
+        [PYTHON, ROOT / "scripts" / "reproduce.py", "--kick-tires", "--out", expected / "probe-reproduce"],
+        capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300,
+    )  # fmt: skip
+    _refused(proc, "inside the shipped evidence")
+    assert _listing(expected) == before  # nothing written, moved or deleted
+    assert _tree(results) == _tree(REFERENCE)
+
+
 def test_synth_data_rows_are_bounded(tmp_path):
     proc = _run(["synth-data", "--out", tmp_path / "task", "--rows", f"{10**12},1,1"], cwd=tmp_path, timeout=60)
     _refused(proc, "at most 10,000,000 rows")

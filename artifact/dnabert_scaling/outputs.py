@@ -9,7 +9,10 @@ Checked before any work:
   what it reads; an OTF2 anchor file stands for its whole archive (its ``.def`` file and event
   folder beside it).
 - ``writable_dir`` / ``writable_file`` (which every writing command calls on its output) refuse an
-  output path that is a symbolic link (``refuse_link``), and turn the ways an output path fails (an
+  output path that is a symbolic link (``refuse_link``) or that is or lies inside the source tree's
+  ``expected/`` (``refuse_shipped``: the shipped evidence, tracked files that only a release changes,
+  by ``make refresh-reference``, ``make refresh-report`` and ``scripts/import_reference.py``, none of
+  which writes through a command), and turn the ways an output path fails (an
   existing file where a folder belongs, or the reverse; no write permission; a read-only file system) into an
   :class:`ArtifactError` naming the option and the path, before any time is spent.
 
@@ -72,13 +75,38 @@ def refuse_link(path: Path | str, option: str, what: str = "folder") -> None:
         raise ArtifactError(f"{option}: is a symbolic link; give the {what} it points to", path)
 
 
+def shipped_evidence() -> Path | None:
+    """The source tree's ``expected/`` (beside ``artifact/``, holding ``claims.toml``), where this package
+    runs from a checkout; None for an installed copy, which has no shipped evidence beside it."""
+    folder = Path(__file__).resolve().parents[2] / "expected"
+    return folder if (folder / "claims.toml").is_file() else None
+
+
+def refuse_shipped(path: Path | str, option: str) -> None:
+    """Refuse (exit 2) an output that is or lies inside the shipped evidence (``shipped_evidence``),
+    compared as resolved paths, for every writing command alike: a command run there would replace,
+    delete or mix into the recorded traces and results that the documents and ``make kick-tires``
+    rest on."""
+    shipped = shipped_evidence()
+    if shipped is None:
+        return
+    target, root = _resolved(path), _resolved(shipped)
+    if target == root or root in target.parents:
+        raise ArtifactError(
+            f"{option}: would write inside the shipped evidence {shipped} (tracked files that only a release "
+            "changes: make refresh-reference, make refresh-report, scripts/import_reference.py); write elsewhere",
+            path,
+        )
+
+
 def writable_dir(path: Path | str, option: str = "--out", create: bool = False) -> Path:
-    """``path`` as a folder this process can write into, not a symbolic link (``refuse_link``). A
-    missing folder is created when ``create``; otherwise only checked to be creatable (its nearest
-    existing parent is writable), so that a command refused later for bad input leaves no empty
-    folder behind."""
+    """``path`` as a folder this process can write into, not a symbolic link (``refuse_link``) and not
+    inside the shipped evidence (``refuse_shipped``). A missing folder is created when ``create``;
+    otherwise only checked to be creatable (its nearest existing parent is writable), so that a
+    command refused later for bad input leaves no empty folder behind."""
     path = Path(path)
     refuse_link(path, option)
+    refuse_shipped(path, option)
     if path.exists() and not path.is_dir():
         raise ArtifactError(f"{option}: exists and is not a folder", path)
     if path.exists():
@@ -107,6 +135,7 @@ def writable_file(path: Path | str, option: str = "--out") -> Path:
     folder exists or can be created (it is made when the file is written, :func:`staged_files`)."""
     path = Path(path)
     refuse_link(path, option, "file")
+    refuse_shipped(path, option)
     if path.is_dir():
         raise ArtifactError(f"{option}: is a folder, not a file", path)
     writable_dir(path.parent, option)
@@ -241,6 +270,7 @@ def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     Called before the work, and by ``replaced_folder`` before it starts and just before the swap."""
     target = Path(target)
     refuse_link(target, option)
+    refuse_shipped(target, option)
     here = Path.cwd().resolve()
     if _resolved(target) == here or _resolved(target) in here.parents:
         raise ArtifactError(

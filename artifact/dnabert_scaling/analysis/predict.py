@@ -366,11 +366,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing --out file that is not a predictions file")
 
 
-def _shipped_results() -> Path:
-    """The source tree's ``expected/``: shipped, tracked results that only a release changes."""
-    return Path(__file__).resolve().parents[3] / "expected"
-
-
 def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
     """Where predictions.json goes, checked before any trace is read: ``--out``, else beside a results
     folder given as the source, else ``./predictions.json``; a target inside the source tree's
@@ -384,15 +379,8 @@ def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
     target = args.out
     if target is None:
         target = given / "predictions.json" if results else Path("predictions.json")
-    shipped = _shipped_results()
-    if target.resolve() == shipped or shipped in target.resolve().parents:  # given or by default
-        raise ArtifactError(
-            f"would write {target} inside the shipped evidence {shipped} (tracked files, which only "
-            "make refresh-reference replaces from re-derived results); give --out FILE elsewhere",
-            args.source,
-        )
     option = "--out" if args.out else "predictions.json (or give --out)"
-    writable_file(target, option)
+    writable_file(target, option)  # refuses a target inside the shipped evidence, given or by default
     refuse_overlap([(option, target)], reads)
     if not getattr(args, "force", False):
         foreign = _not_predictions(target)

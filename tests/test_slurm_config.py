@@ -310,16 +310,6 @@ def test_cpu_only_jobs_request_no_gpus(tmp_path):
     assert not any(k in s for s in shapes for k in ("--gres", "--gpus-per-task", "--ntasks-per-node"))
 
 
-def test_simple_mode_writes_job_directories(tmp_path):
-    dry_run(tmp_path, "--tracers", "none,scorep", "--repeats", "2", sizes="2")
-    jd = tmp_path / "runs" / "slurm" / "ws2"
-    assert (jd / "world_size").read_text().strip() == "2"
-    rundirs = [(jd / f"run-{k:03d}.rundir").read_text().strip() for k in range(4)]
-    assert [Path(r).name for r in rundirs] == ["ws2-none-r0", "ws2-none-r1", "ws2-scorep-r0", "ws2-scorep-r1"]
-    args = (jd / "run-002.args").read_bytes().split(b"\0")[:-1]
-    assert [a.decode() for a in args] == ["--model", "tiny", "--tracer", "scorep", "--out", rundirs[2]]
-
-
 @pytest.mark.parametrize(
     "args, message",
     [

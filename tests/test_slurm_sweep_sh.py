@@ -270,3 +270,15 @@ def test_image_flag_overrides_the_files_no_container_and_vice_versa(tmp_path):
     conf.write_text(f"IMAGE={image}\n")
     proc = sweep("--dry-run", "--config", str(conf), "--no-container", "--world-sizes", "1", "--out", str(tmp_path / "r"))
     assert proc.returncode == 0 and "--no-container" in proc.stdout and "--image" not in proc.stdout, proc.stderr
+
+
+def test_batch_script_port_base_is_decimal_and_bounded(tmp_path):
+    (tmp_path / "world_size").write_text("1\n")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}, "SLURM_JOB_ID": "7", "SLURM_NTASKS": "1"}
+    job = ROOT / "scripts" / "slurm" / "dnabert-job.sbatch"
+    for value in ("99999999999999999999", "65000", "0800", "x"):
+        proc = subprocess.run(
+            ["bash", str(job), "--no-container", "--port-base", value, str(tmp_path)], capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 2 and "--port-base must be" in proc.stderr and f"'{value}'" in proc.stderr, proc.stderr
+        assert len(proc.stderr.splitlines()) == 1

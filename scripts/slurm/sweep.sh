@@ -20,7 +20,7 @@
 #   --sbatch-arg ARG       (SBATCH_ARGS, whitespace-separated) extra sbatch option, repeatable
 # How ranks run:
 #   --image SIF            (IMAGE) `apptainer exec --nv --cleanenv SIF dnabert-scaling train`
-#   --no-container         (NO_CONTAINER=1) run the installed CLI directly
+#   --no-container         (NO_CONTAINER=1) run the installed CLI directly (not with --image)
 #   --apptainer BIN        (APPTAINER)   --bind SPEC (BIND, comma-separated) --cli PATH (CLI)
 #   --pass-env "A B"       (PASS_ENV) further variables passed into the image
 #   --command CMD          testing: run CMD per rank instead of train (see dnabert-job.sbatch)

@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,12 @@ def test_settings_file_values_and_origins(tmp_path):
         ("MAX_NODES=0", "MAX_NODES ({}:2): '0' is not a positive integer"),
         ("partition gpu", "line 2: expected KEY=value"),
         ("NO_CONTAINER=maybe", "'maybe' is not 0 or 1"),
+        ("TIME=02:00:00", "line 2: TIME is given twice (first on line 1): give it once"),
+        ('PARTITION="gpu', 'line 2: PARTITION: the quote " is not closed'),
+        ("PARTITION='gpu", "line 2: PARTITION: the quote ' is not closed"),
+        ('PARTITION="gpu"x', "line 2: PARTITION: text after the closing quote"),
+        ("GPUS_PER_NODE=99999999999999999999", "'99999999999999999999' is too large (at most 999999999)"),
+        ("IMAGE=a.sif\nNO_CONTAINER=1", "IMAGE (line 2) and NO_CONTAINER (line 3) exclude each other"),
     ],
 )
 def test_settings_file_errors_name_file_and_line(tmp_path, line, message):
@@ -102,7 +109,34 @@ def test_settings_file_errors_name_file_and_line(tmp_path, line, message):
     conf.write_text(f"TIME=01:00:00\n{line}\n")
     with pytest.raises(ArtifactError) as err:
         load_config(conf)
+    assert str(err.value).startswith(f"{conf}: ") or f"({conf}:2)" in str(err.value)
     assert message.format(conf) in str(err.value)
+
+
+def test_settings_file_quotes_and_comments(tmp_path):
+    conf = tmp_path / "site.conf"
+    conf.write_text("PARTITION=\"gpu a\"  # the big one\nACCOUNT='p#1'\nGPUS_PER_NODE=08\nMEM=4G#x\n")
+    values, _ = load_config(conf)
+    assert values == {"partition": "gpu a", "account": "p#1", "gpus_per_node": 8, "mem": "4G#x"}
+
+
+def test_settings_file_not_utf8_is_a_one_line_error(tmp_path):
+    conf = tmp_path / "x.conf"
+    conf.write_bytes(b"PARTITION=gpu\xff\n")
+    with pytest.raises(ArtifactError, match=r"x\.conf: not UTF-8 text, so not a SLURM settings file"):
+        load_config(conf)
+    with pytest.raises(ArtifactError, match="is a folder, not a regular file"):
+        load_config(tmp_path)
+    # the sweep command, with --slurm-config and with $DNABERT_SLURM_CONFIG: exit 2, no traceback, nothing written
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact")}
+    env.pop("DNABERT_SLURM_CONFIG", None)
+    cmd = [sys.executable, "-m", "dnabert_scaling", "sweep", "--executor", "slurm", "--gpus", "1", "--out", str(tmp_path / "sl")]
+    for extra, more_env in ((["--slurm-config", str(conf)], {}), ([], {"DNABERT_SLURM_CONFIG": str(conf)})):
+        proc = subprocess.run([*cmd, *extra], capture_output=True, text=True, timeout=120, env={**env, **more_env})
+        assert proc.returncode == 2, proc.stderr
+        assert f"{conf}: not UTF-8 text" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "sl").exists()
 
 
 def test_example_settings_file_is_valid_for_both_parsers(tmp_path):
@@ -138,6 +172,21 @@ def test_options_override_the_settings_file(tmp_path):
     # Nothing given: every field keeps its default (None options do not override).
     empty = config_from_args(parser.parse_args([]))
     assert empty == SlurmConfig()
+
+
+def test_image_and_no_container(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_slurm_arguments(parser)
+    with pytest.raises(ArtifactError, match="--image and --no-container exclude each other: give one"):
+        config_from_args(parser.parse_args(["--image", "x.sif", "--no-container"]))
+    # an option overrides the settings file's choice either way
+    conf = tmp_path / "image.conf"
+    conf.write_text("IMAGE=x.sif\n")
+    cfg = config_from_args(parser.parse_args(["--slurm-config", str(conf), "--no-container"]))
+    assert cfg.no_container is True
+    conf.write_text("NO_CONTAINER=1\n")
+    cfg = config_from_args(parser.parse_args(["--slurm-config", str(conf), "--image", "y.sif"]))
+    assert cfg.no_container is False and cfg.image == Path("y.sif") and cfg.where("no_container") == "--image"
 
 
 def test_config_from_environment_variable(tmp_path, monkeypatch):
@@ -259,16 +308,6 @@ def test_cpu_only_jobs_request_no_gpus(tmp_path):
     shapes = [opts(c) for c in dry_run(tmp_path, "--gpus-per-node", "0", sizes="1,2")]
     assert [(s["--ntasks"], s["--nodes"]) for s in shapes] == [("1", "1"), ("2", "1")]
     assert not any(k in s for s in shapes for k in ("--gres", "--gpus-per-task", "--ntasks-per-node"))
-
-
-def test_simple_mode_writes_job_directories(tmp_path):
-    dry_run(tmp_path, "--tracers", "none,scorep", "--repeats", "2", sizes="2")
-    jd = tmp_path / "runs" / "slurm" / "ws2"
-    assert (jd / "world_size").read_text().strip() == "2"
-    rundirs = [(jd / f"run-{k:03d}.rundir").read_text().strip() for k in range(4)]
-    assert [Path(r).name for r in rundirs] == ["ws2-none-r0", "ws2-none-r1", "ws2-scorep-r0", "ws2-scorep-r1"]
-    args = (jd / "run-002.args").read_bytes().split(b"\0")[:-1]
-    assert [a.decode() for a in args] == ["--model", "tiny", "--tracer", "scorep", "--out", rundirs[2]]
 
 
 @pytest.mark.parametrize(

@@ -20,19 +20,24 @@
 #   --sbatch-arg ARG       (SBATCH_ARGS, whitespace-separated) extra sbatch option, repeatable
 # How ranks run:
 #   --image SIF            (IMAGE) `apptainer exec --nv --cleanenv SIF dnabert-scaling train`
-#   --no-container         (NO_CONTAINER=1) run the installed CLI directly
+#   --no-container         (NO_CONTAINER=1) run the installed CLI directly (not with --image)
 #   --apptainer BIN        (APPTAINER)   --bind SPEC (BIND, comma-separated) --cli PATH (CLI)
 #   --pass-env "A B"       (PASS_ENV) further variables passed into the image
 #   --command CMD          testing: run CMD per rank instead of train (see dnabert-job.sbatch)
 # Other:
 #   --after JOBID          make the first job depend on JOBID too
 #   --job-name-prefix P    (JOB_NAME_PREFIX, default dnabert-) job names are P + ws<N>
-#   --dry-run              print the sbatch commands; query and submit nothing
+#   --dry-run              print the sbatch commands; query, write and submit nothing
 #   --test-only            validate and ask SLURM (sbatch --test-only) whether each job fits;
-#                          submit nothing
-# Before anything is submitted the settings are checked: the partition exists, each world size
-# fits (nodes = ceil(N / GPUS_PER_NODE) within MAX_NODES and the partition; GPUS_PER_NODE within
-# the partition's nodes' GRES), the image exists, and `sbatch --test-only` accepts every job.
+#                          write and submit nothing
+# Before anything is written or submitted everything is checked: the options (numbers are
+# decimal, 08 is 8; no world size or tracer twice; no --out or --tracer after --, the sweep sets
+# them; --out a folder outside the source tree's expected/), the settings file (UTF-8, each key
+# once, quotes closed), the partition exists, each world size fits (nodes = ceil(N /
+# GPUS_PER_NODE) within MAX_NODES and the partition; GPUS_PER_NODE within the partition's nodes'
+# GRES), the image exists, no earlier job of a job directory is still pending or running, and
+# `sbatch --test-only` accepts every job. Simple mode then writes its job directories
+# (OUT/slurm/ws<N>: world_size, run-NNN.args, run-NNN.rundir) and submits.
 # Output: one line per job ("ws=N job=ID log=..."); JOB_DIR/jobid holds the job id.
 set -euo pipefail
 
@@ -47,14 +52,14 @@ die() {
 }
 
 usage() {
-    sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # --- the command line ------------------------------------------------------------------------
 config="${DNABERT_SLURM_CONFIG:-}"
 declare -A F=()          # settings given as flags (override the config file)
 extra_sbatch=() binds=() job_dirs=() train_args=()
-world_sizes="" tracers="none" repeats=1 out="" after="" mode=submit command=""
+world_sizes="" tracers="" repeats="" out="" after="" mode=submit command=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --config) config="${2:?--config needs a file}"; shift 2 ;;
@@ -91,10 +96,31 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+# decimal NAME VALUE MIN WHAT: NAME=VALUE as plain decimal digits (leading zeros dropped: 08 is 8,
+# never octal as in $(( ))), or an error naming WHAT when VALUE is not ASCII digits, is below MIN
+# (0 or 1) or has more than 9 digits (shell arithmetic and `[ -gt ]` must be able to hold it).
+decimal() {
+    local v="$2" need="a non-negative integer"
+    [ "$3" = 0 ] || need="a positive integer"
+    case "$v" in ''|*[!0123456789]*) die "$4: '$2' is not $need" ;; esac
+    v="${v#"${v%%[!0]*}"}"
+    [ "${#v}" -le 9 ] || die "$4: '$2' is too large (at most 999999999)"
+    v="${v:-0}"
+    [ "$v" -ge "$3" ] || die "$4: '$2' is not $need"
+    printf -v "$1" '%s' "$v"
+}
+# is_uint VALUE: VALUE is a number as SLURM prints one (plain decimal digits, no leading zero)
+is_uint() { [[ "$1" =~ ^(0|[123456789][0123456789]{0,17})$ ]]; }
+
 # --- the config file: KEY=value lines (the same rules as dnabert_scaling.run.slurm.load_config) ----
-declare -A C=()
+declare -A C=() C_LINE=()
 if [ -n "$config" ]; then
-    [ -r "$config" ] || die "config file '$config' not found or not readable"
+    [ -e "$config" ] || die "config file '$config' not found"
+    [ -f "$config" ] || die "config file '$config' is not a regular file"
+    [ -r "$config" ] || die "config file '$config' is not readable"
+    if command -v iconv >/dev/null && ! iconv -f UTF-8 -t UTF-8 "$config" >/dev/null 2>&1; then
+        die "$config: not UTF-8 text, so not a settings file"
+    fi
     lineno=0
     while IFS= read -r line || [ -n "$line" ]; do
         lineno=$((lineno + 1))
@@ -104,17 +130,29 @@ if [ -n "$config" ]; then
         [[ "$line" =~ ^[A-Z_][A-Z0-9_]*= ]] || die "$config:$lineno: expected KEY=value, got '$line'"
         key="${line%%=*}"
         value="${line#*=}"
-        if [[ "$value" =~ ^\"(.*)\"$ ]] || [[ "$value" =~ ^\'(.*)\'$ ]]; then
-            value="${BASH_REMATCH[1]}"
-        else
-            value="${value%%[[:space:]]#*}"
-            value="${value%"${value##*[![:space:]]}"}"
-        fi
         case " $KNOWN_KEYS " in
-            *" $key "*) C[$key]="$value" ;;
+            *" $key "*) ;;
             *) die "$config:$lineno: unknown setting '$key' (known: $KNOWN_KEYS)" ;;
         esac
+        [ -z "${C_LINE[$key]:-}" ] || die "$config:$lineno: $key is given twice (first on line ${C_LINE[$key]}): give it once"
+        case "$value" in
+            \"*|\'*)  # quoted: up to the same quote, then at most a # comment
+                q="${value:0:1}" rest="${value:1}"
+                case "$rest" in *"$q"*) ;; *) die "$config:$lineno: $key: the quote $q is not closed: '$value'" ;; esac
+                after_q="${rest#*"$q"}"
+                after_q="${after_q#"${after_q%%[![:space:]]*}"}"
+                case "$after_q" in ''|'#'*) ;; *) die "$config:$lineno: $key: text after the closing quote: '$value' (only a # comment may follow)" ;; esac
+                value="${rest%%"$q"*}" ;;
+            *)
+                value="${value%%[[:space:]]#*}"
+                value="${value%"${value##*[![:space:]]}"}" ;;
+        esac
+        C[$key]="$value" C_LINE[$key]="$lineno"
     done <"$config"
+    case "${C[NO_CONTAINER]:-}" in
+        1|[Tt][Rr][Uu][Ee]|[Yy][Ee][Ss])
+            [ -z "${C[IMAGE]:-}" ] || die "$config: IMAGE (line ${C_LINE[IMAGE]}) and NO_CONTAINER (line ${C_LINE[NO_CONTAINER]}) exclude each other: give one (an option given on the command line overrides either)" ;;
+    esac
 fi
 
 setting() {  # setting KEY DEFAULT: the flag, else the config file, else DEFAULT
@@ -154,39 +192,109 @@ if [ -n "${C[SBATCH_ARGS]:-}" ]; then
     extra_sbatch=("${cfg_sbatch[@]}" "${extra_sbatch[@]}")
 fi
 
-is_uint() { case "$1" in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
-is_uint "$gpn" || die "$(where GPUS_PER_NODE --gpus-per-node): '$gpn' is not a non-negative integer"
-[ -z "$max_nodes" ] || { is_uint "$max_nodes" && [ "$max_nodes" -ge 1 ]; } || die "$(where MAX_NODES --max-nodes): '$max_nodes' is not a positive integer"
-[ -z "$cpt" ] || { is_uint "$cpt" && [ "$cpt" -ge 1 ]; } || die "$(where CPUS_PER_TASK --cpus-per-task): '$cpt' is not a positive integer"
+decimal gpn "$gpn" 0 "$(where GPUS_PER_NODE --gpus-per-node)"
+[ -z "$max_nodes" ] || decimal max_nodes "$max_nodes" 1 "$(where MAX_NODES --max-nodes)"
+[ -z "$cpt" ] || decimal cpt "$cpt" 1 "$(where CPUS_PER_TASK --cpus-per-task)"
 case "$gpu_bind" in node|task) ;; *) die "$(where GPU_BIND --gpu-bind): must be node or task, not '$gpu_bind'" ;; esac
-case "$no_container" in 0|1|true|false|yes|no) ;; *) die "$(where NO_CONTAINER --no-container): must be 0 or 1, not '$no_container'" ;; esac
-case "$no_container" in 1|true|yes) no_container=1 ;; *) no_container=0 ;; esac
+case "${no_container,,}" in
+    1|true|yes) no_container=1 ;;
+    0|false|no) no_container=0 ;;
+    *) die "$(where NO_CONTAINER --no-container): must be 0 or 1, not '$no_container'" ;;
+esac
+if [ -n "${F[IMAGE]+x}" ]; then
+    [ -z "${F[NO_CONTAINER]+x}" ] || die "--image and --no-container exclude each other: give one"
+    no_container=0  # --image overrides the config file's NO_CONTAINER=1
+fi
 if [ "$no_container" -eq 1 ]; then
-    image=""
+    image=""  # --no-container overrides the config file's IMAGE
 else
     [ -n "$image" ] || die "no image: give --image SIF (IMAGE in the config file) or --no-container"
     [ -f "$image" ] || die "$(where IMAGE --image): image '$image' does not exist (build it with containers/build.sh)"
     image="$(cd "$(dirname "$image")" && pwd)/$(basename "$image")"
 fi
 
-# --- simple mode: write the job directories -----------------------------------------------------
-if [ -n "$world_sizes" ]; then
+# --- the jobs: checked here, written only after the cluster accepted them ------------------------
+declare -a worlds=() nodes_of=() sizes=() tracer_list=()
+if [ -n "$world_sizes" ]; then  # simple mode: job directories <out>/slurm/ws<N>
     [ "${#job_dirs[@]}" -eq 0 ] || die "--world-sizes and --job-dir exclude each other"
     [ -n "$out" ] || die "--world-sizes needs --out DIR (where the run directories go)"
-    { is_uint "$repeats" && [ "$repeats" -ge 1 ]; } || die "--repeats must be a positive integer"
-    mkdir -p "$out"
-    out="$(cd "$out" && pwd)"
-    IFS=',' read -r -a sizes <<<"$world_sizes"
-    IFS=',' read -r -a tracer_list <<<"$tracers"
+    decimal repeats "${repeats:-1}" 1 --repeats
+    declare -A seen=()
+    IFS=',' read -r -a items <<<"$world_sizes,"  # the extra comma keeps a trailing empty item
+    for item in "${items[@]}"; do
+        decimal n "$item" 1 --world-sizes
+        [ -z "${seen[ws$n]:-}" ] || die "--world-sizes lists world size $n twice ('$world_sizes'): each world size is one job"
+        seen[ws$n]=1
+        sizes+=("$n")
+    done
+    IFS=',' read -r -a items <<<"${tracers:-none},"
+    for tracer in "${items[@]}"; do
+        case "$tracer" in none|torch|scorep|auto) ;; *) die "--tracers: unknown tracer '$tracer' (none, torch, scorep, auto)" ;; esac
+        [ -z "${seen[tr$tracer]:-}" ] || die "--tracers lists '$tracer' twice ('$tracers'): its runs would share their run directories"
+        seen[tr$tracer]=1
+        tracer_list+=("$tracer")
+    done
+    for a in "${train_args[@]}"; do
+        case "$a" in
+            --out|--out=*|--ou|--ou=*) die "--out is set by the sweep for each run; leave it out of the train options (after --)" ;;
+            --tracer|--tracer=*) die "--tracer is set by the sweep for each run (--tracers); leave it out of the train options (after --)" ;;
+        esac
+    done
+    if [ -e "$out" ] || [ -L "$out" ]; then
+        [ -d "$out" ] || die "--out '$out' exists and is not a folder"
+    fi
+    parent="$out"
+    while [ ! -e "$parent" ]; do parent="$(dirname "$parent")"; done
+    [ -d "$parent" ] || die "--out '$out': '$parent' is not a folder"
+    { [ -w "$parent" ] && [ -x "$parent" ]; } || die "--out '$out': '$parent' is not writable"
+    command -v realpath >/dev/null || die "'realpath' (GNU coreutils) not found: it is needed to resolve --out"
+    out="$(realpath -m -- "$out")"
+    shipped="$(realpath -m -- "$HERE/../../expected")"
+    case "$out/" in
+        "$shipped"/*) die "--out '$out' lies inside the shipped evidence $shipped (tracked files, which only make refresh-reference replaces): give --out elsewhere" ;;
+    esac
     for n in "${sizes[@]}"; do
-        { is_uint "$n" && [ "$n" -ge 1 ]; } || die "--world-sizes: '$n' is not a positive integer"
+        job_dirs+=("$out/slurm/ws$n")
+        worlds+=("$n")
+    done
+else  # prepared mode: job directories written by dnabert_scaling.run.slurm
+    if [ -n "$out$tracers$repeats" ] || [ "${#train_args[@]}" -gt 0 ]; then
+        die "--out, --tracers, --repeats and train options (after --) go with --world-sizes; a --job-dir already holds its runs"
+    fi
+    [ "${#job_dirs[@]}" -gt 0 ] || die "nothing to submit: give --world-sizes ... --out DIR, or --job-dir DIR"
+    for i in "${!job_dirs[@]}"; do
+        jd="${job_dirs[$i]}"
+        [ -d "$jd" ] || die "job directory '$jd' does not exist"
+        job_dirs[i]="$(cd "$jd" && pwd)"
+        [ -r "$jd/world_size" ] || die "$jd/world_size is missing"
+        n="$(tr -d '[:space:]' <"$jd/world_size")"
+        { is_uint "$n" && [ "$n" -ge 1 ]; } || die "$jd/world_size: '$n' is not a positive integer (plain digits, no leading zero)"
+        compgen -G "$jd/run-*.args" >/dev/null || die "$jd has no run-*.args files"
+        worlds[i]="$n"
+    done
+fi
+for i in "${!worlds[@]}"; do
+    n="${worlds[$i]}"
+    if [ "$gpn" -gt 0 ]; then
+        nodes_of[i]=$(( (n + gpn - 1) / gpn ))
+    else
+        nodes_of[i]=1
+    fi
+done
+
+# write_job_dirs: simple mode's job directories (world_size, run-NNN.args, run-NNN.rundir), once
+# nothing can refuse the jobs any more; earlier run-* files of a job directory are replaced.
+write_job_dirs() {
+    local n jd k tracer r run_dir stem
+    [ -n "$world_sizes" ] || return 0
+    mkdir -p -- "$out" || die "--out '$out': cannot create it"
+    for n in "${sizes[@]}"; do
         jd="$out/slurm/ws$n"
-        mkdir -p "$jd"
-        rm -f "$jd"/run-*.args "$jd"/run-*.rundir
+        mkdir -p -- "$jd" || die "cannot create the job directory '$jd'"
+        rm -f -- "$jd"/run-*.args "$jd"/run-*.rundir
         echo "$n" >"$jd/world_size"
         k=0
         for tracer in "${tracer_list[@]}"; do
-            case "$tracer" in none|torch|scorep|auto) ;; *) die "--tracers: unknown tracer '$tracer'" ;; esac
             r=0
             while [ "$r" -lt "$repeats" ]; do
                 run_dir="$out/ws$n-$tracer-r$r"
@@ -196,28 +304,8 @@ if [ -n "$world_sizes" ]; then
                 k=$((k + 1)) r=$((r + 1))
             done
         done
-        job_dirs+=("$jd")
     done
-fi
-[ "${#job_dirs[@]}" -gt 0 ] || die "nothing to submit: give --world-sizes ... --out DIR, or --job-dir DIR"
-
-# --- one sbatch command per job ------------------------------------------------------------------
-declare -a worlds=() nodes_of=()
-for i in "${!job_dirs[@]}"; do
-    jd="${job_dirs[$i]}"
-    [ -d "$jd" ] || die "job directory '$jd' does not exist"
-    job_dirs[i]="$(cd "$jd" && pwd)"
-    [ -r "$jd/world_size" ] || die "$jd/world_size is missing"
-    n="$(tr -d '[:space:]' <"$jd/world_size")"
-    { is_uint "$n" && [ "$n" -ge 1 ]; } || die "$jd/world_size: '$n' is not a positive integer"
-    compgen -G "$jd/run-*.args" >/dev/null || die "$jd has no run-*.args files"
-    worlds[i]="$n"
-    if [ "$gpn" -gt 0 ]; then
-        nodes_of[i]=$(( (n + gpn - 1) / gpn ))
-    else
-        nodes_of[i]=1
-    fi
-done
+}
 
 sbatch_cmd() {  # sbatch_cmd INDEX DEPENDENCY: fills the array CMD
     local i="$1" dep="$2" n="${worlds[$1]}" nodes="${nodes_of[$1]}" jd="${job_dirs[$1]}" per_node gres
@@ -349,11 +437,12 @@ for i in "${!job_dirs[@]}"; do
     fi
 done
 if [ "$mode" = test-only ]; then
-    echo "sweep.sh: ${#job_dirs[@]} job(s) would be accepted; nothing submitted"
+    echo "sweep.sh: ${#job_dirs[@]} job(s) would be accepted; nothing submitted or written"
     exit 0
 fi
 
-# --- submission --------------------------------------------------------------------------------
+# --- submission: the job directories are written only now -------------------------------------
+write_job_dirs
 prev="$after"
 submitted=()
 for i in "${!job_dirs[@]}"; do

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, read_text_file
 from dnabert_scaling.options import nonneg_int, positive_float, positive_int
 
 ENV_CONFIG = "DNABERT_SLURM_CONFIG"
@@ -22,6 +22,8 @@ ENV_SCRIPTS = "DNABERT_SLURM_SCRIPTS"
 TIME_RE = re.compile(r"[0-9]+(:[0-9]+){0,2}|[0-9]+-[0-9]+(:[0-9]+){0,2}|(?i:unlimited|infinite)")
 # sbatch --mem: a size in MB, or with a K/M/G/T suffix
 MEM_RE = re.compile(r"[0-9]+[KMGTkmgt]?")
+# the largest number a settings file's count may be (9 digits: sweep.sh's shell arithmetic reads it too)
+MAX_SETTING_INT = 999_999_999
 
 
 def ascii_int(text: str) -> int | None:
@@ -146,17 +148,17 @@ class SlurmConfig:
 def load_config(path: str | os.PathLike) -> tuple[dict[str, object], dict[str, str]]:
     """Read a ``KEY=value`` settings file: (SlurmConfig field values, their origins).
 
-    Blank lines and lines starting with ``#`` are skipped; a value may be in single or double
-    quotes, otherwise anything from a whitespace followed by ``#`` is a comment. Unknown keys and
-    malformed values are errors naming the file and line.
+    UTF-8 text; blank lines and lines starting with ``#`` are skipped; a value may be in single or
+    double quotes (then only a ``# comment`` may follow the closing quote), otherwise anything from a
+    whitespace followed by ``#`` is a comment. Unknown keys, a key given twice, an unclosed quote,
+    ``IMAGE`` together with ``NO_CONTAINER=1`` and malformed values are errors naming the file and
+    line. ``scripts/slurm/sweep.sh`` reads the file by the same rules.
     """
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ArtifactError(f"cannot read the SLURM settings file: {exc.strerror}", path) from None
+    text = read_text_file(path, "a SLURM settings file")
     values: dict[str, object] = {}
     origin: dict[str, str] = {}
+    first: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -164,21 +166,42 @@ def load_config(path: str | os.PathLike) -> tuple[dict[str, object], dict[str, s
         m = re.match(r"^([A-Z_][A-Z0-9_]*)=(.*)$", line)
         if not m:
             raise ArtifactError(f"line {lineno}: expected KEY=value, got {line!r}", path)
-        key, value = m.group(1), m.group(2)
-        q = re.match(r"^\"(.*)\"$|^'(.*)'$", value)
-        if q:
-            value = q.group(1) if q.group(1) is not None else q.group(2)
-        else:
-            value = re.split(r"\s#", value, maxsplit=1)[0].rstrip()
+        key = m.group(1)
         if key not in CONFIG_KEYS:
             raise ArtifactError(f"line {lineno}: unknown setting {key!r} (known: {' '.join(CONFIG_KEYS)})", path)
+        if key in first:
+            raise ArtifactError(f"line {lineno}: {key} is given twice (first on line {first[key]}): give it once", path)
+        value, problem = _unquote(m.group(2))
+        if problem:
+            raise ArtifactError(f"line {lineno}: {key}: {problem}", path)
+        first[key] = lineno
         name, kind = CONFIG_KEYS[key]
         where = f"{key} ({path}:{lineno})"
         if value == "":
             continue  # an empty value leaves the default
         values[name] = _convert(value, kind, where)
         origin[name] = where
+    if values.get("no_container") and "image" in values:
+        raise ArtifactError(
+            f"IMAGE (line {first['IMAGE']}) and NO_CONTAINER (line {first['NO_CONTAINER']}) exclude each other: "
+            "give one (an option given on the command line overrides either)",
+            path,
+        )
     return values, origin
+
+
+def _unquote(value: str) -> tuple[str, str | None]:
+    """A settings file's value without its quotes or trailing ``# comment``, and the problem (None:
+    none): an unclosed quote, or text after the closing one."""
+    if value[:1] not in ("'", '"'):
+        return re.split(r"\s#", value, maxsplit=1)[0].rstrip(), None
+    close = value.find(value[0], 1)
+    if close < 0:
+        return "", f"the quote {value[0]} is not closed: {value!r}"
+    rest = value[close + 1 :].strip()
+    if rest and not rest.startswith("#"):
+        return "", f"text after the closing quote: {value!r} (only a # comment may follow)"
+    return value[1:close], None
 
 
 def _convert(value: str, kind: str, where: str):
@@ -187,6 +210,8 @@ def _convert(value: str, kind: str, where: str):
         if number is None or (kind == "posint" and number < 1):
             need = "a positive integer" if kind == "posint" else "a non-negative integer"
             raise ArtifactError(f"{where}: {value!r} is not {need}")
+        if number > MAX_SETTING_INT:
+            raise ArtifactError(f"{where}: {value!r} is too large (at most {MAX_SETTING_INT})")
         return number
     if kind == "bool":
         low = value.lower()
@@ -329,8 +354,12 @@ def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> SlurmConfig:
     """The settings file (``--slurm-config`` or ``$DNABERT_SLURM_CONFIG``), overridden by the options."""
+    if getattr(args, "slurm_image", None) is not None and getattr(args, "slurm_no_container", None):
+        raise ArtifactError("--image and --no-container exclude each other: give one")
     path = getattr(args, "slurm_config", None) or os.environ.get(ENV_CONFIG) or None
     cfg = SlurmConfig.from_file(path) if path else SlurmConfig()
+    if getattr(args, "slurm_image", None) is not None and cfg.no_container:
+        cfg = replace(cfg, no_container=False, origin={**cfg.origin, "no_container": "--image"})  # over the file's NO_CONTAINER=1
     overrides: dict[str, object] = {}
     flag = {}
     for f in fields(SlurmConfig):

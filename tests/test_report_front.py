@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dnabert_scaling import checker
-from dnabert_scaling.report import front, results
+from dnabert_scaling.report import front, glance, results
 from reportfixtures import cpu_results, gpu_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +251,7 @@ def test_the_first_screen_says_what_the_evidence_is_from_the_sets():
     import json
     from pathlib import Path
 
-    from dnabert_scaling.report import front, results
+    from dnabert_scaling.report import results
 
     root = Path(__file__).resolve().parents[1] / "expected" / "reference-results"
     folders = sorted(p.parent for p in root.glob("*/metrics.json"))
@@ -259,7 +259,7 @@ def test_the_first_screen_says_what_the_evidence_is_from_the_sets():
         results.ResultSet(i, f, f.name, f.name, json.loads((f / "metrics.json").read_text()), None, "t")
         for i, f in enumerate(folders)
     ]
-    text = front.at_a_glance(sets)
+    text = glance.at_a_glance(sets)
     assert "No set ran more than one rank with a GPU of its own" in text
     assert f"Fallbacks in all {len(sets)} sets: data (synthetic" in text
     assert f"In some sets: rehearsal (ranks placed round-robin on the devices present (--rehearse)) in 2 of {len(sets)}." in text
@@ -269,12 +269,12 @@ def test_the_first_screen_says_what_the_evidence_is_from_the_sets():
     )
     assert sets[0].number == 2  # a set's number is its section's
     mine = results.ResultSet(len(sets), Path("/tmp/elsewhere/results"), "mine", "cpu", {"fallbacks": []}, None, "t")
-    text = front.at_a_glance([*sets, mine])
+    text = glance.at_a_glance([*sets, mine])
     assert (
         f"Sets 2-{len(sets) + 1}: the traces shipped in expected/, re-analysed here; set {len(sets) + 2}: the results folder given."
         in text
     )
-    assert front._numbers([1, 3, 4, 5, 8, 9]) == "1, 3-5, 8, 9"
+    assert glance._numbers([1, 3, 4, 5, 8, 9]) == "1, 3-5, 8, 9"
 
 
 def test_the_shared_gpu_checks_of_a_set_share_one_short_note(tmp_path):
@@ -406,9 +406,32 @@ def test_a_word_in_a_folder_name_does_not_make_a_set_reference_traces(tmp_path):
     the reference traces; so are metrics whose sources merely contain the word."""
     own = tmp_path / "reference-run" / "results"
     own.mkdir(parents=True)
-    metrics = {"sources": ["runs/reference-like"], "provenance": {"gpu_name": "NVIDIA A100"}}
+    metrics = {
+        "sources": ["runs/reference-like"],
+        "provenance": {"gpu_name": "NVIDIA A100"},
+        "world_sizes": {"1": {"world_size": 1, "traced": {"device_type": "cuda"}}},
+    }
     (own / "metrics.json").write_text(__import__("json").dumps(metrics))
     assert results.default_label(metrics, own).startswith("GPU runs")
+
+
+def test_a_set_that_records_no_device_is_not_called_gpu(tmp_path):
+    """Metrics whose world sizes record no device (their runs failed before saying) are never labelled GPU
+    runs nor shown as GPU on the first screen or in the hardware column, whatever the machine's provenance."""
+    from dnabert_scaling.report import summary
+
+    metrics = {
+        "provenance": {"gpu_name": "NVIDIA A100"},
+        "world_sizes": {"1": {"world_size": 1, "traced": {"run": "ws1-torch-r0", "device_type": None}}},
+        "measured_world_sizes": [],
+        "fallbacks": [],
+    }
+    assert results.default_label(metrics, tmp_path) == ("Runs on a device not recorded: world size 1 (measured: none)")
+    rs = results.ResultSet(0, tmp_path, "x", "unknown-device", metrics, None, "t")
+    assert rs.device is None and rs.measured == [] and rs.world_sizes == [1]
+    text = glance.at_a_glance([rs])
+    assert text.startswith("All evidence here: device not recorded.") and "GPU." not in text, text
+    assert summary.hardware(rs)["device"] == "device not recorded"
 
 
 def test_ranks_with_no_recorded_placement_are_not_called_gpus_of_their_own(tmp_path):
@@ -424,14 +447,14 @@ def test_ranks_with_no_recorded_placement_are_not_called_gpus_of_their_own(tmp_p
     )
     assert not rs.own_gpus(8) and rs.placement_unknown(8) and rs.own_gpus(1)
     assert rs.ranks(8) == "8 ranks (placement not recorded)"
-    text = front._one_gpu_per_rank_text([rs])
+    text = glance.one_gpu_per_rank_text([rs])
     assert "one GPU per rank reach" not in text and "World size 8 ran GPU ranks with no recorded placement" in text
     assert summary.placement_line(rs) == ["placement not recorded at 8"]
     c3 = next(c for c in rs.verdicts["claims"] if c["id"] == "C3")
     assert c3["verdict"] == "NOT RUN"
     assert summary.not_run_reason(c3["checks"][0], rs).startswith("world size 8 ran 8 ranks (placement not recorded)")
     own = results.ResultSet(0, tmp_path, "own", "gpu", gpu_results((1, 8))[0], None, "t")
-    assert own.ranks(8) == "8 GPUs" and "one GPU per rank reach world size 8" in front._one_gpu_per_rank_text([own])
+    assert own.ranks(8) == "8 GPUs" and "one GPU per rank reach world size 8" in glance.one_gpu_per_rank_text([own])
 
 
 def test_a_number_no_measurement_reaches_is_not_written_out_in_full():
@@ -444,7 +467,7 @@ def test_a_number_no_measurement_reaches_is_not_written_out_in_full():
 def test_a_report_of_one_gpu_sets_does_not_speak_of_their_multi_rank_runs(tmp_path):
     """Sets of world size 1 only: no multi-rank run to have shared a GPU or run on CPU."""
     one = results.ResultSet(0, tmp_path, "one", "gpu", gpu_results((1,))[0], None, "t")
-    text = front._one_gpu_per_rank_text([one])
+    text = glance.one_gpu_per_rank_text([one])
     assert "No set ran more than one rank" in text and "multi-rank run here" not in text
     shared = result_set(rehearsal_metrics((1, 2)), tmp_path)
-    assert "every multi-rank run here shared one GPU" in front._one_gpu_per_rank_text([one, shared])
+    assert "every multi-rank run here shared one GPU" in glance.one_gpu_per_rank_text([one, shared])

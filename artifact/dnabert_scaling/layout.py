@@ -135,6 +135,12 @@ class RunLayout:
             return sorted(self.traces.glob("rank*.json.gz")) + sorted(self.traces.glob("rank*.json"))
         return sorted(p for p in self.traces.glob(f"{SCOREP_RANK_PREFIX}*") if p.is_dir())
 
+    def stray_traces(self, tracer: str) -> list[Path]:
+        """Traces in ``traces/`` that another tracer than ``tracer`` writes: Score-P experiments in a
+        torch run, Kineto traces in a Score-P run, any trace in an untraced run (``none``)."""
+        others = [t for t in TRACERS if t not in ("none", tracer)]
+        return sorted({p for other in others for p in self.trace_paths(other)})
+
     def is_run(self) -> bool:
         """A run folder: ``summary.json`` or ``manifest.json`` present."""
         return self.summary.is_file() or self.manifest.is_file()

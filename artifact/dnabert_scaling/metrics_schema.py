@@ -350,7 +350,7 @@ class Sanity(Record):
 
     all_ranks_present: bool = True
     steps_complete: bool = True
-    finite_loss: bool = True
+    finite_loss: bool | None = True
     trace_complete: bool | str | None = None
     gpu_streams: bool | None = None
     problems: list[str] = field(default_factory=list)

@@ -172,6 +172,14 @@ MANIFEST: dict[str, Rule] = {
     "provenance": optional(obj),
 }
 
+# config.json (train, rank 0, at the start): what the analysis reads of it, the device asked for
+CONFIG: dict[str, Rule] = {"args": obj, "rank_info": optional(obj)}
+CONFIG_ARGS: dict[str, Rule] = {"device": optional(one_of("auto", "cuda", "cpu"))}
+
+# sweep.json: the fallbacks the sweep imposed on every run (data, rehearsal), read for the runs that
+# ended without recording their own
+SWEEP: dict[str, Rule] = {"fallbacks": optional(list_of(obj, "fallbacks (objects with what and used)"))}
+
 STEP_LINE: dict[str, Rule] = {
     "step": integer(0),
     "measured": flag,
@@ -237,6 +245,19 @@ def check_manifest(manifest: Any, path: Path | None) -> None:
     """``manifest.json`` (the sweep's record of a run)."""
     _check(manifest, MANIFEST, "", path)
     for i, fallback in enumerate(manifest.get("fallbacks") or []):
+        _check(fallback, FALLBACK, f"fallbacks[{i}].", path, required=tuple(FALLBACK))
+
+
+def check_config(config: Any, path: Path | None) -> None:
+    """``config.json`` of a run: ``args`` an object, its ``device`` one that ``train`` takes."""
+    _check(config, CONFIG, "", path, required=("args",))
+    _check(config["args"], CONFIG_ARGS, "args.", path)
+
+
+def check_sweep(sweep: Any, path: Path | None) -> None:
+    """``sweep.json``: its fallbacks."""
+    _check(sweep, SWEEP, "", path)
+    for i, fallback in enumerate(sweep.get("fallbacks") or []):
         _check(fallback, FALLBACK, f"fallbacks[{i}].", path, required=tuple(FALLBACK))
 
 

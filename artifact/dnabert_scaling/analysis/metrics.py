@@ -123,7 +123,7 @@ def build(
         label=label_for(inputs.runs, inputs.bare),
         sources=inputs.sources + [b.source for b in inputs.bare],
         world_sizes=per_ws,
-        measured_world_sizes=sizes,
+        measured_world_sizes=_measured_sizes(inputs, per_ws),
         busbw={str(k): {kk: v for kk, v in b.items() if kk != "provenance"} for k, b in inputs.busbw.items()},
         fallbacks=_fallbacks(inputs.runs, inputs.bare, per_ws),
         deviations=_deviations(inputs.runs),
@@ -135,6 +135,13 @@ def build(
     except ArtifactError as exc:
         raise ArtifactError(f"analyze refuses to write metrics.json that states more than its inputs hold: {exc}") from None
     return metrics, {k: pd.concat(v, ignore_index=True) if v else pd.DataFrame() for k, v in tables.items()}
+
+
+def _measured_sizes(inputs: Inputs, per_ws: dict[str, WorldSizeEntry]) -> list[int]:
+    """The world sizes with measured steps: a run that completed, or traces read. A world size whose
+    runs all failed has an entry (its problems) but was not measured."""
+    done = {r.world_size for r in inputs.runs if r.ok}
+    return sorted(int(k) for k, e in per_ws.items() if int(k) in done or (e.traced is not None and e.traced.ranks))
 
 
 def _world_size_entry(
@@ -175,9 +182,7 @@ def _bare_run_name(bare: BareTraces) -> str:
 
 def _trace_source(traced_run: RunInfo | None, bare: list[BareTraces]) -> _TraceSource | None:
     if traced_run is not None:
-        return _TraceSource(
-            traced_run.name, traced_run.tracer, trace_paths(traced_run), traced_run.summary.get("device_type"), traced_run
-        )
+        return _TraceSource(traced_run.name, traced_run.tracer, trace_paths(traced_run), traced_run.device_type, traced_run)
     if bare:
         return _TraceSource(_bare_run_name(bare[0]), bare[0].tracer, bare[0].paths, "cuda")
     return None
@@ -198,7 +203,9 @@ def _traced(src: _TraceSource, ws: int, read_traces, bound: float, tables: dict[
         sanity=sanity,
     )
     if not src.paths:
-        traced.gpu_not_run_reason = f"no traces in {src.run}"
+        info = src.run_info
+        failed = f"run {src.run} did not complete (status {info.status!r}): " if info is not None and not info.ok else ""
+        traced.gpu_not_run_reason = f"{failed}no traces in {src.run}"
         sanity.gpu_streams = False
         sanity.problems.append(traced.gpu_not_run_reason)
         return traced
@@ -308,6 +315,10 @@ def _sanity_from_run(run: RunInfo | None, world_size: int, expected_steps: int |
     if run.summary.get("finite_loss") is False:
         sanity.finite_loss = False
         problems.append(f"run {run.name}: a loss was not finite")
+    elif "finite_loss" not in run.summary and not any(
+        s.get("measured") for r in range(world_size) for s in _rank_steps_jsonl(run, r)
+    ):
+        sanity.finite_loss = None  # no loss to judge: no measured step was logged and the run says nothing
     if expected_steps:
         for r in range(world_size):
             measured = [s for s in _rank_steps_jsonl(run, r) if s.get("measured")]
@@ -424,7 +435,7 @@ def _median(s: Stat | None) -> float | None:
 def _baseline_name(runs: list[RunInfo]) -> str:
     """What the efficiency baseline is, named by what ran at world size 1: a run on one GPU (over NCCL) or
     one CPU process (over gloo); "the world-size-1 run" where the runs record no device."""
-    devices = {r.summary.get("device_type") for r in runs if r.world_size == 1} - {None}
+    devices = {r.device_type for r in runs if r.world_size == 1} - {None}
     if devices == {"cuda"}:
         return "1-GPU run with the DDP wrapper (world size 1 over NCCL)"
     if devices == {"cpu"}:
@@ -483,13 +494,26 @@ def _fallbacks(runs: list[RunInfo], bare: list[BareTraces], per_ws: dict[str, Wo
                 "runs": sorted({_bare_run_name(b) for b in bare}),
             }
         )
-    for run in runs:
-        for f in run.summary.get("fallbacks", []) or []:
+    for run in runs:  # a run that recorded none of its own: what its sweep imposed on every run
+        for f in run.summary.get("fallbacks", []) if run.fallbacks_recorded else run.sweep_fallbacks:
             same = next((x for x in fallbacks if (x["what"], x["used"]) == (f.get("what"), f.get("used"))), None)
             if same:
                 same["runs"].append(run.name)
             else:
                 fallbacks.append({**f, "runs": [run.name]})
+    unrecorded = [r for r in runs if not r.fallbacks_recorded]
+    if unrecorded:
+        statuses = sorted({str(r.status) for r in unrecorded})
+        fallbacks.append(
+            {
+                "kind": "not_recorded",
+                "what": "fallbacks not recorded",
+                "used": "unknown",
+                "reason": f"the run(s) ended without recording which fallbacks they took (status {', '.join(statuses)}): "
+                "device, data, weights or tracer may have fallen back, unknown beyond what the sweep imposed",
+                "runs": [r.name for r in unrecorded],
+            }
+        )
     listed = fallback_runs(fallbacks, "rehearsal")
     placed = [e.traced.run for e in per_ws.values() if e.traced and e.traced.placement and e.traced.placement.rehearsal]
     unlisted = [r for r in placed if r not in listed]
@@ -509,11 +533,12 @@ def _fallbacks(runs: list[RunInfo], bare: list[BareTraces], per_ws: dict[str, Wo
 
 def label_for(runs: list[RunInfo], bare: list[BareTraces]) -> str:
     prov = next((r.summary.get("provenance") for r in runs if r.summary.get("provenance")), None) or {}
-    device = next((r.summary.get("device_type") for r in runs if r.summary.get("device_type")), None)
+    device = next((r.device_type for r in runs if r.device_type), None)
     sizes = sorted({r.world_size for r in runs} | {b.world_size for b in bare})
     tracers = sorted({r.tracer for r in runs if r.tracer != "none"} | {b.tracer or "not recorded" for b in bare})
     where = f"{prov.get('gpu_name', 'GPU')}" if device == "cuda" else ("CPU (gloo)" if device == "cpu" else "traces")
-    return f"{where}, world sizes {', '.join(map(str, sizes))}, tracer {', '.join(tracers) or 'none'}"
+    failed = ", no run completed" if runs and not bare and not any(r.ok for r in runs) else ""
+    return f"{where}, world sizes {', '.join(map(str, sizes))}, tracer {', '.join(tracers) or 'none'}{failed}"
 
 
 def _provenance(runs: list[RunInfo]) -> dict[str, Any]:

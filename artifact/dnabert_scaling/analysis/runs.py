@@ -32,6 +32,10 @@ class RunInfo:
     status: str | None
     summary: dict[str, Any]
     manifest: dict[str, Any] | None = None
+    # config.json's ``args`` (train's options, written when the run starts: a failed run has them too)
+    config: dict[str, Any] | None = None
+    # sweep.json's fallbacks, for a run of a sweep folder: what the sweep imposed on every run (data, rehearsal)
+    sweep_fallbacks: list[dict[str, Any]] = field(default_factory=list)
     # set by ``discover`` where the runs lie in several folders: the run's path below the folder
     # that holds them all (``h200-b8/ws1-none-r0``), so that no two runs share a name
     qualified: str | None = None
@@ -45,6 +49,30 @@ class RunInfo:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def device_type(self) -> str | None:
+        """The device the run ran on, from its records even when it failed: ``summary.json``'s
+        ``device_type``, else the one its ranks' placements agree on, else ``config.json``'s ``--device``
+        where that names one (``cpu``, ``cuda``: train never falls back from either); None where the
+        records cannot say (``--device auto`` of a run that ended before recording what it found)."""
+        if self.summary.get("device_type"):
+            return str(self.summary["device_type"])
+        placed = {
+            r["placement"].get("device_type")
+            for r in self.summary.get("ranks") or []
+            if isinstance(r, dict) and isinstance(r.get("placement"), dict)
+        } - {None}
+        if len(placed) == 1:
+            return str(placed.pop())
+        asked = (self.config or {}).get("device")
+        return asked if asked in ("cpu", "cuda") else None
+
+    @property
+    def fallbacks_recorded(self) -> bool:
+        """Whether the run recorded its fallbacks (``train`` does when it ends: a run that failed or
+        stopped, or left no summary, did not, and which it took is unknown)."""
+        return isinstance(self.summary.get("fallbacks"), list)
 
 
 @dataclass
@@ -85,6 +113,11 @@ def load_run(path: Path) -> RunInfo:
     run_records.check_run_summary(summary, summary_path)
     if manifest is not None:
         run_records.check_manifest(manifest, manifest_path)
+    config = None
+    if layout.config.is_file():
+        record = read_json_object(layout.config)
+        run_records.check_config(record, layout.config)
+        config = record["args"]
     m = parse_run_name(path.name)
     source = manifest or summary
     ws = source.get("world_size") or (m.world_size if m else None)
@@ -98,11 +131,29 @@ def load_run(path: Path) -> RunInfo:
         raise ArtifactError(
             "cannot tell the run's world size and tracer (no manifest, and the folder name is not ws<N>-<tracer>-r<k>)", path
         )
-    variant = (manifest or {}).get("variant") or ("ddp" if summary.get("ddp", True) else "noddp")
+    # the sweep's record, else the run's own, else its folder's name (a failed run's summary says neither)
+    named = "noddp" if m and m.variant == "noddp" else "ddp"
+    variant = (manifest or {}).get("variant") or ({True: "ddp", False: "noddp"}.get(summary.get("ddp")) or named)
     status = (manifest or {}).get("status") or summary.get("status")
-    return RunInfo(
-        path, int(ws), str(tracer), int((manifest or {}).get("repeat", m.repeat if m else 0)), variant, status, summary, manifest
-    )
+    _refuse_stray_traces(layout, str(tracer))
+    repeat = int((manifest or {}).get("repeat", m.repeat if m else 0))
+    return RunInfo(path, int(ws), str(tracer), repeat, variant, status, summary, manifest, config)
+
+
+def _refuse_stray_traces(layout: RunLayout, tracer: str) -> None:
+    """A run folder holds the traces of the tracer it records and no other: a Kineto trace in a Score-P
+    run (or a Score-P experiment in a torch run, or any trace in an untraced run) was put there by
+    another run or by hand, and reading one kind while leaving the other unsaid would be a silent choice."""
+    stray = layout.stray_traces(tracer)
+    if stray:
+        shown = ", ".join(str(p.relative_to(layout.root)) for p in stray[:3]) + (
+            f" and {len(stray) - 3} more" if len(stray) > 3 else ""
+        )
+        raise ArtifactError(
+            f"holds {shown}, a trace of another tracer than the run's ({tracer}, as its records say): a trace of another "
+            "run? Move it out (or analyse it on its own with --world-size N TRACE...)",
+            layout.root,
+        )
 
 
 def usable_throughput(run: RunInfo) -> bool:
@@ -127,14 +178,18 @@ def discover(paths: list[Path]) -> Inputs:
             raise ArtifactError(f"given twice (also as {given[p.resolve()]}): every run would count twice", p)
         given[p.resolve()] = p
         inputs.sources.append(str(below_cwd(p)))
+        sweep = SweepLayout(p)
         if is_run_dir(p):
+            _refuse_run_and_sweep(p, sweep)
             inputs.runs.append(load_run(p))
             continue
         if not p.is_dir():
             raise ArtifactError("not a sweep or run folder (for bare traces use --world-size N PATH...)", p)
-        sweep = SweepLayout(p)
         children = sweep.run_dirs()
-        inputs.runs += [load_run(child) for child in children]
+        imposed = _sweep_fallbacks(sweep)
+        for child in children:
+            inputs.runs.append(load_run(child))
+            inputs.runs[-1].sweep_fallbacks = imposed
         for n, bw in sweep.busbw_files().items():
             inputs.busbw[n] = read_json_object(bw)
         if not children:
@@ -142,6 +197,29 @@ def discover(paths: list[Path]) -> Inputs:
     _refuse_repeated_runs(inputs.runs)
     _name_runs(inputs.runs)
     return inputs
+
+
+def _refuse_run_and_sweep(path: Path, sweep: SweepLayout) -> None:
+    """A folder that is a run (its records at the top) and a sweep (sweep.json, run folders) at once: which
+    one was meant is not for the analysis to guess, and reading either would ignore the other unsaid."""
+    swept = [p.name for p in sweep.run_dirs()] + ([sweep.sweep.name] if sweep.sweep.exists() else [])
+    if swept:
+        run_files = [f.name for f in (RunLayout(path).summary, RunLayout(path).manifest) if f.is_file()]
+        raise ArtifactError(
+            f"is both a run folder ({', '.join(run_files)} at its top) and a sweep folder ({', '.join(sorted(swept)[:4])}"
+            f"{' ...' if len(swept) > 4 else ''}): give the sweep's run folders or the run on their own, not a "
+            "folder holding both",
+            path,
+        )
+
+
+def _sweep_fallbacks(sweep: SweepLayout) -> list[dict[str, Any]]:
+    """The fallbacks ``sweep.json`` records for every run of the sweep ([] without one)."""
+    if not sweep.sweep.is_file():
+        return []
+    record = read_json_object(sweep.sweep)
+    run_records.check_sweep(record, sweep.sweep)
+    return list(record.get("fallbacks") or [])
 
 
 def _name_runs(runs: list[RunInfo]) -> None:

@@ -48,7 +48,14 @@ from dnabert_scaling.checker.names import (
 )
 from dnabert_scaling.checker.metric_paths import METRIC_TREE
 from dnabert_scaling.checker.claims import Check, Claim, SanityBounds, WorldSizes, load_claims, load_sanity_bounds
-from dnabert_scaling.checker.lookup import Missing, device_of, lookup, measured_world_sizes, sanity_rows
+from dnabert_scaling.checker.lookup import (
+    Missing,
+    device_of,
+    lookup,
+    measured_world_sizes,
+    sanity_rows,
+    world_sizes_with_steps,
+)
 from dnabert_scaling.checker.evaluate import (
     Context,
     Part,
@@ -96,6 +103,7 @@ __all__ = [
     "device_of",
     "lookup",
     "measured_world_sizes",
+    "world_sizes_with_steps",
     "sanity_rows",
     "Context",
     "Part",

@@ -27,7 +27,7 @@ from dnabert_scaling.checker.lookup import (
     _sanity_failure,
     device_of,
     lookup,
-    measured_world_sizes,
+    world_sizes_with_steps,
     sanity_rows,
 )
 
@@ -173,6 +173,14 @@ def _gate(ctx: Context, claim: Claim, check: Check, ws: int) -> tuple[Part | Non
             f"world size {ws} was not measured (measured: {', '.join(map(str, ctx.measured)) or 'none'})",
             code="not_measured",
         ), None
+    if ws not in ctx.measured:  # an entry for its problems, no measured step
+        why = (entry.get("traced") or {}).get("gpu_not_run_reason")
+        return Part(
+            NOT_RUN,
+            f"world size {ws} has no measured steps: no run of it completed" + (f" ({why})" if why else ""),
+            runs=_runs_for(entry, check.metric),
+            code="not_measured",
+        ), entry
     device = device_of(entry)
     if claim.device and device is None:
         return Part(
@@ -467,7 +475,7 @@ def evaluate(metrics: dict, claims: list[Claim], bounds: SanityBounds | None = N
     if not isinstance(metrics, dict) or not isinstance(metrics.get("world_sizes"), dict):
         raise ArtifactError("metrics has no 'world_sizes' object: not a metrics.json written by analyze")
     sanity = sanity_rows(metrics, bounds)
-    ctx = Context(metrics, measured_world_sizes(metrics), {r["world_size"]: r for r in sanity})
+    ctx = Context(metrics, world_sizes_with_steps(metrics), {r["world_size"]: r for r in sanity})
     results = [evaluate_claim(ctx, c) for c in claims]
     counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
     return {

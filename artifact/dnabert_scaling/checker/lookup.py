@@ -28,6 +28,16 @@ def measured_world_sizes(metrics: dict) -> list[int]:
     return sorted(out)
 
 
+def world_sizes_with_steps(metrics: dict) -> list[int]:
+    """The world sizes with measured steps, as ``analyze`` records them (``measured_world_sizes``: a run
+    that completed, or traces read); for a metrics.json without the key, every world size it has an entry
+    for. A world size whose runs all failed has an entry (its problems) but is not among them."""
+    sizes = metrics.get("measured_world_sizes")
+    if not isinstance(sizes, list):
+        return measured_world_sizes(metrics)
+    return sorted(n for n in sizes if isinstance(n, int) and not isinstance(n, bool))
+
+
 def _entry(metrics: dict, ws: int) -> dict | None:
     e = (metrics.get("world_sizes") or {}).get(str(ws))
     return e if isinstance(e, dict) else None

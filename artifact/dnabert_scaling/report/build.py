@@ -15,10 +15,12 @@ writing its verdicts.json and verdicts.txt and saying so; the notebook only read
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,8 @@ def _kernel_env(scratch: Path) -> dict[str, str]:
     env["IPYTHONDIR"] = str(scratch / "ipython")  # no user startup files or profiles in the report
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     env.setdefault("PYTHONHASHSEED", "0")
+    if not env.get("SOURCE_DATE_EPOCH"):  # set but empty is unset (build_time); IPython's banner reads it as a number
+        env.pop("SOURCE_DATE_EPOCH", None)
     return env
 
 
@@ -102,10 +106,12 @@ def build_report(
         regular_file(claims_path, "a claims file (--expected)")
     params = _params(claims_path, written_by)  # first: a malformed SOURCE_DATE_EPOCH stops the build before it starts
     loaded = _load_metrics(results, list(labels or []))
+    titles = section_titles(loaded, list(labels or []))  # before anything is written: a refused label changes nothing
     # before anything is written (verdicts by check_where_needed, the --out folder): an output over an input
     refuse_overlap([("--out", Path(out) / name) for name in REPORT_FILES], report_inputs([f for _, f in loaded], claims_path))
     writable_dir(out, "--out")  # checked, not yet made: a refused --out leaves every results folder as it was
-    sets, titles = _checked_sets(loaded, list(labels or []), claims_path)
+    check_where_needed(loaded, claims_path)
+    sets = [{"path": str(folder), "label": title} for (_, folder), title in zip(loaded, titles)]
     out = writable_dir(out, "--out", create=True)
     nb = template.notebook(sets, params["claims"], params, titles)
     execute_notebook(nb, out, timeout)
@@ -125,25 +131,66 @@ def _load_metrics(results: list[Path], labels: list[str]) -> list[tuple[dict, Pa
     if len(labels) > len(results):
         raise ArtifactError(f"{len(labels)} --label given for {len(results)} results folder(s)")
     loaded: list[tuple[dict, Path]] = []
+    digests: dict[str, Path] = {}
     for r in results:
         metrics, mpath = checker.load_metrics(r)
         folder = mpath.parent.resolve()
         check_file(folder)
         if any(folder == f for _, f in loaded):
             raise ArtifactError("given twice: the report would show one result set as two", r)
+        digest = hashlib.sha256(mpath.read_bytes()).hexdigest()
+        if digest in digests:  # a copy of a results folder: the same data, shown as two sets
+            raise ArtifactError(
+                f"holds the same metrics.json as {digests[digest]} (sha256 {digest[:12]}...): one result set given "
+                "twice would show as two",
+                r,
+            )
+        digests[digest] = Path(r)
         loaded.append((metrics, folder))
     return loaded
 
 
-def _checked_sets(loaded: list[tuple[dict, Path]], labels: list[str], claims_path: Path) -> tuple[list[dict], list[str]]:
-    """The results folders checked where their verdicts are not current, each with its label (given,
-    else derived and made distinct)."""
+LABEL_MAX = 120  # characters of a section's label: a heading, not a paragraph
+# Unicode categories no label may hold: controls (newline, carriage return, ANSI escapes), format characters
+# (bidi overrides such as U+202E, zero-width spaces and joiners), line and paragraph separators, surrogates,
+# private-use and unassigned code points: each can hide, reorder or rewrite what a reader or a terminal shows
+LABEL_REFUSED = {"Cc": "a control character", "Cf": "a format (invisible or bidi) character", "Zl": "a line separator",
+                 "Zp": "a paragraph separator", "Cs": "a surrogate", "Co": "a private-use character",
+                 "Cn": "an unassigned code point"}  # fmt: skip
+
+
+def check_label(label: str, n: int) -> None:
+    """The ``n``-th ``--label``: visible (not empty, not only spaces), at most ``LABEL_MAX`` characters,
+    and none of ``LABEL_REFUSED`` (the label is echoed to the terminal and heads a section); the error
+    never echoes the label itself."""
+    if not label.strip():
+        raise ArtifactError(f"--label {n} is {'empty' if not label else 'only white space'}: a section needs a visible name")
+    bad = next((c for c in label if unicodedata.category(c) in LABEL_REFUSED), None)
+    if bad is not None:
+        raise ArtifactError(
+            f"--label {n} holds U+{ord(bad):04X} at character {label.index(bad) + 1}, "
+            f"{LABEL_REFUSED[unicodedata.category(bad)]}: a label is plain visible text"
+        )
+    if len(label) > LABEL_MAX:
+        raise ArtifactError(f"--label {n} has {len(label):,} characters; a label has at most {LABEL_MAX}")
+
+
+def section_titles(loaded: list[tuple[dict, Path]], labels: list[str]) -> list[str]:
+    """Each results folder's section label: the ``--label`` given (checked by :func:`check_label`), else
+    derived from its metrics and made distinct; two sections named alike are refused, naming both folders."""
     from dnabert_scaling.report.results import distinct_labels
 
-    check_where_needed(loaded, claims_path)
-    derived = distinct_labels(loaded)
-    titles = [labels[i] if i < len(labels) else auto for i, auto in enumerate(derived)]
-    return [{"path": str(folder), "label": title} for (_, folder), title in zip(loaded, titles)], titles
+    for n, label in enumerate(labels, 1):
+        check_label(label, n)
+    titles = [labels[i] if i < len(labels) else auto for i, auto in enumerate(distinct_labels(loaded))]
+    for i, title in enumerate(titles):
+        j = titles.index(title)
+        if j < i:
+            given = " (given by --label)" if i < len(labels) else ""
+            raise ArtifactError(
+                f"two sections would be named {title!r}{given}: {loaded[j][1]} and {loaded[i][1]}; give each its own --label"
+            )
+    return titles
 
 
 def build_time() -> str | None:
@@ -153,7 +200,7 @@ def build_time() -> str | None:
     from datetime import datetime, timezone
 
     raw = os.environ.get("SOURCE_DATE_EPOCH")
-    if raw is None:
+    if not raw:  # unset, or set but empty (as some CI systems leave it): the build's own time
         return None
     bad = f"SOURCE_DATE_EPOCH={raw[:40]!r} is not a count of seconds since 1970 (digits only, at most the year 9999)"
     if not raw.isascii() or not raw.isdigit() or len(raw) > 12:

@@ -8,17 +8,16 @@ import argparse
 import functools
 from collections import Counter
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.checker import FAIL, INVALID, NOT_RUN, PASS
+from dnabert_scaling.report.glance import at_a_glance, one_gpu_per_rank_text
 from dnabert_scaling.report.html import markup
 from dnabert_scaling.report.results import (
     Report,
     ResultSet,
     esc,
     fmt,
-    is_shipped_reference,
     median,
     ms,
     recorded_paths,
@@ -109,70 +108,6 @@ def title_html(report: Report) -> str:
             glance=at_a_glance(report.sets),
         )
     )
-
-
-def at_a_glance(sets: list[ResultSet]) -> str:
-    """The first screen's one paragraph of what the evidence is, from the sets: the devices, whether
-    any run had a GPU per rank, the fallbacks every set or some sets took (the verdict table's legend
-    says that forecasts are not verdicts)."""
-    devices = sorted(
-        {"CPU" if rs.device == "cpu" else (rs.metrics.get("provenance") or {}).get("gpu_name") or "GPU" for rs in sets}
-    )
-    took: Counter[str] = Counter()
-    used: dict[str, set[str]] = {}
-    for rs in sets:
-        mine = {
-            str(f["what"]): str(f.get("used") or "")
-            for f in rs.metrics.get("fallbacks") or []
-            if isinstance(f, dict) and f.get("what")
-        }
-        took.update(mine.keys())
-        for what, how in mine.items():
-            used.setdefault(what, set()).add(how)
-
-    def named(what: str) -> str:
-        hows = used[what] - {""}
-        return f"{what} ({next(iter(hows))})" if len(hows) == 1 else what
-
-    every = [named(w) for w, n in sorted(took.items()) if n == len(sets)]
-    some = [f"{named(w)} in {n} of {len(sets)}" for w, n in sorted(took.items()) if n < len(sets)]
-    said = []
-    if every:
-        said.append(f" Fallbacks in {'all ' + str(len(sets)) + ' sets' if len(sets) > 1 else 'the set'}: {'; '.join(every)}.")
-    if some:
-        said.append(f" In some sets: {'; '.join(some)}.")
-    return (
-        f"All evidence here: {', '.join(devices)}"
-        + _where_recorded(sets)
-        + _one_gpu_per_rank_text(sets)
-        + ("".join(said) if said else " No fallback taken.")
-    )
-
-
-def _where_recorded(sets: list[ResultSet]) -> str:
-    """The end of the first sentence: which sets are the reference traces shipped in expected/ (recorded
-    elsewhere, re-analysed for this report) and which come from the results folders given."""
-    shipped = [rs.number for rs in sets if is_shipped_reference(Path(rs.path), rs.metrics)]
-    if not shipped:
-        return "."
-    if len(shipped) == len(sets):
-        return f", {'all ' + str(len(sets)) + ' sets' if len(sets) > 1 else 'the set'} from the traces shipped in expected/, re-analysed here."
-    rest = [rs.number for rs in sets if rs.number not in shipped]
-    return (
-        f". Set{'s' if len(shipped) > 1 else ''} {_numbers(shipped)}: the traces shipped in expected/, "
-        f"re-analysed here; set{'s' if len(rest) > 1 else ''} {_numbers(rest)}: the results folder{'s' if len(rest) > 1 else ''} given."
-    )
-
-
-def _numbers(numbers: list[int]) -> str:
-    """``1, 3-5, 8`` from [1, 3, 4, 5, 8]."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def fallbacks_every_set_took(sets: list[ResultSet]) -> list[tuple[str, str]]:
@@ -387,7 +322,7 @@ def _implementation_items(rs: ResultSet, prov: dict) -> list[str]:
                 "both, ARTIFACT.md quotes the figures)."
             )
         )
-    if rs.device in ("cuda", "cpu"):
+    if rs.device in ("cuda", "cpu") and prov:  # no run recorded its set-up (all failed): nothing to call a default
         loop = prov.get("training_loop") or "not recorded by these runs (this code's loop is its own, not the HF Trainer)"
         out.append(markup("<b>Training loop</b>: {}; the recipe runs the HF Trainer.", loop))
         impl = prov.get("optimizer_impl")
@@ -447,27 +382,6 @@ def verdict_counts(sets: list[ResultSet]) -> str:
     return text + (f" ({unchecked} set{'s' if unchecked != 1 else ''} not checked)" if unchecked else "")
 
 
-def _one_gpu_per_rank_text(sets: list[ResultSet]) -> str:
-    """Whether any set ran more than one rank, each on a GPU of its own: said from the placements."""
-    multi = [n for rs in sets for n in rs.world_sizes if n > 1 and rs.own_gpus(n)]
-    unknown = sorted({n for rs in sets for n in rs.world_sizes if rs.placement_unknown(n)})
-    if unknown:
-        said = f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}." if multi else ""
-        return said + (
-            f" World size{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))} ran GPU ranks with no recorded "
-            "placement: whether each rank had a GPU of its own is unknown, so their times, shares and throughput are "
-            "not judged as scaling evidence."
-        )
-    if multi:
-        return f" Multi-GPU runs with one GPU per rank reach world size {max(multi)}."
-    if not any(n > 1 for rs in sets for n in rs.world_sizes):
-        return " No set ran more than one rank, so none of them measures multi-GPU scaling."
-    return (
-        " No set ran more than one rank with a GPU of its own: every multi-rank run here shared one GPU or ran on CPU, "
-        "so none of them measures multi-GPU scaling."
-    )
-
-
 def abstract_html(report: Report) -> str:
     """The study's findings, once; what this report found is the table above it (``summary``) and,
     per set, the key numbers at the head of its section. What the sets' verdicts say is counted
@@ -481,7 +395,7 @@ def abstract_html(report: Report) -> str:
         "compute, so throughput scales near-linearly. This report checks each finding against explicit bounds "
         "(<code class='ds'>expected/claims.toml</code>) on the traces it was given: the table above gives every "
         f"verdict of the {n} result set{'s' if n != 1 else ''}, the sections below the detail. Their claim verdicts "
-        f"(one per claim and set): {esc(verdict_counts(report.sets))}.{_one_gpu_per_rank_text(report.sets)}</p></div>"
+        f"(one per claim and set): {esc(verdict_counts(report.sets))}.{one_gpu_per_rank_text(report.sets)}</p></div>"
     )
 
 

@@ -222,7 +222,7 @@ class ResultSet:
     index: int
     path: Path
     label: str
-    kind: str  # "cpu-smoke" | "reference" | "gpu"
+    kind: str  # "cpu-smoke" | "reference" | "gpu" | "unknown-device"
     metrics: dict
     verdicts: dict | None
     verdicts_source: str
@@ -238,6 +238,12 @@ class ResultSet:
     @property
     def world_sizes(self) -> list[int]:
         return checker.measured_world_sizes(self.metrics)
+
+    @property
+    def measured(self) -> list[int]:
+        """The world sizes with measured steps (``checker.world_sizes_with_steps``); ``world_sizes`` lists every entry,
+        a world size whose runs all failed included."""
+        return checker.world_sizes_with_steps(self.metrics)
 
     @property
     def max_ws(self) -> int | None:
@@ -356,6 +362,8 @@ def _kind(metrics: dict, path: Path) -> str:
     devices = {checker.device_of(e) for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)} - {None}
     if devices == {"cpu"}:
         return "cpu-smoke"
+    if not devices:  # no world size records its device: never taken for GPUs
+        return "unknown-device"
     # the shipped reference traces, by what the metrics say they were derived from: a word in a
     # folder's name (``reference-run/``) decides nothing
     return "reference" if is_shipped_reference(path, metrics) else "gpu"
@@ -364,16 +372,23 @@ def _kind(metrics: dict, path: Path) -> str:
 def default_label(metrics: dict, path: Path) -> str:
     """e.g. "Reference traces: H200, world sizes 1, 4, tracer torch" or "CPU smoke run on this machine: ..."."""
     kind = _kind(metrics, path)
-    prefix = {"cpu-smoke": "CPU smoke run on this machine", "reference": "Reference traces", "gpu": "GPU runs"}[kind]
+    prefix = {
+        "cpu-smoke": "CPU smoke run on this machine",
+        "reference": "Reference traces",
+        "gpu": "GPU runs",
+        "unknown-device": "Runs on a device not recorded",
+    }[kind]
     sizes = checker.measured_world_sizes(metrics)
+    measured = checker.world_sizes_with_steps(metrics)
     entries = [e for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)]
     tracers = sorted({(e.get("traced") or {}).get("tracer") for e in entries} - {None})
     parts = []
     gpu = (metrics.get("provenance") or {}).get("gpu_name")
-    if kind != "cpu-smoke" and gpu:
+    if kind not in ("cpu-smoke", "unknown-device") and gpu:
         parts.append(str(gpu).replace("NVIDIA ", ""))
     if sizes:
-        parts.append(f"world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}")
+        unmeasured = f" (measured: {', '.join(map(str, measured)) or 'none'})" if measured != sizes else ""
+        parts.append(f"world size{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}{unmeasured}")
     if tracers:
         parts.append(f"tracer {', '.join(tracers)}")
     return f"{prefix}: {', '.join(parts)}" if parts else f"{prefix} ({path.name})"

@@ -111,6 +111,8 @@ def hardware(rs: ResultSet) -> dict[str, Any]:
     prov = rs.metrics.get("provenance") or {}
     if rs.device == "cpu":
         device = f"node: CPU only ({prov.get('cpu_count', '?')} cores)"
+    elif rs.device is None:
+        device = "device not recorded"
     else:
         count = prov.get("gpu_count")
         device = f"node: {count}x {prov.get('gpu_name') or 'GPU'}" if count else str(prov.get("gpu_name") or "GPU")

@@ -1,0 +1,81 @@
+"""What ``report`` refuses before it builds anything: the same results given twice (by path or as a
+copy), two sections named alike, labels a reader cannot see or a terminal would act on; and
+``SOURCE_DATE_EPOCH`` set but empty, which is unset, not an error."""
+
+import shutil
+import subprocess
+
+import pytest
+from conftest import PYTHON, ROOT
+
+from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.report import build
+
+CLI = [PYTHON, "-m", "dnabert_scaling"]
+SHIPPED = ROOT / "expected" / "reference-results"
+
+
+def _report(*args):
+    return subprocess.run([*CLI, "report", *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def _refused(proc, *needles):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-3000:]
+    for needle in needles:
+        assert needle in proc.stderr, (needle, proc.stderr[-2000:])
+
+
+def test_a_copy_of_the_same_results_is_refused_naming_both(tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(SHIPPED / "h200-b8", copy)
+    out = tmp_path / "report"
+    proc = _report(SHIPPED / "h200-b8", copy, "--out", out)
+    _refused(proc, f"{copy}: holds the same metrics.json as {SHIPPED / 'h200-b8'} (sha256 ", "given twice")
+    assert not out.exists()
+
+
+def test_two_sections_named_alike_are_refused(tmp_path):
+    out = tmp_path / "report"
+    proc = _report(SHIPPED / "h200-b8", SHIPPED / "h200-b32", "--label", "X", "--label", "X", "--out", out)
+    _refused(proc, "two sections would be named 'X' (given by --label)", str(SHIPPED / "h200-b8"), str(SHIPPED / "h200-b32"))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "label, said",
+    [
+        ("", "--label 1 is empty"),
+        ("   ", "--label 1 is only white space"),
+        ("a\nb", "U+000A at character 2, a control character"),
+        ("a\rb", "U+000D"),
+        ("a\u202eb", "U+202E at character 2, a format (invisible or bidi) character"),
+        ("a\u200bb", "U+200B"),
+        ("a\x1b[31mb", "U+001B"),
+        ("x" * 100_000, "--label 1 has 100,000 characters; a label has at most 120"),
+    ],
+)
+def test_a_label_that_cannot_be_shown_as_it_is_is_refused(label, said):
+    with pytest.raises(ArtifactError) as err:
+        build.check_label(label, 1)
+    message = str(err.value)
+    assert said in message and len(message) < 200 and "\x1b" not in message and "\u202e" not in message
+
+
+def test_a_refused_label_stops_the_command_before_anything_is_written(tmp_path):
+    out = tmp_path / "report"
+    _refused(_report(SHIPPED / "h200-b8", "--label", "a\u202eb", "--out", out), "U+202E")
+    assert not out.exists()
+    build.check_label("H200, batch 8 — ünïcode is fine", 1)
+
+
+def test_an_empty_source_date_epoch_is_unset(monkeypatch, tmp_path):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "")
+    assert build.build_time() is None
+    assert "SOURCE_DATE_EPOCH" not in build._kernel_env(tmp_path), "IPython's kernel reads it as a number"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764892800")
+    assert build.build_time() == "2025-12-05T00:00:00+00:00"
+    assert build._kernel_env(tmp_path)["SOURCE_DATE_EPOCH"] == "1764892800"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", " ")
+    with pytest.raises(ArtifactError, match="SOURCE_DATE_EPOCH"):
+        build.build_time()

@@ -39,12 +39,10 @@ sys.path.insert(0, str(ROOT / "artifact"))  # also when run without the package 
 
 from dnabert_scaling.errors import ArtifactError  # noqa: E402
 from dnabert_scaling.provenance import below_cwd  # noqa: E402
+from dnabert_scaling.run.sweep.local import REHEARSAL_MAX_RANKS_PER_GPU  # noqa: E402  (the sweep refuses more)
 
 CLI = [sys.executable, "-m", "dnabert_scaling"]
 AUTO_SIZES = (1, 2, 4, 8)
-# A rehearsal puts up to this many ranks on one GPU: world size 8 on one H200 took about 4.2 s a
-# step traced (8 + 3 steps, about 1.5 minutes), so 1 GPU rehearses 2, 4 and 8.
-REHEARSAL_MAX_RANKS_PER_GPU = 8
 SMOKE_TRAIN = ["--model", "tiny", "--steps", "8", "--warmup-steps", "2", "--batch-size", "8", "--find-unused-parameters", "false"]
 
 

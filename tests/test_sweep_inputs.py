@@ -130,7 +130,7 @@ def test_the_synthetic_task_follows_the_parsed_task(tmp_path, monkeypatch):
     assert folder == tmp_path / "o" / "synthetic-data" / "prom_core_all" and args == ["--data", str(folder.resolve())]
     assert shared_data(tmp_path / "o", TrainOptions.parse(["--synth"]), None) == ([], None)
     assert not (tmp_path / "o").exists(), "deciding writes nothing"
-    with pytest.raises(ArtifactError, match="not a GUE task name"):
+    with pytest.raises(ArtifactError, match="'../up': not a GUE task"):
         shared_data(tmp_path / "o", TrainOptions.parse(["--task", "../up"]), None)
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +37,18 @@ from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLay
 from dnabert_scaling.options import positive_float, positive_int
 from dnabert_scaling.outputs import output_path, refuse_link, refuse_overlap, writable_dir, write_text_atomic
 from dnabert_scaling.provenance import Fallback, now_iso
+from dnabert_scaling.run.folders import check_sweep_out
+from dnabert_scaling.run.train.options import check_fault
 from dnabert_scaling.run.sweep.spec import RunSpec, TrainOptions, read_record
-from dnabert_scaling.run.sweep.local import busbw_sizes_source, check_local_resources, run_busbw_local, run_local
+from dnabert_scaling.run.sweep.local import (
+    CPU_RANKS_MIN,
+    CPU_RANKS_PER_CORE,
+    REHEARSAL_MAX_RANKS_PER_GPU,
+    busbw_sizes_source,
+    check_local_resources,
+    run_busbw_local,
+    run_local,
+)
 from dnabert_scaling.run.sweep.record import (
     RunResult,
     failure_message,
@@ -57,7 +66,13 @@ REHEARSAL_STEPS = 8
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpus", default="1,4,8", help="world sizes, comma separated (default 1,4,8)")
+    p.add_argument(
+        "--gpus",
+        default="1,4,8",
+        help="world sizes, comma separated (default 1,4,8); with --device cpu at most "
+        f"{CPU_RANKS_PER_CORE} ranks per CPU core here (at least {CPU_RANKS_MIN}), with --rehearse at most "
+        f"{REHEARSAL_MAX_RANKS_PER_GPU} ranks per GPU",
+    )
     p.add_argument(
         "--executor",
         choices=("local", "slurm"),
@@ -89,7 +104,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--fresh",
         action="store_true",
         help="rename an existing --out folder to <out>.previous-<time> and start a new sweep "
-        "(needed when the train options differ from the completed runs there)",
+        "(needed when the train options differ from the completed runs there); only a sweep's own folder",
     )
     p.add_argument(
         "--run-timeout",
@@ -187,16 +202,21 @@ def shared_data(out: Path, opts: TrainOptions, data: str | None) -> tuple[list[s
         if not folder.is_dir():
             raise ArtifactError(f"{'--data' if data else 'the train options: --data'}: GUE task folder does not exist", folder)
         return (["--data", str(folder.resolve())] if data else []), None
-    if opts.value("synthetic"):
-        return [], None
     from dnabert_scaling.run.train.options import ENV_GUE
+    from dnabert_scaling.run.workload.data import GUE_TASKS
 
     task = opts.value("task")
     root = os.environ.get(ENV_GUE)
-    if root and any((p / "train.csv").is_file() for p in [Path(root) / task, *Path(root).glob(f"*/{task}")]):
+    found = root and any((p / "train.csv").is_file() for p in [Path(root) / task, *Path(root).glob(f"*/{task}")])
+    if found and not opts.value("synthetic"):
         return [], None  # each run finds the real task itself
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", task):
-        raise ArtifactError(f"the train options: --task {task!r} is not a GUE task name (letters, digits, _ . -)")
+    if task not in GUE_TASKS:  # as train refuses it: no synthetic stand-in of an unknown task's shape
+        raise ArtifactError(
+            f"the train options: --task {task!r}: not a GUE task, and no folder of it is given (--data) or found under "
+            f"${ENV_GUE}: give its folder, or one of the GUE tasks: {', '.join(sorted(GUE_TASKS))}"
+        )
+    if opts.value("synthetic"):
+        return [], None
     folder = out / SYNTHETIC_DATA / task
     return ["--data", str(folder.resolve())], folder
 
@@ -204,10 +224,10 @@ def shared_data(out: Path, opts: TrainOptions, data: str | None) -> tuple[list[s
 def _write_synthetic(folder: Path, opts: TrainOptions) -> dict:
     """The synthetic task every run trains on (written once), and the sweep's record of that fallback."""
     from dnabert_scaling.run.train.options import ENV_GUE
-    from dnabert_scaling.run.workload.data import DEFAULT_TASK, GUE_TASKS, write_synthetic_task
+    from dnabert_scaling.run.workload.data import write_synthetic_task
 
     task = opts.value("task")
-    like = task if task in GUE_TASKS else DEFAULT_TASK
+    like = task  # a GUE task name (shared_data)
     if not (folder / "train.csv").is_file():
         write_synthetic_task(folder, like=like)
     root = os.environ.get(ENV_GUE)
@@ -321,10 +341,10 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, opts: TrainOption
     return fallback.as_dict()
 
 
-def rehearsal_options(args: argparse.Namespace, train_args: list[str]) -> tuple[list[str], dict]:
+def rehearsal_options(args: argparse.Namespace, train_args: list[str], device: str = "cuda") -> tuple[list[str], dict]:
     """``sweep --rehearse``: the train options of a rehearsal (``--rehearse``, short unless the steps
     are given) and no untraced runs (``args.repeats`` becomes 0); returns them with the sweep's
-    fallback record."""
+    fallback record (``rehearsal_record``) for ``device``."""
     if args.executor != "local":
         raise ArtifactError("--rehearse runs on this machine's GPUs: it needs --executor local")
     given = TrainOptions.parse(train_args).given
@@ -335,13 +355,18 @@ def rehearsal_options(args: argparse.Namespace, train_args: list[str]) -> tuple[
         extra += ["--warmup-steps", str(REHEARSAL_WARMUP)]
     args.repeats = 0
     args.baseline_no_ddp = False
-    record = {
-        "kind": "rehearsal",
-        "what": "rehearsal",
-        "used": "world sizes larger than the GPUs here, ranks placed round-robin on them, NCCL over loopback sockets",
-        "reason": "sweep --rehearse: shows the multi-GPU path work on fewer GPUs; its timings are not scaling evidence",
-    }
-    return [*train_args, *extra], record
+    return [*train_args, *extra], rehearsal_record(device)
+
+
+def rehearsal_record(device: str) -> dict:
+    """The sweep's fallback record of a rehearsal, worded for the ``device`` its ranks run on: on the CPU
+    (``scripts/reference_run.sh --device cpu``, a dry run) no GPU is shared and no NCCL connects them."""
+    used = "world sizes larger than the GPUs here, ranks placed round-robin on them, NCCL over loopback sockets"
+    reason = "sweep --rehearse: shows the multi-GPU path work on fewer GPUs; its timings are not scaling evidence"
+    if device == "cpu":
+        used = "the rehearsal's short runs on the CPU (--device cpu): every rank a CPU process, gloo over loopback"
+        reason = "sweep --rehearse --device cpu: a dry run of the rehearsal without a GPU; its timings are not scaling evidence"
+    return {"kind": "rehearsal", "what": "rehearsal", "used": used, "reason": reason}
 
 
 def _interrupt_on_sigterm() -> None:
@@ -383,15 +408,21 @@ def check_inputs(args: argparse.Namespace) -> Checked:
 
         device, config = args.device, config_from_args(args)
         config.check()  # the settings alone; the cluster once the folder's runs are known
+    if rehearsal is not None:
+        rehearsal = rehearsal_record(device)  # worded for the device the ranks run on
     refuse_link(args.out, "--out")  # before it is resolved: the output rule of every command
     out = args.out.resolve()
     opts = TrainOptions.parse(train_args)
+    steps = opts.value("warmup_steps") + opts.value("steps")
+    for n in sizes:  # as each run's train refuses it, before any run starts
+        check_fault(opts.value("inject_fault"), n, steps, where=f"the train options at world size {n}: ")
     train_args += _device_option(opts, device)
     data_args, synthetic = shared_data(out, opts, args.data)
     train_args += data_args
     inputs = [d for d in (args.data, opts.given.get("data")) if d]
     refuse_overlap([("--out", out)], inputs)
     writable_dir(out, "--out")
+    check_sweep_out(out, args.fresh)  # a folder of the sweep's own, before --fresh sets it aside
     fresh = args.fresh and out.is_dir() and any(out.iterdir())
     if not fresh:
         refuse_changed_options(out, train_args)

@@ -147,12 +147,40 @@ def run_busbw_local(
     return RunResult(spec, status, rc, time.monotonic() - t0, "" if status == "ok" else f"see {sweep.busbw_log(n)}")
 
 
+# Processes one local sweep may start per world size: a world size is that many processes at once.
+CPU_RANKS_PER_CORE = 4  # the CPU smoke sweep: at most this many ranks per core this process may use ...
+CPU_RANKS_MIN = 8  # ... and never fewer than 1, 2, 4 and 8 (the rehearsal's sizes) allow
+# --rehearse: each rank a CUDA context and a model on a shared GPU. World size 8 on one H200 took about
+# 4.2 s a step traced (8 + 3 steps, about 1.5 minutes), so 1 GPU rehearses 2, 4 and 8 (scripts/reproduce.py).
+REHEARSAL_MAX_RANKS_PER_GPU = 8
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on (its affinity, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cpu_rank_limit() -> int:
+    return max(CPU_RANKS_MIN, CPU_RANKS_PER_CORE * cpu_cores())
+
+
 def check_local_resources(sizes: list[int], device: str, rehearse: bool = False) -> str:
     """``cpu`` or ``cuda``; refuses world sizes larger than the GPUs here unless ``rehearse`` (ranks
-    then share the GPUs round-robin)."""
+    then share the GPUs round-robin, at most ``REHEARSAL_MAX_RANKS_PER_GPU`` each), and CPU world
+    sizes above ``cpu_rank_limit``: each rank is a process, started at once."""
     import torch
 
     if device == "cpu":
+        limit = cpu_rank_limit()
+        if max(sizes) > limit:
+            raise ArtifactError(
+                f"--gpus: world size {max(sizes)} on the CPU would start {max(sizes)} processes at once, more than the "
+                f"limit of {limit} here ({CPU_RANKS_PER_CORE} per CPU core, {cpu_cores()} core(s), at least "
+                f"{CPU_RANKS_MIN}); give smaller world sizes"
+            )
         return "cpu"
     if not torch.cuda.is_available():
         raise ArtifactError(
@@ -164,6 +192,12 @@ def check_local_resources(sizes: list[int], device: str, rehearse: bool = False)
         raise ArtifactError("--device cuda: no CUDA device is visible")
     too_big = [n for n in sizes if n > count]
     if too_big and rehearse:
+        if max(sizes) > REHEARSAL_MAX_RANKS_PER_GPU * count:
+            raise ArtifactError(
+                f"--gpus: world size {max(sizes)} would rehearse more than {REHEARSAL_MAX_RANKS_PER_GPU} ranks on each of "
+                f"the {count} GPU(s) here (--rehearse allows at most {REHEARSAL_MAX_RANKS_PER_GPU * count}); give "
+                "smaller world sizes"
+            )
         print(
             f"sweep: --rehearse: world size(s) {', '.join(map(str, too_big))} on {count} GPU(s), ranks placed "
             "round-robin (a rehearsal of the NCCL path, not scaling evidence)",

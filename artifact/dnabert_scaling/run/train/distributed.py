@@ -96,6 +96,8 @@ def rank_info(env: dict | None = None) -> RankInfo:
         info = RankInfo(0, 0, 1, "127.0.0.1", free_port(), "single")
     if not 0 <= info.rank < info.world_size:
         raise ArtifactError(f"rank {info.rank} is outside world size {info.world_size} ({info.source} variables)")
+    if not 1 <= info.master_port <= 65535:
+        raise ArtifactError(f"environment variable MASTER_PORT={info.master_port} is not a TCP port (1 to 65535)")
     return info
 
 

@@ -109,12 +109,13 @@ def _check_vocabulary(cfg: dict[str, Any], option: str, where: str | os.PathLike
         )
 
 
-def check_inputs(args, out: Path) -> None:
-    """Everything about the inputs that can be checked before the run folder is claimed."""
+def check_inputs(args, out: Path, world_size: int = 1) -> None:
+    """Everything about the inputs that can be checked before the run folder is claimed (the task's
+    rows against ``world_size`` ranks' batches too)."""
     from dnabert_scaling.run.train.task import check_task
 
     refuse_out_over_inputs(out, train_inputs(args))
-    check_task(args)
+    check_task(args, world_size)
     if args.tracer in ("scorep", "auto"):
         from dnabert_scaling.run.tracing.scorep import scorep_environment
 

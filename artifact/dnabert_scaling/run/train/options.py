@@ -1,8 +1,10 @@
 """The options of ``dnabert-scaling train`` and their checks.
 
 ``add_arguments`` defines every option (with the argparse types that refuse bad numbers before
-any work starts); ``parse_fault`` checks ``--inject-fault``. The environment variables that stand
-in for ``--weights`` and ``--data`` are named here.
+any work starts); ``parse_fault`` / ``check_fault`` check ``--inject-fault``; ``check_run_options``
+the options that depend on the rank's world and on the environment (``--no-ddp``, ``--device cuda``,
+``$OMP_NUM_THREADS``), before the run folder is claimed, so that such an error writes nothing. The
+environment variables that stand in for ``--weights`` and ``--data`` are named here.
 """
 
 from __future__ import annotations
@@ -54,7 +56,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "else a synthetic task of the same shape (recorded as a fallback)",
     )
     g.add_argument("--synthetic", action="store_true", help="use a synthetic task even when GUE is present")
-    g.add_argument("--seq-len", type=positive_int, default=None, help="override the task's model_max_length (tokens)")
+    g.add_argument(
+        "--seq-len",
+        type=positive_int,
+        default=None,
+        help="override the task's model_max_length (tokens): sequences are cut at it and a split padded to its "
+        "longest, so a value above the data's longest sequence changes nothing (recorded as a deviation)",
+    )
 
     g = p.add_argument_group("schedule (official recipe defaults)")
     g.add_argument("--batch-size", type=ranged(int, 1, COUNT_MAX), default=8, help="per-GPU batch (weak scaling; recipe: 8)")
@@ -151,12 +159,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--trace-cpu-ops", action="store_true", help="torch tracer: also record host operators")
     g.add_argument("--scorep-python", action="store_true", help="Score-P: also instrument Python functions (filtered)")
     g.add_argument(
-        "--out", required=True, type=output_path, help="run directory; must not hold another run's files (see --overwrite)"
+        "--out",
+        required=True,
+        type=output_path,
+        help="run directory: new or empty, or an earlier run's with --overwrite; never a sweep's folder or one "
+        "holding files a run does not write",
     )
     g.add_argument(
         "--overwrite",
         action="store_true",
-        help="delete the files of an earlier run in --out first (never mixes two runs in one folder)",
+        help="delete the files of an earlier run in --out first (never mixes two runs in one folder); only a run's, "
+        "one whose config.json or summary.json is a run's record",
     )
     g.add_argument("--eval", action="store_true", help="evaluate dev accuracy after training")
     g.add_argument("--no-progress", action="store_true", help="no per-step progress lines on stderr")
@@ -169,7 +182,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--inject-fault",
         default=None,
         metavar="RANK:STEP",
-        help="testing: raise an error on RANK at STEP (checks that a failing rank ends the run)",
+        help="testing: raise an error on RANK at STEP, counted from 0 with the warm-up steps (checks that a "
+        "failing rank ends the run); refused when this run has no such rank or step",
     )
 
 
@@ -182,3 +196,52 @@ def parse_fault(spec: str | None) -> tuple[int, int] | None:
         return int(r), int(s)
     except ValueError:
         raise ArtifactError(f"--inject-fault must be RANK:STEP, not {spec!r}") from None
+
+
+def check_fault(spec: str | None, world_size: int, total_steps: int, where: str = "") -> tuple[int, int] | None:
+    """``parse_fault``, refusing a fault that cannot fire in a run of ``world_size`` ranks and
+    ``total_steps`` steps (warm-up included): such a run would end "ok" with the fault never raised."""
+    fault = parse_fault(spec)
+    if fault is None:
+        return None
+    rank, step = fault
+    if not 0 <= rank < world_size:
+        raise ArtifactError(
+            f"{where}--inject-fault {spec}: rank {rank} is not a rank of a run of world size {world_size} "
+            f"(ranks 0..{world_size - 1}), so the fault would never fire"
+        )
+    if not 0 <= step < total_steps:
+        raise ArtifactError(
+            f"{where}--inject-fault {spec}: step {step} is not a step of this run (steps 0..{total_steps - 1}, the "
+            "warm-up steps included), so the fault would never fire"
+        )
+    return fault
+
+
+def omp_threads() -> int:
+    """Intra-op threads of a CPU rank: ``$OMP_NUM_THREADS``, else 1 (``rank.pin_cpu_threads``)."""
+    import os
+
+    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    try:
+        return max(1, int(raw)) if raw else 1
+    except ValueError:
+        raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
+
+
+def check_run_options(args, info) -> tuple[int, int] | None:
+    """The checks that need this rank's world (``info``, a ``distributed.RankInfo``) or the environment,
+    made before the run folder is claimed: a refusal writes nothing. Returns the fault to inject."""
+    if args.no_ddp and info.world_size > 1:
+        raise ArtifactError(f"--no-ddp is only for world size 1, not {info.world_size} (from the {info.source} variables)")
+    fault = check_fault(args.inject_fault, info.world_size, args.warmup_steps + args.steps)
+    cuda = False
+    if args.device != "cpu":
+        import torch
+
+        cuda = torch.cuda.is_available()
+    if args.device == "cuda" and not cuda:
+        raise ArtifactError("--device cuda: no CUDA device is visible to this process")
+    if not cuda:
+        omp_threads()
+    return fault

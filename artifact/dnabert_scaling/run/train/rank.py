@@ -26,7 +26,7 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout
 from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION, Fallback
 from dnabert_scaling.run.workload.tokenizer import PAD_ID
-from dnabert_scaling.run.train.task import RankBatches, prepare_data
+from dnabert_scaling.run.train.task import RankBatches, prepare_data, seq_len_note
 from dnabert_scaling.run.train.log import (
     StepTimer,
     gather_rank_summaries,
@@ -36,7 +36,7 @@ from dnabert_scaling.run.train.log import (
     run_summary,
     write_summary,
 )
-from dnabert_scaling.run.train.options import ENV_WEIGHTS, add_arguments, parse_fault
+from dnabert_scaling.run.train.options import ENV_WEIGHTS, add_arguments, check_run_options, omp_threads
 from dnabert_scaling.run.train.rundir import Terminated, claim_run_dir, raise_on_sigterm, record_failure, write_config
 from dnabert_scaling.run.train.step import TrainStep, build_optimizer, linear_schedule
 
@@ -107,11 +107,7 @@ def pin_cpu_threads(deviations: list[str]) -> int:
     not of ranks."""
     import torch
 
-    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
-    try:
-        threads = max(1, int(raw)) if raw else 1
-    except ValueError:
-        raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
+    threads = omp_threads()
     torch.set_num_threads(threads)
     # one wording whether torchrun set the variable (more than one rank) or not, so runs agree
     deviations.append(f"CPU run: {threads} intra-op thread(s) per rank at every world size ($OMP_NUM_THREADS, else 1)")
@@ -178,14 +174,15 @@ def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.run.tracing.scorep import under_scorep
 
     info = rank_info()
-    fault = parse_fault(args.inject_fault)
+    fault = check_run_options(args, info)  # the options that need the world: refused before anything is written
     if not under_scorep():
         refuse_link(args.out, "--out")  # before it is resolved: the output rule of every command
     args.out = Path(args.out).resolve()
     if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
-        check_inputs(args, args.out)  # before --overwrite deletes anything in --out
+        check_inputs(args, args.out, info.world_size)  # before --overwrite deletes anything in --out
+        writable_dir(args.out, "--out")
+        claim_run_dir(args.out, info, args.overwrite)  # refuses a sweep, foreign files, an earlier run
         writable_dir(args.out, "--out", create=True)
-        claim_run_dir(args.out, info, args.overwrite)
     rank_dir = RunLayout(args.out).rank_dir(info.rank)
     rank_dir.mkdir(parents=True, exist_ok=True)
     _maybe_reexec_under_scorep(args, info)
@@ -253,6 +250,7 @@ def _run(args, info, rank_dir: Path, fault) -> int:
     _setup_device(r)
     _setup_process_group(r)
     r.task = prepare_data(args, info.rank, r.fallbacks)
+    r.deviations.extend(filter(None, [seq_len_note(args, r.task, info.rank)]))
     _setup_model(r)
     r.batches = RankBatches(r.task, info, args.batch_size, args.seed, r.device)
     _setup_tracing(r)
@@ -311,11 +309,9 @@ def _setup_process_group(r: _Rank) -> None:
 
     from dnabert_scaling.run.train.placement import nccl_environment
 
-    r.use_ddp = not r.args.no_ddp
-    if r.args.no_ddp and r.info.world_size > 1:
-        raise ArtifactError("--no-ddp is only for world size 1")
+    r.use_ddp = not r.args.no_ddp  # --no-ddp at a world size above 1 was refused before the run began
     if r.args.rehearse:
-        r.fallbacks.append(rehearsal_fallback())
+        r.fallbacks.append(rehearsal_fallback(r.device_type))
     if r.use_ddp and r.device_type == "cuda":
         os.environ.update(nccl_environment(r.info.rank, RunLayout(r.args.out).nccl_log(r.info.rank), r.args.rehearse))
     if r.use_ddp:
@@ -329,7 +325,15 @@ class RehearsalFallback(Fallback):
         return {"kind": "rehearsal", **super().as_dict()}
 
 
-def rehearsal_fallback() -> Fallback:
+def rehearsal_fallback(device_type: str = "cuda") -> Fallback:
+    """The rehearsal as this rank ran it: on GPUs, ranks sharing them round-robin with NCCL over loopback
+    sockets; on the CPU (``--device cpu --rehearse``, the evidence script's dry run), CPU processes with gloo."""
+    if device_type != "cuda":
+        return RehearsalFallback(
+            "rehearsal",
+            "a rehearsal on the CPU (--rehearse): every rank a CPU process, gloo over loopback; no GPU, no NCCL",
+            "a dry run of the rehearsal's short schedule without a GPU; its timings are not scaling evidence",
+        )
     return RehearsalFallback(
         "rehearsal",
         "ranks placed round-robin on the devices present (--rehearse)",

@@ -33,24 +33,61 @@ def earlier_run_files(out: Path) -> list[Path]:
     return found
 
 
+def check_run_dir(out: Path, rank: int, overwrite: bool) -> list[Path]:
+    """Refuse an ``--out`` that is neither new or empty nor an earlier run's folder (a sweep, a folder
+    holding files a run does not write: ``folders``), and an earlier run without ``--overwrite``.
+    Returns the earlier run's files (``--overwrite`` deletes them). Only reads: every rank calls it
+    before any rank deletes or writes anything of its own (ranks start concurrently, so a file another
+    rank deletes meanwhile is taken as gone)."""
+    from dnabert_scaling.outputs import shown_names
+    from dnabert_scaling.run.folders import foreign_run_entries, is_run_record, sweep_marks
+
+    marks = sweep_marks(out)
+    if marks:
+        raise ArtifactError(
+            f"--out: holds a sweep ({shown_names(marks)}); train writes one run into a folder of its own: give a new or "
+            "empty folder (never the sweep's, which only `sweep` writes into)",
+            out,
+        )
+    foreign = foreign_run_entries(out)
+    if foreign:
+        raise ArtifactError(
+            f"--out: holds files that are not a run's ({shown_names(foreign)}); train writes into a new or empty folder, "
+            "or over an earlier run with --overwrite: give another folder, or move them away",
+            out,
+        )
+    earlier = earlier_run_files(out)
+    if not earlier:
+        return []
+    shown = shown_names([str(p.relative_to(out)) for p in earlier])
+    records = [out / name for name in (layout.CONFIG, layout.SUMMARY)]
+    if (rank == 0 or not overwrite) and not any(p.is_file() and is_run_record(p) for p in records):
+        raise ArtifactError(
+            f"--out: holds files a run writes ({shown}) but no run record (a run's config.json or summary.json), so "
+            "they are not known to be an earlier run; --overwrite deletes only an earlier run: move them away or "
+            "give another folder",
+            out,
+        )
+    if not overwrite:
+        raise ArtifactError(
+            f"--out holds the files of an earlier run ({shown}); give an empty or new folder, or --overwrite "
+            "to delete that run first",
+            out,
+        )
+    return earlier
+
+
 def claim_run_dir(out: Path, info, overwrite: bool) -> None:
-    """Refuse an output folder that holds another run; with ``--overwrite`` delete that run first.
+    """Refuse an output folder that is not this run's to write (``check_run_dir``); with
+    ``--overwrite`` delete the earlier run in it first.
 
     Each rank deletes only what is its own (its ``rank<R>/`` and traces); rank 0 also the run's
     files and the folders of ranks beyond this world size, so concurrent ranks never race.
     """
     import shutil
 
-    earlier = earlier_run_files(out)
-    if not earlier:
+    if not check_run_dir(out, info.rank, overwrite):
         return
-    if not overwrite:
-        shown = ", ".join(str(p.relative_to(out)) for p in earlier[:6]) + (" ..." if len(earlier) > 6 else "")
-        raise ArtifactError(
-            f"--out holds the files of an earlier run ({shown}); give an empty or new folder, or --overwrite "
-            "to delete that run first",
-            out,
-        )
     r = info.rank
     mine = [RunLayout(out).rank_dir(r), *RunLayout(out).rank_traces(r)]
     if r == 0:

@@ -41,14 +41,50 @@ def _task_name(args, folder: Path) -> str | None:
     return args.task if folder.name == args.task else None
 
 
-def check_task(args) -> None:
-    """Read and validate the task folder this run would train on (nothing for a synthetic task, which
-    the run writes itself): a bad CSV is refused before the run folder is claimed."""
+def check_task(args, world_size: int = 1) -> None:
+    """Read and validate the task folder this run would train on, or check that a synthetic stand-in of
+    ``--task``'s shape exists (a GUE task name, else refused naming the known ones), and that each of
+    ``world_size`` ranks gets at least one batch: refused before the run folder is claimed."""
     from dnabert_scaling.run.workload import data
 
-    folder, _ = find_task_folder(args)
-    if folder is not None:
-        data.read_task(folder, task_name=_task_name(args, folder))
+    folder, why = find_task_folder(args)
+    if folder is None:
+        if args.task not in data.GUE_TASKS:
+            raise ArtifactError(
+                f"--task {args.task!r}: not a GUE task, and no folder of it is given ({why}): give its folder with --data, "
+                f"or one of the GUE tasks, whose shape a synthetic stand-in copies: {', '.join(sorted(data.GUE_TASKS))}"
+            )
+        rows, where = data.SYNTHETIC_ROWS[0], f"the synthetic stand-in's {data.SYNTHETIC_ROWS[0]} training rows"
+    else:
+        _, _, raw, _ = data.read_task(folder, task_name=_task_name(args, folder))
+        rows = len(raw["train"].labels)
+        where = f"the {rows} training rows of {folder / 'train.csv'}"
+    _check_batch(rows, world_size, args.batch_size, where)
+
+
+def _check_batch(rows: int, world_size: int, batch_size: int, where: str) -> None:
+    """Each rank's shard of the training rows (``RankBatches``) must hold one batch."""
+    if rows // world_size < batch_size:
+        raise ArtifactError(
+            f"--batch-size {batch_size}: {where} give each of {world_size} rank(s) {rows // world_size} rows, fewer "
+            "than one batch"
+        )
+
+
+def seq_len_note(args, task, rank: int = 0) -> str | None:
+    """A deviation when ``--seq-len`` is above the training split's longest sequence: it only cuts
+    sequences (the recipe's ``model_max_length``), so it changed nothing. Rank 0 also says so on stderr."""
+    if args.seq_len is None or args.seq_len <= task.seq_len:
+        return None
+    note = (
+        f"--seq-len {args.seq_len} is above the longest training sequence ({task.seq_len} tokens): it only cuts "
+        f"longer sequences, so every step ran at {task.seq_len} tokens"
+    )
+    if rank == 0:
+        import sys
+
+        print(f"dnabert-scaling train: note: {note}", file=sys.stderr)
+    return note
 
 
 def prepare_data(args, rank: int, fallbacks: list[Fallback]):
@@ -59,7 +95,7 @@ def prepare_data(args, rank: int, fallbacks: list[Fallback]):
 
     folder, why = find_task_folder(args)
     if folder is None:
-        like = args.task if args.task in data.GUE_TASKS else data.DEFAULT_TASK
+        like = args.task  # a GUE task name (check_task)
         folder = args.out / layout.SYNTHETIC_DATA
         if rank == 0 and not (folder / "train.csv").is_file():
             data.write_synthetic_task(folder, like=like, seed=args.seed)

@@ -43,6 +43,7 @@ for _i in range(5):
     GUE_TASKS[f"tf_{_i}"] = (100, 2, 30)
     GUE_TASKS[str(_i)] = (100, 2, 30)  # GUE names the mouse/tf folders 0..4
 DEFAULT_TASK = "prom_300_all"  # the study's task shape: 300 bp, 70 tokens
+SYNTHETIC_ROWS = (2000, 400, 400)  # train, dev, test rows of a synthetic task unless told otherwise
 
 
 def model_max_length_for(task: str, max_bp: int) -> tuple[int, str]:
@@ -316,7 +317,7 @@ def synthetic_motifs(num_labels: int, length: int, seed: int) -> list[str]:
 def write_synthetic_task(
     folder: str | Path,
     like: str = DEFAULT_TASK,
-    rows: tuple[int, int, int] = (2000, 400, 400),
+    rows: tuple[int, int, int] = SYNTHETIC_ROWS,
     motif_length: int = 12,
     seed: int = 42,
     overwrite: bool = False,

@@ -10,7 +10,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError, read_text_file
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
-from dnabert_scaling.checker.metric_paths import _metric_node, metric_kinds
+from dnabert_scaling.checker.metric_paths import _metric_node, kinds_text, metric_kinds
 from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
 
 
@@ -122,6 +122,10 @@ _TEST_KEYS = {
     "top": {"activity", "lo", "hi"},
     "monotone": {"max_drop_rel", "min_points"},
 }
+# The kinds of value each test judges (``top`` reads the ranking, a list of its own: checked by
+# name). A metric that may hold any other kind is refused at load time: a range on a string, a
+# trend of a list, could never be judged, and their failure would read as a measured FAIL.
+_TEST_OPERANDS = {"range": {"number"}, "monotone": {"number"}, "equals": {"bool", "number", "string"}}
 _TOP_KEYS = {"schema", "paper", "notes", "claim", "sanity"}
 _SANITY_BOUND_KEYS = {"trace_complete": {"min_found_share", "rationale"}, "one_gpu_per_rank": {"rationale"}}
 
@@ -254,6 +258,7 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         ok, problem = _metric_node(metric)
         if not ok:
             raise ArtifactError(f"{where}: {problem}", path)
+        _check_operand(test, metric, where, path)
     report = raw.get("report", [])
     if not isinstance(report, list) or not all(isinstance(r, str) for r in report):
         raise ArtifactError(f"{where}: report must be a list of metric paths", path)
@@ -301,6 +306,14 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         report=tuple(report),
         rests_on=rests_on,
     )
+
+
+def _check_operand(test: str, metric: str, where: str, path: Path) -> None:
+    """The metric holds only kinds of value the test judges (null aside: a missing value is NOT RUN)."""
+    accepts = _TEST_OPERANDS[test]
+    holds = metric_kinds(metric) - {"null"}
+    if holds - accepts:
+        raise ArtifactError(f"{where}: test {test!r} needs {kinds_text(accepts)}; {metric} is {kinds_text(holds)}", path)
 
 
 def _value_kind(value: Any) -> str:

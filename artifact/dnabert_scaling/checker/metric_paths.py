@@ -49,3 +49,12 @@ def metric_kinds(path: str) -> set[str]:
 
 _KIND: dict[Any, str] = {bool: "bool", int: "number", float: "number", str: "string", list: "list", dict: "object"}
 _KIND[type(None)] = "null"
+
+_KIND_WORDS = {"bool": "true/false", "number": "a number", "string": "a string", "list": "a list", "object": "an object"}
+
+
+def kinds_text(kinds: set[str]) -> str:
+    """Kinds in words: ``{"bool", "string"}`` -> "true/false or a string" (null left out: a null
+    value is a missing one, NOT RUN whatever the test)."""
+    words = [_KIND_WORDS[k] for k in _KIND_WORDS if k in kinds]
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else (words or ["null"])[0]

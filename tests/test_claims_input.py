@@ -1,0 +1,135 @@
+"""A claims file that could never be judged is refused when loaded (exit 2), never turned into a
+verdict: every test's operand kind against the schema's kind of its metric."""
+
+from __future__ import annotations
+
+import json
+import pytest
+
+from dnabert_scaling import checker
+from dnabert_scaling.checker import FAIL, INVALID, PASS
+from dnabert_scaling.checker.claims import Check, Claim, WorldSizes
+from dnabert_scaling.checker.metric_paths import METRIC_TREE, metric_kinds
+from dnabert_scaling.cli import main as cli_main
+from dnabert_scaling.errors import ArtifactError
+from reportfixtures import gpu_results
+
+TEMPLATE = """
+schema = "dnabert-scaling/claims/1"
+
+[[claim]]
+id = "X1"
+title = "A claim"
+statement = "Something measurable."
+world_sizes = [4, 8]
+
+  [[claim.check]]
+  name = "n"
+  what = "a figure"
+  metric = "METRIC"
+TEST
+  rationale = "because"
+"""
+RANGE = "  lo = 0"
+MONOTONE = '  test = "monotone"\n  max_drop_rel = 0.1'
+EQUALS = '  test = "equals"\n  value = VALUE'
+
+
+@pytest.fixture(scope="module")
+def full():
+    return gpu_results((1, 4, 8))[0]
+
+
+def _text(metric="traced.gpu.allreduce_to_backward.median", test=RANGE, value="1"):
+    test = test.replace("VALUE", value)
+    return TEMPLATE.replace("METRIC", metric).replace("TEST", test)
+
+
+def _load(tmp_path, text):
+    path = tmp_path / "claims.toml"
+    path.write_text(text, encoding="utf-8")
+    return checker.load_claims(path)
+
+
+def _refused(tmp_path, text) -> str:
+    with pytest.raises(ArtifactError) as err:
+        _load(tmp_path, text)
+    message = str(err.value)
+    assert str(tmp_path / "claims.toml") in message, "the error names the file"
+    assert "\n" not in message, "one line"
+    return message
+
+
+def _leaves(node, prefix=()):
+    for key, child in node.items():
+        if isinstance(child, dict):
+            yield from _leaves(child, (*prefix, key))
+        else:
+            yield ".".join((*prefix, key))
+
+
+# ---- item 8: each test judges only the kinds of value it can compare ----------------------------
+
+
+@pytest.mark.parametrize(
+    "metric,test,message",
+    [
+        ("traced.tracer", RANGE, "claim X1, check 'n': test 'range' needs a number; traced.tracer is a string"),
+        ("throughput.runs", RANGE, "test 'range' needs a number; throughput.runs is a list"),
+        ("traced.gpu.allreduce_own_stream", RANGE, "test 'range' needs a number; traced.gpu.allreduce_own_stream is true/false"),
+        ("traced.gpu.phase_methods", RANGE, "test 'range' needs a number; traced.gpu.phase_methods is an object"),
+        ("traced.tracer", MONOTONE, "test 'monotone' needs a number; traced.tracer is a string"),
+        ("traced.gpu.allreduce_own_stream", MONOTONE, "test 'monotone' needs a number"),
+        ("throughput.runs", EQUALS, "test 'equals' needs true/false, a number or a string; throughput.runs is a list"),
+        ("traced.gpu.phase_methods", EQUALS, "traced.gpu.phase_methods is an object"),
+    ],
+)
+def test_a_test_on_a_metric_of_another_kind_is_refused(tmp_path, metric, test, message):
+    assert message in _refused(tmp_path, _text(metric, test))
+
+
+def test_the_tester_s_range_on_the_tracer_exits_2_not_1(tmp_path, full, capsys):
+    (tmp_path / "metrics.json").write_text(json.dumps(full))
+    (tmp_path / "claims.toml").write_text(_text("traced.tracer"))
+    assert cli_main(["check", str(tmp_path), "--expected", str(tmp_path / "claims.toml"), "--out", str(tmp_path / "v")]) == 2
+    assert "test 'range' needs a number; traced.tracer is a string" in capsys.readouterr().err
+    assert not (tmp_path / "v" / "verdicts.json").exists()
+
+
+@pytest.mark.parametrize("test", [RANGE, MONOTONE])
+def test_no_loadable_numeric_check_meets_anything_but_a_number(tmp_path, full, test):
+    """The whole class: over every metric path, a range or trend loads exactly when the schema says
+    the path holds numbers (or null), and none that loads is judged on anything else."""
+    loaded = 0
+    for metric in _leaves(METRIC_TREE):
+        holds = metric_kinds(metric) - {"null"}
+        try:
+            claims = _load(tmp_path, _text(metric, test))
+        except ArtifactError as err:
+            assert holds != {"number"} or "efficiency" in metric, f"{metric}: {err}"
+            continue
+        assert holds == {"number"}, metric
+        loaded += 1
+        for row in checker.evaluate(full, claims)["claims"][0]["checks"]:
+            assert "not a number" not in row["reason"], (metric, row["reason"])
+            if row["verdict"] in (PASS, FAIL) and test == RANGE:
+                value = row["measured"][metric]
+                assert isinstance(value, (int, float)) and not isinstance(value, bool), (metric, value)
+    assert loaded > 100
+
+
+@pytest.mark.parametrize(
+    "metric,value",
+    [("traced.tracer", '"torch"'), ("traced.gpu.allreduce_own_stream", "true"), ("traced.sanity.trace_complete", "true")],
+)
+def test_equals_still_takes_flags_and_strings(tmp_path, metric, value):
+    (claim,) = _load(tmp_path, _text(metric, EQUALS, value))
+    assert claim.checks[0].test == "equals"
+
+
+def test_a_check_built_around_the_loader_is_invalid_not_fail(full):
+    """Evaluation itself never turns a value of the wrong kind into a measured FAIL."""
+    check = Check("n", "the tracer", "traced.tracer", "range", "why", WorldSizes(explicit=(4,)), lo=0)
+    claim = Claim("X1", "s", WorldSizes(explicit=(4,)), (check,))
+    (row,) = checker.evaluate(full, [claim])["claims"][0]["checks"]
+    assert row["verdict"] == INVALID and row["code"] == "not_a_number", row

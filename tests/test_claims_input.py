@@ -1,18 +1,24 @@
 """A claims file that could never be judged is refused when loaded (exit 2), never turned into a
-verdict: every test's operand kind against the schema's kind of its metric."""
+verdict: every test's operand kind against the schema's kind of its metric, a ``top`` test's
+activity against the names the ranking gives NCCL kernels."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
 import pytest
 
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, PASS
 from dnabert_scaling.checker.claims import Check, Claim, WorldSizes
-from dnabert_scaling.checker.metric_paths import METRIC_TREE, metric_kinds
+from dnabert_scaling.checker.metric_paths import METRIC_TREE, RANKED_ACTIVITIES, metric_kinds
 from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.traces.classify import collective_from_name, nccl_activity
 from reportfixtures import gpu_results
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TEMPLATE = """
 schema = "dnabert-scaling/claims/1"
@@ -33,6 +39,7 @@ TEST
 RANGE = "  lo = 0"
 MONOTONE = '  test = "monotone"\n  max_drop_rel = 0.1'
 EQUALS = '  test = "equals"\n  value = VALUE'
+TOP = '  test = "top"\n  activity = "ACTIVITY"\n  lo = 1.0'
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +47,8 @@ def full():
     return gpu_results((1, 4, 8))[0]
 
 
-def _text(metric="traced.gpu.allreduce_to_backward.median", test=RANGE, value="1"):
-    test = test.replace("VALUE", value)
+def _text(metric="traced.gpu.allreduce_to_backward.median", test=RANGE, value="1", activity="nccl:AllReduce"):
+    test = test.replace("VALUE", value).replace("ACTIVITY", activity)
     return TEMPLATE.replace("METRIC", metric).replace("TEST", test)
 
 
@@ -133,3 +140,61 @@ def test_a_check_built_around_the_loader_is_invalid_not_fail(full):
     claim = Claim("X1", "s", WorldSizes(explicit=(4,)), (check,))
     (row,) = checker.evaluate(full, [claim])["claims"][0]["checks"]
     assert row["verdict"] == INVALID and row["code"] == "not_a_number", row
+
+
+# ---- item 9: a top test names an activity the ranking can hold ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "activity,hint",
+    [
+        ("nccl:Allreduce", "did you mean 'nccl:AllReduce'?"),
+        ("nccl:Nothing", ""),
+        ("AllReduce", "did you mean 'nccl:AllReduce'?"),
+        ("nccl:AllReduce(Int)", "did you mean 'nccl:AllReduce(int)'?"),
+        ("GEMM", ""),  # a kernel class: traced.gpu.kernel_classes, not the ranking
+        ("nvjet_sm90_tst_192x96_64x5_1x2_h_bz_NTT", ""),
+    ],
+)
+def test_an_unknown_activity_is_refused_listing_the_known_ones(tmp_path, activity, hint):
+    message = _refused(tmp_path, _text("traced.gpu.ranking", TOP, activity=activity))
+    assert f"claim X1, check 'n': unknown activity {activity!r}" in message
+    assert hint in message and "nccl:AllReduce, nccl:AllReduce(int), " in message and "nccl:Broadcast" in message
+
+
+def test_the_tester_s_misspelt_activity_exits_2_not_1(tmp_path, full, capsys):
+    (tmp_path / "metrics.json").write_text(json.dumps(full))
+    (tmp_path / "claims.toml").write_text(_text("traced.gpu.ranking", TOP, activity="nccl:Nothing"))
+    assert cli_main(["check", str(tmp_path), "--expected", str(tmp_path / "claims.toml"), "--out", str(tmp_path / "v")]) == 2
+    assert "unknown activity 'nccl:Nothing'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "kernel,collective",
+    [
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", None),
+        ("ncclDevKernel_AllReduce_Sum_u32_RING_LL", None),
+        ("ncclKernel_Broadcast_RING_LL_Sum_int8_t", None),
+        ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", None),
+        ("ncclDevKernel_AllGather_RING_LL", None),
+        ("ncclDevKernel_SendRecv", None),
+        ("ncclDevKernel_Generic_4", "_allgather_base"),
+        ("ncclDevKernel_Generic_4", "barrier"),
+        ("ncclDevKernel_Generic_4", None),
+    ],
+)
+def test_every_name_the_ranking_gives_an_nccl_kernel_is_known(tmp_path, full, kernel, collective):
+    from dnabert_scaling.traces.classify import normalize_collective
+
+    name = nccl_activity(kernel, collective_from_name(kernel) or normalize_collective(collective))
+    assert name in RANKED_ACTIVITIES
+    (claim,) = _load(tmp_path, _text("traced.gpu.ranking", TOP, activity=name))
+    assert claim.checks[0].activity == name
+
+
+def test_the_shipped_ranking_uses_only_known_nccl_names():
+    for metrics in (ROOT / "expected" / "reference-results").glob("*/metrics.json"):
+        for entry in json.loads(metrics.read_text())["world_sizes"].values():
+            for row in ((entry.get("traced") or {}).get("gpu") or {}).get("ranking") or []:
+                if row["kind"] == "nccl":
+                    assert row["activity"] in RANKED_ACTIVITIES, (metrics, row["activity"])

@@ -10,7 +10,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError, read_text_file
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
-from dnabert_scaling.checker.metric_paths import _metric_node, kinds_text, metric_kinds
+from dnabert_scaling.checker.metric_paths import _metric_node, activity_problem, kinds_text, metric_kinds
 from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
 
 
@@ -279,6 +279,8 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         _check_equals_value(raw, metric, where, path)
     if test == "top" and (not isinstance(raw.get("activity"), str) or not raw["activity"]):
         raise ArtifactError(f"{where}: test 'top' needs 'activity' (e.g. \"nccl:AllReduce\")", path)
+    if test == "top" and activity_problem(raw["activity"]):
+        raise ArtifactError(f"{where}: {activity_problem(raw['activity'])}", path)
     drop, min_points = raw.get("max_drop_rel"), raw.get("min_points", 2)
     if test == "monotone":
         if drop is None or not _is_number(drop) or not 0 <= drop < 1:

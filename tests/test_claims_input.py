@@ -1,6 +1,7 @@
 """A claims file that could never be judged is refused when loaded (exit 2), never turned into a
 verdict: every test's operand kind against the schema's kind of its metric, a ``top`` test's
-activity against the names the ranking gives NCCL kernels."""
+activity against the names the ranking gives NCCL kernels, claim ids and check names as plain
+labels, and a byte order mark named as such."""
 
 from __future__ import annotations
 
@@ -198,3 +199,61 @@ def test_the_shipped_ranking_uses_only_known_nccl_names():
             for row in ((entry.get("traced") or {}).get("gpu") or {}).get("ranking") or []:
                 if row["kind"] == "nccl":
                     assert row["activity"] in RANKED_ACTIVITIES, (metrics, row["activity"])
+
+
+# ---- item 17: ids and names are labels; a byte order mark is named ------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw,shown",
+    [
+        ('"C1\\nC2"', "'C1\\nC2'"),
+        ('"<b>C1</b>"', "'<b>C1</b>'"),
+        ('"C 1"', "'C 1'"),
+        ('"C1\\u0000"', "'C1\\x00'"),
+        ('"Ç1"', "'Ç1'"),
+    ],
+)
+def test_a_claim_id_that_is_not_a_label_is_refused(tmp_path, raw, shown):
+    message = _refused(tmp_path, _text().replace('id = "X1"', f"id = {raw}"))
+    assert f"claim #1: id {shown} must be one or more letters, digits, '_', '.' or '-'" in message
+
+
+@pytest.mark.parametrize("raw", ['"a b"', '"n\\nm"', '"<i>n</i>"', '""', "5", "true"])
+def test_a_check_name_that_is_not_a_label_is_refused(tmp_path, raw):
+    message = _refused(tmp_path, _text().replace('name = "n"', f"name = {raw}"))
+    assert "claim X1, check 1: name " in message and "must be one or more letters" in message
+
+
+@pytest.mark.parametrize("label", ["C1", "H2.a-b_c", "7"])
+def test_plain_labels_load(tmp_path, label):
+    (claim,) = _load(tmp_path, _text().replace('id = "X1"', f'id = "{label}"').replace('name = "n"', f'name = "{label}"'))
+    assert claim.id == label and claim.checks[0].name == label
+
+
+def test_an_equals_string_with_a_line_break_is_refused(tmp_path):
+    assert "holds a line break" in _refused(tmp_path, _text("traced.tracer", EQUALS, '"torch\\nx"'))
+
+
+def test_a_title_is_one_line_and_a_string(tmp_path, full):
+    (claim,) = _load(tmp_path, _text().replace('title = "A claim"', 'title = """A\n  claim"""'))
+    assert claim.title == "A claim"
+    table = checker.format_table(checker.evaluate(full, [claim]))
+    assert any(line.startswith("X1") and line.endswith("A claim") for line in table.splitlines())
+    assert "title must be a string, not 5" in _refused(tmp_path, _text().replace('title = "A claim"', "title = 5"))
+
+
+def test_a_byte_order_mark_is_named(tmp_path, full, capsys):
+    message = _refused(tmp_path, "\ufeff" + _text())
+    assert "not valid TOML: the file starts with a UTF-8 byte order mark (BOM)" in message
+    assert "save it as UTF-8 without a BOM" in message
+    (tmp_path / "metrics.json").write_text(json.dumps(full))
+    assert cli_main(["check", str(tmp_path), "--expected", str(tmp_path / "claims.toml"), "--out", str(tmp_path / "v")]) == 2
+    assert "byte order mark" in capsys.readouterr().err
+    with pytest.raises(ArtifactError, match="byte order mark"):
+        checker.load_sanity_bounds(tmp_path / "claims.toml")
+
+
+def test_the_shipped_claims_file_still_loads():
+    claims = checker.load_claims(ROOT / "expected" / "claims.toml")
+    assert [c.id for c in claims] == ["C1", "C2", "C3", "C4", "C5", "C6"]

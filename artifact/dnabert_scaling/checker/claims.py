@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError, read_text_file
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
-from dnabert_scaling.checker.metric_paths import _metric_node, metric_kinds
+from dnabert_scaling.checker.metric_paths import _metric_node, activity_problem, kinds_text, metric_kinds
 from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
 
 
@@ -122,8 +123,21 @@ _TEST_KEYS = {
     "top": {"activity", "lo", "hi"},
     "monotone": {"max_drop_rel", "min_points"},
 }
+# The kinds of value each test judges (``top`` reads the ranking, a list of its own: checked by
+# name). A metric that may hold any other kind is refused at load time: a range on a string, a
+# trend of a list, could never be judged, and their failure would read as a measured FAIL.
+_TEST_OPERANDS = {"range": {"number"}, "monotone": {"number"}, "equals": {"bool", "number", "string"}}
 _TOP_KEYS = {"schema", "paper", "notes", "claim", "sanity"}
 _SANITY_BOUND_KEYS = {"trace_complete": {"min_found_share", "rationale"}, "one_gpu_per_rank": {"rationale"}}
+# A claim id and a check name are labels: a column of verdicts.txt, a key of verdicts.json, an
+# anchor in the report, a word in every message. Letters, digits, '_', '.' and '-' only (no
+# newline to break the table, no markup, no space to misread).
+_LABEL = re.compile(r"[A-Za-z0-9_.-]+")
+_LABEL_RULE = "one or more letters, digits, '_', '.' or '-'"
+
+
+def _is_label(x: Any) -> bool:
+    return isinstance(x, str) and _LABEL.fullmatch(x) is not None
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,12 @@ class SanityBounds:
 
 def _read_toml(path: Path) -> dict:
     text = read_text_file(path, "a claims file", missing="claims file not found")
+    if text.startswith("\ufeff"):  # tomllib says only "Invalid statement (at line 1, column 1)"
+        raise ArtifactError(
+            "not valid TOML: the file starts with a UTF-8 byte order mark (BOM), which the TOML reader "
+            "(tomllib) refuses; save it as UTF-8 without a BOM",
+            path,
+        )
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -231,6 +251,8 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
     if not isinstance(raw, dict):
         raise ArtifactError(f"{where}: a check must be a table ([[claim.check]])", path)
     if "name" in raw:
+        if not _is_label(raw["name"]):
+            raise ArtifactError(f"{where}: name {raw['name']!r} must be {_LABEL_RULE}", path)
         where = f"claim {claim_id}, check {raw['name']!r}"
     unknown = sorted(set(raw) - _CHECK_KEYS)
     if unknown:
@@ -254,6 +276,7 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         ok, problem = _metric_node(metric)
         if not ok:
             raise ArtifactError(f"{where}: {problem}", path)
+        _check_operand(test, metric, where, path)
     report = raw.get("report", [])
     if not isinstance(report, list) or not all(isinstance(r, str) for r in report):
         raise ArtifactError(f"{where}: report must be a list of metric paths", path)
@@ -274,6 +297,8 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         _check_equals_value(raw, metric, where, path)
     if test == "top" and (not isinstance(raw.get("activity"), str) or not raw["activity"]):
         raise ArtifactError(f"{where}: test 'top' needs 'activity' (e.g. \"nccl:AllReduce\")", path)
+    if test == "top" and activity_problem(raw["activity"]):
+        raise ArtifactError(f"{where}: {activity_problem(raw['activity'])}", path)
     drop, min_points = raw.get("max_drop_rel"), raw.get("min_points", 2)
     if test == "monotone":
         if drop is None or not _is_number(drop) or not 0 <= drop < 1:
@@ -286,7 +311,7 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
     if rests_on not in RESTS_ON:
         raise ArtifactError(f"{where}: rests_on must be one of {', '.join(RESTS_ON)}, not {rests_on!r}", path)
     return Check(
-        name=str(raw.get("name") or f"check{index + 1}"),
+        name=raw.get("name", f"check{index + 1}"),
         what=raw["what"].strip(),
         metric=metric,
         test=test,
@@ -301,6 +326,14 @@ def _parse_check(raw: Any, claim_id: str, index: int, claim_ws: WorldSizes, path
         report=tuple(report),
         rests_on=rests_on,
     )
+
+
+def _check_operand(test: str, metric: str, where: str, path: Path) -> None:
+    """The metric holds only kinds of value the test judges (null aside: a missing value is NOT RUN)."""
+    accepts = _TEST_OPERANDS[test]
+    holds = metric_kinds(metric) - {"null"}
+    if holds - accepts:
+        raise ArtifactError(f"{where}: test {test!r} needs {kinds_text(accepts)}; {metric} is {kinds_text(holds)}", path)
 
 
 def _value_kind(value: Any) -> str:
@@ -323,6 +356,8 @@ def _check_equals_value(raw: dict, metric: str, where: str, path: Path) -> None:
         raise ArtifactError(f"{where}: value must be true/false, a number or a string, not {kind} {value!r}", path)
     if kind == "number" and not math.isfinite(value):
         raise ArtifactError(f"{where}: value must be a finite number, not {value!r}", path)
+    if kind == "string" and not value.isprintable():  # a newline in the bounds would break verdicts.txt
+        raise ArtifactError(f"{where}: value {value!r} holds a line break or another control character", path)
     kinds = metric_kinds(metric) - {"null"}
     if kinds and kind not in kinds:
         raise ArtifactError(
@@ -349,7 +384,7 @@ def load_claims(path: str | Path) -> list[Claim]:
     seen: set[str] = set()
     for i, raw in enumerate(raw_claims):
         cid = raw.get("id") if isinstance(raw, dict) else None
-        where = f"claim {cid}" if isinstance(cid, str) and cid else f"claim #{i + 1}"
+        where = f"claim {cid}" if _is_label(cid) else f"claim #{i + 1}"
         if not isinstance(raw, dict):
             raise ArtifactError(f"{where}: must be a table", path)
         unknown = sorted(set(raw) - _CLAIM_KEYS)
@@ -358,6 +393,8 @@ def load_claims(path: str | Path) -> list[Claim]:
         for key in ("id", "statement"):
             if not isinstance(raw.get(key), str) or not raw[key].strip():
                 raise ArtifactError(f"{where}: missing field {key!r} (a non-empty string)", path)
+        if not _is_label(cid):
+            raise ArtifactError(f"{where}: id {cid!r} must be {_LABEL_RULE}", path)
         if cid in seen:
             raise ArtifactError(f"{where}: duplicate claim id", path)
         seen.add(cid)
@@ -367,6 +404,9 @@ def load_claims(path: str | Path) -> list[Claim]:
         device = raw.get("device")
         if device is not None and device not in ("cuda", "cpu"):
             raise ArtifactError(f"{where}: device must be 'cuda' or 'cpu', not {device!r}", path)
+        title = raw.get("title", "")
+        if not isinstance(title, str):
+            raise ArtifactError(f"{where}: title must be a string, not {title!r}", path)
         indicative = raw.get("indicative", False)
         if not isinstance(indicative, bool):
             raise ArtifactError(f"{where}: indicative must be true or false", path)
@@ -383,7 +423,7 @@ def load_claims(path: str | Path) -> list[Claim]:
                 statement=" ".join(raw["statement"].split()),
                 world_sizes=ws,
                 checks=checks,
-                title=str(raw.get("title", "")),
+                title=" ".join(title.split()),  # one line: the table's row of the claim
                 device=device,
                 indicative=indicative,
             )

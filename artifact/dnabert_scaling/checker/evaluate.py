@@ -60,7 +60,7 @@ REASON_CODES = {
     "shared_gpu": "ranks of the world size shared a GPU (or ran as a rehearsal) and the check rests on magnitudes (one GPU per rank)",
     "placement_unknown": "several ranks ran with no recorded placement (or one whose GPUs could not be told apart) and the check rests on magnitudes (one GPU per rank)",
     "missing_value": "the metric is missing or null at the world size (e.g. no GPU analysis)",
-    "not_a_number": "the value is NaN: the analysis could not compute it",
+    "not_a_number": "the value is NaN (the analysis could not compute it) or not a number at all",
     "too_few_points": "a trend needs more world sizes with data than were measured",
     "no_world_size": "no measured world size is one the check applies to",
 }
@@ -93,8 +93,8 @@ def _judge_value(check: Check, value: Any, ws: int) -> Part:
         return Part(PASS if ok else FAIL, f"{label} = {_fmt(value)}, expected {_fmt(check.value)}", within=ok)
     if check.test == "top":
         return _judge_top(check, value, ws)
-    if not _is_number(value):
-        return Part(FAIL, f"{label}: {check.metric} is {value!r}, not a number", within=False)
+    if not _is_number(value):  # the loader refuses a range on such a metric: no data, never a refutation
+        return Part(INVALID, f"{label}: {check.metric} is {value!r}, not a number, so it cannot be judged", code="not_a_number")
     x = float(value)
     if math.isnan(x):  # a figure that could not be computed: no data to judge, never a refutation
         return Part(INVALID, f"{label} is NaN: the analysis could not compute it, so it cannot be judged", code="not_a_number")

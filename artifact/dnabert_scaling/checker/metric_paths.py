@@ -2,16 +2,19 @@
 
 Derived from ``metrics_schema.WorldSizeEntry``, so a path is allowed exactly when analyze can
 write it. A leaf is None; a STAT is {"median", "p10", "p90", "min", "max", "n"} and must be named
-down to one of its fields.
+down to one of its fields. Also the activities a ``top`` test may name (``RANKED_ACTIVITIES``),
+derived from how ``traces.classify`` names the ranking's NCCL kernels.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import typing
 from typing import Any
 
 from dnabert_scaling.metrics_schema import Record, WorldSizeEntry, _options, field_tree
+from dnabert_scaling.traces.classify import _COLLECTIVE_SEARCH, nccl_activity, normalize_collective
 
 # one world size's entry, as metrics_schema defines it: a record is a dict of its keys, a value None
 METRIC_TREE: dict[str, Any] = field_tree(WorldSizeEntry)
@@ -49,3 +52,43 @@ def metric_kinds(path: str) -> set[str]:
 
 _KIND: dict[Any, str] = {bool: "bool", int: "number", float: "number", str: "string", list: "list", dict: "object"}
 _KIND[type(None)] = "null"
+
+_KIND_WORDS = {"bool": "true/false", "number": "a number", "string": "a string", "list": "a list", "object": "an object"}
+
+
+def kinds_text(kinds: set[str]) -> str:
+    """Kinds in words: ``{"bool", "string"}`` -> "true/false or a string" (null left out: a null
+    value is a missing one, NOT RUN whatever the test)."""
+    words = [_KIND_WORDS[k] for k in _KIND_WORDS if k in kinds]
+    return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else (words or ["null"])[0]
+
+
+# The ranking's names of NCCL kernels (``traces.classify.nccl_activity``): ``nccl:<Collective>`` for
+# every collective the trace readers name, the integer AllReduce of find_unused_parameters apart,
+# and ``nccl:unknown`` for a kernel whose collective neither its name nor the trace states. Other
+# kernels rank under their own demangled names, which depend on the GPU and on the CUDA, cuBLAS
+# and PyTorch builds: no list can tell a misspelt one from one that did not run, so a ``top``
+# test names one of these, and a typo is refused when the claims file is loaded, never judged.
+RANKED_ACTIVITIES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [nccl_activity("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "AllReduce")]
+        + [nccl_activity("ncclDevKernel_AllReduce_Sum_u32_RING_LL", "AllReduce")]
+        + [nccl_activity("", normalize_collective(word)) for word in _COLLECTIVE_SEARCH]
+        + [nccl_activity("", None)]
+    )
+)
+
+
+def activity_problem(activity: str) -> str:
+    """Why ``activity`` is not a name a ``top`` test may use ('' when it is one)."""
+    if activity in RANKED_ACTIVITIES:
+        return ""
+    folded = {a.lower().removeprefix("nccl:"): a for a in RANKED_ACTIVITIES}
+    near = [folded[k] for k in (activity.lower().removeprefix("nccl:"),) if k in folded]
+    near = near or difflib.get_close_matches(activity, RANKED_ACTIVITIES, n=1, cutoff=0.85)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return (
+        f"unknown activity {activity!r}{hint}: test 'top' names an NCCL collective as the ranking does, one of "
+        f"{', '.join(RANKED_ACTIVITIES)} (other kernels rank under names that depend on the GPU and the "
+        "libraries, and kernel classes are not ranked: a claim cannot name them)"
+    )

@@ -280,6 +280,31 @@ def test_no_command_writes_inside_the_shipped_evidence(tmp_path):
     assert _tree(results) == _tree(REFERENCE)
 
 
+def test_an_installed_copy_protects_a_checkout_s_evidence_too(tmp_path):
+    """The package installed elsewhere (the image, a wheel) has no source tree beside it: the evidence is then
+    known by its layout (a folder named expected holding claims.toml and reference*/), on the output's way up."""
+    installed = tmp_path / "site-packages"
+    shutil.copytree(
+        ROOT / "artifact" / "dnabert_scaling", installed / "dnabert_scaling", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    checkout = tmp_path / "checkout" / "expected"
+    (checkout / "reference-results").mkdir(parents=True)
+    shutil.copy(ROOT / "expected" / "claims.toml", checkout / "claims.toml")
+    shipped = _results(checkout / "reference-results" / "h200-b8")
+    before = _listing(checkout)
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    args = ["analyze", "--world-size", "1", KINETO, "--out", shipped]
+    proc = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    _refused(proc, "inside the shipped evidence", str(checkout))
+    assert _listing(checkout) == before
+    # a folder named expected without the evidence's layout is an ordinary output folder
+    plain = tmp_path / "elsewhere" / "expected"
+    proc = subprocess.run(
+        [*CLI, *map(str, [*args[:-1], plain / "r"])], capture_output=True, text=True, cwd=checkout.parent, env=env, timeout=300
+    )  # run where the checkout's claims file is found
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
 def test_synth_data_rows_are_bounded(tmp_path):
     proc = _run(["synth-data", "--out", tmp_path / "task", "--rows", f"{10**12},1,1"], cwd=tmp_path, timeout=60)
     _refused(proc, "at most 10,000,000 rows")

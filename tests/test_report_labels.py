@@ -31,7 +31,21 @@ def test_a_copy_of_the_same_results_is_refused_naming_both(tmp_path):
     shutil.copytree(SHIPPED / "h200-b8", copy)
     out = tmp_path / "report"
     proc = _report(SHIPPED / "h200-b8", copy, "--out", out)
-    _refused(proc, f"{copy}: holds the same metrics.json as {SHIPPED / 'h200-b8'} (sha256 ", "given twice")
+    _refused(proc, f"{copy}: holds the same measurements as {SHIPPED / 'h200-b8'}", "given twice")
+    assert not out.exists()
+
+
+def test_the_same_runs_analysed_twice_are_refused(tmp_path):
+    """Two analyses of one sweep differ in their writing time and their source paths, not in what they measured."""
+    runs = tmp_path / "runs"
+    shutil.copytree(ROOT / "expected" / "reference" / "h200-b8", runs)
+    first, second = tmp_path / "first", tmp_path / "second"
+    for target, source in ((first, ROOT / "expected" / "reference" / "h200-b8"), (second, runs)):
+        proc = subprocess.run([*CLI, "analyze", source, "--out", target], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    out = tmp_path / "report"
+    proc = _report(first, second, "--out", out)
+    _refused(proc, f"{second}: holds the same measurements as {first}", "given twice")
     assert not out.exists()
 
 

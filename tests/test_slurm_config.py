@@ -120,6 +120,20 @@ def test_settings_file_quotes_and_comments(tmp_path):
     assert values == {"partition": "gpu a", "account": "p#1", "gpus_per_node": 8, "mem": "4G#x"}
 
 
+def test_settings_file_with_a_nul_byte_is_a_one_line_error(tmp_path):
+    """A NUL byte passed on ends in an 'embedded null byte' traceback; every text reader refuses it (read_text_file)."""
+    conf = tmp_path / "x.conf"
+    conf.write_bytes(b"PARTITION=gpu\x00\n")
+    with pytest.raises(ArtifactError, match=r"x\.conf: holds a NUL byte \(character 13\), so it is not a SLURM settings file"):
+        load_config(conf)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact")}
+    env.pop("DNABERT_SLURM_CONFIG", None)
+    cmd = [sys.executable, "-m", "dnabert_scaling", "sweep", "--executor", "slurm", "--gpus", "1", "--out", str(tmp_path / "sl")]
+    proc = subprocess.run([*cmd, "--slurm-config", str(conf)], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "holds a NUL byte" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "sl").exists()
+
+
 def test_settings_file_not_utf8_is_a_one_line_error(tmp_path):
     conf = tmp_path / "x.conf"
     conf.write_bytes(b"PARTITION=gpu\xff\n")

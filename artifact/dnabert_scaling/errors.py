@@ -104,16 +104,19 @@ def regular_file(path: os.PathLike | str, what: str, missing: str | None = None)
 
 def read_text_file(path: os.PathLike | str, what: str, missing: str | None = None) -> str:
     """The UTF-8 text of the file at ``path`` (``regular_file`` first); an ArtifactError naming the file
-    when it cannot be read or is not UTF-8 text."""
+    when it cannot be read, is not UTF-8 text or holds a NUL byte."""
     from pathlib import Path
 
     regular_file(path, what, missing)
     try:
-        return Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ArtifactError(f"cannot read {what}: {exc.strerror}", path) from None
     except UnicodeDecodeError as exc:
         raise ArtifactError(f"not UTF-8 text, so not {what} ({exc.reason} at byte {exc.start})", path) from None
+    if "\x00" in text:  # no text format read here holds one; passed on, it ends in an 'embedded null byte' traceback
+        raise ArtifactError(f"holds a NUL byte (character {text.index(chr(0))}), so it is not {what}", path)
+    return text
 
 
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:

@@ -77,21 +77,39 @@ def refuse_link(path: Path | str, option: str, what: str = "folder") -> None:
 
 def shipped_evidence() -> Path | None:
     """The source tree's ``expected/`` (beside ``artifact/``, holding ``claims.toml``), where this package
-    runs from a checkout; None for an installed copy, which has no shipped evidence beside it."""
+    runs from a checkout; None for an installed copy."""
     folder = Path(__file__).resolve().parents[2] / "expected"
-    return folder if (folder / "claims.toml").is_file() else None
+    return folder if _is_evidence(folder) else None
+
+
+def _is_evidence(folder: Path) -> bool:
+    """A folder laid out as the shipped evidence: named ``expected``, holding ``claims.toml`` and the
+    recorded traces or results (``reference/``, ``reference-results/``)."""
+    return (
+        folder.name == "expected"
+        and (folder / "claims.toml").is_file()
+        and ((folder / "reference").is_dir() or (folder / "reference-results").is_dir())
+    )
+
+
+def evidence_around(path: Path | str) -> Path | None:
+    """The shipped evidence an output path is or lies inside: the source tree's ``expected/``, or any
+    folder on the path's resolved way up laid out as one (``_is_evidence``), so that a copy of the package
+    installed elsewhere (the image, a wheel) protects a checkout's evidence as well; None otherwise."""
+    target = _resolved(path)
+    shipped = shipped_evidence()
+    if shipped is not None and (target == _resolved(shipped) or _resolved(shipped) in target.parents):
+        return shipped
+    return next((p for p in (target, *target.parents) if _is_evidence(p)), None)
 
 
 def refuse_shipped(path: Path | str, option: str) -> None:
-    """Refuse (exit 2) an output that is or lies inside the shipped evidence (``shipped_evidence``),
+    """Refuse (exit 2) an output that is or lies inside the shipped evidence (``evidence_around``),
     compared as resolved paths, for every writing command alike: a command run there would replace,
     delete or mix into the recorded traces and results that the documents and ``make kick-tires``
     rest on."""
-    shipped = shipped_evidence()
-    if shipped is None:
-        return
-    target, root = _resolved(path), _resolved(shipped)
-    if target == root or root in target.parents:
+    shipped = evidence_around(path)
+    if shipped is not None:
         raise ArtifactError(
             f"{option}: would write inside the shipped evidence {shipped} (tracked files that only a release "
             "changes: make refresh-reference, make refresh-report, scripts/import_reference.py); write elsewhere",

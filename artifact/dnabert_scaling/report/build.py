@@ -15,7 +15,9 @@ writing its verdicts.json and verdicts.txt and saying so; the notebook only read
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -138,16 +140,34 @@ def _load_metrics(results: list[Path], labels: list[str]) -> list[tuple[dict, Pa
         check_file(folder)
         if any(folder == f for _, f in loaded):
             raise ArtifactError("given twice: the report would show one result set as two", r)
-        digest = hashlib.sha256(mpath.read_bytes()).hexdigest()
-        if digest in digests:  # a copy of a results folder: the same data, shown as two sets
+        digest = _measurements_digest(metrics)
+        if digest in digests:  # a copy of a results folder, or the same runs analysed again: shown as two sets
             raise ArtifactError(
-                f"holds the same metrics.json as {digests[digest]} (sha256 {digest[:12]}...): one result set given "
-                "twice would show as two",
+                f"holds the same measurements as {digests[digest]} (their metrics.json differ at most in when and "
+                "from which path they were written): one result set given twice would show as two",
                 r,
             )
         digests[digest] = Path(r)
         loaded.append((metrics, folder))
     return loaded
+
+
+# what a metrics.json records about its writing rather than about the runs: left out when two sets are compared
+WRITING_KEYS = ("created", "sources", "label")
+
+
+def _measurements_digest(metrics: dict) -> str:
+    """sha256 of a metrics.json's content without ``WRITING_KEYS`` and without the paths of the traces read
+    (each trace stays known by its sha256): equal for a copy of a results folder and for the same runs
+    analysed again (at another time, or from a copy of their folders)."""
+    kept = copy.deepcopy({k: v for k, v in metrics.items() if k not in WRITING_KEYS})  # the caller's metrics stay whole
+    for entry in (kept.get("world_sizes") or {}).values():
+        traced = entry.get("traced") if isinstance(entry, dict) else None
+        if isinstance(traced, dict) and isinstance(traced.get("inputs"), list):
+            traced["inputs"] = [
+                {k: v for k, v in i.items() if k != "path"} if isinstance(i, dict) else i for i in traced["inputs"]
+            ]
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, allow_nan=True).encode()).hexdigest()
 
 
 LABEL_MAX = 120  # characters of a section's label: a heading, not a paragraph

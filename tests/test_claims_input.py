@@ -6,6 +6,7 @@ labels, and a byte order mark named as such."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,17 @@ def test_a_byte_order_mark_is_named(tmp_path, full, capsys):
 def test_the_shipped_claims_file_still_loads():
     claims = checker.load_claims(ROOT / "expected" / "claims.toml")
     assert [c.id for c in claims] == ["C1", "C2", "C3", "C4", "C5", "C6"]
+
+
+@pytest.mark.parametrize("field", ["title", "statement"])
+@pytest.mark.parametrize("text, said", [("C1 \\u001b[31mred", "U+001B"), ("C1 \\u202eevil", "U+202E"), ("a\\u200bb", "U+200B")])
+def test_a_title_or_statement_with_hidden_characters_is_refused(tmp_path, field, text, said):
+    """A title or statement is printed in verdicts.txt and on the terminal: an ANSI escape or a bidi override there
+    would rewrite what a reader sees. The message names the code point, never the character."""
+    src = (ROOT / "expected" / "claims.toml").read_text()
+    rewritten = re.sub(rf'^{field} = "', lambda m: f"{m.group(0)}{text} ", src, count=1, flags=re.M)  # the first claim's
+    assert rewritten != src, f'the shipped claims file has no {field} = "..." line to rewrite'
+    path = tmp_path / "claims.toml"
+    path.write_text(rewritten)
+    with pytest.raises(ArtifactError, match=re.escape(f"{field} holds {said} at character")):
+        checker.load_claims(path)

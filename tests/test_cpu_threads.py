@@ -27,7 +27,10 @@ def test_threads_from_the_environment_else_one(monkeypatch, env, threads):
     assert deviations == [f"CPU run: {threads} intra-op thread(s) per rank at every world size ($OMP_NUM_THREADS, else 1)"]
 
 
-def test_a_bad_thread_count_names_the_variable(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "lots")
-    with pytest.raises(ArtifactError, match="OMP_NUM_THREADS='lots'"):
+@pytest.mark.parametrize(
+    "value, said", [("lots", "not a whole number"), ("0", "not a positive number"), ("-3", "not a positive number")]
+)
+def test_a_bad_thread_count_names_the_variable(monkeypatch, value, said):
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    with pytest.raises(ArtifactError, match=f"OMP_NUM_THREADS='{value}' is {said}"):
         pin_cpu_threads([])

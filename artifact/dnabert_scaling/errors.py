@@ -147,3 +147,23 @@ def read_json_object(path: os.PathLike | str, what: str = "a JSON object") -> di
     if not isinstance(data, dict):
         raise ArtifactError(f"must be {what}", path)
     return data
+
+
+# Unicode categories no label or title may hold: controls (newline, carriage return, ANSI escapes), format characters
+# (bidi overrides such as U+202E, zero-width spaces and joiners), line and paragraph separators, surrogates,
+# private-use and unassigned code points: each can hide, reorder or rewrite what a reader or a terminal shows
+HIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "a format (invisible or bidi) character", "Zl": "a line separator",
+                     "Zp": "a paragraph separator", "Cs": "a surrogate", "Co": "a private-use character",
+                     "Cn": "an unassigned code point"}  # fmt: skip
+
+
+def hidden_character(text: str) -> str | None:
+    """Where ``text`` holds a character of ``HIDDEN_CATEGORIES``: "U+202E at character 2, a format (invisible or
+    bidi) character" (never the character itself, which a terminal would act on); None where it holds none."""
+    import unicodedata
+
+    for i, c in enumerate(text):
+        category = unicodedata.category(c)
+        if category in HIDDEN_CATEGORIES:
+            return f"U+{ord(c):04X} at character {i + 1}, {HIDDEN_CATEGORIES[category]}"
+    return None

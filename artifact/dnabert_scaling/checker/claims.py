@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import ArtifactError, read_text_file
+from dnabert_scaling.errors import ArtifactError, hidden_character, read_text_file
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
 from dnabert_scaling.checker.metric_paths import _metric_node, activity_problem, kinds_text, metric_kinds
 from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
@@ -407,6 +407,10 @@ def load_claims(path: str | Path) -> list[Claim]:
         title = raw.get("title", "")
         if not isinstance(title, str):
             raise ArtifactError(f"{where}: title must be a string, not {title!r}", path)
+        for name, text in (("title", " ".join(title.split())), ("statement", " ".join(str(raw["statement"]).split()))):
+            hidden = hidden_character(text)  # line breaks are collapsed; what is left is shown in tables and terminals
+            if hidden:
+                raise ArtifactError(f"{where}: {name} holds {hidden}: a {name} is plain visible text", path)
         indicative = raw.get("indicative", False)
         if not isinstance(indicative, bool):
             raise ArtifactError(f"{where}: indicative must be true or false", path)

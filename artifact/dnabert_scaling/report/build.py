@@ -22,11 +22,10 @@ import os
 import sys
 import tempfile
 import time
-import unicodedata
 from pathlib import Path
 from typing import Any
 
-from dnabert_scaling.errors import MISSING, ArtifactError, Stopped, path_kind, regular_file, stop_on_signals
+from dnabert_scaling.errors import MISSING, ArtifactError, Stopped, hidden_character, path_kind, regular_file, stop_on_signals
 from dnabert_scaling.options import positive_int
 from dnabert_scaling.outputs import output_path, write_text_atomic, write_texts_atomic
 
@@ -171,26 +170,17 @@ def _measurements_digest(metrics: dict) -> str:
 
 
 LABEL_MAX = 120  # characters of a section's label: a heading, not a paragraph
-# Unicode categories no label may hold: controls (newline, carriage return, ANSI escapes), format characters
-# (bidi overrides such as U+202E, zero-width spaces and joiners), line and paragraph separators, surrogates,
-# private-use and unassigned code points: each can hide, reorder or rewrite what a reader or a terminal shows
-LABEL_REFUSED = {"Cc": "a control character", "Cf": "a format (invisible or bidi) character", "Zl": "a line separator",
-                 "Zp": "a paragraph separator", "Cs": "a surrogate", "Co": "a private-use character",
-                 "Cn": "an unassigned code point"}  # fmt: skip
 
 
 def check_label(label: str, n: int) -> None:
     """The ``n``-th ``--label``: visible (not empty, not only spaces), at most ``LABEL_MAX`` characters,
-    and none of ``LABEL_REFUSED`` (the label is echoed to the terminal and heads a section); the error
+    and no character of ``errors.HIDDEN_CATEGORIES`` (the label is echoed to the terminal and heads a section); the error
     never echoes the label itself."""
     if not label.strip():
         raise ArtifactError(f"--label {n} is {'empty' if not label else 'only white space'}: a section needs a visible name")
-    bad = next((c for c in label if unicodedata.category(c) in LABEL_REFUSED), None)
-    if bad is not None:
-        raise ArtifactError(
-            f"--label {n} holds U+{ord(bad):04X} at character {label.index(bad) + 1}, "
-            f"{LABEL_REFUSED[unicodedata.category(bad)]}: a label is plain visible text"
-        )
+    hidden = hidden_character(label)
+    if hidden is not None:
+        raise ArtifactError(f"--label {n} holds {hidden}: a label is plain visible text")
     if len(label) > LABEL_MAX:
         raise ArtifactError(f"--label {n} has {len(label):,} characters; a label has at most {LABEL_MAX}")
 

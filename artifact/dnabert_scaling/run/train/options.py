@@ -223,10 +223,15 @@ def omp_threads() -> int:
     import os
 
     raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if not raw:
+        return 1
     try:
-        return max(1, int(raw)) if raw else 1
+        threads = int(raw)
     except ValueError:
         raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a whole number of threads") from None
+    if threads < 1:  # not taken as 1 silently: the variable says something no run can do
+        raise ArtifactError(f"OMP_NUM_THREADS={raw!r} is not a positive number of threads (at least 1)")
+    return threads
 
 
 def check_run_options(args, info) -> tuple[int, int] | None:

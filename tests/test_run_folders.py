@@ -189,12 +189,23 @@ def test_cpu_world_size_above_the_limit_is_refused(tmp_path):
         (["--batch-size", "5000"], {}, "--batch-size 5000: the synthetic stand-in's 2000 training rows"),
         ([], {"MASTER_PORT": "99999", "WORLD_SIZE": "1", "RANK": "0"}, "MASTER_PORT=99999 is not a TCP port"),
         ([], {"OMP_NUM_THREADS": "lots"}, "OMP_NUM_THREADS='lots'"),
+        ([], {"OMP_NUM_THREADS": "-3"}, "OMP_NUM_THREADS='-3' is not a positive number"),
     ],
-    ids=["task", "fault-rank", "fault-step", "batch", "master-port", "threads"],
+    ids=["task", "fault-rank", "fault-step", "batch", "master-port", "threads", "threads-negative"],
 )
 def test_train_option_errors_write_nothing(tmp_path, extra, env, message):
     out = tmp_path / "run"
     _refused(_run([*TRAIN, *extra, "--out", out], env=env), message)
+    assert not out.exists()
+
+
+def test_a_rendezvous_host_that_cannot_be_resolved_is_refused_up_front(tmp_path):
+    """Rank 0 of two with a MASTER_ADDR no resolver knows: refused before the run folder is claimed, where the
+    process group would otherwise wait until its timeout and end in a C++ stack."""
+    out = tmp_path / "run"
+    env = {"MASTER_ADDR": "no-such-host.invalid", "MASTER_PORT": "29500", "WORLD_SIZE": "2", "RANK": "0"}
+    train = [a for a in TRAIN if a != "--no-ddp"]
+    _refused(_run([*train, "--out", out], env=env), "MASTER_ADDR='no-such-host.invalid' (torchrun variables) is not a host")
     assert not out.exists()
 
 

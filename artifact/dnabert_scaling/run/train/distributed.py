@@ -101,6 +101,22 @@ def rank_info(env: dict | None = None) -> RankInfo:
     return info
 
 
+def check_rendezvous_host(info: RankInfo) -> None:
+    """Refuse (exit 2) a rendezvous host this machine cannot resolve, before the run folder is claimed: the
+    process group would wait on it until its timeout and then fail with a C++ stack. One rank needs none."""
+    if info.world_size < 2:
+        return
+    import socket
+
+    try:
+        socket.getaddrinfo(info.master_addr, info.master_port)
+    except OSError as exc:
+        raise ArtifactError(
+            f"MASTER_ADDR={info.master_addr!r} ({info.source} variables) is not a host this machine can resolve "
+            f"({exc.strerror or exc}): the ranks could not meet there"
+        ) from None
+
+
 def init_process_group(info: RankInfo, device_type: str, timeout_s: float):
     """Start the process group: NCCL on CUDA, gloo on CPU. Returns the backend name."""
     import torch.distributed as dist

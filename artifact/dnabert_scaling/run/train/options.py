@@ -240,6 +240,9 @@ def check_run_options(args, info) -> tuple[int, int] | None:
     if args.no_ddp and info.world_size > 1:
         raise ArtifactError(f"--no-ddp is only for world size 1, not {info.world_size} (from the {info.source} variables)")
     fault = check_fault(args.inject_fault, info.world_size, args.warmup_steps + args.steps)
+    from dnabert_scaling.run.train.distributed import check_rendezvous_host
+
+    check_rendezvous_host(info)
     cuda = False
     if args.device != "cpu":
         import torch

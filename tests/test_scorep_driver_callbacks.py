@@ -1,6 +1,6 @@
-"""Which CUDA driver API callbacks Score-P is asked for: ``launch`` only where the installed Score-P
-carries the project's launch-callbacks patch (read from its ``share/scorep-patches.txt``), else
-``all`` with a fallback recorded in the provenance."""
+"""Which CUDA driver API callbacks Score-P is asked for: ``records`` where the installed Score-P carries
+the project's launch-callbacks and launch-records patches (read from its ``share/scorep-patches.txt``),
+``launch`` where it carries the first only, else ``all`` with a fallback recorded in the provenance."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from dnabert_scaling.run.tracing import scorep as sp
 
 STREAM = "patch: 8.4-cupti-stream-order.patch sha256 " + "a" * 64
 LAUNCH = "patch: 8.4-cupti-launch-callbacks.patch sha256 " + "b" * 64
+RECORDS = "patch: 8.4-cupti-launch-records.patch sha256 " + "c" * 64 + " verified"
 
 
 def _install(root, patches_txt: str | None):
@@ -33,6 +34,9 @@ def _install(root, patches_txt: str | None):
         ("Score-P 8.4 built by containers/build-scorep.sh\n", "all"),  # built as released
         (f"Score-P 8.4 built by containers/build-scorep.sh\n{STREAM}\n", "all"),  # the first patch only
         (f"Score-P 8.4 built by containers/build-scorep.sh\n{LAUNCH}\n{STREAM}\n", "launch"),
+        (f"Score-P 8.4 built by containers/build-scorep.sh\n{STREAM}\n{LAUNCH}\n{RECORDS}\n", "records"),
+        # the records patch builds on the launch-callbacks one: alone it is no install of the series
+        (f"Score-P 8.4 built by containers/build-scorep.sh\n{STREAM}\n{RECORDS}\n", "all"),
     ],
 )
 def test_mode_follows_the_installed_patches(tmp_path, monkeypatch, patches_txt, mode):
@@ -42,7 +46,7 @@ def test_mode_follows_the_installed_patches(tmp_path, monkeypatch, patches_txt, 
     assert sp.scorep_prefix() == tmp_path / "sp"
     got, why = sp.default_driver_callbacks()
     assert got == mode
-    assert (why is None) == (mode == "launch")
+    assert (why is None) == (mode in ("launch", "records"))
     if why:
         assert "8.4-cupti-launch-callbacks.patch" in why
         assert ("has no share/scorep-patches.txt" in why) == (patches_txt is None)
@@ -92,5 +96,7 @@ def test_records_mode_is_a_fallback_only_where_the_install_lacks_its_patch(tmp_p
     _install(tmp_path / "sp2", f"{LAUNCH}\n{records}\n")
     monkeypatch.setenv("PATH", str(tmp_path / "sp2" / "bin"))
     assert sp.driver_callbacks_fallback(env) is None
-    # never the default, even where the patch is installed
-    assert sp.default_driver_callbacks()[0] == "launch"
+    # the default where both patches are installed; 'launch' asked for there is no fallback either
+    assert sp.default_driver_callbacks() == ("records", None)
+    assert sp.scorep_environment(0, tmp_path / "run", base_env={})["SCOREP_CUDA_DRIVER_CALLBACKS"] == "records"
+    assert sp.driver_callbacks_fallback({**env, "SCOREP_CUDA_DRIVER_CALLBACKS": "launch"}) is None

@@ -109,6 +109,7 @@ def test_build_applies_verified_patches_and_candidates_on_request(tmp_path):
         "8.4-cupti-launch-callbacks.patch verified",
         "8.4-cupti-overlap-kept.patch verified",
         "8.4-cupti-stream-ref-cache.patch verified",
+        "8.4-cupti-launch-records.patch verified",
     ]
     # a candidate (not yet built and run on a GPU) is applied only on request
     copy = tmp_path / "containers"
@@ -221,14 +222,17 @@ def test_the_stream_reuse_lab_fails_on_a_wrong_reference_even_without_a_reused_h
 def test_records_mode_is_checked_where_its_patch_is_listed(tmp_path):
     """The two-thread lab runs in records mode only where the install lists the records patch; there every
     kernel must carry one launch's correlation id and every launch sit on a CUDA launches[...] location.
-    The overlap lab keeps the install's default mode (launch), never the candidate."""
+    The overlap lab runs in the install's default mode, as the artifact picks it (records where listed)."""
     cp = _check_module()
     (tmp_path / "share").mkdir()
     listed = tmp_path / "share" / "scorep-patches.txt"
     listed.write_text("patch: 8.4-cupti-launch-callbacks.patch sha256 x verified\n")
     assert cp.modes_of(tmp_path) == ["all", "launch"] and cp.default_mode_of(tmp_path) == "launch"
     listed.write_text(listed.read_text() + "patch: 8.4-cupti-launch-records.patch sha256 y candidate\n")
-    assert cp.modes_of(tmp_path) == ["all", "launch", "records"] and cp.default_mode_of(tmp_path) == "launch"
+    assert cp.modes_of(tmp_path) == ["all", "launch", "records"] and cp.default_mode_of(tmp_path) == "records"
+    listed.write_text("patch: 8.4-cupti-launch-records.patch sha256 y verified\n")  # without its base: neither
+    assert cp.modes_of(tmp_path) == ["all"] and cp.default_mode_of(tmp_path) == "all"
+    listed.write_text("patch: 8.4-cupti-launch-callbacks.patch sha256 x verified\n" + listed.read_text())
     step = {"launches": 100, "kernels": 100}
     good = {"per_step": [step], "step_windows": 1, "host_regions": {"cuLaunchKernel": 100}, "host_enters": 101,
             "launches_by_location": {"CUDA launches[4242]": 100}, "kernels": 100, "kernels_linked": 100}  # fmt: skip

@@ -62,14 +62,18 @@ def patches_of(prefix: Path) -> str:
 RECORDS_PATCH = "8.4-cupti-launch-records.patch"
 
 
-def default_mode_of(prefix: Path) -> str:
-    """The install's default driver-callback mode, as the artifact picks it."""
-    return "launch" if "-cupti-launch-callbacks.patch" in patches_of(prefix) else "all"
-
-
 def modes_of(prefix: Path) -> list[str]:
-    modes = ["all", "launch"] if default_mode_of(prefix) == "launch" else ["all"]
-    return modes + ["records"] if RECORDS_PATCH in patches_of(prefix) else modes
+    """The driver-callback modes the install can run: ``all`` always, ``launch`` with the launch-callbacks
+    patch, ``records`` with the records patch on top of it."""
+    patches = patches_of(prefix)
+    if "-cupti-launch-callbacks.patch" not in patches:
+        return ["all"]
+    return ["all", "launch", "records"] if RECORDS_PATCH in patches else ["all", "launch"]
+
+
+def default_mode_of(prefix: Path) -> str:
+    """The install's default driver-callback mode, as the artifact picks it: the last of :func:`modes_of`."""
+    return modes_of(prefix)[-1]
 
 
 def run_lab(

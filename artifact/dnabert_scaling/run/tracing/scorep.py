@@ -48,12 +48,15 @@ DEFAULT_CUDA_ENABLE = "driver,kernel,memcpy,references"
 # to the whole driver domain: PyTorch's context and device queries around every launch (85% of
 # the host events of a DNABERT-2 step on the H200) each cost a CUPTI callback and two events.
 # "launch" keeps only cuLaunch*, cuGraphLaunch*, cuMemcpy*, cuMemset*: the launch records and
-# their stream references, all the analysis reads. Taken when the installed Score-P lists that
-# patch in share/scorep-patches.txt (written by containers/build-scorep.sh), else "all".
+# their stream references, all the analysis reads.
 LAUNCH_PATCH_SUFFIX = "-cupti-launch-callbacks.patch"
-# "records" (containers/scorep-patches/8.4-cupti-launch-records.patch, a candidate until a GPU run
-# verifies it; never chosen by default): the same calls from CUPTI's activity records, no callback
-# on the launch path. A Score-P without that patch records every driver call when given it.
+# "records" (containers/scorep-patches/8.4-cupti-launch-records.patch, on top of the one above): the
+# same calls from CUPTI's activity records, no callback on the launch path, each launch carrying its
+# CUPTI correlation id, so that a Score-P trace links launches to kernels (the idle split, completeness
+# by correlation) as a Kineto trace does. Also the cheaper of the two on the H200 (ARTIFACT.md F).
+# The default is the best mode the installed Score-P lists in share/scorep-patches.txt (written by
+# containers/build-scorep.sh): "records", else "launch", else "all" (recorded as a fallback). A Score-P
+# without the records patch records every driver call when given "records".
 RECORDS_PATCH_SUFFIX = "-cupti-launch-records.patch"
 PATCHES_FILE = Path("share") / "scorep-patches.txt"
 
@@ -164,11 +167,12 @@ def _not_listed(patches: list[str] | None, suffix: str) -> str | None:
 
 
 def driver_callbacks_for(patches: list[str] | None) -> tuple[str, str | None]:
-    """The ``SCOREP_CUDA_DRIVER_CALLBACKS`` value for an install with these patches, and why
-    ``all`` when it is not ``launch`` (None when it is)."""
+    """The ``SCOREP_CUDA_DRIVER_CALLBACKS`` value for an install with these patches (``records`` where it
+    lists both project patches that the mode needs, ``launch`` where it lists the launch-callbacks one), and
+    why ``all`` when it is neither (None when it is one of them)."""
     where = _not_listed(patches, LAUNCH_PATCH_SUFFIX)
     if where is None:
-        return "launch", None
+        return ("records" if _not_listed(patches, RECORDS_PATCH_SUFFIX) is None else "launch"), None
     return "all", (
         f"the installed Score-P {where}: without containers/scorep-patches/8.4{LAUNCH_PATCH_SUFFIX} every CUDA "
         "driver API call is recorded (about 1.6x the untraced step at batch 8 x 70 on the H200, against "

@@ -128,15 +128,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the modules beside this file, also where a test loads it by path
 
 from bench_trace_child import child
-from bench_trace_modes import DEFAULT_MODES, MODES
+from bench_trace_modes import DEFAULT_MODES, MODES, RECORDS_DEFAULT, default_modes
 from bench_trace_parent import parent
 
 
 def main(argv=None) -> int:
+    from dnabert_scaling.run.tracing.scorep import installed_patches, scorep_prefix
+
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="base")
     p.add_argument("--configs", default="8x70,32x70,128x128")
-    p.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"of {', '.join(MODES)}")
+    p.add_argument(
+        "--modes",
+        default=",".join(default_modes(installed_patches(scorep_prefix()))),
+        help=f"of {', '.join(MODES)} (default: {', '.join(DEFAULT_MODES)}, and {RECORDS_DEFAULT} where Score-P has its patch)",
+    )
     p.add_argument("--rounds", type=int, default=6, help="rounds to run (6: the fewest a 95%% interval of a median needs)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--steps", type=int, default=30)

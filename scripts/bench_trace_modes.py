@@ -88,6 +88,16 @@ DOMAIN_FILTER_MODES = ("scorep-launch-nosync-chunk4m",)
 DOMAIN_FILTER_LIB = "libcupti_domain_filter.so"
 DOMAIN_FILTER_KEYS = ("held_back", "passed_on")  # cupti_domain_filter_counts, as the child reports them
 DEFAULT_MODES = ("untraced", "torch", "scorep-all", "scorep-launch", "scorep-launch-chunk4m", "scorep-nodriver-chunk4m")
+RECORDS_DEFAULT = "scorep-records-chunk4m"  # the artifact's default where the installed Score-P has its patch
+
+
+def default_modes(patches: list[str] | None) -> tuple[str, ...]:
+    """The modes `make bench-trace` measures with a Score-P built with ``patches`` (its share/scorep-patches.txt
+    names): :data:`DEFAULT_MODES`, and records mode where the install has its patch, so that the run measures
+    the default mode it judges (run/tracing/scorep.py: driver_callbacks_for)."""
+    return DEFAULT_MODES + ((RECORDS_DEFAULT,) if MODE_NEEDS_PATCH[RECORDS_DEFAULT] in (patches or ()) else ())
+
+
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9
 MICRO_FAULT_BYTES = 16 << 20  # the fresh mapping the page-fault loop touches
 MICRO_KEYS = ("cuCtxGetDevice_ns", "launch_ns", "page_fault_ns")

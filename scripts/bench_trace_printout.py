@@ -22,18 +22,20 @@ def target_lines(doc: dict) -> list[str]:
     """The default mode's ratio targets, and "at most torch.profiler's cost", each met, missed or not
     established by the rule the documents use (``tools/cost_verdicts.py``)."""
     from dnabert_scaling.tools import cost_verdicts as cv
-    from dnabert_scaling.tools.docbench import DEFAULT_MODE, SCOREP_RATIO_TARGETS
+    from dnabert_scaling.tools.docbench import SCOREP_RATIO_TARGETS
+    from dnabert_scaling.tools.docbench_targets import mode_of_file
 
+    mode = mode_of_file(doc)  # the default of the build its runs list: records mode where it has the records patch
     lines = []
     for config, bound in SCOREP_RATIO_TARGETS:
-        rounds = cv.rounds_of(doc, config, DEFAULT_MODE)
+        rounds = cv.rounds_of(doc, config, mode)
         if not rounds.ran:
             continue
         verdict, said = cv.judge([rounds], bound)
         m = cv.median_of([rounds])
         median = "-" if m is None else f"{m:.3f}x"
         lines.append(f"#   {config}: {median} over {len(rounds.values)} rounds against <= {bound:.2f}x: {verdict} ({said})")
-        paired = cv.rounds_of(doc, config, DEFAULT_MODE, minus="torch")
+        paired = cv.rounds_of(doc, config, mode, minus="torch")
         if paired.ran:
             verdict, said = cv.judge([paired], 0.0)
             lines.append(
@@ -42,7 +44,7 @@ def target_lines(doc: dict) -> list[str]:
             )
     if lines:
         lines[:0] = [
-            f"# targets of the default Score-P mode ({DEFAULT_MODE}), its step over the untraced step of the same turn:",
+            f"# targets of the default Score-P mode of this build ({mode}), its step over the untraced step of the same turn:",
             "# met = the 95% interval of the median of the rounds lies at or below the bound (and the runs of a merge",
             "# agree), missed = it lies above, else not established (tools/cost_verdicts.py)",
         ]

@@ -965,7 +965,12 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     lines: the shipped merge of calls A, B and C gives the verdicts and intervals its block gives."""
     doc = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-04-profile/bench-abc.json").read_text())
     lines = bt.printout.target_lines(doc)
-    assert lines[0].startswith("# targets of the default Score-P mode (scorep-launch-chunk4m), its step over the untraced")
+    assert lines[0].startswith("# targets of the default Score-P mode of this build (scorep-launch-chunk4m), its step over the")
+    # a build with the records patch is judged on records mode, its default (call ZH's merge)
+    zh = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-06-records/bench-zh.json").read_text())
+    zh_lines = bt.printout.target_lines(zh)
+    assert zh_lines[0].startswith("# targets of the default Score-P mode of this build (scorep-records-chunk4m)")
+    assert "#   8x70: 1.156x over 32 rounds against <= 1.25x: met (95% interval of the median 1.13-1.22)" in zh_lines[3]
     assert lines[1].startswith("# met = the 95% interval of the median of the rounds lies at or below the bound")
     assert "#   8x70: 1.222x over 18 rounds against <= 1.25x: not established (95% interval of the median 1.19-1.27)" in lines
     assert "#   32x70: 1.168x over 18 rounds against <= 1.12x: not established (95% interval of the median 1.117-1.220)" in lines

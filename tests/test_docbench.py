@@ -15,7 +15,7 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts, docbench, docbench_calls, docbench_targets
 from dnabert_scaling.tools.docfacts import Facts
 
-D = docbench.DEFAULT_MODE  # the artifact's default Score-P mode: the targets are judged on its rows
+D = docbench.LAUNCH_MODE  # the artifact's default Score-P mode: the targets are judged on its rows
 
 
 def _row(mode, config, ratio, **extra):
@@ -73,7 +73,7 @@ def test_targets_and_per_call_reading_come_from_the_data(tmp_path):
     assert "add 3.0 µs to a launch (1 round), the launch-only subscription 0.4 µs more (1 round)" in text
     assert "`cuCtxGetDevice` take 1,200 ns instead of 500 ns" in text
     assert "Score-P without `driver`, 8 kB buffers 1.10x at 8x70 (3 rounds)" in text  # kernel records alone, where measured
-    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers): 8x70" in text
+    assert "Targets of the default mode without the records patch (launch-only Score-P in 4 MB buffers): 8x70" in text
     assert "ended in a device synchronisation" not in text  # these rounds waited on the stream
     assert "Every timed step ended by waiting on its stream" in text
     assert "8 kB chunk" not in text and "CUPTI alone costs" not in text  # no such ratio rows: no sentence about them
@@ -95,7 +95,7 @@ def test_the_buffer_variant_and_the_spread_of_the_turns_are_read_from_the_data(t
     )
     assert "(medians of the 3 rounds that ran both), the default the cheaper in 2 of 3 rounds" in text
     assert "in 2 process(es) per mode, and one mode's turns lie up to 7.5 µs apart (torch: 10.8-18.3 µs a launch)" in text
-    assert "| Score-P, launch-only, 4 MB buffers (default) | 8x70 | 1.24x" in text
+    assert "| Score-P, launch-only, 4 MB buffers (default without the records patch) | 8x70 | 1.24x" in text
 
 
 def test_rounds_ended_by_a_device_sync_say_so(tmp_path):
@@ -182,7 +182,7 @@ def test_runs_that_count_every_round_are_summed_per_run_and_the_lost_round_named
     assert "kernels found: 28 of 30 launches in 3 counted experiment(s) (missed" in text
     assert "per run 10 of 10 (d.json), 18 of 20 (g.json, 2 experiments); lost: 2 in g.json's round 2)" in text
     assert (
-        "the processes of Score-P, launch-only, 4 MB buffers (default) counted: 1 of 2 rounds (d.json), 2 of 2 rounds (g.json)"
+        "the processes of Score-P, launch-only, 4 MB buffers (default without the records patch) counted: 1 of 2 rounds (d.json), 2 of 2 rounds (g.json)"
         in text
     )
 
@@ -219,7 +219,7 @@ def test_an_experiment_that_could_not_be_counted_keeps_every_kernel_found_from_b
 def test_without_the_default_mode_the_targets_are_not_judged(tmp_path):
     modes = [_row("untraced", "8x70", 1.0), _row("scorep-launch", "8x70", 1.1, kernels_found_share=1.0)]
     text = _block(tmp_path, device="GPU", steps=2, warmup=1, step_sync="stream", modes=modes, rounds=[{}])
-    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers): not judged" in text
+    assert "Targets of the default mode without the records patch (launch-only Score-P in 4 MB buffers): not judged" in text
     assert "(met" not in text  # another mode's figures never stand in for the default's
 
 
@@ -304,6 +304,12 @@ def test_the_default_mode_is_the_benchmark_mode_of_the_artifacts_score_p_setting
         {"SCOREP_CUDA_BUFFER_CHUNK": scorep.DEFAULT_CUDA_BUFFER_CHUNK},
     )
     assert D in bt_modes.DEFAULT_MODES  # `make bench-trace` measures the default it judges
+    # and records mode where the installed Score-P has its patch (the default there)
+    assert bt_modes.MODES[bt_modes.RECORDS_DEFAULT][1] == "records"
+    assert bt_modes.default_modes(None) == bt_modes.DEFAULT_MODES
+    assert bt_modes.default_modes(["8.4-cupti-launch-callbacks.patch"]) == bt_modes.DEFAULT_MODES
+    with_records = bt_modes.default_modes(["8.4-cupti-launch-callbacks.patch", "8.4-cupti-launch-records.patch"])
+    assert with_records == (*bt_modes.DEFAULT_MODES, "scorep-records-chunk4m")
 
 
 def test_per_call_differences_inside_the_spread_of_the_turns_are_said_to_indicate_only(tmp_path):
@@ -344,7 +350,10 @@ def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_t
     assert "(no `" in docbench_calls.bench_trace_stream_cache(Facts(tmp_path), None)  # nothing shipped: said so
     four = ["8.4-cupti-launch-callbacks.patch", docbench.CACHE_PATCH]
     text = _cache_run(tmp_path, [1.20, 1.24, 1.30], [1.26, 1.22, 1.35], [four, four, four])
-    assert "| Score-P, launch-only, 4 MB buffers, stream reference cache on (default) | 8x70 | 1.24x" in text
+    assert (
+        "| Score-P, launch-only, 4 MB buffers, stream reference cache on (default without the records patch) | 8x70 | 1.24x"
+        in text
+    )
     assert (
         "in every run (3): the default mode ran with the stream reference cache, `scorep-launch-nocache-chunk4m` without it"
         in text
@@ -363,7 +372,10 @@ def test_the_stream_cache_block_pairs_the_cache_with_its_absence_and_reads_the_t
         "for a 95% interval of the median), against <= 1.25x: the target is not established both with the cache and without it"
         in text
     )
-    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on): 8x70: 1.24x" in text
+    assert (
+        "Targets of the default mode without the records patch (launch-only Score-P in 4 MB buffers, stream reference cache on): 8x70: 1.24x"
+        in text
+    )
     on, off = [1.15, 1.17, 1.18, 1.20, 1.21, 1.23], [1.22, 1.24, 1.26, 1.27, 1.28, 1.30]
     text = _cache_run(tmp_path / "split", on, off, [four])
     assert "against <= 1.25x: the target is met with the cache and not established without it" in text
@@ -375,7 +387,7 @@ def test_the_stream_cache_block_does_not_credit_the_cache_with_a_target_both_mee
     assert "the target is met both with the cache and without it: these rounds meet it, not the cache" in text
     # a build without the patch: its launch-only mode is not labelled as cached
     text = _cache_run(tmp_path / "b", [1.30], [1.31], [["8.4-cupti-launch-callbacks.patch"], None])
-    assert "cache on (default)" not in text and "(launch-only Score-P in 4 MB buffers)" in text
+    assert "cache on (default without the records patch)" not in text and "(launch-only Score-P in 4 MB buffers)" in text
     assert "None of the 1 of 2 runs that list their Score-P build's patches lists `8.4-cupti-stream-ref-cache.patch`" in text
     assert "with the cache" not in text  # no reading of a cache some runs did not have
     text = _cache_run(tmp_path / "c", [1.30, 1.31, 1.32, 1.33, 1.34, 1.35], [1.31] * 6, [four])
@@ -435,7 +447,7 @@ def test_the_targets_summary_judges_each_file_and_pools_the_build_the_artifact_s
     # CUPTI alone over every file's rounds, whatever its Score-P build: the client loads none
     assert "CUPTI alone (the bare client, no Score-P) over the 18 rounds of every file that ran it: 1.14x" in text
     assert (
-        "the default mode beyond the bare client with the same launch callbacks, paired in 12 rounds of that build: "
+        "the default mode beyond the bare client that takes the launches the same way, paired in 12 rounds of that build: "
         "+0.050 of an untraced step, more than that client (the differences' 95% interval of the median 0.05-0.05)" in text
     )
     # no file of the shipped build: the files must agree, or the target is not established
@@ -588,7 +600,10 @@ def test_the_host_profile_block_says_what_its_files_say(tmp_path):
     assert "so the steps are host-bound and what a tracer costs here is CPU time on the threads that launch" in text
     # the sampling rate is what the samples came at (samples over the sampled processes' CPU time), not the timer's ask
     assert "its timer asked for 997 Hz and the samples came at 249 per second of CPU time" in text
-    assert "Targets of the default mode (launch-only Score-P in 4 MB buffers, stream reference cache on)" in text
+    assert (
+        "Targets of the default mode without the records patch (launch-only Score-P in 4 MB buffers, stream reference cache on)"
+        in text
+    )
 
 
 def test_the_host_profile_block_reads_one_sampled_process_per_mode_or_none(tmp_path):

@@ -11,7 +11,7 @@ import json
 from dnabert_scaling.tools import docbench, docbench_parts as dp
 from dnabert_scaling.tools.docfacts import Facts
 
-D = docbench.DEFAULT_MODE
+D = docbench.LAUNCH_MODE
 
 
 def _row(mode, ratios):
@@ -118,7 +118,7 @@ def test_call_vs_launch_records_are_read_against_cupti_alone_the_callbacks_and_t
     assert text.count("What launch records cost, taken either way") == 1 and "The parts of the default" not in text
     assert "launch records from CUPTI's activity API, to CUPTI alone +0.010 over 10 rounds, a cost" in text
     assert "activity records against callbacks +0.000 over 10 rounds, not told from 0" in text
-    assert "the default mode beyond the client with launch records +0.080 over 10 rounds, a cost" in text
+    assert "launch-only Score-P beyond the client with launch records +0.080 over 10 rounds, a cost" in text
     assert "counted 75 launch records per process, and in 2 of 2 processes every kernel record was linked" in text
     assert "(140 of 140 kernel records in all)" in text
     assert "launch activity records instead of callbacks (bare client), 4 MB buffers | 8x70" in text  # tabled
@@ -161,14 +161,16 @@ def _call_w(tmp_path, records_mode: list[float], found=(139_188, 139_188), linke
 def test_call_ws_records_mode_is_held_to_the_default_modes_bounds_by_the_same_rule(tmp_path):
     text = _call_w(tmp_path, [1.15, 1.16, 1.17, 1.18, 1.15, 1.16, 1.17, 1.18, 1.16, 1.17])
     records = text.split("\n\n")[-1]
-    assert records.startswith("Score-P, launch activity records instead of callbacks, 4 MB buffers (the candidate")
+    assert records.startswith(
+        "Targets of the default mode with the records patch (Score-P with its launches from CUPTI's activity records"
+    )
     assert "8x70: 1.17x against <= 1.25x (met: 95% interval of the median" in records
     assert "trace 71 kB per step against <= 100 kB (met)" in records
     assert "kernels found: 139,188 of 139,188 launches in 2 counted experiment(s) (met)" in records
     assert "kernels linked to a launch by correlation id: 139,188, in the 2 counted experiment(s)" in records
-    # the default mode's targets stay its own: the records mode is diagnostic there
+    # the launch-only targets line stays its own: records mode is judged in its own line
     assert "activity records" not in text.split("\n\n")[-2]
-    assert "the default mode beyond Score-P with its launches from activity records" in text
+    assert "launch-only Score-P beyond Score-P with its launches from activity records" in text
 
 
 def test_call_ws_records_mode_above_the_bound_or_losing_kernels_is_said_so(tmp_path):
@@ -194,8 +196,8 @@ def test_call_zs_shipped_block_says_what_the_documents_say_of_it():
     text = dp.bench_trace_cpu_built(Facts(Path(__file__).resolve().parents[1]), None)
     assert text.startswith("| mode |") and "NVIDIA H100 80GB HBM3" in text
     for config in ("8x70", "32x70"):
-        assert f"At {config}, the default mode beyond Score-P with its launches from activity records +" in text
-    parts = text.split("the default mode beyond Score-P with its launches from activity records +")[1:]
+        assert f"At {config}, launch-only Score-P beyond Score-P with its launches from activity records +" in text
+    parts = text.split("launch-only Score-P beyond Score-P with its launches from activity records +")[1:]
     assert len(parts) == 2 and all(p.split("(")[0].split("rounds, ")[1].startswith("a cost") for p in parts)
     default, records = text.split("\n\n")[-2:]
     assert "8x70: 1.21x against <= 1.25x (met:" in default and "32x70: 1.19x against <= 1.12x (missed:" in default

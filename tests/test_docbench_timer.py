@@ -10,7 +10,7 @@ import json
 from dnabert_scaling.tools import docbench, docbench_timer
 from dnabert_scaling.tools.docfacts import Facts
 
-D, T = docbench.DEFAULT_MODE, docbench_timer.TSC_MODE
+D, T = docbench.LAUNCH_MODE, docbench_timer.TSC_MODE
 
 
 def _row(mode, ratios):
@@ -73,12 +73,15 @@ def test_the_system_time_is_the_mean_of_the_steps_not_their_median(tmp_path):
     default = [1.2, 1.3, 1.1]
     # one tick of 4 ms in three steps of 12 ms, in every round: the mean is 1.33 ms, the median would say 0
     text = _write(tmp_path, tsc=default, default=default, clock_ns=30.0, syscall_ns=160.0, sys_ms=[0.0, 4.0, 0.0])
-    assert "Score-P, launch-only, 4 MB buffers (default) 1.33 ms (11.1% of its mean step)" in text
+    assert "Score-P, launch-only, 4 MB buffers (default without the records patch) 1.33 ms (11.1% of its mean step)" in text
     assert "no tracer 0.00 ms (0.0% of its mean step)" in text
 
 
 def test_a_damaged_step_figure_is_left_out_not_a_crash(tmp_path):
     default = [1.2, 1.3, 1.1]
     text = _write(tmp_path, tsc=default, default=default, clock_ns=30.0, syscall_ns=160.0, sys_ms=[0.0, "4", 0.0])
-    assert "Score-P, launch-only, 4 MB buffers (default) " not in text.split("system CPU time per step")[-1]
+    assert (
+        "Score-P, launch-only, 4 MB buffers (default without the records patch) "
+        not in text.split("system CPU time per step")[-1]
+    )
     assert "no tracer 0.00 ms" in text  # the undamaged mode is still given

@@ -16,17 +16,21 @@ from dnabert_scaling.tools.docfacts import Facts
 from dnabert_scaling.tools.docfacts import percent as _pct
 
 
-# The artifact's default Score-P mode, as the benchmark names it: launch-only driver callbacks, CUPTI's
-# buffers in 4 MB chunks (run/tracing/scorep.py: DEFAULT_CUDA_BUFFER_CHUNK). The targets are its.
-DEFAULT_MODE = "scorep-launch-chunk4m"
-DEFAULT_SAID = "launch-only Score-P in 4 MB buffers"
+# The artifact's default Score-P mode, as the benchmark names it, depends on the build (run/tracing/scorep.py:
+# driver_callbacks_for): launch-only driver callbacks where Score-P carries the launch-callbacks patch alone
+# (every build before 2026-12-06), launches from CUPTI's activity records where it also carries the records
+# patch; CUPTI's buffers in 4 MB chunks either way (DEFAULT_CUDA_BUFFER_CHUNK). The targets are the default's.
+LAUNCH_MODE = "scorep-launch-chunk4m"
+LAUNCH_SAID = "launch-only Score-P in 4 MB buffers"
+RECORDS_MODE = "scorep-records-chunk4m"
+RECORDS_PATCH = "8.4-cupti-launch-records.patch"
 CHUNK_CHANGED = "after call M (2026-12-04)"  # when the artifact set 4 MB chunks (Score-P's released chunk is 8 kB)
 NAMES = {
     "torch": "torch.profiler (CUDA)",
     "scorep-all": "Score-P, every driver call, 8 kB buffers",
     "scorep-launch": "Score-P, launch-only, 8 kB buffers",
     "scorep-nodriver": "Score-P without `driver`, 8 kB buffers",
-    "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB buffers (default)",
+    "scorep-launch-chunk4m": "Score-P, launch-only, 4 MB buffers (default without the records patch)",
     "scorep-nodriver-chunk4m": "Score-P without `driver`, 4 MB buffers",
     "scorep-nocuda": "Score-P loaded, no CUDA recording",
     "cupti-kernels": "CUPTI alone (bare client), 4 MB buffers",
@@ -39,7 +43,7 @@ NAMES = {
     "cupti-launch-domains": "CUPTI alone with launch callbacks and the resource and synchronisation domains (bare client), 4 MB buffers",
     "scorep-launch-nosync-chunk4m": "Score-P, launch-only, 4 MB buffers, synchronisation domain held back",
     "cupti-launch-records": "CUPTI alone with launch activity records instead of callbacks (bare client), 4 MB buffers",
-    "scorep-records-chunk4m": "Score-P, launch activity records instead of callbacks, 4 MB buffers",
+    "scorep-records-chunk4m": "Score-P, launch activity records instead of callbacks, 4 MB buffers (default with the records patch)",
 }
 TABLE_HEAD = (
     "| mode | config | ratio: median of rounds (range) | step pairs: median (quartiles) | rounds / pairs | trace per step | kernels found |",
@@ -100,6 +104,12 @@ def run_patches(data: dict) -> list[list | None]:
         patches = machine.get("scorep_patches") if isinstance(machine, dict) else None
         out.append(patches if isinstance(patches, list) else None)
     return out
+
+
+def default_mode_of(patches) -> str:
+    """The mode the artifact takes by default with a Score-P built with ``patches`` (its patch file names):
+    :data:`RECORDS_MODE` where they hold the records patch, else :data:`LAUNCH_MODE`."""
+    return RECORDS_MODE if RECORDS_PATCH in (patches or ()) else LAUNCH_MODE
 
 
 def build_counts(data: dict) -> tuple[int, int, int]:
@@ -284,7 +294,7 @@ def round_ratios(by: dict, mode: str, config: str) -> dict:
     return {r[0]: r[1] for r in rows if isinstance(r, list) and len(r) == 2}
 
 
-def rounds_cheaper(by: dict, config: str, mode: str = DEFAULT_MODE, other: str = "torch") -> str:
+def rounds_cheaper(by: dict, config: str, mode: str = LAUNCH_MODE, other: str = "torch") -> str:
     """In how many rounds ``mode`` cost less than ``other`` at ``config`` (the rounds both have a ratio in),
     with the two-sided sign test's p: how often a count this far from even comes from no difference."""
     split = sign_split(by, config, mode, other)
@@ -333,14 +343,14 @@ def _against_bound(launch: dict, bound: float, data: dict) -> str:
     return text
 
 
-def _launch_experiments(data: dict, mode: str = DEFAULT_MODE) -> list[dict]:
+def _launch_experiments(data: dict, mode: str = LAUNCH_MODE) -> list[dict]:
     """The counted experiments of a launch-only mode that hold whole numbers of kernels and launches (a
     merge keeps every run's, each naming its ``source``; a run counts one experiment or one per round)."""
     experiments = ((data.get("counts") or {}).get(mode) or {}).get("experiments") or []
     return [e for e in experiments if isinstance(e.get("kernels"), int) and isinstance(e.get("launches"), int)]
 
 
-def _kernels_per_run(data: dict, mode: str = DEFAULT_MODE) -> str:
+def _kernels_per_run(data: dict, mode: str = LAUNCH_MODE) -> str:
     """The counted experiments of a launch-only mode run by run: kernels of launches, and which lost any."""
     runs: dict = {}
     lost = []
@@ -374,43 +384,37 @@ def _kernels_found(m: dict) -> tuple[str, str]:
     return what, "missed" if share < 1 else "not met" if uncountable else "met"
 
 
-def scorep_targets(modes: list[dict], data: dict | None = None, said: str = DEFAULT_SAID) -> str:
+def scorep_targets(modes: list[dict], data: dict | None = None, said: str = LAUNCH_SAID) -> str:
     """The default mode against its targets, each met, missed or not established (:mod:`cost_verdicts`); what kernel
     records cost without launch records (CUPTI alone, Score-P without `driver`); Score-P's 8 kB chunk."""
     data = data or {}
     by = {(m.get("mode"), m.get("config")): m for m in modes}
-    mine = [m for m in modes if m.get("mode") == DEFAULT_MODE]
+    mine = [m for m in modes if m.get("mode") == LAUNCH_MODE]
     if not mine:
-        return f"Targets of the default mode ({said}): not judged, the benchmark did not run it."
+        return f"Targets of the default mode without the records patch ({said}): not judged, the benchmark did not run it."
     out = []
     for config, bound in SCOREP_RATIO_TARGETS:
-        launch, torch = by.get((DEFAULT_MODE, config)), by.get(("torch", config))
+        launch, torch = by.get((LAUNCH_MODE, config)), by.get(("torch", config))
         if not launch:
             continue
         r = launch.get("ratio_median")
-        verdict, interval = cv.judge([cv.rounds_of(data, config, DEFAULT_MODE)], bound)
+        verdict, interval = cv.judge([cv.rounds_of(data, config, LAUNCH_MODE)], bound)
         around = _against_bound(launch, bound, data)
         shown = f"{r:.2f}x" if cv.is_number(r) else "-"
         out.append(f"{config}: {shown} against <= {bound:.2f}x ({verdict}: {interval}{around})")
-        mine_t, t, n = _paired_medians(by, config, DEFAULT_MODE, "torch")
-        if torch and n:  # on the rounds both ran: at most torch.profiler's cost where the paired differences say so
-            verdict, interval = cv.judge([cv.rounds_of(data, config, DEFAULT_MODE, minus="torch")], 0.0)
-            cheaper = rounds_cheaper(by, config)
-            out.append(
-                f"{config}: {mine_t:.2f}x against torch.profiler's {t:.2f}x, medians of the {n} rounds both ran "
-                f"({verdict}{cheaper}; Score-P's ratio minus torch.profiler's, per round: {interval})"
-            )
+        if torch:
+            out.extend(against_torch(by, data, config, LAUNCH_MODE))
     size = mine[0].get("trace_bytes_per_step")
     if isinstance(size, (int, float)):
         out.append(f"trace {size / 1e3:,.0f} kB per step against <= 100 kB ({'met' if size <= 100e3 else 'missed'})")
     what, verdict = _kernels_found(mine[0])
-    per_run = "" if what == "not counted" else _kernels_per_run(data, DEFAULT_MODE)
+    per_run = "" if what == "not counted" else _kernels_per_run(data, LAUNCH_MODE)
     twin = [m for m in modes if m.get("mode") == "scorep-launch"]
     if verdict == "met" and twin and (twin[0].get("kernels_found_share") or 1) < 1:  # the same records, in 8 kB buffers
         twin_what, _ = _kernels_found(twin[0])
         per_run += f"; but in 8 kB buffers, which record the same, {twin_what}: a loss this rare may not show in fewer"
     out.append(f"kernels found: {what} ({verdict}{per_run})")
-    text = f"Targets of the default mode ({said}): " + "; ".join(out) + "."
+    text = f"Targets of the default mode without the records patch ({said}): " + "; ".join(out) + "."
     text += _kernel_records_alone(by, data)
     text += _eight_kb_chunk(by, modes, data)
     if any(m.get("trace_bytes_per_step") is not None for m in modes):
@@ -466,9 +470,9 @@ def _eight_kb_chunk(by: dict, modes: list[dict], data: dict) -> str:
     against the default, on the rounds both ran, and its own kernels found."""
     pairs = [
         f"{b:.2f}x against the default's {a:.2f}x at {c} (medians of the {n} rounds that ran both)"
-        f"{rounds_cheaper(by, c, DEFAULT_MODE, 'scorep-launch').replace('the cheaper', 'the default the cheaper')}"
+        f"{rounds_cheaper(by, c, LAUNCH_MODE, 'scorep-launch').replace('the cheaper', 'the default the cheaper')}"
         for c, _ in SCOREP_RATIO_TARGETS
-        for a, b, n in [_paired_medians(by, c, DEFAULT_MODE, "scorep-launch")]
+        for a, b, n in [_paired_medians(by, c, LAUNCH_MODE, "scorep-launch")]
         if n
     ]
     if not pairs:
@@ -510,6 +514,19 @@ def paired_differences(by: dict, config: str, mode: str, other: str) -> dict:
     return {k: a[k] - b[k] for k in a if k in b}
 
 
+def against_torch(by: dict, data: dict, config: str, mode: str) -> list[str]:
+    """``mode`` against torch.profiler at ``config`` on the rounds both ran: at most torch.profiler's cost where
+    the paired per-round differences say so (:mod:`cost_verdicts`, a bound of 0); [] where no round ran both."""
+    mine, theirs, n = _paired_medians(by, config, mode, "torch")
+    if not n:
+        return []
+    verdict, interval = cv.judge([cv.rounds_of(data, config, mode, minus="torch")], 0.0)
+    return [
+        f"{config}: {mine:.2f}x against torch.profiler's {theirs:.2f}x, medians of the {n} rounds both ran "
+        f"({verdict}{rounds_cheaper(by, config, mode)}; Score-P's ratio minus torch.profiler's, per round: {interval})"
+    ]
+
+
 def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float, float, int]:
     """The medians of two modes' round ratios over the rounds both ran, and how many those are (0: none):
     modes run in different sets of rounds are compared on their common rounds only."""
@@ -520,7 +537,7 @@ def _paired_medians(by: dict, config: str, mode: str, other: str) -> tuple[float
     return statistics.median(a[k] for k in common), statistics.median(b[k] for k in common), len(common)
 
 
-def _counted_rounds(data: dict, mode: str = DEFAULT_MODE) -> str:
+def _counted_rounds(data: dict, mode: str = LAUNCH_MODE) -> str:
     """Which processes a launch-only mode's kernel count covers, run by run: counted experiments of rounds."""
     experiments = _launch_experiments(data, mode)
     if not experiments:

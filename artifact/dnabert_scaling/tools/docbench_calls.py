@@ -12,8 +12,8 @@ import statistics
 from dnabert_scaling.tools.docbench import (
     CACHE_BENCH,
     CACHE_OFF,
-    DEFAULT_MODE,
-    DEFAULT_SAID,
+    LAUNCH_MODE,
+    LAUNCH_SAID,
     NAMES,
     SCOREP_RATIO_TARGETS,
     TABLE_HEAD,
@@ -120,7 +120,7 @@ def _cache_run_head(data: dict, modes: list[dict]) -> tuple[str, dict, dict, lis
     runs, _, cached = build_counts(data)
     names = dict(NAMES)
     if cached == runs:
-        names[DEFAULT_MODE] = "Score-P, launch-only, 4 MB buffers, stream reference cache on (default)"
+        names[LAUNCH_MODE] = "Score-P, launch-only, 4 MB buffers, stream reference cache on (default without the records patch)"
     by = {(m["mode"], m["config"]): m for m in modes}
     configs = list(dict.fromkeys(m["config"] for m in modes))
     text = "\n".join([*TABLE_HEAD, *(mode_row(m, names) for m in modes)]) + "\n\n" + method_text(data) + cache_in_builds(data)
@@ -155,15 +155,15 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
         return f"(no `{CACHE_BENCH}` shipped)"
     text, names, by, configs, cached, runs = _cache_run_head(data, modes)
     text += _paired_sentences(
-        by, configs, names, ((DEFAULT_MODE, CACHE_OFF), ("cupti-launch", DEFAULT_MODE), ("cupti-kernels", "cupti-launch"))
+        by, configs, names, ((LAUNCH_MODE, CACHE_OFF), ("cupti-launch", LAUNCH_MODE), ("cupti-kernels", "cupti-launch"))
     )
     readings = []
     for config, bound in SCOREP_RATIO_TARGETS if cached == runs else ():  # only where every run had the cache to turn off
-        on, off = by.get((DEFAULT_MODE, config)), by.get((CACHE_OFF, config))
+        on, off = by.get((LAUNCH_MODE, config)), by.get((CACHE_OFF, config))
         if not (on and off):
             continue
         a, b = on["ratio_median"], off["ratio_median"]
-        v_on, i_on = cv.judge([cv.rounds_of(data, config, DEFAULT_MODE)], bound)
+        v_on, i_on = cv.judge([cv.rounds_of(data, config, LAUNCH_MODE)], bound)
         v_off, i_off = cv.judge([cv.rounds_of(data, config, CACHE_OFF)], bound)
         if v_on == v_off:
             verdict = f"the target is {v_on} both with the cache and without it"
@@ -179,7 +179,7 @@ def bench_trace_stream_cache(facts: Facts, _: str | None) -> str:
     return (
         text
         + "\n\n"
-        + scorep_targets(modes, data, said=f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID)
+        + scorep_targets(modes, data, said=f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID)
     )
 
 
@@ -189,7 +189,7 @@ PROFILE_BENCH = f"{PROFILE_DIR}/bench-abc.json"
 PROFILE_SAMPLED = f"{PROFILE_DIR}/sampled-c.json"  # the sampled round itself (bench_trace.py --sample)
 PROFILE_CPU = f"{PROFILE_DIR}/profile-c.json"  # host_profile.py on the GPU machine: every library named
 PROFILE_FOCUS = f"{PROFILE_DIR}/profile-c-focus.json"  # the same samples, --focus on Score-P's and OTF2's libraries
-FOCUS_OF = {DEFAULT_MODE: "Score-P's and OTF2's own code", "cupti-launch": "the client's own callback"}
+FOCUS_OF = {LAUNCH_MODE: "Score-P's and OTF2's own code", "cupti-launch": "the client's own callback"}
 
 
 def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
@@ -203,15 +203,15 @@ def bench_trace_host_profile(facts: Facts, _: str | None) -> str:
         return f"(no `{PROFILE_BENCH}` shipped)"
     text, names, by, configs, cached, runs = _cache_run_head(data, modes)
     pairs = (
-        ("cupti-launch", DEFAULT_MODE),
-        ("scorep-nodriver-chunk4m", DEFAULT_MODE),
+        ("cupti-launch", LAUNCH_MODE),
+        ("scorep-nodriver-chunk4m", LAUNCH_MODE),
         ("cupti-kernels", "scorep-nodriver-chunk4m"),
         ("cupti-kernels", "cupti-launch"),
     )
     text += _paired_sentences(by, configs, names, pairs)
-    beyond = [g for c in configs if (g := _paired_gain(by, c, "cupti-launch", DEFAULT_MODE)) is not None]
+    beyond = [g for c in configs if (g := _paired_gain(by, c, "cupti-launch", LAUNCH_MODE)) is not None]
     text += _step_accounting(data) + _sampled_round(facts, names, by, beyond)
-    said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
+    said = f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID
     return text + "\n\n" + scorep_targets(modes, data, said=said)
 
 
@@ -325,7 +325,7 @@ def _sampled_round(facts: Facts, names: dict, by: dict, beyond: list[float]) -> 
         if mine and mine.get("samples") is not None:
             part += f", {FOCUS_OF[mode]} in {100 * mine['samples'] / n:.1f}%"
             entry = mine.get("entered_at") or []
-            if mode == DEFAULT_MODE and entry and entry[0][1] == mine["samples"]:
+            if mode == LAUNCH_MODE and entry and entry[0][1] == mine["samples"]:
                 part += f", every one entered through {str(entry[0][0]).split(' (')[0]}, which libcupti calls"
         parts.append(part + ")")
     rate = _sampled_rate(facts, procs)
@@ -336,14 +336,14 @@ def _sampled_round(facts: Facts, names: dict, by: dict, beyond: list[float]) -> 
         " One round sampled with `scripts/host_sampler.c` (call C: 100 measured steps per configuration, the CPU time of "
         f"every thread; {pace}; read with `scripts/host_profile.py`; samples in the measured steps): " + "; ".join(parts) + "."
     )
-    spread = [(m["ratio_min"], m["ratio_max"]) for (mode, _), m in by.items() if mode == DEFAULT_MODE]
+    spread = [(m["ratio_min"], m["ratio_max"]) for (mode, _), m in by.items() if mode == LAUNCH_MODE]
     if spread:
         lo, hi = min(a for a, _ in spread), max(b for _, b in spread)
         text += (
             " The counts follow that round's CPU time, and one round's ratios scatter as much as the rounds above do (the "
             f"default mode's ranged over {lo:.2f}-{hi:.2f}x), so the round does not order modes a few per cent apart."
         )
-    mine = own.get(DEFAULT_MODE) or {}
+    mine = own.get(LAUNCH_MODE) or {}
     if mine.get("samples"):
         share = mine["samples"] / base  # Score-P's own code, in steps of no tracer
         text += f" It does locate Score-P's own code: {share:.3f} of an untraced step's CPU time"

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import (
-    DEFAULT_MODE,
-    DEFAULT_SAID,
+    LAUNCH_MODE,
+    LAUNCH_SAID,
     NAMES,
     SCOREP_RATIO_TARGETS,
     _kernels_found,
+    against_torch,
     bench_file,
     scorep_targets,
 )
@@ -46,11 +47,11 @@ class Split:
     bench: str
     label: str
     parts: tuple[tuple[str, str, str], ...]
-    lead: str = "The parts of the default mode's cost beyond the bare client"  # what the parts sentence calls them
+    lead: str = "The parts of launch-only Score-P's cost beyond the bare client"  # what the parts sentence calls them
 
     @property
     def diagnostic(self) -> set[str]:
-        return {m for _, low, high in self.parts for m in (low, high)} - {DEFAULT_MODE, CLIENT}
+        return {m for _, low, high in self.parts for m in (low, high)} - {LAUNCH_MODE, CLIENT}
 
 
 PARTS_BENCH = "h200-bench/gpu-call-2026-12-05-parts/bench-t.json"
@@ -59,9 +60,9 @@ CALL_T = Split(
     "call T",
     (
         ("Score-P's callback path, nothing written", CLIENT, NOTRACE),
-        ("writing the trace", NOTRACE, DEFAULT_MODE),
-        ("the stream reference", NOREFS, DEFAULT_MODE),
-        ("in all", CLIENT, DEFAULT_MODE),
+        ("writing the trace", NOTRACE, LAUNCH_MODE),
+        ("the stream reference", NOREFS, LAUNCH_MODE),
+        ("in all", CLIENT, LAUNCH_MODE),
     ),
 )
 DOMAINS_BENCH = "h100-bench/gpu-call-2026-12-05-domains/bench-u.json"  # on the lent H100: never pooled with the H200's targets
@@ -70,9 +71,9 @@ CALL_U = Split(
     "call U",
     (
         ("the resource and synchronisation domains, to the bare client", CLIENT, DOMAINS),
-        ("the synchronisation domain, to Score-P", NOSYNC, DEFAULT_MODE),
-        ("Score-P beyond the bare client with the same domains", DOMAINS, DEFAULT_MODE),
-        ("in all", CLIENT, DEFAULT_MODE),
+        ("the synchronisation domain, to Score-P", NOSYNC, LAUNCH_MODE),
+        ("Score-P beyond the bare client with the same domains", DOMAINS, LAUNCH_MODE),
+        ("in all", CLIENT, LAUNCH_MODE),
     ),
 )
 RECORDS_BENCH = "h100-bench/gpu-call-2026-12-05-records/bench-v.json"  # on the lent H100, as call U
@@ -83,10 +84,10 @@ CALL_V = Split(
         ("launch records from CUPTI's activity API, to CUPTI alone", KERNELS, RECORDS),
         ("launch callbacks, to CUPTI alone", KERNELS, CLIENT),
         ("activity records against callbacks", CLIENT, RECORDS),
-        ("the default mode beyond the client with launch records", RECORDS, DEFAULT_MODE),
-        ("the default mode beyond the client with launch callbacks", CLIENT, DEFAULT_MODE),
+        ("launch-only Score-P beyond the client with launch records", RECORDS, LAUNCH_MODE),
+        ("launch-only Score-P beyond the client with launch callbacks", CLIENT, LAUNCH_MODE),
     ),
-    lead="What launch records cost, taken either way, and what the default mode adds to either",
+    lead="What launch records cost, taken either way, and what launch-only Score-P adds to either",
 )
 LAUNCH_RECORDS_BENCH = "h100-bench/gpu-call-2026-12-05-launch-records/bench-w.json"  # on the lent H100, as call V
 CALL_W = Split(
@@ -94,24 +95,24 @@ CALL_W = Split(
     "call W",
     (
         ("Score-P with its launches from activity records, beyond the client with the same records", RECORDS, SCOREP_RECORDS),
-        ("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),
-        ("the default mode beyond the client with launch records", RECORDS, DEFAULT_MODE),
+        ("launch-only Score-P beyond Score-P with its launches from activity records", SCOREP_RECORDS, LAUNCH_MODE),
+        ("launch-only Score-P beyond the client with launch records", RECORDS, LAUNCH_MODE),
     ),
-    lead="What Score-P adds to the bare client when it takes its launches from CUPTI's activity records, and what the default mode adds",
+    lead="What Score-P adds to the bare client when it takes its launches from CUPTI's activity records, and what launch-only Score-P adds",
 )
 CPU_BUILT_BENCH = "h100-bench/gpu-call-2026-12-06-cpu-built/bench-z.json"  # on the lent H100, as call W
 CALL_Z = Split(
     CPU_BUILT_BENCH,
     "call Z",
-    (("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),),
-    lead="What the default mode adds to Score-P with its launches from CUPTI's activity records (a build made on a CPU)",
+    (("launch-only Score-P beyond Score-P with its launches from activity records", SCOREP_RECORDS, LAUNCH_MODE),),
+    lead="What launch-only Score-P adds to Score-P with its launches from CUPTI's activity records (a build made on a CPU)",
 )
 H200_RECORDS_BENCH = "h200-bench/gpu-call-2026-12-06-records/bench-zh.json"  # call Z's plan on the H200: the targets' card
 CALL_ZH = Split(
     H200_RECORDS_BENCH,
     "call ZH",
-    (("the default mode beyond Score-P with its launches from activity records", SCOREP_RECORDS, DEFAULT_MODE),),
-    lead="What the default mode adds to Score-P with its launches from CUPTI's activity records (call Z's build, on the H200)",
+    (("launch-only Score-P beyond Score-P with its launches from activity records", SCOREP_RECORDS, LAUNCH_MODE),),
+    lead="What launch-only Score-P adds to Score-P with its launches from CUPTI's activity records (call Z's build with the records patch, on the H200)",
 )
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
@@ -158,10 +159,11 @@ def _records_split_block(facts: Facts, split: Split) -> str:
 
 
 def _records_mode_targets(data: dict, label: str) -> str:
-    """Score-P with its launches from CUPTI's activity records (a candidate mode, never the default) against the
-    bounds the default mode is held to, by the same rule on the same rounds, with its trace size and the kernels
-    its launches link to by correlation id."""
+    """Score-P with its launches from CUPTI's activity records (the default where Score-P carries the records patch)
+    against the targets, by the same rule on the same rounds, with its trace size and the kernels its launches link
+    to by correlation id."""
     rows = {m.get("config"): m for m in data.get("modes") or [] if m.get("mode") == SCOREP_RECORDS}
+    by = {(m.get("mode"), m.get("config")): m for m in data.get("modes") or []}
     if not rows:
         return ""
     out = []
@@ -173,6 +175,7 @@ def _records_mode_targets(data: dict, label: str) -> str:
         r = row.get("ratio_median")
         shown = f"{r:.2f}x" if cv.is_number(r) else "-"
         out.append(f"{config}: {shown} against <= {bound:.2f}x ({verdict}: {interval})")
+        out.extend(against_torch(by, data, config, SCOREP_RECORDS))
     first = next(iter(rows.values()))
     size = first.get("trace_bytes_per_step")
     if cv.is_number(size):
@@ -186,8 +189,9 @@ def _records_mode_targets(data: dict, label: str) -> str:
         )
     out.append(said)
     return (
-        f"\n\n{NAMES[SCOREP_RECORDS]} (the candidate patch's mode, not the artifact's default), held to the default "
-        "mode's bounds by the same rule on these rounds: " + "; ".join(out) + "."
+        "\n\nTargets of the default mode with the records patch (Score-P with its launches from CUPTI's activity records, "
+        "4 MB buffers; the artifact's default since 2026-12-06 where Score-P carries that patch), by the same rule on these "
+        "rounds: " + "; ".join(out) + "."
     )
 
 
@@ -206,7 +210,7 @@ def split_block(facts: Facts, split: Split) -> str:
     text += _paired_sentences(by, configs, names, pairs)
     text += _parts_sentence(data, configs, split, unread)
     text += _set_up_sentence(modes)
-    said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
+    said = f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID
     kept = [m for m in modes if m.get("mode") not in split.diagnostic]
     return text + "\n\n" + scorep_targets(kept, data, said=said)
 

@@ -1,4 +1,5 @@
-"""The reading of the default Score-P mode's targets in ARTIFACT.md G (the generated parts
+"""The reading of the default Score-P mode's targets in ARTIFACT.md G (each file's build's default,
+:func:`docbench_targets.mode_of_file`) (the generated parts
 ``scorep-target-reading:<part>``): the figures the prose around the targets summary rests on, from the
 same files and by the same rule (:mod:`cost_verdicts`), so that the prose cannot fall behind the
 summary when a benchmark file is added. Parts: ``8x70`` and ``32x70`` (the shipped build's pooled
@@ -13,8 +14,8 @@ import statistics
 from dnabert_scaling.analysis.stats import median_interval
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
-from dnabert_scaling.tools.docbench import CACHE_BENCH, CACHE_OFF, DEFAULT_MODE, SCOREP_RATIO_TARGETS, _kernels_found, bench_file
-from dnabert_scaling.tools.docbench_targets import beyond_client, cupti_alone, target_files
+from dnabert_scaling.tools.docbench import CACHE_BENCH, CACHE_OFF, SCOREP_RATIO_TARGETS, _kernels_found, bench_file
+from dnabert_scaling.tools.docbench_targets import beyond_client, cupti_alone, mode_of_file, target_files
 from dnabert_scaling.tools.docfacts import Facts
 
 RELATIVE_BOUND = 0.05  # a bound on what Score-P adds to the bare client, in untraced steps (the prose's example)
@@ -39,7 +40,7 @@ def _runs(sets: list[cv.Rounds]) -> dict[str, list[float]]:
 
 
 def _config_reading(every: list, ours: list, config: str, bound: float) -> str:
-    sets = [cv.rounds_of(data, config, DEFAULT_MODE, label=said) for said, data in ours]
+    sets = [cv.rounds_of(data, config, mode_of_file(data), label=said) for said, data in ours]
     sets = [s for s in sets if s.ran]
     if not sets:
         return f"not judged for the shipped build: no file of that build ran the default mode at {config}"
@@ -68,7 +69,7 @@ def _config_reading(every: list, ours: list, config: str, bound: float) -> str:
     own = []
     shipped = {n for n, _ in ours}
     for name, data in every:
-        r = cv.rounds_of(data, config, DEFAULT_MODE, label=name)
+        r = cv.rounds_of(data, config, mode_of_file(data), label=name)
         if r.ran:
             own.append(f"{name} {cv.judge([r], bound)[0]}" + ("" if name in shipped else " (another build)"))
     return text + ". Each file on its own: " + "; ".join(own)
@@ -96,7 +97,7 @@ def _relative_reading(ours: list) -> str:
         shown = "" if m is None else f"{m:+.3f} of an untraced step, "
         parts.append(f"at {config} {shown}over {n} paired rounds: {verdict} ({said})")
     if not parts:
-        return "no file of the shipped build ran the bare client with launch callbacks beside the default mode"
+        return "no file of the shipped build ran the bare client that takes the launches as the default mode does beside it"
     return f"against a bound of at most {RELATIVE_BOUND:.2f} of an untraced step above that client, " + "; ".join(parts)
 
 
@@ -106,10 +107,10 @@ def _first_row(data: dict, mode: str) -> dict | None:
 
 
 def _kernels_reading(facts: Facts, every: list) -> str:
-    """Kernels found by the default mode, file by file as each file's targets line reads its row
+    """Kernels found by the default mode (each file's build's), file by file as each file's targets line reads its row
     (:func:`docbench._kernels_found`: an experiment that could not be counted keeps it from "met"),
     and over all: met only where every file's is."""
-    rows = [(said, row) for said, data in every if (row := _first_row(data, DEFAULT_MODE))]
+    rows = [(said, row) for said, data in every if (row := _first_row(data, mode_of_file(data)))]
     if not any(isinstance(row.get("launches_counted"), int) for _, row in rows):
         return "not judged: no counted experiment of the default mode is shipped"
     judged = [(said, *_kernels_found(row)) for said, row in rows]

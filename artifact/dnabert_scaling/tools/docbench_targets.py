@@ -1,14 +1,24 @@
 """The summary of the default Score-P mode's ratio targets over every shipped benchmark file that ran it
-(ARTIFACT.md G, the generated part ``scorep-targets-summary``): each file judged on its own rounds and
+(ARTIFACT.md G, the generated part ``scorep-targets-summary``); the default mode is that of each file's
+build (:func:`docbench.default_mode_of`: launch-only, or launches from activity records where the build
+carries the records patch). Each file is judged on its own rounds and
 runs, then the rounds of the build the artifact ships pooled, with CUPTI alone and what the default mode
-adds to the bare client with the same launch callbacks beside a target that build does not meet. The
+adds to the bare client that takes the launches the same way beside a target that build does not meet. The
 rule is that of :mod:`cost_verdicts`; the shared names are :mod:`docbench`'s."""
 
 from __future__ import annotations
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
-from dnabert_scaling.tools.docbench import CACHE_BENCH, DEFAULT_MODE, SCOREP_RATIO_TARGETS, bench_file, run_patches
+from dnabert_scaling.tools.docbench import (
+    CACHE_BENCH,
+    LAUNCH_MODE,
+    RECORDS_MODE,
+    SCOREP_RATIO_TARGETS,
+    bench_file,
+    default_mode_of,
+    run_patches,
+)
 from dnabert_scaling.tools.docbench_parts import H200_RECORDS_BENCH, PARTS_BENCH
 from dnabert_scaling.tools.docfacts import Facts
 from dnabert_scaling.tools.scorep_series import read_series
@@ -23,8 +33,10 @@ TARGET_SETS = (
     ("h200-bench/gpu-call-2026-12-04-profile/bench-abc.json", "calls A, B and C"),
     ("h200-bench/gpu-call-2026-12-05/bench-rs.json", "calls R and S"),
     (PARTS_BENCH, "call T"),
-    (H200_RECORDS_BENCH, "call ZH"),  # a build with the candidate records patch: judged on its own, not pooled
+    (H200_RECORDS_BENCH, "call ZH"),  # the first build with the records patch: its default is records mode
 )
+# the bare CUPTI client that takes the launches as the mode does: with callbacks, or from activity records
+CLIENT_OF = {LAUNCH_MODE: "cupti-launch", RECORDS_MODE: "cupti-launch-records"}
 TARGET_DEVICE = "NVIDIA H200"  # issue 24's targets are of the lent H200: rounds of another card are never pooled with them
 SERIES = "containers/scorep-patches/series-8.4"  # the build the artifact ships: this series' verified patches
 
@@ -39,9 +51,16 @@ def shipped_build(facts: Facts) -> tuple[str, ...] | None:
     return tuple(e.file for e in entries if e.status == "verified") or None
 
 
+def mode_of_file(data: dict) -> str:
+    """The default mode of the build a benchmark file's runs ran (:func:`docbench.default_mode_of`); the
+    launch-only mode where its runs list no build or differ."""
+    build = _build_of(data)
+    return default_mode_of(build) if build else LAUNCH_MODE
+
+
 def target_files(facts: Facts) -> list[tuple[str, dict, bool]]:
-    """Every file of TARGET_SETS that ran the default mode, in order: (what the documents call it, its data,
-    whether all its runs ran the build the artifact ships)."""
+    """Every file of TARGET_SETS that ran its build's default mode, in order: (what the documents call it, its
+    data, whether all its runs ran the build the artifact ships)."""
     build = shipped_build(facts)
     found = []
     for path, said in TARGET_SETS:
@@ -53,7 +72,7 @@ def target_files(facts: Facts) -> list[tuple[str, dict, bool]]:
                 "the targets are for; its rounds cannot be pooled with theirs (leave it out of TARGET_SETS)",
                 facts.root / "expected/reference" / path,
             )
-        if any(isinstance(m, dict) and m.get("mode") == DEFAULT_MODE for m in data.get("modes") or []):
+        if any(isinstance(m, dict) and m.get("mode") == mode_of_file(data) for m in data.get("modes") or []):
             found.append((said, data, build is not None and _build_of(data) == build))
     return found
 
@@ -72,10 +91,14 @@ def cupti_alone(everyone: list, config: str, bound: float) -> tuple[str, str, in
 
 
 def beyond_client(ours: list, config: str, bound: float) -> tuple[str, str, int, float | None] | None:
-    """What the default mode adds to the bare client with the same launch callbacks, paired per round over
+    """What the default mode adds to the bare client that takes the launches the same way, paired per round over
     the files in ``ours`` at ``config``, against ``bound`` (in untraced steps): (verdict, what it rests on,
     the paired rounds, their median); None where no file ran both."""
-    beyond = [r for said, data in ours if (r := cv.rounds_of(data, config, DEFAULT_MODE, minus="cupti-launch", label=said)).ran]
+    beyond = [
+        r
+        for said, data in ours
+        if (r := cv.rounds_of(data, config, mode := mode_of_file(data), minus=CLIENT_OF[mode], label=said)).ran
+    ]
     if not beyond:
         return None
     verdict, interval = cv.judge(beyond, bound)
@@ -98,7 +121,7 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
     for config, bound in SCOREP_RATIO_TARGETS:
         figures, verdicts, ours, everyone = [], [], [], []
         for said, data, mine in found:
-            rounds = cv.rounds_of(data, config, DEFAULT_MODE, label=said)
+            rounds = cv.rounds_of(data, config, mode_of_file(data), label=said)
             if not rounds.ran:
                 continue  # this file did not run the default mode at this size
             verdict, interval = cv.judge([rounds], bound)
@@ -135,7 +158,7 @@ def scorep_targets_summary(facts: Facts, _: str | None) -> str:
 
 def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
     """Beside a target the shipped build does not meet: CUPTI alone over every file's rounds, and what the
-    default mode adds to the bare client with the same launch callbacks over the shipped build's rounds,
+    default mode adds to the bare client that takes the launches the same way over the shipped build's rounds,
     each judged by the same rule (the addition against 0: does Score-P cost more than that client?)."""
     text = ""
     alone = cupti_alone(everyone, config, bound)
@@ -150,7 +173,7 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
         verdict, interval, n, m = beyond
         what = {"met": "no more than that client", "missed": "more than that client"}.get(verdict, "not told from that client")
         text += (
-            f"; the default mode beyond the bare client with the same launch callbacks, paired in "
+            f"; the default mode beyond the bare client that takes the launches the same way, paired in "
             f"{n} rounds of that build: "
             f"{'' if m is None else f'{m:+.3f} of an untraced step, '}{what} (the differences' {interval})"
         )

@@ -12,8 +12,8 @@ import statistics
 from dnabert_scaling.analysis.stats import is_finite_number
 
 from dnabert_scaling.tools.docbench import (
-    DEFAULT_MODE,
-    DEFAULT_SAID,
+    LAUNCH_MODE,
+    LAUNCH_SAID,
     NAMES,
     bench_file,
     scorep_targets,
@@ -43,16 +43,16 @@ def bench_trace_timer(facts: Facts, _: str | None) -> str:
     if not modes:
         return f"(no `{TIMER_BENCH}` shipped)"
     text, names, by, configs, cached, runs = _cache_run_head(data, modes)
-    text += _paired_sentences(by, configs, names, ((TSC_MODE, DEFAULT_MODE), ("cupti-launch", DEFAULT_MODE)))
+    text += _paired_sentences(by, configs, names, ((TSC_MODE, LAUNCH_MODE), ("cupti-launch", LAUNCH_MODE)))
     text += _clock_sentence(facts, _timer_told_apart(by, configs)) + _system_time_sentence(data, names)
-    said = f"{DEFAULT_SAID}, stream reference cache on" if cached == runs else DEFAULT_SAID
+    said = f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID
     return text + "\n\n" + scorep_targets([m for m in modes if m.get("mode") != TSC_MODE], data, said=said)
 
 
 def _timer_told_apart(by: dict, configs: list[str]) -> bool | None:
     """Whether the TSC timer and clock_gettime told the default mode apart at some configuration (the sign test
     over the rounds both ran, p < 0.05); None where no round ran both."""
-    splits = [split for c in configs if (split := sign_split(by, c, TSC_MODE, DEFAULT_MODE)) is not None]
+    splits = [split for c in configs if (split := sign_split(by, c, TSC_MODE, LAUNCH_MODE)) is not None]
     return any(p < 0.05 for _, _, p in splits) if splits else None
 
 

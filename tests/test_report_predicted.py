@@ -202,7 +202,9 @@ def test_the_shipped_forecasts_are_valid_and_tied_to_their_sets(tmp_path):
     from dnabert_scaling.report import predictions, results
 
     shipped = sorted((ROOT / "expected" / "reference-results").glob("*/predictions.json"))
-    assert len(shipped) == 7
+    every = {p.parent.name for p in (ROOT / "expected" / "reference-results").glob("*/metrics.json")}
+    # every set but the two recorded before the bucket hook existed, which predict refuses
+    assert {p.parent.name for p in shipped} == every - {"h200-b8", "h200-b32"}
     for path in shipped:
         pred, why = predictions.load(results.load_set(0, path.parent))
         assert pred is not None and why == "", (path, why)

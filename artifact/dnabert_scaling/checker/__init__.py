@@ -25,7 +25,8 @@ one was, the same measurement at the largest such world size is reported as an *
 figure: information, labelled as such, never a verdict.
 
 Writes ``verdicts.json`` and ``verdicts.txt`` into the results folder (or ``--out``), prints the
-table, and exits 1 when any claim FAILs or is INVALID (``--strict``: also when one is NOT RU
+table, and exits 1 when any claim FAILs or is INVALID (``--strict``: also when one is NOT RUN).
+
 The package, one job per module: ``names``, ``metric_paths``, ``claims``, ``lookup``, ``evaluate``, ``table``, ``cli``.
 """
 

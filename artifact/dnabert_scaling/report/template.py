@@ -64,10 +64,11 @@ comm / step time.
 **AllReduce against backward.** AllReduce kernel time is the *sum* of the durations of NCCL AllReduce kernels
 in the step; backward GPU time is the union of the compute kernels launched in the backward phase. A GPU
 activity belongs to the phase during which the host *launched* it (the GPU runs behind the host): exactly,
-through the launching call's correlation id (Kineto); for Score-P by stream order (the i-th launch into a stream
-is the i-th kernel on it, from the launch's `CUDA_STREAM_REF`); else by time window (the host phase running
-last before the activity started). Each set's analysis notes list the method used and, for Kineto traces, how
-well the two Score-P methods agree with the exact one. The ranking of GPU activities sums kernel time per
+through the launching call's correlation id (Kineto, and Score-P in records mode, whose launches carry CUPTI's
+id); for Score-P in launch mode by stream order (the i-th launch into a stream is the i-th kernel on it, from the
+launch's `CUDA_STREAM_REF`); else by time window (the host phase running last before the activity started). Each
+set's analysis notes list the method used and, for traces with correlation ids, how well the two other methods
+agree with the exact one. The ranking of GPU activities sums kernel time per
 name, with NCCL kernels grouped by collective (as the study's Vampir function summary does, and as claim C3 is
 checked); next to it the same time by kernel class (GEMM, attention, elementwise, normalisation, reduction/softmax,
 optimizer, copy/memset, NCCL by collective), so AllReduce is compared with a class of compute kernels as a whole.

@@ -66,7 +66,7 @@ def _hardware(s: ShippedSet) -> str:
 def _tracer(s: ShippedSet) -> str:
     t = s.traced()
     name = t.get("tracer") or "-"
-    mode = t.get("trace_mode")
+    mode = t.get("trace_mode") or (s.scorep_driver_callbacks() if name == "scorep" else None)
     return f"{name} ({mode})" if mode else name
 
 

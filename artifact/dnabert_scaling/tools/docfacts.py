@@ -122,6 +122,16 @@ class ShippedSet:
                 return read_json(run / "summary.json")
         return {}
 
+    def scorep_driver_callbacks(self) -> str | None:
+        """The ``SCOREP_CUDA_DRIVER_CALLBACKS`` the first traced run's Score-P experiment ran with (its scorep.cfg):
+        ``launch`` or ``records`` (the project's patches) or ``all``; None where no Score-P experiment says."""
+        for run in self.run_dirs():
+            cfg = run / "traces" / "scorep-rank0" / "scorep.cfg"
+            if "-none-" not in run.name and cfg.is_file():
+                m = re.search(r"^SCOREP_CUDA_DRIVER_CALLBACKS='?([a-z]+)'?\s*$", cfg.read_text(errors="replace"), re.MULTILINE)
+                return m.group(1) if m else None
+        return None
+
     def buckets(self) -> dict | None:
         """The traced run's DDP bucket layout when it ran with the ds:bucket hook, else None."""
         b = get(self.traced_summary, "ddp_buckets")

@@ -8,8 +8,9 @@ from dnabert_scaling.tools.docfacts import Facts, get, percent
 
 
 def phase_validation(facts: Facts, _: str | None) -> str:
-    """Per shipped set traced with correlation ids (torch.profiler): how well stream order, the Score-P sets'
-    attribution, reproduces the exact one, per world size, with the share of GPU time it placed itself."""
+    """Per shipped set traced with correlation ids (torch.profiler; Score-P in records mode): how well stream order,
+    the launch-mode Score-P sets' attribution, reproduces the exact one, per world size, with the share of GPU time it
+    placed itself; a set where it placed nothing is said so (its figures are then the time window's)."""
     lines = []
     for s in facts.sets:
         parts = []
@@ -28,6 +29,16 @@ def phase_validation(facts: Facts, _: str | None) -> str:
             if isinstance(window, dict) and isinstance(window.get("time"), (int, float)):
                 said += f", the time window {percent(window['time'], 1)}"
             parts.append(said)
-        if parts:
+        placed = [get(s.gpu(ws), "phase_validation", "stream-order", "placed", default=None) for ws in s.world_sizes()]
+        numbers = [p for p in placed if isinstance(p, (int, float))]
+        if parts and numbers and all(p == 0 for p in numbers):
+            # stream order paired nothing (launches without a stream reference: Score-P's records mode), so every
+            # figure is its time-window fallback's; the set's own attribution is by correlation id
+            lines.append(
+                f"- `{s.name}`: stream order paired nothing itself (its launches carry no stream reference; the set is "
+                f"attributed by {get(s.gpu(), 'phase_method', default='its own method')}), so its figures are the time "
+                "window's: " + "; ".join(parts)
+            )
+        elif parts:
             lines.append(f"- `{s.name}`: " + "; ".join(parts))
     return "\n".join(lines) or "- (no shipped set was traced with correlation ids)"

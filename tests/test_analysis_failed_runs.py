@@ -8,17 +8,16 @@ run and a sweep at once, and a run folder holding another tracer's traces, are r
 """
 
 import json
-import subprocess
 from pathlib import Path
 
-from conftest import PYTHON, ROOT
+from cliprocess import assert_refused, cli_process
+from conftest import ROOT
 
 from dnabert_scaling import checker
 from dnabert_scaling.analysis.metrics import build
 from dnabert_scaling.analysis.runs import discover
 from dnabert_scaling.report import front, glance, results
 
-CLI = [PYTHON, "-m", "dnabert_scaling"]
 DATA_FALLBACK = {
     "kind": "data",
     "what": "data",
@@ -131,14 +130,7 @@ def test_a_completed_run_keeps_its_own_fallbacks_and_a_failed_one_beside_it_is_n
 
 
 def _analyze(*args):
-    return subprocess.run([*CLI, "analyze", *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT)
-
-
-def _refused(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-3000:]
-    for needle in needles:
-        assert needle in proc.stderr, (needle, proc.stderr[-2000:])
+    return cli_process(["analyze", *args])
 
 
 def test_a_folder_that_is_a_run_and_a_sweep_is_refused(tmp_path):
@@ -146,10 +138,17 @@ def test_a_folder_that_is_a_run_and_a_sweep_is_refused(tmp_path):
     (sweep / "summary.json").write_text((sweep / "ws1-torch-r0" / "summary.json").read_text())
     out = tmp_path / "results"
     proc = _analyze(sweep, "--out", out)
-    _refused(proc, str(sweep), "is both a run folder (summary.json at its top) and a sweep folder (sweep.json, ws1-none-r0")
+    assert_refused(
+        proc,
+        str(sweep),
+        "is both a run folder (summary.json at its top) and a sweep folder (sweep.json, ws1-none-r0",
+        one_line=True,
+    )
     assert not out.exists()
     (sweep / "sweep.json").unlink()  # run folders alone make it a sweep too
-    _refused(_analyze(sweep, "--out", out), "is both a run folder", "a sweep folder (ws1-none-r0, ws1-torch-r0")
+    assert_refused(
+        _analyze(sweep, "--out", out), "is both a run folder", "a sweep folder (ws1-none-r0, ws1-torch-r0", one_line=True
+    )
 
 
 def test_traces_of_another_tracer_in_a_run_folder_are_refused_naming_them(tmp_path):
@@ -160,16 +159,19 @@ def test_traces_of_another_tracer_in_a_run_folder_are_refused_naming_them(tmp_pa
     (traces / "scorep-rank1").mkdir(parents=True)
     (traces / "rank0.json.gz").write_bytes(b"")
     out = tmp_path / "results"
-    _refused(
+    assert_refused(
         _analyze(sweep, "--out", out),
         f"{sweep / 'ws2-torch-r0'}: holds traces/scorep-rank1, a trace of another tracer than the run's (torch",
+        one_line=True,
     )
     (traces / "rank0.json.gz").unlink()
-    _refused(_analyze(sweep, "--out", out), "holds traces/scorep-rank1")
+    assert_refused(_analyze(sweep, "--out", out), "holds traces/scorep-rank1", one_line=True)
     (traces / "scorep-rank1").rmdir()
     (sweep / "ws1-none-r0" / "traces").mkdir()
     (sweep / "ws1-none-r0" / "traces" / "rank0.json").write_text("{}")
-    _refused(_analyze(sweep, "--out", out), "ws1-none-r0: holds traces/rank0.json", "(none, as its records say)")
+    assert_refused(
+        _analyze(sweep, "--out", out), "ws1-none-r0: holds traces/rank0.json", "(none, as its records say)", one_line=True
+    )
     assert not out.exists()
 
 

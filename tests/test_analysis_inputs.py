@@ -7,23 +7,15 @@ dropped in silence.
 """
 
 import json
-import subprocess
 
-from conftest import PYTHON, ROOT
+from cliprocess import assert_refused, cli_process
+from conftest import ROOT
 
-CLI = [PYTHON, "-m", "dnabert_scaling"]
 REF = ROOT / "expected" / "reference"
 
 
 def _analyze(*args):
-    return subprocess.run([*CLI, "analyze", *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT)
-
-
-def _refused(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    for needle in needles:
-        assert needle in proc.stderr, (needle, proc.stderr[-2000:])
+    return cli_process(["analyze", *args])
 
 
 def test_two_traced_runs_of_one_world_size_are_refused_naming_both(tmp_path):
@@ -31,7 +23,7 @@ def test_two_traced_runs_of_one_world_size_are_refused_naming_both(tmp_path):
     read one and drop the other, so it is refused, naming both with their sweep folders."""
     out = tmp_path / "results"
     proc = _analyze(REF / "h200-scorep-b8", REF / "h200-scorep-b8-torch", "--out", out)
-    _refused(proc, "world size 1 has 2 traced runs", "h200-scorep-b8/ws1-scorep-r0", "h200-scorep-b8-torch/ws1-torch-r0")
+    assert_refused(proc, "world size 1 has 2 traced runs", "h200-scorep-b8/ws1-scorep-r0", "h200-scorep-b8-torch/ws1-torch-r0")
     assert not out.exists()
 
 
@@ -61,5 +53,5 @@ def test_mixed_configurations_name_the_sweep_folders(tmp_path):
     """h200-b8 and h200-b32 differ in batch size; both hold ws1-none-r0 and so on: the refusal names
     each run with its sweep folder, so the two lists can be told apart."""
     proc = _analyze(REF / "h200-b8", REF / "h200-b32", "--out", tmp_path / "results")
-    _refused(proc, "batch_size_per_rank is 8 in h200-b8/ws1-none-r0", "32 in h200-b32/ws1-none-r0")
+    assert_refused(proc, "batch_size_per_rank is 8 in h200-b8/ws1-none-r0", "32 in h200-b32/ws1-none-r0")
     assert "...." not in proc.stderr

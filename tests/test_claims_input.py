@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, INVALID, PASS
 from dnabert_scaling.checker.claims import Check, Claim, WorldSizes
@@ -19,8 +19,6 @@ from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces.classify import collective_from_name, nccl_activity
 from reportfixtures import gpu_results
-
-ROOT = Path(__file__).resolve().parents[1]
 
 TEMPLATE = """
 schema = "dnabert-scaling/claims/1"

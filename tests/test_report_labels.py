@@ -3,27 +3,19 @@ copy), two sections named alike, labels a reader cannot see or a terminal would 
 ``SOURCE_DATE_EPOCH`` set but empty, which is unset, not an error."""
 
 import shutil
-import subprocess
 
 import pytest
-from conftest import PYTHON, ROOT
+from cliprocess import assert_refused, cli_process
+from conftest import ROOT
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.report import build
 
-CLI = [PYTHON, "-m", "dnabert_scaling"]
 SHIPPED = ROOT / "expected" / "reference-results"
 
 
 def _report(*args):
-    return subprocess.run([*CLI, "report", *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT)
-
-
-def _refused(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-3000:]
-    for needle in needles:
-        assert needle in proc.stderr, (needle, proc.stderr[-2000:])
+    return cli_process(["report", *args])
 
 
 def test_a_copy_of_the_same_results_is_refused_naming_both(tmp_path):
@@ -31,7 +23,7 @@ def test_a_copy_of_the_same_results_is_refused_naming_both(tmp_path):
     shutil.copytree(SHIPPED / "h200-b8", copy)
     out = tmp_path / "report"
     proc = _report(SHIPPED / "h200-b8", copy, "--out", out)
-    _refused(proc, f"{copy}: holds the same measurements as {SHIPPED / 'h200-b8'}", "given twice")
+    assert_refused(proc, f"{copy}: holds the same measurements as {SHIPPED / 'h200-b8'}", "given twice", one_line=True)
     assert not out.exists()
 
 
@@ -41,18 +33,24 @@ def test_the_same_runs_analysed_twice_are_refused(tmp_path):
     shutil.copytree(ROOT / "expected" / "reference" / "h200-b8", runs)
     first, second = tmp_path / "first", tmp_path / "second"
     for target, source in ((first, ROOT / "expected" / "reference" / "h200-b8"), (second, runs)):
-        proc = subprocess.run([*CLI, "analyze", source, "--out", target], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        proc = cli_process(["analyze", source, "--out", target], timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
     out = tmp_path / "report"
     proc = _report(first, second, "--out", out)
-    _refused(proc, f"{second}: holds the same measurements as {first}", "given twice")
+    assert_refused(proc, f"{second}: holds the same measurements as {first}", "given twice", one_line=True)
     assert not out.exists()
 
 
 def test_two_sections_named_alike_are_refused(tmp_path):
     out = tmp_path / "report"
     proc = _report(SHIPPED / "h200-b8", SHIPPED / "h200-b32", "--label", "X", "--label", "X", "--out", out)
-    _refused(proc, "two sections would be named 'X' (given by --label)", str(SHIPPED / "h200-b8"), str(SHIPPED / "h200-b32"))
+    assert_refused(
+        proc,
+        "two sections would be named 'X' (given by --label)",
+        str(SHIPPED / "h200-b8"),
+        str(SHIPPED / "h200-b32"),
+        one_line=True,
+    )
     assert not out.exists()
 
 
@@ -78,7 +76,7 @@ def test_a_label_that_cannot_be_shown_as_it_is_is_refused(label, said):
 
 def test_a_refused_label_stops_the_command_before_anything_is_written(tmp_path):
     out = tmp_path / "report"
-    _refused(_report(SHIPPED / "h200-b8", "--label", "a\u202eb", "--out", out), "U+202E")
+    assert_refused(_report(SHIPPED / "h200-b8", "--label", "a\u202eb", "--out", out), "U+202E", one_line=True)
     assert not out.exists()
     build.check_label("H200, batch 8 — ünïcode is fine", 1)
 

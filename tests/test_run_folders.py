@@ -13,7 +13,6 @@ anything, with real processes on CPU (the tester's run-side findings).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from cliprocess import assert_refused, cli_process, file_digests
 from conftest import PYTHON, ROOT
 
-CLI = [PYTHON, "-m", "dnabert_scaling"]
 T = ["--model", "tiny", "--steps", "1", "--warmup-steps", "0", "--no-progress", "--batch-size", "2"]
 TRAIN = ["train", *T, "--device", "cpu", "--no-ddp"]
 SWEEP = ["sweep", "--gpus", "1", "--device", "cpu", "--tracer", "none", "--repeats", "1", "--no-busbw", "--skip-plain-baseline"]
@@ -32,24 +31,10 @@ SHIPPED = ROOT / "expected" / "reference"
 
 
 def _run(args, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The command line with this process's environment, ``env`` added and ``$DNABERT_SCALING_GUE`` unset."""
     env = {**os.environ, **(env or {})}
     env.pop("DNABERT_SCALING_GUE", None)
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
-
-
-def _tree(folder: Path) -> dict[str, str]:
-    if not folder.exists():
-        return {}
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
-def _refused(proc: subprocess.CompletedProcess, *needles) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    for needle in needles:
-        assert str(needle) in proc.stderr, (needle, proc.stderr[-2000:])
+    return cli_process(args, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -77,9 +62,9 @@ def test_train_refuses_a_sweep_folder(sweep_folder, tmp_path, overwrite, without
     out = _copy(sweep_folder, tmp_path)
     if without_data:
         shutil.rmtree(out / "synthetic-data")
-    before = _tree(out)
-    _refused(_run([*TRAIN, *overwrite, "--out", out]), "--out: holds a sweep (", "sweep.json", "ws1-none-r0", out)
-    assert _tree(out) == before  # the sweep's shared synthetic-data/ above all
+    before = file_digests(out)
+    assert_refused(_run([*TRAIN, *overwrite, "--out", out]), "--out: holds a sweep (", "sweep.json", "ws1-none-r0", out)
+    assert file_digests(out) == before  # the sweep's shared synthetic-data/ above all
 
 
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]], ids=["plain", "overwrite"])
@@ -90,9 +75,9 @@ def test_train_refuses_a_folder_holding_foreign_files(tmp_path, overwrite):
     (mine / "config.json").write_text('{"vocab_size": 4096}\n')  # a model's config is not a run's
     package = _copy(ROOT / "artifact" / "dnabert_scaling" / "run" / "train", tmp_path, "package")
     for out, names in [(mine, ["config.json", "mine.txt"]), (package, ["__init__.py", "buckets.py"])]:
-        before = _tree(out)
-        _refused(_run([*TRAIN, *overwrite, "--out", out]), "--out: holds files that are not a run's (", *names)
-        assert _tree(out) == before
+        before = file_digests(out)
+        assert_refused(_run([*TRAIN, *overwrite, "--out", out]), "--out: holds files that are not a run's (", *names)
+        assert file_digests(out) == before
 
 
 def test_overwrite_needs_a_run_record(tmp_path):
@@ -100,26 +85,26 @@ def test_overwrite_needs_a_run_record(tmp_path):
     out = tmp_path / "left"
     (out / "rank0").mkdir(parents=True)
     (out / "rank0" / "steps.jsonl").write_text("{}\n")
-    before = _tree(out)
+    before = file_digests(out)
     for overwrite in ([], ["--overwrite"]):
-        _refused(_run([*TRAIN, *overwrite, "--out", out]), "no run record", "rank0/steps.jsonl", out)
-        assert _tree(out) == before
+        assert_refused(_run([*TRAIN, *overwrite, "--out", out]), "no run record", "rank0/steps.jsonl", out)
+        assert file_digests(out) == before
 
 
 def test_overwrite_replaces_an_earlier_run_and_a_sweeps_run(sweep_folder, tmp_path):
     out = tmp_path / "run"
     assert _run([*TRAIN, "--out", out]).returncode == 0
-    _refused(_run([*TRAIN, "--out", out]), "--out holds the files of an earlier run", "--overwrite")
+    assert_refused(_run([*TRAIN, "--out", out]), "--out holds the files of an earlier run", "--overwrite")
     proc = _run([*TRAIN, "--overwrite", "--seed", "7", "--out", out])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "config.json").read_text())["args"]["seed"] == 7
     # a run folder of a sweep (with the sweep's launcher log) is a run, trained on the sweep's data
     sweep = _copy(sweep_folder, tmp_path, "sweep")
     data = sweep / "synthetic-data" / "prom_300_all"
-    before = _tree(data)
+    before = file_digests(data)
     proc = _run([*TRAIN, "--overwrite", "--data", data, "--out", sweep / "ws1-none-r0"])
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (sweep / "ws1-none-r0" / "logs" / "launcher.log").is_file() and _tree(data) == before
+    assert (sweep / "ws1-none-r0" / "logs" / "launcher.log").is_file() and file_digests(data) == before
 
 
 # --- sweep --out ---------------------------------------------------------------------------------
@@ -134,19 +119,19 @@ def test_sweep_refuses_a_folder_it_did_not_write(tmp_path, fresh):
     run = tmp_path / "run"  # one run of train is not a sweep
     assert _run([*TRAIN, "--out", run]).returncode == 0
     for out, name in [(mine, "mine.txt"), (shipped, "IMPORT.json"), (run, "config.json")]:
-        before = _tree(out)
-        _refused(_run([*SWEEP, *fresh, "--out", out, "--", *T]), "--out: holds files a sweep does not write (", name, out)
-        assert _tree(out) == before
+        before = file_digests(out)
+        assert_refused(_run([*SWEEP, *fresh, "--out", out, "--", *T]), "--out: holds files a sweep does not write (", name, out)
+        assert file_digests(out) == before
     assert not list(tmp_path.glob("*.previous-*")), "--fresh set a folder aside"
 
 
 def test_sweep_fresh_still_sets_aside_its_own_folder(sweep_folder, tmp_path):
     out = _copy(sweep_folder, tmp_path, "runs")
-    before = _tree(out)
+    before = file_digests(out)
     proc = _run([*SWEEP, "--fresh", "--out", out, "--", *T, "--seed", "3"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     kept = list(tmp_path.glob("runs.previous-*"))
-    assert len(kept) == 1 and _tree(kept[0]) == before
+    assert len(kept) == 1 and file_digests(kept[0]) == before
 
 
 def test_what_a_sweep_writes_is_its_own():
@@ -172,7 +157,7 @@ def test_cpu_world_size_above_the_limit_is_refused(tmp_path):
     limit = cpu_rank_limit()
     out = tmp_path / "runs"
     proc = _run(["sweep", "--device", "cpu", "--gpus", f"1,{limit + 1}", "--out", out, "--", *T], timeout=60)
-    _refused(proc, f"world size {limit + 1} on the CPU", f"limit of {limit}", "per CPU core")
+    assert_refused(proc, f"world size {limit + 1} on the CPU", f"limit of {limit}", "per CPU core")
     assert not out.exists()
     assert "per CPU core" in _run(["sweep", "--help"]).stdout
 
@@ -195,7 +180,7 @@ def test_cpu_world_size_above_the_limit_is_refused(tmp_path):
 )
 def test_train_option_errors_write_nothing(tmp_path, extra, env, message):
     out = tmp_path / "run"
-    _refused(_run([*TRAIN, *extra, "--out", out], env=env), message)
+    assert_refused(_run([*TRAIN, *extra, "--out", out], env=env), message)
     assert not out.exists()
 
 
@@ -205,7 +190,7 @@ def test_a_rendezvous_host_that_cannot_be_resolved_is_refused_up_front(tmp_path)
     out = tmp_path / "run"
     env = {"MASTER_ADDR": "no-such-host.invalid", "MASTER_PORT": "29500", "WORLD_SIZE": "2", "RANK": "0"}
     train = [a for a in TRAIN if a != "--no-ddp"]
-    _refused(_run([*train, "--out", out], env=env), "MASTER_ADDR='no-such-host.invalid' (torchrun variables) is not a host")
+    assert_refused(_run([*train, "--out", out], env=env), "MASTER_ADDR='no-such-host.invalid' (torchrun variables) is not a host")
     assert not out.exists()
 
 
@@ -214,7 +199,7 @@ def test_an_unknown_task_is_known_by_its_folder(tmp_path, tiny_task):
     proc = _run([*TRAIN, "--task", "nosuchtask", "--data", tiny_task, "--out", out])
     assert proc.returncode == 0, proc.stderr[-2000:]
     proc = _run([*SWEEP, "--out", tmp_path / "runs", "--", *T, "--task", "nosuchtask"])
-    _refused(proc, "the train options: --task 'nosuchtask': not a GUE task", "prom_300_all")
+    assert_refused(proc, "the train options: --task 'nosuchtask': not a GUE task", "prom_300_all")
     assert not (tmp_path / "runs").exists()
 
 
@@ -230,7 +215,7 @@ def test_no_ddp_at_world_size_two_writes_nothing(tmp_path):
 def test_a_fault_that_cannot_fire_in_a_sweep_is_refused(tmp_path):
     out = tmp_path / "runs"
     proc = _run(["sweep", "--gpus", "1,2", *SWEEP[3:], "--out", out, "--", *T, "--steps", "3", "--inject-fault", "1:2"])
-    _refused(proc, "the train options at world size 1: --inject-fault 1:2: rank 1 is not a rank")
+    assert_refused(proc, "the train options at world size 1: --inject-fault 1:2: rank 1 is not a rank")
     assert not out.exists()
 
 

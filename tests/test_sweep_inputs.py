@@ -11,39 +11,17 @@ file or option, no traceback, and nothing written or changed (one completed CPU 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, ROOT
+from cliprocess import assert_refused, cli_process, file_digests
 from dnabert_scaling.errors import ArtifactError
 
-CLI = [PYTHON, "-m", "dnabert_scaling"]
 LOCAL = ["sweep", "--device", "cpu", "--tracer", "none", "--no-busbw", "--repeats", "1", "--skip-plain-baseline"]
 TRAIN = ["--model", "tiny", "--steps", "2", "--warmup-steps", "0", "--batch-size", "4"]
-
-
-def _run(args, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
-
-
-def _tree(folder: Path) -> dict[str, str]:
-    if not folder.exists():
-        return {}
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
-def _refused(proc: subprocess.CompletedProcess, *needles) -> None:
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    for needle in needles:
-        assert str(needle) in proc.stderr, (needle, proc.stderr[-2000:])
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +30,7 @@ def completed(tmp_path_factory, tiny_task) -> tuple[Path, list]:
     data given as ``--data=PATH`` in the train options."""
     out = tmp_path_factory.mktemp("sweep") / "swA"
     args = [*LOCAL, "--gpus", "1", "--out", out, "--", *TRAIN, f"--data={tiny_task}"]
-    proc = _run(args)
+    proc = cli_process(args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, args
 
@@ -81,7 +59,7 @@ def test_the_same_options_spelled_otherwise_reuse_the_runs(completed, tmp_path):
     copy, args = _copy(completed, tmp_path)
     at = args.index("--steps")
     respelled = [*args[:at], "--steps=2", *args[at + 2 :], "--seed", "42"]  # 42: train's default
-    proc = _run(respelled)
+    proc = cli_process(respelled)
     assert proc.returncode == 0 and "ws1-none-r0: skipped already complete" in proc.stderr, proc.stderr[-2000:]
 
 
@@ -102,22 +80,22 @@ def test_the_same_options_spelled_otherwise_reuse_the_runs(completed, tmp_path):
 )
 def test_train_options_are_read_as_train_reads_them(completed, tmp_path, extra, message):
     copy, args = _copy(completed, tmp_path)
-    before = _tree(copy)
-    _refused(_run([*args, *extra]), message)
-    assert _tree(copy) == before
+    before = file_digests(copy)
+    assert_refused(cli_process([*args, *extra]), message)
+    assert file_digests(copy) == before
 
 
 def test_a_malformed_train_option_list_writes_nothing(tmp_path):
     out = tmp_path / "new"
-    proc = _run([*LOCAL, "--gpus", "1", "--out", out, "--", "--model", "tiny", "--task"])
-    _refused(proc, "argument --task: expected one argument")
+    proc = cli_process([*LOCAL, "--gpus", "1", "--out", out, "--", "--model", "tiny", "--task"])
+    assert_refused(proc, "argument --task: expected one argument")
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
 def test_data_given_twice_is_refused(tmp_path, tiny_task):
     out = tmp_path / "new"
-    proc = _run([*LOCAL, "--gpus", "1", "--data", tiny_task, "--out", out, "--", "--model", "tiny", f"--data={tiny_task}"])
-    _refused(proc, "--data is given twice")
+    proc = cli_process([*LOCAL, "--gpus", "1", "--data", tiny_task, "--out", out, "--", "--model", "tiny", f"--data={tiny_task}"])
+    assert_refused(proc, "--data is given twice")
     assert not out.exists()
 
 
@@ -160,11 +138,11 @@ def test_a_completed_run_with_unknown_options_is_refused(completed, tmp_path, da
     """Neither reused (it might have been trained otherwise) nor silently replaced: the user moves it."""
     copy, args = _copy(completed, tmp_path)
     damage(copy / "ws1-none-r0")
-    before = _tree(copy)
+    before = file_digests(copy)
     steps3 = [*args[:-1], "--steps", "3", args[-1]]
     for attempt in (args, steps3):
-        _refused(_run(attempt), message, "move the run folder away or use --fresh")
-        assert _tree(copy) == before
+        assert_refused(cli_process(attempt), message, "move the run folder away or use --fresh")
+        assert file_digests(copy) == before
 
 
 @pytest.mark.parametrize(
@@ -182,16 +160,16 @@ def test_records_read_back_must_be_json_objects(completed, tmp_path, name, text,
     copy, args = _copy(completed, tmp_path)
     (copy / name).parent.mkdir(exist_ok=True)
     (copy / name).write_text(text)
-    before = _tree(copy)
-    _refused(_run(args), copy / name, message)
-    assert _tree(copy) == before
+    before = file_digests(copy)
+    assert_refused(cli_process(args), copy / name, message)
+    assert file_digests(copy) == before
 
 
 def test_a_manifest_against_its_contract_is_refused(completed, tmp_path):
     copy, args = _copy(completed, tmp_path)
     manifest = copy / "ws1-none-r0" / "manifest.json"
     manifest.write_text(json.dumps(dict(json.loads(manifest.read_text()), world_size="1")))
-    _refused(_run(args), manifest, "world_size must be a JSON integer")
+    assert_refused(cli_process(args), manifest, "world_size must be a JSON integer")
 
 
 # --- 3 and 5: the SLURM settings, before anything is written ----------------------------------------
@@ -231,15 +209,17 @@ def test_slurm_settings_are_checked_before_anything_is_written(completed, tmp_pa
     slurm = ["--executor", "slurm", "--slurm-config", conf, *options]
     copy, args = _copy(completed, tmp_path)
     sweep_json = (copy / "sweep.json").read_bytes()
-    before = _tree(copy)
+    before = file_digests(copy)
     # an existing sweep folder: sweep.json (world size 1) is not replaced by one of world sizes 1,2
     at, dash = args.index("--gpus"), args.index("--")
-    proc = _run([*args[: at + 1], "1,2", *args[at + 2 : dash], *slurm, *args[dash:]], env=no_controller)
-    _refused(proc, message)
-    assert _tree(copy) == before and (copy / "sweep.json").read_bytes() == sweep_json
+    proc = cli_process([*args[: at + 1], "1,2", *args[at + 2 : dash], *slurm, *args[dash:]], env=no_controller)
+    assert_refused(proc, message)
+    assert file_digests(copy) == before and (copy / "sweep.json").read_bytes() == sweep_json
     # a new --out folder is not created
     new = tmp_path / "new"
-    _refused(_run([*LOCAL, "--gpus", "1,2", "--out", new, *slurm, "--", "--model", "tiny"], env=no_controller), message)
+    assert_refused(
+        cli_process([*LOCAL, "--gpus", "1,2", "--out", new, *slurm, "--", "--model", "tiny"], env=no_controller), message
+    )
     assert not new.exists()
 
 
@@ -262,8 +242,8 @@ def test_slurm_numbers_are_ascii_digits(tmp_path):
 @pytest.mark.parametrize("sizes", ["1e9", "1e-9", "1,5000", "0", "nan"])
 def test_busbw_message_sizes_have_a_plausible_range(tmp_path, sizes):
     out = tmp_path / "busbw.json"
-    proc = _run(["busbw", "--out", out, "--device", "cpu", "--sizes-mb", sizes])
-    _refused(proc, "argument --sizes-mb")
+    proc = cli_process(["busbw", "--out", out, "--device", "cpu", "--sizes-mb", sizes])
+    assert_refused(proc, "argument --sizes-mb")
     if sizes not in ("0", "nan"):
         assert "between 3.814697266e-06 MiB (one float32 element, 4 bytes) and 4096 MiB" in proc.stderr, proc.stderr
     assert not out.exists()

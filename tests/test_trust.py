@@ -6,18 +6,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from dnabert_scaling import checker
 from dnabert_scaling.checker import FAIL, NOT_RUN, PASS
 from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.metrics_schema import validate_metrics
 from dnabert_scaling.errors import ArtifactError
 from reportfixtures import gpu_results, set_metric
-
-ROOT = Path(__file__).resolve().parents[1]
 
 EQUALS = """
 schema = "dnabert-scaling/claims/1"

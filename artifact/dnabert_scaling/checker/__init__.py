@@ -53,8 +53,8 @@ from dnabert_scaling.checker.lookup import (
     Missing,
     device_of,
     lookup,
-    measured_world_sizes,
     sanity_rows,
+    world_size_entries,
     world_sizes_with_steps,
 )
 from dnabert_scaling.checker.evaluate import (
@@ -103,7 +103,7 @@ __all__ = [
     "Missing",
     "device_of",
     "lookup",
-    "measured_world_sizes",
+    "world_size_entries",
     "world_sizes_with_steps",
     "sanity_rows",
     "Context",

@@ -18,7 +18,9 @@ class Missing:
         return f"Missing({self.reason!r})"
 
 
-def measured_world_sizes(metrics: dict) -> list[int]:
+def world_size_entries(metrics: dict) -> list[int]:
+    """Every world size metrics.json has an entry for (the keys of ``world_sizes``), sorted: a world size
+    whose runs all failed included. :func:`world_sizes_with_steps` gives those with measured steps."""
     out = []
     for key in metrics.get("world_sizes") or {}:
         try:
@@ -31,10 +33,11 @@ def measured_world_sizes(metrics: dict) -> list[int]:
 def world_sizes_with_steps(metrics: dict) -> list[int]:
     """The world sizes with measured steps, as ``analyze`` records them (``measured_world_sizes``: a run
     that completed, or traces read); for a metrics.json without the key, every world size it has an entry
-    for. A world size whose runs all failed has an entry (its problems) but is not among them."""
+    for (:func:`world_size_entries`). A world size whose runs all failed has an entry (its problems) but is
+    not among them."""
     sizes = metrics.get("measured_world_sizes")
     if not isinstance(sizes, list):
-        return measured_world_sizes(metrics)
+        return world_size_entries(metrics)
     return sorted(n for n in sizes if isinstance(n, int) and not isinstance(n, bool))
 
 
@@ -104,7 +107,7 @@ def _trace_complete_value(traced: dict, sanity: dict, bounds: SanityBounds) -> t
 def sanity_rows(metrics: dict, bounds: SanityBounds | None = None) -> list[dict]:
     bounds = bounds or SanityBounds()
     rows = []
-    for ws in measured_world_sizes(metrics):
+    for ws in world_size_entries(metrics):
         entry = _entry(metrics, ws) or {}
         traced = entry.get("traced")
         row: dict[str, Any] = {"world_size": ws, "run": (traced or {}).get("run"), "checks": {}, "problems": [], "ok": None}

@@ -237,7 +237,7 @@ class ResultSet:
 
     @property
     def world_sizes(self) -> list[int]:
-        return checker.measured_world_sizes(self.metrics)
+        return checker.world_size_entries(self.metrics)
 
     @property
     def measured(self) -> list[int]:
@@ -378,7 +378,7 @@ def default_label(metrics: dict, path: Path) -> str:
         "gpu": "GPU runs",
         "unknown-device": "Runs on a device not recorded",
     }[kind]
-    sizes = checker.measured_world_sizes(metrics)
+    sizes = checker.world_size_entries(metrics)
     measured = checker.world_sizes_with_steps(metrics)
     entries = [e for e in (metrics.get("world_sizes") or {}).values() if isinstance(e, dict)]
     tracers = sorted({(e.get("traced") or {}).get("tracer") for e in entries} - {None})

@@ -174,6 +174,38 @@ def sweep_marks(folder: Path) -> list[str]:
     )
 
 
+def is_sweep_folder(folder: Path) -> bool:
+    """A folder ``sweep`` wrote: its ``sweep.json`` is a sweep's record, or it holds a run folder by name
+    (``ws<N>-<tracer>-r<k>``, as ``scripts/slurm/sweep.sh`` writes them, without a ``sweep.json``)."""
+    record = folder / layout.SWEEP
+    if record.is_file() and is_sweep_record(record):
+        return True
+    try:
+        return any(run_folder_name(p.name) and p.is_dir() for p in folder.iterdir())
+    except OSError:
+        return False
+
+
+def is_run_folder(folder: Path) -> bool:
+    """A folder ``train`` wrote: one of its records (``config.json``, ``summary.json``, ``manifest.json``)
+    is a run's by content (``is_run_record``)."""
+    return any((folder / name).is_file() and is_run_record(folder / name) for name in RUN_RECORDS)
+
+
+def runs_around(path: Path) -> tuple[Path, str] | None:
+    """The sweep folder or run folder that ``path`` (resolved) is or lies inside, nearest first, with
+    "sweep" or "run"; None when it is in neither. What does not exist yet is judged by the folders
+    above it."""
+    for folder in (path, *path.parents):
+        if not folder.is_dir():
+            continue
+        if is_run_folder(folder):
+            return folder, "run"
+        if is_sweep_folder(folder):
+            return folder, "sweep"
+    return None
+
+
 def check_sweep_out(out: Path, fresh: bool) -> None:
     """Refuse a sweep ``--out`` that holds anything a sweep does not write (``foreign_sweep_entries``):
     the sweep would write its runs among someone else's files, or ``--fresh`` set aside a folder that

@@ -438,7 +438,7 @@ def check_inputs(args: argparse.Namespace) -> Checked:
     train_args += data_args
     inputs = [d for d in (args.data, opts.given.get("data")) if d]
     refuse_overlap([("--out", out)], inputs)
-    writable_dir(out, "--out")
+    writable_dir(out, "--out", into_runs=True)
     check_sweep_out(out, args.fresh)  # a folder of the sweep's own, before --fresh sets it aside
     fresh = args.fresh and out.is_dir() and any(out.iterdir())
     if not fresh:
@@ -458,7 +458,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fresh and out.is_dir() and any(out.iterdir()):
         kept = set_aside(out, "previous")
         print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)
-    writable_dir(out, "--out", create=True)
+    writable_dir(out, "--out", create=True, into_runs=True)
     opts = TrainOptions.parse(train_args)
     if checked.synthetic is not None:
         checked.fallbacks.append(_write_synthetic(checked.synthetic, opts))

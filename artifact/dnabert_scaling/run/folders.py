@@ -105,8 +105,8 @@ def sweep_entry(root: Path, rel: Path, is_dir: bool) -> bool:
     parts = rel.parts
     top, name = parts[0], parts[-1]
     run = run_folder_name(top)
-    if run and is_dir and len(parts) == 1:
-        return True
+    if run and len(parts) == 1:
+        return is_dir  # a file named like a run folder is no run's
     if run:
         return run_entry(root / top, Path(*parts[1:]), is_dir, records=False)
     if len(parts) == 1 and not is_dir:

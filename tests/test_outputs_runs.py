@@ -31,13 +31,16 @@ def _tree(folder: Path) -> dict[str, str]:
 
 @pytest.fixture
 def places(tmp_path) -> dict[str, Path]:
-    """A sweep folder as ``sweep`` writes it (sweep.json), one as scripts/slurm/sweep.sh writes it (run
-    folders only), and a run folder of ``train`` outside any sweep; the results a command reads."""
+    """A sweep folder as ``sweep`` writes it (sweep.json), one as scripts/slurm/sweep.sh writes it (its job
+    folders slurm/ws<N>/, no sweep.json), and a run folder of ``train`` outside any sweep; the results a
+    command reads."""
     recorded = tmp_path / "sweep"
     (recorded / "ws1-none-r0").mkdir(parents=True)
     (recorded / "sweep.json").write_text(json.dumps({"schema": "dnabert-scaling/sweep/1", "runs": ["ws1-none-r0"]}))
     slurm = tmp_path / "slurm-sweep"
     (slurm / "ws4-scorep-r0" / "rank0").mkdir(parents=True)
+    (slurm / "slurm" / "ws4").mkdir(parents=True)
+    (slurm / "slurm" / "ws4" / "world_size").write_text("4\n")
     run = tmp_path / "run"
     (run / "rank0").mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"args": {"model": "tiny"}, "rank_info": {"world_size": 1}}))
@@ -75,10 +78,14 @@ def test_no_command_writes_into_a_sweep_or_a_run(tmp_path, places, capsys, comma
 
 
 def test_beside_a_sweep_is_no_sweep(tmp_path, places, capsys):
-    """A folder next to a sweep, or one above it holding it, is an ordinary output."""
+    """A folder next to a sweep, or one above it holding it, is an ordinary output; so is a folder holding
+    run folders without a sweep's record (results are written beside the runs they come from)."""
     assert cli_main(["check", str(places["results"]), "--expected", str(CLAIMS), "--out", str(tmp_path / "v")]) in (0, 1)
     assert (tmp_path / "v" / "verdicts.json").is_file()
     assert cli_main(["synth-data", "--out", str(tmp_path / "task")]) == 0
+    (tmp_path / "ws1-none-r0").mkdir()
+    (tmp_path / "slurm").mkdir()
+    assert cli_main(["synth-data", "--out", str(tmp_path / "task2")]) == 0
 
 
 def test_the_commands_that_write_runs_may(places):

@@ -130,7 +130,7 @@ def refuse_runs(path: Path | str, option: str) -> None:
     if found is not None:
         folder, kind = found
         what = (
-            "a sweep's folder (sweep.json, run folders)"
+            "a sweep's folder (its sweep.json or SLURM job folders)"
             if kind == "sweep"
             else "a run folder (a run's config.json, summary.json)"
         )

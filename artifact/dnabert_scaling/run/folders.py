@@ -175,13 +175,15 @@ def sweep_marks(folder: Path) -> list[str]:
 
 
 def is_sweep_folder(folder: Path) -> bool:
-    """A folder ``sweep`` wrote: its ``sweep.json`` is a sweep's record, or it holds a run folder by name
-    (``ws<N>-<tracer>-r<k>``, as ``scripts/slurm/sweep.sh`` writes them, without a ``sweep.json``)."""
+    """A folder a sweep wrote: its ``sweep.json`` is a sweep's record (``dnabert-scaling sweep``), or its
+    ``slurm/`` holds a job folder ``ws<N>/`` with a ``world_size`` file (``scripts/slurm/sweep.sh``, which
+    writes no ``sweep.json``). Run folders alone do not make one: a folder holding some runs is also
+    where their results are written beside them."""
     record = folder / layout.SWEEP
     if record.is_file() and is_sweep_record(record):
         return True
     try:
-        return any(run_folder_name(p.name) and p.is_dir() for p in folder.iterdir())
+        return any(re.fullmatch(r"ws\d+", p.name) and (p / "world_size").is_file() for p in (folder / "slurm").iterdir())
     except OSError:
         return False
 

@@ -285,14 +285,14 @@ def prepare_out(out: Path) -> None:
     inside what this script reads (the shipped traces, results and claims): an output must never land on
     the evidence; and a folder holding anything but an earlier output of this script (``foreign_entries``),
     into which it would write its set folders, report and summary beside someone else's files."""
-    from dnabert_scaling.outputs import refuse_link, refuse_overlap, refuse_shipped, shown_names
+    from dnabert_scaling.outputs import refuse_link, refuse_overlap, refuse_protected, shown_names
 
     refuse_link(out, "--out")
     if out.exists() and not out.is_dir():
         raise ArtifactError("--out: exists and is not a folder", out)
     expected = ROOT / "expected"
     refuse_overlap([("--out", out)], [expected / "reference", expected / "reference-results", expected / "claims.toml"])
-    refuse_shipped(out, "--out")  # anywhere else inside expected/ as well
+    refuse_protected(out, "--out")  # anywhere else inside expected/ as well, or inside a sweep or a run
     foreign = foreign_entries(out)
     if foreign:
         raise ArtifactError(

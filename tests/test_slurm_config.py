@@ -346,14 +346,23 @@ def test_sweep_sh_bad_settings_are_errors(tmp_path, args, message):
 def test_sweep_sh_config_file_errors_name_the_line(tmp_path):
     conf = tmp_path / "site.conf"
     conf.write_text("TIME=01:00:00\n\nGPUS=4\n")
-    proc = sweep("--dry-run", "--config", str(conf), "--no-container", "--world-sizes", "1", "--out", str(tmp_path))
+    proc = sweep("--dry-run", "--config", str(conf), "--no-container", "--world-sizes", "1", "--out", str(tmp_path / "runs"))
     assert proc.returncode == 2 and f"{conf}:3: unknown setting 'GPUS'" in proc.stderr
     conf.write_text("GPUS_PER_NODE=lots\n")
-    proc = sweep("--dry-run", "--config", str(conf), "--no-container", "--world-sizes", "1", "--out", str(tmp_path))
+    proc = sweep("--dry-run", "--config", str(conf), "--no-container", "--world-sizes", "1", "--out", str(tmp_path / "runs"))
     assert proc.returncode == 2 and "GPUS_PER_NODE in" in proc.stderr and "'lots'" in proc.stderr
     # a flag wins over the file, so the same file with --gpus-per-node is fine
     proc = sweep(
-        "--dry-run", "--config", str(conf), "--gpus-per-node", "2", "--no-container", "--world-sizes", "4", "--out", str(tmp_path)
+        "--dry-run",
+        "--config",
+        str(conf),
+        "--gpus-per-node",
+        "2",
+        "--no-container",
+        "--world-sizes",
+        "4",
+        "--out",
+        str(tmp_path / "runs"),
     )
     assert proc.returncode == 0 and "--nodes=2" in proc.stdout
 

@@ -9,10 +9,12 @@ Checked before any work:
   what it reads; an OTF2 anchor file stands for its whole archive (its ``.def`` file and event
   folder beside it).
 - ``writable_dir`` / ``writable_file`` (which every writing command calls on its output) refuse an
-  output path that is a symbolic link (``refuse_link``) or that is or lies inside the source tree's
-  ``expected/`` (``refuse_shipped``: the shipped evidence, tracked files that only a release changes,
-  by ``make refresh-reference``, ``make refresh-report`` and ``scripts/import_reference.py``, none of
-  which writes through a command), and turn the ways an output path fails (an
+  output path that is a symbolic link (``refuse_link``) or that is or lies inside a protected place
+  (``refuse_protected``): the source tree's ``expected/`` (``refuse_shipped``: the shipped evidence,
+  tracked files that only a release changes, by ``make refresh-reference``, ``make refresh-report`` and
+  ``scripts/import_reference.py``, none of which writes through a command) and, for every command but
+  the three that write runs (``sweep``, ``train``, ``busbw``: ``into_runs``), a sweep's folder or a run
+  folder (``refuse_runs``), and turn the ways an output path fails (an
   existing file where a folder belongs, or the reverse; no write permission; a read-only file system) into an
   :class:`ArtifactError` naming the option and the path, before any time is spent.
 
@@ -117,14 +119,43 @@ def refuse_shipped(path: Path | str, option: str) -> None:
         )
 
 
-def writable_dir(path: Path | str, option: str = "--out", create: bool = False) -> Path:
+def refuse_runs(path: Path | str, option: str) -> None:
+    """Refuse (exit 2) an output that is or lies inside a sweep's folder or a run folder
+    (``run.folders.runs_around``), compared as resolved paths: only ``sweep``, ``train`` and ``busbw`` write
+    there (they pass ``into_runs``); anything else written there is a name the sweep and train refuse as
+    foreign when they come back to the folder, or a file that stands among the runs as if they had written it."""
+    from dnabert_scaling.run.folders import runs_around
+
+    found = runs_around(_resolved(path))
+    if found is not None:
+        folder, kind = found
+        what = (
+            "a sweep's folder (its sweep.json or SLURM job folders)"
+            if kind == "sweep"
+            else "a run folder (a run's config.json, summary.json)"
+        )
+        raise ArtifactError(
+            f"{option}: is or lies inside {what} {folder}, where only sweep and train write; write elsewhere", path
+        )
+
+
+def refuse_protected(path: Path | str, option: str, into_runs: bool = False) -> None:
+    """The places no output of a command may go: the shipped evidence (``refuse_shipped``) and, unless
+    ``into_runs`` (``sweep``, ``train``, ``busbw``: the commands that write runs), a sweep's or a run's
+    folder (``refuse_runs``). ``writable_dir``, ``writable_file`` and ``refuse_foreign`` call it."""
+    refuse_shipped(path, option)
+    if not into_runs:
+        refuse_runs(path, option)
+
+
+def writable_dir(path: Path | str, option: str = "--out", create: bool = False, into_runs: bool = False) -> Path:
     """``path`` as a folder this process can write into, not a symbolic link (``refuse_link``) and not
-    inside the shipped evidence (``refuse_shipped``). A missing folder is created when ``create``;
-    otherwise only checked to be creatable (its nearest existing parent is writable), so that a
-    command refused later for bad input leaves no empty folder behind."""
+    inside the shipped evidence or (unless ``into_runs``) a sweep's or a run's folder (``refuse_protected``).
+    A missing folder is created when ``create``; otherwise only checked to be creatable (its nearest
+    existing parent is writable), so that a command refused later for bad input leaves no empty folder behind."""
     path = Path(path)
     refuse_link(path, option)
-    refuse_shipped(path, option)
+    refuse_protected(path, option, into_runs)
     if path.exists() and not path.is_dir():
         raise ArtifactError(f"{option}: exists and is not a folder", path)
     if path.exists():
@@ -148,15 +179,16 @@ def writable_dir(path: Path | str, option: str = "--out", create: bool = False) 
     return path
 
 
-def writable_file(path: Path | str, option: str = "--out") -> Path:
-    """``path`` as a file this process can create or replace, not a symbolic link (``refuse_link``): its
-    folder exists or can be created (it is made when the file is written, :func:`staged_files`)."""
+def writable_file(path: Path | str, option: str = "--out", into_runs: bool = False) -> Path:
+    """``path`` as a file this process can create or replace, not a symbolic link (``refuse_link``) nor in a
+    protected place (``refuse_protected``): its folder exists or can be created (it is made when the file
+    is written, :func:`staged_files`)."""
     path = Path(path)
     refuse_link(path, option, "file")
-    refuse_shipped(path, option)
+    refuse_protected(path, option, into_runs)
     if path.is_dir():
         raise ArtifactError(f"{option}: is a folder, not a file", path)
-    writable_dir(path.parent, option)
+    writable_dir(path.parent, option, into_runs=into_runs)
     if path.exists() and not os.access(path, os.W_OK):
         raise ArtifactError(f"{option}: file is not writable (permission denied)", path)
     return path
@@ -288,7 +320,7 @@ def refuse_foreign(target: Path | str, option: str, owned: Owned) -> None:
     Called before the work, and by ``replaced_folder`` before it starts and just before the swap."""
     target = Path(target)
     refuse_link(target, option)
-    refuse_shipped(target, option)
+    refuse_protected(target, option)
     here = Path.cwd().resolve()
     if _resolved(target) == here or _resolved(target) in here.parents:
         raise ArtifactError(

@@ -32,9 +32,9 @@
 #                          write and submit nothing
 # Before anything is written or submitted everything is checked: the options (numbers are
 # decimal, 08 is 8; no world size or tracer twice; no --out or --tracer after --, the sweep sets
-# them; --out a folder outside the source tree's expected/), the settings file (UTF-8, each key
-# once, quotes closed), the partition exists, each world size fits (nodes = ceil(N /
-# GPUS_PER_NODE) within MAX_NODES and the partition; GPUS_PER_NODE within the partition's nodes'
+# them; --out a folder outside the source tree's expected/, new, empty or a sweep's own), the
+# settings file (UTF-8, each key once, quotes closed), the partition exists, each world size fits
+# (nodes = ceil(N / GPUS_PER_NODE) within MAX_NODES and the partition; GPUS_PER_NODE within the partition's nodes'
 # GRES), the image exists, no earlier job of a job directory is still pending or running, and
 # `sbatch --test-only` accepts every job. Simple mode then writes its job directories
 # (OUT/slurm/ws<N>: world_size, run-NNN.args, run-NNN.rundir) and submits.
@@ -213,6 +213,42 @@ else
     image="$(cd "$(dirname "$image")" && pwd)/$(basename "$image")"
 fi
 
+# foreign_entries DIR: the names directly in DIR (none when it does not exist) that a sweep does not write
+# there, in the array foreign: the rule of dnabert_scaling.run.folders.sweep_entry at the top level (run
+# folders ws<N>-<tracer>-r<k>[-<variant>] and failed attempts set aside, sweep.json of the sweep's schema,
+# bus-bandwidth results and logs, the Score-P preflight, the shared synthetic data, the SLURM job root
+# slurm/, and the temporary files of their writers), so that a foreign folder is refused, never written into.
+foreign_entries() {
+    local p name run_re='^ws[0-9]+-(none|torch|scorep)-r[0-9]+(-[a-z0-9]+)?(\.failed-[0-9]{8}-[0-9]{6}(-[0-9]+)?)?$'
+    foreign=()
+    [ -d "$1" ] || return 0
+    for p in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+        [ -e "$p" ] || [ -L "$p" ] || continue  # an unmatched pattern
+        name="${p##*/}"
+        if [ -L "$p" ]; then
+            :
+        elif [ -d "$p" ]; then
+            [[ "$name" =~ $run_re ]] && continue
+            case "$name" in slurm|synthetic-data) continue ;; esac
+        elif [ -f "$p" ]; then
+            case "$name" in
+                sweep.json) grep -Eq '"schema"[[:space:]]*:[[:space:]]*"dnabert-scaling/sweep/1"' "$p" && continue ;;
+                scorep-preflight.json|scorep-preflight.json.lock|.write-test-*) continue ;;
+                .sweep.json.*.partial|.scorep-preflight.json.*.partial) continue ;;
+            esac
+            [[ "$name" =~ ^busbw-ws[0-9]+\.(json|log)$|^\.busbw-ws[0-9]+\.json\..*\.partial$ ]] && continue
+        fi
+        foreign+=("$name")
+    done
+}
+shown_names() {  # shown_names NAME...: the first five, and how many more (outputs.shown_names)
+    local shown
+    shown="$(printf '%s, ' "${@:1:5}")"
+    shown="${shown%, }"
+    [ "$#" -le 5 ] || shown="$shown and $(($# - 5)) more"
+    printf '%s' "$shown"
+}
+
 # --- the jobs: checked here, written only after the cluster accepted them ------------------------
 declare -a worlds=() nodes_of=() sizes=() tracer_list=()
 if [ -n "$world_sizes" ]; then  # simple mode: job directories <out>/slurm/ws<N>
@@ -253,6 +289,8 @@ if [ -n "$world_sizes" ]; then  # simple mode: job directories <out>/slurm/ws<N>
     case "$out/" in
         "$shipped"/*) die "--out '$out' lies inside the shipped evidence $shipped (tracked files, which only make refresh-reference replaces): give --out elsewhere" ;;
     esac
+    foreign_entries "$out"
+    [ "${#foreign[@]}" -eq 0 ] || die "--out '$out' holds files a sweep does not write ($(shown_names "${foreign[@]}")): sweep.sh writes only into a new or empty folder or an earlier sweep's; give another --out, or move them away"
     for n in "${sizes[@]}"; do
         job_dirs+=("$out/slurm/ws$n")
         worlds+=("$n")

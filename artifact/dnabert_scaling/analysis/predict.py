@@ -380,8 +380,8 @@ def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
     if target is None:
         target = given / "predictions.json" if results else Path("predictions.json")
     option = "--out" if args.out else "predictions.json (or give --out)"
-    writable_file(target, option)  # refuses a target inside the shipped evidence, given or by default
-    refuse_overlap([(option, target)], reads)
+    refuse_overlap([(option, target)], reads)  # first: an input named as the output is the plainest diagnosis
+    writable_file(target, option)  # refuses a target inside the shipped evidence or a run, given or by default
     if not getattr(args, "force", False):
         foreign = _not_predictions(target)
         if foreign:

@@ -11,7 +11,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError, hidden_character, read_text_file
 from dnabert_scaling.checker.names import CLAIMS_SCHEMA, _fmt
-from dnabert_scaling.checker.metric_paths import _metric_node, activity_problem, kinds_text, metric_kinds
+from dnabert_scaling.checker.metric_paths import _metric_node, activity_problem, kinds_text, metric_kinds, string_problem
 from dnabert_scaling.checker.placement import MAGNITUDE, RESTS_ON
 
 
@@ -346,8 +346,9 @@ def _value_kind(value: Any) -> str:
 
 def _check_equals_value(raw: dict, metric: str, where: str, path: Path) -> None:
     """An ``equals`` value must be one the metric can hold (a number for a number, true/false for
-    a flag: TOML's ``0`` against a recorded ``0.0`` is the same number, ``"true"`` is not a flag) and,
-    when a number, finite: ``nan`` equals nothing, so a check with it could never pass."""
+    a flag: TOML's ``0`` against a recorded ``0.0`` is the same number, ``"true"`` is not a flag; a
+    string the metric's writer writes, where it writes one of a few: ``metric_paths.known_strings``)
+    and, when a number, finite: ``nan`` equals nothing, so a check with it could never pass."""
     if "value" not in raw:
         raise ArtifactError(f"{where}: test 'equals' needs 'value'", path)
     value = raw["value"]
@@ -365,6 +366,8 @@ def _check_equals_value(raw: dict, metric: str, where: str, path: Path) -> None:
             f"{' or '.join(sorted(kinds))}: the check could never pass",
             path,
         )
+    if kind == "string" and string_problem(metric, value):
+        raise ArtifactError(f"{where}: {string_problem(metric, value)}: the check could never pass", path)
 
 
 def load_claims(path: str | Path) -> list[Claim]:

@@ -3,13 +3,15 @@
 Derived from ``metrics_schema.WorldSizeEntry``, so a path is allowed exactly when analyze can
 write it. A leaf is None; a STAT is {"median", "p10", "p90", "min", "max", "n"} and must be named
 down to one of its fields. Also the activities a ``top`` test may name (``RANKED_ACTIVITIES``),
-derived from how ``traces.classify`` names the ranking's NCCL kernels.
+derived from how ``traces.classify`` names the ranking's NCCL kernels, and the strings a metric of
+a few named values can hold (``known_strings``), taken from the modules that write them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import typing
 from typing import Any
 
@@ -92,3 +94,62 @@ def activity_problem(activity: str) -> str:
         f"{', '.join(RANKED_ACTIVITIES)} (other kernels rank under names that depend on the GPU and the "
         "libraries, and kernel classes are not ranked: a claim cannot name them)"
     )
+
+
+# The string-valued leaves whose strings are free text (a run's name, a note, a reason, a sentence whose
+# wording differs between versions of analyze): an ``equals`` on one is judged as written. Every other
+# string-valued leaf holds one of a few named values (``_string_values``); a test keeps the two covering
+# every string-valued leaf of the schema, so a new one is sorted into one or the other.
+FREE_TEXT = frozenset(
+    {
+        "traced.run",
+        "traced.gpu.busy_wait.note",
+        "busy_wait.note",
+        "traced.gpu_not_run_reason",
+        "traced.completeness.reason",
+        "dilation_kind",
+        "efficiency_baseline",
+    }
+)
+
+
+@functools.cache
+def _string_values() -> dict[str, tuple[str, ...]]:
+    """The strings analyze writes at each string-valued leaf that holds one of a few named values, from
+    the constants of the modules that write them (imported here, when a claim first asks)."""
+    from dnabert_scaling.analysis.completeness import COMPLETE, INCOMPLETE, UNKNOWN
+    from dnabert_scaling.analysis.skew import COMMON, PER_RANK
+    from dnabert_scaling.traces.loader import TRACED_BY
+
+    devices = ("cuda", "cpu")  # train's devices (run.train.rank._device)
+    return {
+        "traced.tracer": TRACED_BY,
+        "traced.format": ("kineto", "otf2"),  # traces.loader.trace_format
+        # torch.profiler's mode (run.tracing.torch_profiler): the device, "+cpu-ops" when operators are recorded
+        "traced.trace_mode": tuple(d + ops for d in devices for ops in ("", "+cpu-ops")),
+        "traced.device_type": devices,
+        "traced.placement.identity": ("uuid", "host+visible+index", "unknown"),  # analysis.placement._gpu_key
+        # analysis.attribution.attribute: the method that placed most activities
+        "traced.gpu.phase_method": ("correlation", "before-recording", "stream-order", "time-window"),
+        "traced.gpu.rank_skew.clock": (COMMON, PER_RANK),
+        "traced.completeness.status": (COMPLETE, INCOMPLETE, UNKNOWN),
+        "traced.sanity.trace_complete": (UNKNOWN,),
+        "throughput.source": ("untraced", "trace"),  # analysis.metrics: untraced runs, else the trace
+        "throughput.device_type": devices,
+    }
+
+
+def known_strings(path: str) -> tuple[str, ...] | None:
+    """The strings the metric at ``path`` can hold where it holds one of a few named values; None for a
+    metric of free text (``FREE_TEXT``) or one that holds no string."""
+    return _string_values().get(path)
+
+
+def string_problem(path: str, value: str) -> str:
+    """Why ``value`` is not a string the metric at ``path`` can hold ('' when it can be)."""
+    known = known_strings(path)
+    if known is None or value in known:
+        return ""
+    near = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return f"value {value!r} is not a string {path} can hold{hint}; its strings: {', '.join(map(repr, known))}"

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dnabert_scaling.outputs import writable_file
 
-    writable_file(args.out, "--out")
+    writable_file(args.out, "--out", into_runs=True)
     info, device, backend = _setup(args)
     if args.sizes_mb:
         sizes = [int(x * 2**20) // ELEMENT_BYTES * ELEMENT_BYTES for x in args.sizes_mb]  # whole elements

@@ -105,8 +105,8 @@ def sweep_entry(root: Path, rel: Path, is_dir: bool) -> bool:
     parts = rel.parts
     top, name = parts[0], parts[-1]
     run = run_folder_name(top)
-    if run and is_dir and len(parts) == 1:
-        return True
+    if run and len(parts) == 1:
+        return is_dir  # a file named like a run folder is no run's
     if run:
         return run_entry(root / top, Path(*parts[1:]), is_dir, records=False)
     if len(parts) == 1 and not is_dir:
@@ -172,6 +172,40 @@ def sweep_marks(folder: Path) -> list[str]:
         for p in folder.iterdir()
         if p.name == layout.SWEEP or (p.is_dir() and run_folder_name(p.name)) or layout.BUSBW_RE.match(p.name)
     )
+
+
+def is_sweep_folder(folder: Path) -> bool:
+    """A folder a sweep wrote: its ``sweep.json`` is a sweep's record (``dnabert-scaling sweep``), or its
+    ``slurm/`` holds a job folder ``ws<N>/`` with a ``world_size`` file (``scripts/slurm/sweep.sh``, which
+    writes no ``sweep.json``). Run folders alone do not make one: a folder holding some runs is also
+    where their results are written beside them."""
+    record = folder / layout.SWEEP
+    if record.is_file() and is_sweep_record(record):
+        return True
+    try:
+        return any(re.fullmatch(r"ws\d+", p.name) and (p / "world_size").is_file() for p in (folder / "slurm").iterdir())
+    except OSError:
+        return False
+
+
+def is_run_folder(folder: Path) -> bool:
+    """A folder ``train`` wrote: one of its records (``config.json``, ``summary.json``, ``manifest.json``)
+    is a run's by content (``is_run_record``)."""
+    return any((folder / name).is_file() and is_run_record(folder / name) for name in RUN_RECORDS)
+
+
+def runs_around(path: Path) -> tuple[Path, str] | None:
+    """The sweep folder or run folder that ``path`` (resolved) is or lies inside, nearest first, with
+    "sweep" or "run"; None when it is in neither. What does not exist yet is judged by the folders
+    above it."""
+    for folder in (path, *path.parents):
+        if not folder.is_dir():
+            continue
+        if is_run_folder(folder):
+            return folder, "run"
+        if is_sweep_folder(folder):
+            return folder, "sweep"
+    return None
 
 
 def check_sweep_out(out: Path, fresh: bool) -> None:

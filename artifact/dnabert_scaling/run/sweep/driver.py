@@ -163,6 +163,22 @@ def plan_runs(
     return plan
 
 
+def refuse_empty_plan(args: argparse.Namespace, sizes: list[int]) -> None:
+    """Refuse (exit 2) options under which the sweep would train nothing, before anything is written: a
+    sweep that plans no run would write its record (and the shared synthetic data, perhaps a bus-bandwidth
+    run) and exit 0, as if it had measured something. ``args`` as ``_train_options`` left them (a
+    rehearsal's repeats are 0)."""
+    if plan_runs(Path("."), sizes, args.tracer, args.repeats, args.baseline_no_ddp, []):
+        return
+    if args.rehearse and args.tracer == "none":
+        raise ArtifactError(
+            "--rehearse --tracer none: nothing to run: a rehearsal runs only the traced run of each world size (no "
+            "untraced throughput runs, no world-size-1 baseline without DDP) and --tracer none asks for none; give "
+            "--tracer auto, torch or scorep, or leave out --rehearse for untraced throughput runs"
+        )
+    raise ArtifactError("nothing to run: these options plan no training run")  # no other combination does so today
+
+
 def _train_options(args: argparse.Namespace) -> tuple[list[str], dict | None]:
     """The train options after ``--``, checked by train's own parser (a malformed list is refused
     here, before anything is written), and the rehearsal's fallback record (None without one)."""
@@ -400,6 +416,7 @@ def check_inputs(args: argparse.Namespace) -> Checked:
     records already in it. A refusal leaves no file or folder behind."""
     sizes = world_sizes(args.gpus)
     train_args, rehearsal = _train_options(args)
+    refuse_empty_plan(args, sizes)
     config = None
     if args.executor == "local":
         device = check_local_resources(sizes, args.device, rehearse=args.rehearse)
@@ -421,7 +438,7 @@ def check_inputs(args: argparse.Namespace) -> Checked:
     train_args += data_args
     inputs = [d for d in (args.data, opts.given.get("data")) if d]
     refuse_overlap([("--out", out)], inputs)
-    writable_dir(out, "--out")
+    writable_dir(out, "--out", into_runs=True)
     check_sweep_out(out, args.fresh)  # a folder of the sweep's own, before --fresh sets it aside
     fresh = args.fresh and out.is_dir() and any(out.iterdir())
     if not fresh:
@@ -441,7 +458,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fresh and out.is_dir() and any(out.iterdir()):
         kept = set_aside(out, "previous")
         print(f"sweep: --fresh: the earlier sweep folder is kept as {kept}", file=sys.stderr)
-    writable_dir(out, "--out", create=True)
+    writable_dir(out, "--out", create=True, into_runs=True)
     opts = TrainOptions.parse(train_args)
     if checked.synthetic is not None:
         checked.fallbacks.append(_write_synthetic(checked.synthetic, opts))

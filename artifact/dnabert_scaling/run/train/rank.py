@@ -180,9 +180,9 @@ def run(args: argparse.Namespace) -> int:
     args.out = Path(args.out).resolve()
     if not under_scorep():  # checked (and cleaned) once, before the re-exec under Score-P
         check_inputs(args, args.out, info.world_size)  # before --overwrite deletes anything in --out
-        writable_dir(args.out, "--out")
+        writable_dir(args.out, "--out", into_runs=True)
         claim_run_dir(args.out, info, args.overwrite)  # refuses a sweep, foreign files, an earlier run
-        writable_dir(args.out, "--out", create=True)
+        writable_dir(args.out, "--out", create=True, into_runs=True)
     rank_dir = RunLayout(args.out).rank_dir(info.rank)
     rank_dir.mkdir(parents=True, exist_ok=True)
     _maybe_reexec_under_scorep(args, info)

@@ -259,7 +259,9 @@ def test_the_shipped_claims_file_still_loads():
 
 
 @pytest.mark.parametrize("field", ["title", "statement"])
-@pytest.mark.parametrize("text, said", [("C1 \\u001b[31mred", "U+001B"), ("C1 \\u202eevil", "U+202E"), ("a\\u200bb", "U+200B")])
+@pytest.mark.parametrize(
+    "text, said", [("C1 \\u001b[31mred", "U+001B"), ("C1 \\u202eevil", "U+202E"), ("a\\u200bb", "U+200B"), ("\\u3164", "U+3164")]
+)
 def test_a_title_or_statement_with_hidden_characters_is_refused(tmp_path, field, text, said):
     """A title or statement is printed in verdicts.txt and on the terminal: an ANSI escape or a bidi override there
     would rewrite what a reader sees. The message names the code point, never the character."""

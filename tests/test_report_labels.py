@@ -64,6 +64,8 @@ def test_two_sections_named_alike_are_refused(tmp_path):
         ("a\u202eb", "U+202E at character 2, a format (invisible or bidi) character"),
         ("a\u200bb", "U+200B"),
         ("a\x1b[31mb", "U+001B"),
+        ("\u3164", "U+3164 at character 1, a Hangul filler (shows as blank)"),  # a letter by category, blank on screen
+        ("ab\u2800", "U+2800 at character 3, a blank Braille pattern (shows as blank)"),
         ("x" * 100_000, "--label 1 has 100,000 characters; a label has at most 120"),
     ],
 )

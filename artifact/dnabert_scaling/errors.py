@@ -155,15 +155,22 @@ def read_json_object(path: os.PathLike | str, what: str = "a JSON object") -> di
 HIDDEN_CATEGORIES = {"Cc": "a control character", "Cf": "a format (invisible or bidi) character", "Zl": "a line separator",
                      "Zp": "a paragraph separator", "Cs": "a surrogate", "Co": "a private-use character",
                      "Cn": "an unassigned code point"}  # fmt: skip
+# Letters and symbols that render as nothing though their category is not one of the above: the Hangul fillers and the
+# blank Braille pattern, used to pass an "empty" name through checks that look at categories or white space only
+BLANK_LOOKING = {0x115F: "a Hangul filler", 0x1160: "a Hangul filler", 0x3164: "a Hangul filler",
+                 0xFFA0: "a Hangul filler", 0x2800: "a blank Braille pattern"}  # fmt: skip
 
 
 def hidden_character(text: str) -> str | None:
-    """Where ``text`` holds a character of ``HIDDEN_CATEGORIES``: "U+202E at character 2, a format (invisible or
-    bidi) character" (never the character itself, which a terminal would act on); None where it holds none."""
+    """Where ``text`` holds a character of ``HIDDEN_CATEGORIES`` or of ``BLANK_LOOKING``: "U+202E at character 2, a
+    format (invisible or bidi) character" (never the character itself, which a terminal would act on); None where it
+    holds none."""
     import unicodedata
 
     for i, c in enumerate(text):
         category = unicodedata.category(c)
         if category in HIDDEN_CATEGORIES:
             return f"U+{ord(c):04X} at character {i + 1}, {HIDDEN_CATEGORIES[category]}"
+        if ord(c) in BLANK_LOOKING:
+            return f"U+{ord(c):04X} at character {i + 1}, {BLANK_LOOKING[ord(c)]} (shows as blank)"
     return None

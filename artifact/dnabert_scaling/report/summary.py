@@ -1,12 +1,13 @@
 """The report's first screen: one table, claims by result set, that decides the badge.
 
-Per result set (a row): the hardware it ran on, the world sizes and tracer, the placement and
-transport where the metrics record them, and "rehearsal" for a set whose ranks share GPUs. Per
+Per result set (a row, two lines high so that every set fits the first screen): its name, "rehearsal"
+for a set whose ranks share GPUs, and one line of the hardware it ran on, the world sizes, tracer and
+batch; the placement and transport where the metrics record them, in the row's hover text. Per
 claim (a column): the measured verdict from ``verdicts.json`` with the reason it was not run (from
 the checks' reason codes: which hardware was missing), and where the set has a forecast
 (``predictions.json``), the predicted verdict against the claim's bound for the world sizes not
-measured (:func:`dnabert_scaling.checker.predicted.predicted_verdicts`). A reason shared by several
-cells is written once, as a numbered note, and referred to.
+measured (:func:`dnabert_scaling.checker.predicted.predicted_verdicts`), its band in the hover text.
+A reason shared by several cells is written once, as a numbered note, and referred to.
 
 :func:`summary` computes the table as data; :func:`summary_html` renders it with the autoescaping
 template ``resources/report/summary.html.j2``."""
@@ -83,7 +84,7 @@ def not_run_reason(check: dict, rs: ResultSet) -> str:
 def _not_one_gpu_per_rank_note(rs: ResultSet) -> str | None:
     """One note for every check of a set that the checker marked INVALID because ranks shared a GPU or
     rehearsed: which world sizes ran so and what that means (the checker's reason names the whole placement
-    at each world size, which the row already shows; the set's section gives each check's reason). None
+    at each world size, which the row's hover text already gives; the set's section gives each check's reason). None
     where the metrics record no such placement."""
     sizes = [n for n in rs.world_sizes if not_one_gpu_per_rank(placement_of(rs.entry(n)))]
     if not sizes:
@@ -107,7 +108,8 @@ def short_name(rs: ResultSet) -> str:
 
 
 def hardware(rs: ResultSet) -> dict[str, Any]:
-    """What the set ran on: GPU (or CPU), world sizes, tracer, per-rank batch, placement, rehearsal."""
+    """What the set ran on: GPU (or CPU), world sizes, tracer, per-rank batch, placement, rehearsal; the row's
+    one line of them (``line``) and its hover text of them all (``title``)."""
     prov = rs.metrics.get("provenance") or {}
     if rs.device == "cpu":
         device = f"node: CPU only ({prov.get('cpu_count', '?')} cores)"
@@ -120,13 +122,23 @@ def hardware(rs: ResultSet) -> dict[str, Any]:
     recorded = [p for n in rs.world_sizes if isinstance(p := rs.traced(n).get("placement"), dict)]
     rehearsal = any(isinstance(f, dict) and f.get("kind") == "rehearsal" for f in rs.metrics.get("fallbacks") or [])
     rehearsal = rehearsal or any(p.get("rehearsal") for p in recorded)
+    sizes = _sizes(rs)
+    tracer = ", ".join(tracers) or ("tracer not recorded" if any(rs.traced(n) for n in rs.world_sizes) else "untraced")
+    batch = prov.get("batch_size_per_rank")
+    runs = f"world size{'s' if ',' in sizes else ''} {sizes}; {tracer}" + (f"; batch {batch}/rank" if batch else "")
+    placement = placement_line(rs)
     return {
         "device": device,
-        "world_sizes": _sizes(rs),
-        "tracer": ", ".join(tracers) or ("tracer not recorded" if any(rs.traced(n) for n in rs.world_sizes) else "untraced"),
-        "batch": prov.get("batch_size_per_rank"),
-        "placement": placement_line(rs),
+        "world_sizes": sizes,
+        "tracer": tracer,
+        "batch": batch,
+        "placement": placement,
         "rehearsal": rehearsal,
+        # the row shows one line (the GPU's maker left out); its hover text has it all, the placement included
+        "line": f"{device.removeprefix('node: ').replace('NVIDIA ', '')}; {runs}",
+        "title": "\n".join(
+            [rs.label, f"{device}; {runs}", *placement, *(["rehearsal: never scaling evidence"] if rehearsal else [])]
+        ),
     }
 
 

@@ -18,6 +18,11 @@ SETS = sorted(p.name for p in (ROOT / "expected" / "reference-results").iterdir(
 
 def test_reference_results_are_shipped():
     assert SETS == [
+        "h100-rehearsal-scorep",
+        "h100-scorep-b32",
+        "h100-scorep-b32-torch",
+        "h100-scorep-b8",
+        "h100-scorep-b8-torch",
         "h200-b32",
         "h200-b8",
         "h200-buckets-b8",
@@ -65,6 +70,26 @@ def test_reference_results_are_rederived(tmp_path, name):
     # one H200: zero NCCL kernels in every measured step
     assert verdicts["C1"] == "PASS"
     assert compare_results(out, ROOT / "expected" / "reference-results" / name) == []
+
+
+@pytest.mark.parametrize("name", ["h100-scorep-b8", "h100-scorep-b32", "h100-rehearsal-scorep"])
+def test_the_records_mode_sets_link_every_launch_by_correlation(name):
+    """The Score-P sets recorded in records mode (the default where Score-P carries the records patch): each
+    experiment says so in its scorep.cfg, and the analysis attributes phases, judges completeness and splits
+    the idle time by correlation id, with no idle left unexplained ("other")."""
+    for cfg in sorted((ROOT / "expected" / "reference" / name).glob("ws*-scorep-r0/traces/scorep-rank*/scorep.cfg")):
+        assert "SCOREP_CUDA_DRIVER_CALLBACKS='records'" in cfg.read_text(), cfg
+    metrics = json.loads((ROOT / "expected" / "reference-results" / name / "metrics.json").read_text())
+    for ws, entry in metrics["world_sizes"].items():
+        traced = entry["traced"]
+        assert traced["gpu"]["phase_method"] == "correlation", ws
+        assert traced["completeness"]["status"] == "complete", ws
+        assert {r["method"] for r in traced["completeness"]["per_rank"].values()} == {"correlation"}, ws
+        # known (a number, never null), with nothing left as "other"; ranks taking turns on one GPU (the rehearsal at
+        # 4) may wait on no host at all
+        assert isinstance(traced["gpu"]["idle_host_wait_s"]["median"], float), ws
+        assert traced["gpu"]["idle_other_s"]["median"] == 0, ws
+    assert metrics["world_sizes"]["1"]["traced"]["gpu"]["idle_host_wait_s"]["median"] > 0  # one rank: launch-bound
 
 
 def test_differences_are_found_and_named():

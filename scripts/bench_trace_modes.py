@@ -94,8 +94,10 @@ RECORDS_DEFAULT = "scorep-records-chunk4m"  # the artifact's default where the i
 def default_modes(patches: list[str] | None) -> tuple[str, ...]:
     """The modes `make bench-trace` measures with a Score-P built with ``patches`` (its share/scorep-patches.txt
     names): :data:`DEFAULT_MODES`, and records mode where the install has its patch, so that the run measures
-    the default mode it judges (run/tracing/scorep.py: driver_callbacks_for)."""
-    return DEFAULT_MODES + ((RECORDS_DEFAULT,) if MODE_NEEDS_PATCH[RECORDS_DEFAULT] in (patches or ()) else ())
+    the default mode it judges, by the artifact's own rule (run/tracing/scorep.py: driver_callbacks_for)."""
+    from dnabert_scaling.run.tracing.scorep import driver_callbacks_for
+
+    return DEFAULT_MODES + ((RECORDS_DEFAULT,) if driver_callbacks_for(patches)[0] == "records" else ())
 
 
 MICRO_QUERIES, MICRO_LAUNCHES, MICRO_TURNS = 2000, 1000, 9

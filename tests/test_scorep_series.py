@@ -219,6 +219,26 @@ def test_the_stream_reuse_lab_fails_on_a_wrong_reference_even_without_a_reused_h
     assert '"distinct_handles": 1' in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    "names",
+    [
+        [],
+        ["8.4-cupti-stream-order.patch"],
+        ["8.4-cupti-stream-order.patch", "8.4-cupti-launch-callbacks.patch"],
+        ["8.4-cupti-launch-callbacks.patch", "8.4-cupti-launch-records.patch"],
+        ["8.4-cupti-stream-order.patch", "8.4-cupti-launch-records.patch"],
+    ],
+)
+def test_the_patch_check_picks_the_default_mode_as_the_artifact_does(tmp_path, names):
+    """check_patches.py runs without the package (inside an image build, on a GPU machine), so it carries its own
+    copy of the rule; held here to the artifact's (run.tracing.scorep.driver_callbacks_for)."""
+    from dnabert_scaling.run.tracing.scorep import driver_callbacks_for
+
+    (tmp_path / "share").mkdir()
+    (tmp_path / "share" / "scorep-patches.txt").write_text("".join(f"patch: {n} sha256 x verified\n" for n in names))
+    assert _check_module().default_mode_of(tmp_path) == driver_callbacks_for(names)[0]
+
+
 def test_records_mode_is_checked_where_its_patch_is_listed(tmp_path):
     """The two-thread lab runs in records mode only where the install lists the records patch; there every
     kernel must carry one launch's correlation id and every launch sit on a CUDA launches[...] location.

@@ -366,8 +366,9 @@ def _check_equals_value(raw: dict, metric: str, where: str, path: Path) -> None:
             f"{' or '.join(sorted(kinds))}: the check could never pass",
             path,
         )
-    if kind == "string" and string_problem(metric, value):
-        raise ArtifactError(f"{where}: {string_problem(metric, value)}: the check could never pass", path)
+    problem = string_problem(metric, value) if kind == "string" else ""
+    if problem:
+        raise ArtifactError(f"{where}: {problem}: the check could never pass", path)
 
 
 def load_claims(path: str | Path) -> list[Claim]:

@@ -108,8 +108,9 @@ def short_name(rs: ResultSet) -> str:
 
 
 def hardware(rs: ResultSet) -> dict[str, Any]:
-    """What the set ran on: GPU (or CPU), world sizes, tracer, per-rank batch, placement, rehearsal; the row's
-    one line of them (``line``) and its hover text of them all (``title``)."""
+    """What the set ran on, as the first screen's row shows it: the node (``device``), whether it rehearsed
+    (``rehearsal``), one line of node, world sizes, tracer and per-rank batch (``line``) and the hover text of
+    them all with the placement (``title``)."""
     prov = rs.metrics.get("provenance") or {}
     if rs.device == "cpu":
         device = f"node: CPU only ({prov.get('cpu_count', '?')} cores)"
@@ -129,10 +130,6 @@ def hardware(rs: ResultSet) -> dict[str, Any]:
     placement = placement_line(rs)
     return {
         "device": device,
-        "world_sizes": sizes,
-        "tracer": tracer,
-        "batch": batch,
-        "placement": placement,
         "rehearsal": rehearsal,
         # the row shows one line (the GPU's maker left out); its hover text has it all, the placement included
         "line": f"{device.removeprefix('node: ').replace('NVIDIA ', '')}; {runs}",

@@ -23,7 +23,6 @@ from dnabert_scaling.tools.docfacts import percent as _pct
 LAUNCH_MODE = "scorep-launch-chunk4m"
 LAUNCH_SAID = "launch-only Score-P in 4 MB buffers"
 RECORDS_MODE = "scorep-records-chunk4m"
-RECORDS_PATCH = "8.4-cupti-launch-records.patch"
 CHUNK_CHANGED = "after call M (2026-12-04)"  # when the artifact set 4 MB chunks (Score-P's released chunk is 8 kB)
 NAMES = {
     "torch": "torch.profiler (CUDA)",
@@ -107,9 +106,12 @@ def run_patches(data: dict) -> list[list | None]:
 
 
 def default_mode_of(patches) -> str:
-    """The mode the artifact takes by default with a Score-P built with ``patches`` (its patch file names):
-    :data:`RECORDS_MODE` where they hold the records patch, else :data:`LAUNCH_MODE`."""
-    return RECORDS_MODE if RECORDS_PATCH in (patches or ()) else LAUNCH_MODE
+    """The benchmark's name for the mode the artifact takes by default with a Score-P built with ``patches`` (its
+    patch file names), by the artifact's own rule (``run.tracing.scorep.driver_callbacks_for``): :data:`RECORDS_MODE`
+    where that rule picks records, else :data:`LAUNCH_MODE`."""
+    from dnabert_scaling.run.tracing.scorep import driver_callbacks_for
+
+    return RECORDS_MODE if driver_callbacks_for(list(patches or ()))[0] == "records" else LAUNCH_MODE
 
 
 def build_counts(data: dict) -> tuple[int, int, int]:

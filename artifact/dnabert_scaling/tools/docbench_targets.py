@@ -72,7 +72,8 @@ def target_files(facts: Facts) -> list[tuple[str, dict, bool]]:
                 "the targets are for; its rounds cannot be pooled with theirs (leave it out of TARGET_SETS)",
                 facts.root / "expected/reference" / path,
             )
-        if any(isinstance(m, dict) and m.get("mode") == mode_of_file(data) for m in data.get("modes") or []):
+        mode = mode_of_file(data)
+        if any(isinstance(m, dict) and m.get("mode") == mode for m in data.get("modes") or []):
             found.append((said, data, build is not None and _build_of(data) == build))
     return found
 

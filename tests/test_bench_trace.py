@@ -929,6 +929,10 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
     "../h100-bench/gpu-call-2026-12-06-cpu-built/bench-z.json": [
         f"../h100-bench/gpu-call-2026-12-06-cpu-built/bench-z{c}.json" for c in "12"
     ],
+    "gpu-call-2026-12-06-records/bench-zh.json": [f"gpu-call-2026-12-06-records/bench-zh{c}.json" for c in "123"],
+    "../h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr-h100.json": [
+        f"../h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr{c}h.json" for c in "345"
+    ],
 }  # fmt: skip
 
 

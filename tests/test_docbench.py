@@ -698,3 +698,37 @@ def test_the_kernels_reading_is_not_met_where_an_experiment_could_not_be_counted
     # every counted kernel found, but one experiment could not be counted: it may hold a lost kernel
     assert text.startswith("not met by the default mode: 200 of 200 launches found in 4 counted experiments")
     assert "1 experiment(s) that could not be counted: not met" in text
+
+
+def test_the_floor_reading_holds_the_default_to_the_bound_and_to_both_bare_clients_on_the_same_rounds(tmp_path):
+    """Call ZF's reading (G): the shipped build's default at 32 x 70 against the bound, CUPTI alone against the bound
+    and the default's paired addition to the bare client with the same records against 0, all from one file whose
+    runs list the records patch (so its default is records mode); nothing shipped is said."""
+    from dnabert_scaling.tools import docbench_parts, docbench_reading
+
+    assert docbench_reading.scorep_target_reading(Facts(tmp_path), "floor") == (
+        "call ZF's rounds of the default mode at 32x70 are not shipped"
+    )
+    build = ["8.4-cupti-launch-callbacks.patch", "8.4-cupti-launch-records.patch"]
+    records = [1.18 + 0.01 * (k % 5) for k in range(20)]
+    rows = {
+        docbench_parts.SCOREP_RECORDS: records,
+        "cupti-kernels": [1.12 + 0.01 * (k % 3) for k in range(20)],
+        "cupti-launch-records": [x - 0.05 for x in records],  # 0.05 of an untraced step cheaper in every round
+    }
+    modes = [_row(m, "32x70", statistics.median(xs), round_ratios=[[k, x] for k, x in enumerate(xs)]) for m, xs in rows.items()]
+    runs = [{"file": f"zf{k}.json", "rounds": 10, "date": "2026-12-06", "revision": "r", "wall_s": 1.0,
+             "machine": {"scorep_patches": build, "device": "NVIDIA H100 80GB HBM3"}} for k in (1, 2)]  # fmt: skip
+    path = tmp_path / "expected" / "reference" / docbench_parts.CUPTI_FLOOR_BENCH
+    path.parent.mkdir(parents=True)
+    rounds = [{"round": k, "source": runs[k % 2]["file"]} for k in range(20)]
+    path.write_text(json.dumps({"modes": modes, "merged_from": runs, "rounds": rounds}))
+    text = docbench_reading.scorep_target_reading(Facts(tmp_path), "floor")
+    assert text.startswith(
+        "on the lent cards of call ZF (NVIDIA H100 80GB HBM3; 20 rounds in 2 runs at 32x70, never pooled with the H200's), "
+        "the shipped build's default missed the bound (1.20x, 95% interval of the median"
+    )
+    assert "; CUPTI alone on the same rounds is not told from the bound (1.13x" in text
+    assert text.endswith(
+        "+0.050 of an untraced step, more than that client (the differences' 95% interval of the median 0.05-0.05)"
+    )

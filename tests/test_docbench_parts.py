@@ -203,3 +203,22 @@ def test_call_zs_shipped_block_says_what_the_documents_say_of_it():
     assert "8x70: 1.21x against <= 1.25x (met:" in default and "32x70: 1.19x against <= 1.12x (missed:" in default
     assert "8x70: 1.17x against <= 1.25x (met:" in records and "32x70: 1.15x against <= 1.12x (missed:" in records
     assert "kernels linked to a launch by correlation id: 139,188, in the 2 counted experiment(s)" in records
+
+
+def test_call_zfs_shipped_block_says_what_the_documents_say_of_it():
+    """ARTIFACT.md F and G say of call ZF (the shipped build's default beside both bare clients at 32 x 70, on H100s):
+    the launch records are not told from 0 beside CUPTI alone, Score-P's addition to the client with the same records
+    is a cost by the rule, records mode missed 32 x 70 there, every kernel found and linked; no launch-only targets
+    paragraph (the call did not run that mode). Read here from the shipped rounds."""
+    from pathlib import Path
+
+    text = dp.bench_trace_cupti_floor(Facts(Path(__file__).resolve().parents[1]), None)
+    assert text.startswith("| mode |") and "NVIDIA H100 80GB HBM3" in text and "58 rounds (3 run(s)" in text
+    launch_records = text.split("the launch records, to CUPTI alone ")[1]
+    assert launch_records.startswith("-") and launch_records.split("(")[0].endswith("over 58 rounds, not told from 0 ")
+    beyond = text.split("Score-P in records mode beyond the client with the same records +")[1]
+    assert beyond.split("(")[0].endswith("over 58 rounds, a cost ")
+    assert "without the records patch" not in text
+    records = text.split("\n\n")[-1]
+    assert "32x70: 1.16x against <= 1.12x (missed:" in records and "8x70" not in records
+    assert "kernels linked to a launch by correlation id: 104,391, in the 3 counted experiment(s)" in records

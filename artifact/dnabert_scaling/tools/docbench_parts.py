@@ -1,4 +1,4 @@
-"""The generated blocks of GPU calls T, U, V, W (2026-12-05), Z and ZH (2026-12-06): where the default Score-P mode's cost beyond the bare
+"""The generated blocks of GPU calls T, U, V, W (2026-12-05), Z, ZH and ZF (2026-12-06): where the default Score-P mode's cost beyond the bare
 CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
 or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
 off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
@@ -6,7 +6,8 @@ resource and synchronisation callback domains Score-P also enables, and the defa
 domain held back by a preloaded filter; call V: the bare client without launch records, and with CUPTI's activity
 records of the launch calls instead of callbacks; call W: Score-P taking its launches from those activity records,
 with the candidate 8.4-cupti-launch-records.patch; call Z: that patch's present code, built on a CPU, with torch.profiler
-in place of the bare client; call ZH: call Z's build and modes on the H200), the bare client and no tracer, in lockstep rounds. Each part of the cost
+in place of the bare client; call ZH: call Z's build and modes on the H200; call ZF: that build's default, records mode,
+beside CUPTI alone and the bare client with the same records, at 32 x 70, on H100s), the bare client and no tracer, in lockstep rounds. Each part of the cost
 is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
 interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
 left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
@@ -36,7 +37,7 @@ DOMAINS = "cupti-launch-domains"  # the bare client with the resource and synchr
 NOSYNC = "scorep-launch-nosync-chunk4m"  # the default mode with the synchronisation domain held back
 KERNELS = "cupti-kernels"  # the bare client without launch records: CUPTI alone
 RECORDS = "cupti-launch-records"  # the bare client with CUPTI's activity records of the launch calls, no callbacks
-SCOREP_RECORDS = "scorep-records-chunk4m"  # Score-P taking those records (8.4-cupti-launch-records.patch, a candidate)
+SCOREP_RECORDS = "scorep-records-chunk4m"  # Score-P taking those records (8.4-cupti-launch-records.patch)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,17 @@ CALL_ZH = Split(
     (("launch-only Score-P beyond Score-P with its launches from activity records", SCOREP_RECORDS, LAUNCH_MODE),),
     lead="What launch-only Score-P adds to Score-P with its launches from CUPTI's activity records (call Z's build with the records patch, on the H200)",
 )
+CUPTI_FLOOR_BENCH = "h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr-h100.json"  # on lent H100s, as call Z
+CALL_ZF = Split(
+    CUPTI_FLOOR_BENCH,
+    "call ZF",
+    (
+        ("the launch records, to CUPTI alone", KERNELS, RECORDS),
+        ("Score-P in records mode beyond the client with the same records", RECORDS, SCOREP_RECORDS),
+        ("Score-P in records mode beyond CUPTI alone", KERNELS, SCOREP_RECORDS),
+    ),
+    lead="What the shipped build's default (records mode) adds to the bare client with the same records, and what those records add to CUPTI alone",
+)
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
     "met": "no cost",
@@ -151,6 +163,12 @@ def bench_trace_records_h200(facts: Facts, _: str | None) -> str:
     """Call ZH's block (call Z's CPU-built Score-P with the candidate patch, run on the H200), and Score-P with its
     launches from activity records against the default mode's bounds."""
     return _records_split_block(facts, CALL_ZH)
+
+
+def bench_trace_cupti_floor(facts: Facts, _: str | None) -> str:
+    """Call ZF's block (the shipped build's default beside the bare clients at 32 x 70, on H100s), and records mode
+    against the default mode's bounds."""
+    return _records_split_block(facts, CALL_ZF)
 
 
 def _records_split_block(facts: Facts, split: Split) -> str:
@@ -212,6 +230,8 @@ def split_block(facts: Facts, split: Split) -> str:
     text += _set_up_sentence(modes)
     said = f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID
     kept = [m for m in modes if m.get("mode") not in split.diagnostic]
+    if not any(m.get("mode") == LAUNCH_MODE for m in modes):  # a call of records mode alone: its targets follow it
+        return text
     return text + "\n\n" + scorep_targets(kept, data, said=said)
 
 

@@ -5,7 +5,9 @@ same files and by the same rule (:mod:`cost_verdicts`), so that the prose cannot
 summary when a benchmark file is added. Parts: ``8x70`` and ``32x70`` (the shipped build's pooled
 rounds and runs against the bound, and each file's own verdict), ``cupti`` (CUPTI alone against the
 32 x 70 bound), ``relative`` (what the default mode adds to the bare client with the same launch
-callbacks, against a bound of 0.05 of an untraced step) and ``kernels`` (every kernel found)."""
+callbacks, against a bound of 0.05 of an untraced step), ``floor`` (the shipped build's default beside CUPTI alone and
+the bare client with the same records at 32 x 70, on the lent H100s of call ZF, never pooled with the H200's rounds)
+and ``kernels`` (every kernel found)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,15 @@ from dnabert_scaling.analysis.stats import median_interval
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.tools import cost_verdicts as cv
 from dnabert_scaling.tools.docbench import CACHE_BENCH, CACHE_OFF, SCOREP_RATIO_TARGETS, _kernels_found, bench_file
-from dnabert_scaling.tools.docbench_targets import beyond_client, cupti_alone, mode_of_file, target_files
+from dnabert_scaling.tools.docbench_parts import CUPTI_FLOOR_BENCH
+from dnabert_scaling.tools.docbench_targets import (
+    beyond_client,
+    beyond_client_said,
+    cupti_alone,
+    mode_of_file,
+    run_devices,
+    target_files,
+)
 from dnabert_scaling.tools.docfacts import Facts
 
 RELATIVE_BOUND = 0.05  # a bound on what Score-P adds to the bare client, in untraced steps (the prose's example)
@@ -101,6 +111,33 @@ def _relative_reading(ours: list) -> str:
     return f"against a bound of at most {RELATIVE_BOUND:.2f} of an untraced step above that client, " + "; ".join(parts)
 
 
+def _floor_reading(facts: Facts) -> str:
+    """Call ZF: at 32 x 70 the shipped build's default against the bound, CUPTI alone against the bound, and what the
+    default adds to the bare client with the same records (against 0), each by the same rule on the same rounds."""
+    config, bound = SCOREP_RATIO_TARGETS[-1]
+    data = bench_file(facts, CUPTI_FLOOR_BENCH)
+    label = "call ZF"
+    rounds = cv.rounds_of(data, config, mode_of_file(data), label=label) if data else None
+    if rounds is None or not rounds.ran:
+        return f"call ZF's rounds of the default mode at {config} are not shipped"
+    devices = sorted({str(d) for d in run_devices(data)})
+    verdict, interval = cv.judge([rounds], bound)
+    m = cv.median_of([rounds])
+    text = (
+        f"on the lent cards of call ZF ({', '.join(devices)}; {len(rounds.values)} rounds in {len(_runs([rounds]))} runs at "
+        f"{config}, never pooled with the H200's), the shipped build's default {verdict} the bound"
+        f" ({'' if m is None else cv.near(m, bound) + 'x, '}{interval})"
+    )
+    alone = cupti_alone([(label, data)], config, bound)
+    if alone:
+        where, said, n, am = alone
+        text += f"; CUPTI alone on the same rounds is {where} ({'' if am is None else cv.near(am, bound) + 'x, '}{said})"
+    beyond = beyond_client([(label, data)], config, 0.0)
+    if beyond:
+        text += f"; the default beyond the bare client with the same records, paired in {beyond[2]} rounds: {beyond_client_said(beyond)}"
+    return text
+
+
 def _first_row(data: dict, mode: str) -> dict | None:
     """A mode's first row: its kernel counts are the process's, the same in every configuration's row."""
     return next((m for m in data.get("modes") or [] if isinstance(m, dict) and m.get("mode") == mode), None)
@@ -134,6 +171,8 @@ def _kernels_reading(facts: Facts, every: list) -> str:
 
 
 def scorep_target_reading(facts: Facts, part: str | None) -> str:
+    if part == "floor":  # call ZF's own file: not one of the H200's target files
+        return _floor_reading(facts)
     every, ours = _files(facts)
     if not every:
         return "not judged: no benchmark file with the default mode is shipped"
@@ -146,4 +185,4 @@ def scorep_target_reading(facts: Facts, part: str | None) -> str:
         return _relative_reading(ours)
     if part == "kernels":
         return _kernels_reading(facts, every)
-    raise ArtifactError(f"scorep-target-reading: no part '{part}' (8x70, 32x70, cupti, relative, kernels)")
+    raise ArtifactError(f"scorep-target-reading: no part '{part}' (8x70, 32x70, cupti, relative, floor, kernels)")

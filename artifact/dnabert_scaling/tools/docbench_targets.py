@@ -171,14 +171,19 @@ def _cupti_beside(everyone: list, ours: list, config: str, bound: float) -> str:
         )
     beyond = beyond_client(ours, config, 0.0)
     if beyond:
-        verdict, interval, n, m = beyond
-        what = {"met": "no more than that client", "missed": "more than that client"}.get(verdict, "not told from that client")
         text += (
             f"; the default mode beyond the bare client that takes the launches the same way, paired in "
-            f"{n} rounds of that build: "
-            f"{'' if m is None else f'{m:+.3f} of an untraced step, '}{what} (the differences' {interval})"
+            f"{beyond[2]} rounds of that build: {beyond_client_said(beyond)}"
         )
     return text
+
+
+def beyond_client_said(beyond: tuple[str, str, int, float | None]) -> str:
+    """:func:`beyond_client` against 0 in words: the median addition, whether Score-P costs more than that client,
+    and the interval it rests on."""
+    verdict, interval, _, m = beyond
+    what = {"met": "no more than that client", "missed": "more than that client"}.get(verdict, "not told from that client")
+    return f"{'' if m is None else f'{m:+.3f} of an untraced step, '}{what} (the differences' {interval})"
 
 
 def run_devices(data: dict) -> list:

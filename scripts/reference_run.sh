@@ -13,7 +13,7 @@
 #                          `dnabert-scaling sweep --rehearse`)
 #   --steps N --warmup N   measured and warm-up steps (default: the sweep's, 50 + 5; rehearsal 8 + 3)
 #   --batch "B ..."        per-GPU batch sizes, one sweep each (default "8 32"; with --rehearse "8")
-#   --repeats N            untraced throughput runs per world size (default 3; none in a rehearsal)
+#   --repeats N            untraced throughput runs per world size (default 3; refused with --rehearse, which runs none)
 #   --bucket-hook MODE     auto|on|off, passed to train (default auto: on in traced runs)
 #   --no-busbw             no bus-bandwidth runs (default: in the first tracer's sweeps)
 #   --bench LIST           benchmarks: train,trace or none (default train,trace; with --rehearse none)
@@ -41,7 +41,7 @@ die() { echo "reference_run: $*" >&2; exit 2; }
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PYTHON:-python3}
-TRACERS=(); SIZES=""; REHEARSE=0; STEPS=""; WARMUP=""; BATCHES=""; REPEATS=3; HOOK=auto; BUSBW=1
+TRACERS=(); SIZES=""; REHEARSE=0; STEPS=""; WARMUP=""; BATCHES=""; REPEATS=""; HOOK=auto; BUSBW=1
 BENCH=""; MODEL=base; DEVICE=cuda; KIT=.gpu-kit; WHEELS=.whl; BUDGET=0; PACK=""; NAME=h200; RUN_TIMEOUT=3600; OUTDIR=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -71,6 +71,9 @@ done
 [ -n "$OUTDIR" ] || usage
 [ ${#TRACERS[@]} -gt 0 ] || TRACERS=(torch)
 [ -n "$BATCHES" ] || { [ $REHEARSE = 1 ] && BATCHES=8 || BATCHES="8 32"; }
+# a rehearsal runs no untraced throughput runs: a --repeats given with it would be dropped unsaid (as sweep refuses it)
+[ $REHEARSE = 0 ] || [ -z "$REPEATS" ] || die "--repeats $REPEATS --rehearse: a rehearsal runs no untraced throughput runs; leave out --repeats"
+[ -n "$REPEATS" ] || REPEATS=3
 [ -n "$BENCH" ] || { [ $REHEARSE = 1 ] && BENCH=none || BENCH=train,trace; }
 for n in "$STEPS" "$WARMUP" "$REPEATS" "$BUDGET" "$RUN_TIMEOUT" $BATCHES; do
   [ -z "$n" ] || [[ $n =~ ^[0-9]+$ ]] || die "not a whole number: $n"

@@ -75,16 +75,19 @@ def test_placement_of_a_cpu_rank():
 
 
 def test_sweep_rehearsal_options():
-    args = argparse.Namespace(executor="local", repeats=3, baseline_no_ddp=True)
+    args = argparse.Namespace(executor="local", repeats=None, baseline_no_ddp=True)
     train, record = rehearsal_options(args, ["--model", "tiny"])
     assert train == ["--model", "tiny", "--rehearse", "--steps", str(REHEARSAL_STEPS), "--warmup-steps", str(REHEARSAL_WARMUP)]
     assert args.repeats == 0 and args.baseline_no_ddp is False and record["kind"] == "rehearsal"
+    args = argparse.Namespace(executor="local", repeats=None, baseline_no_ddp=True)
     train, _ = rehearsal_options(args, ["--steps", "3", "--warmup-steps=1"])
     assert train == ["--steps", "3", "--warmup-steps=1", "--rehearse"]
     from dnabert_scaling.errors import ArtifactError
 
     with pytest.raises(ArtifactError, match="--executor local"):
-        rehearsal_options(argparse.Namespace(executor="slurm", repeats=3, baseline_no_ddp=True), [])
+        rehearsal_options(argparse.Namespace(executor="slurm", repeats=None, baseline_no_ddp=True), [])
+    with pytest.raises(ArtifactError, match="--repeats 2 --rehearse: a rehearsal runs no untraced throughput runs"):
+        rehearsal_options(argparse.Namespace(executor="local", repeats=2, baseline_no_ddp=True), [])
 
 
 def _failed_runs(out) -> str:
@@ -147,6 +150,7 @@ def test_reference_run_refuses_bad_options(tmp_path):
     for args, message in [
         (["--tracer", "nsys", str(tmp_path)], "the tracer must be torch or scorep"),
         (["--steps", "many", str(tmp_path)], "not a whole number"),
+        (["--rehearse", "--repeats", "2", str(tmp_path / "o")], "--repeats 2 --rehearse: a rehearsal runs no untraced"),
         (["--tracer", "scorep", "--kit", str(tmp_path / "nokit"), "--device", "cpu", str(tmp_path / "o")], "Score-P kit"),
     ]:
         proc = subprocess.run(["bash", str(ROOT / "scripts" / "reference_run.sh"), *args], capture_output=True, text=True)

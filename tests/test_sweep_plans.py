@@ -52,3 +52,18 @@ def test_every_combination_plans_a_run_or_is_refused(tracer, rehearse, baseline,
     plan = _planned(argv)
     assert plan, argv
     assert rehearse == all(spec.tracer != "none" for spec in plan)
+
+
+@pytest.mark.parametrize("repeats", ["1", "3"])
+def test_repeats_given_to_a_rehearsal_exit_2_and_write_nothing(tmp_path, capsys, repeats):
+    """A rehearsal runs no untraced throughput runs: a --repeats given with it (even the default's value) would be
+    dropped without a word, so it is refused before anything is written; left out, the plan has no untraced run."""
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--rehearse", "--repeats", repeats, "--device", "cpu", "--gpus", "1,2", "--out", str(out)]
+    assert cli_main([*argv, "--", "--model", "tiny"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert f"--repeats {repeats} --rehearse: a rehearsal runs no untraced throughput runs" in err
+    assert not out.exists()
+    assert all(spec.tracer != "none" for spec in _planned(["--rehearse", "--gpus", "1,2"]))
+    assert sum(spec.tracer == "none" for spec in _planned(["--gpus", "1"])) == 2 * driver.REPEATS  # with DDP and without

@@ -63,6 +63,7 @@ from dnabert_scaling.run.sweep.record import (
 # analysis needs (its completeness and medians), not the study's 50.
 REHEARSAL_WARMUP = 3
 REHEARSAL_STEPS = 8
+REPEATS = 3  # untraced throughput runs per world size, unless --repeats says otherwise
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -88,7 +89,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", type=output_path, default=Path("runs"), help="sweep folder (one run folder per run; reruns skip complete runs)"
     )
-    p.add_argument("--repeats", type=positive_int, default=3, help="untraced throughput runs per world size")
+    p.add_argument(
+        "--repeats",
+        type=positive_int,
+        default=None,
+        help=f"untraced throughput runs per world size (default {REPEATS}; none with --rehearse)",
+    )
     p.add_argument(
         "--skip-plain-baseline",
         dest="baseline_no_ddp",
@@ -192,6 +198,8 @@ def _train_options(args: argparse.Namespace) -> tuple[list[str], dict | None]:
             raise ArtifactError(f"{flag} is set by the sweep for each run; leave it out of the train options")
     if args.rehearse:
         return rehearsal_options(args, train_args)
+    if args.repeats is None:
+        args.repeats = REPEATS
     return train_args, None
 
 
@@ -359,10 +367,15 @@ def _resolve_sweep_tracer(args: argparse.Namespace, out: Path, opts: TrainOption
 
 def rehearsal_options(args: argparse.Namespace, train_args: list[str], device: str = "cuda") -> tuple[list[str], dict]:
     """``sweep --rehearse``: the train options of a rehearsal (``--rehearse``, short unless the steps
-    are given) and no untraced runs (``args.repeats`` becomes 0); returns them with the sweep's
+    are given) and no untraced runs (``args.repeats`` becomes 0; a ``--repeats`` given is refused); returns them with the sweep's
     fallback record (``rehearsal_record``) for ``device``."""
     if args.executor != "local":
         raise ArtifactError("--rehearse runs on this machine's GPUs: it needs --executor local")
+    if args.repeats is not None:  # given: a rehearsal would run none of them, and say nothing
+        raise ArtifactError(
+            f"--repeats {args.repeats} --rehearse: a rehearsal runs no untraced throughput runs (ranks sharing GPUs give "
+            "no scaling evidence), so these repeats would not run; leave out --repeats, or --rehearse for a sweep that runs them"
+        )
     given = TrainOptions.parse(train_args).given
     extra = ["--rehearse"] if "rehearse" not in given else []
     if "steps" not in given:

@@ -122,3 +122,20 @@ def test_a_file_named_like_a_run_is_foreign_to_the_sweep_too(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "holds files a sweep does not write (ws1-none-r0)" in err and "Traceback" not in err
     assert sorted(p.name for p in out.iterdir()) == ["ws1-none-r0"]
+
+
+@pytest.mark.parametrize("target", ["empty", "missing"])
+def test_a_link_as_out_is_refused_as_sweep_refuses_it(tmp_path, target):
+    """--out that is a symbolic link (to an empty folder, or dangling) is refused (exit 2) before anything is written:
+    the runs would land where the command line does not name, as ``dnabert-scaling sweep`` refuses it (refuse_link)."""
+    pointed = tmp_path / target
+    if target == "empty":
+        pointed.mkdir()
+    link = tmp_path / "runs"
+    link.symlink_to(pointed)
+    before = files_under(tmp_path)
+    proc = sweep("--dry-run", *SIMPLE, "--out", str(link))
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.strip() == f"sweep.sh: error: --out '{link}' is a symbolic link; give the folder it points to"
+    assert files_under(tmp_path) == before
+    assert not pointed.exists() or not any(pointed.iterdir())

@@ -32,7 +32,7 @@
 #                          write and submit nothing
 # Before anything is written or submitted everything is checked: the options (numbers are
 # decimal, 08 is 8; no world size or tracer twice; no --out or --tracer after --, the sweep sets
-# them; --out a folder outside the source tree's expected/, new, empty or a sweep's own), the
+# them; --out a folder, not a link, outside the source tree's expected/, new, empty or a sweep's own), the
 # settings file (UTF-8, each key once, quotes closed), the partition exists, each world size fits
 # (nodes = ceil(N / GPUS_PER_NODE) within MAX_NODES and the partition; GPUS_PER_NODE within the partition's nodes'
 # GRES), the image exists, no earlier job of a job directory is still pending or running, and
@@ -276,7 +276,9 @@ if [ -n "$world_sizes" ]; then  # simple mode: job directories <out>/slurm/ws<N>
             --tracer|--tracer=*) die "--tracer is set by the sweep for each run (--tracers); leave it out of the train options (after --)" ;;
         esac
     done
-    if [ -e "$out" ] || [ -L "$out" ]; then
+    # a link: the runs would land where the command line does not name (outputs.refuse_link, as sweep refuses it)
+    [ ! -L "$out" ] || die "--out '$out' is a symbolic link; give the folder it points to"
+    if [ -e "$out" ]; then
         [ -d "$out" ] || die "--out '$out' exists and is not a folder"
     fi
     parent="$out"

@@ -135,7 +135,7 @@ def refuse_runs(path: Path | str, option: str) -> None:
             else "a run folder (a run's config.json, summary.json)"
         )
         raise ArtifactError(
-            f"{option}: is or lies inside {what} {folder}, where only sweep and train write; write elsewhere", path
+            f"{option}: is or lies inside {what} {folder}, where only sweep, train and busbw write; write elsewhere", path
         )
 
 

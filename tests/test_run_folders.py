@@ -208,7 +208,8 @@ def test_no_ddp_at_world_size_two_writes_nothing(tmp_path):
     cmd = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", "-m", "dnabert_scaling", *TRAIN]
     proc = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode != 0
-    assert proc.stderr.count("--no-ddp is only for world size 1, not 2") == 2, proc.stderr[-3000:]
+    # each rank refuses; torchrun stops the other as soon as one exits, at times before it has printed (a busy machine)
+    assert proc.stderr.count("--no-ddp is only for world size 1, not 2") in (1, 2), proc.stderr[-3000:]
     assert "earlier run" not in proc.stderr and not out.exists()
 
 

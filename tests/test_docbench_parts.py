@@ -222,3 +222,30 @@ def test_call_zfs_shipped_block_says_what_the_documents_say_of_it():
     records = text.split("\n\n")[-1]
     assert "32x70: 1.16x against <= 1.12x (missed:" in records and "8x70" not in records
     assert "kernels linked to a launch by correlation id: 104,391, in the 3 counted experiment(s)" in records
+
+
+def test_call_zfs_runs_and_parts_are_what_its_reading_in_f_says():
+    """F's hand-written reading of call ZF rests on these figures of the shipped rounds: Score-P beyond the client with
+    the same records is told from 0 in run ZF3 alone (bench-zr5h.json), no run lies wholly below 0; the launch records
+    beside CUPTI alone and Score-P beyond CUPTI alone are not told from 0 over the pooled rounds."""
+    from pathlib import Path
+
+    from dnabert_scaling.analysis.stats import median_interval
+    from dnabert_scaling.tools import cost_verdicts as cv
+
+    data = docbench.bench_file(Facts(Path(__file__).resolve().parents[1]), dp.CUPTI_FLOOR_BENCH)
+    beyond = cv.rounds_of(data, "32x70", dp.SCOREP_RECORDS, minus=dp.RECORDS, label="call ZF")
+    per_run: dict[str, list[float]] = {}
+    for _, name, x in beyond.values:
+        per_run.setdefault(name, []).append(x)
+    sides = {}
+    for name, xs in per_run.items():
+        iv = median_interval(xs, cv.CONFIDENCE)
+        sides[name] = "above" if iv.lo > 0 else "below" if iv.hi < 0 else "around"
+    assert sides == {"bench-zr3h.json": "around", "bench-zr4h.json": "around", "bench-zr5h.json": "above"}
+    assert cv.judge([beyond], 0.0)[0] == "missed"  # a cost over the pooled rounds
+    for high, low in ((dp.RECORDS, dp.KERNELS), (dp.SCOREP_RECORDS, dp.KERNELS)):
+        assert cv.judge([cv.rounds_of(data, "32x70", high, minus=low, label="call ZF")], 0.0)[0] == "not established"
+    # G: the 32 x 70 bound lies within CUPTI alone's interval there, in its lower half ("at the low edge")
+    alone = median_interval(cv.rounds_of(data, "32x70", dp.KERNELS, label="call ZF").numbers, cv.CONFIDENCE)
+    assert alone.lo <= 1.12 < (alone.lo + alone.hi) / 2

@@ -97,7 +97,7 @@ def _cupti_reading(every: list) -> str:
     )
 
 
-def _relative_reading(ours: list) -> str:
+def _relative_reading(facts: Facts, ours: list) -> str:
     parts = []
     for config, _ in SCOREP_RATIO_TARGETS:
         beyond = beyond_client(ours, config, RELATIVE_BOUND)
@@ -107,7 +107,8 @@ def _relative_reading(ours: list) -> str:
         shown = "" if m is None else f"{m:+.3f} of an untraced step, "
         parts.append(f"at {config} {shown}over {n} paired rounds: {verdict} ({said})")
     if not parts:
-        return "no file of the shipped build ran the bare client that takes the launches as the default mode does beside it"
+        said = "no H200 file of the shipped build ran the bare client that takes the launches as the default mode does beside it"
+        return said + (" (call ZF did, on H100s: next)" if bench_file(facts, CUPTI_FLOOR_BENCH) else "")
     return f"against a bound of at most {RELATIVE_BOUND:.2f} of an untraced step above that client, " + "; ".join(parts)
 
 
@@ -182,7 +183,7 @@ def scorep_target_reading(facts: Facts, part: str | None) -> str:
     if part == "cupti":
         return _cupti_reading(every)
     if part == "relative":
-        return _relative_reading(ours)
+        return _relative_reading(facts, ours)
     if part == "kernels":
         return _kernels_reading(facts, every)
     raise ArtifactError(f"scorep-target-reading: no part '{part}' (8x70, 32x70, cupti, relative, floor, kernels)")

@@ -21,7 +21,8 @@ paired step ratios of all rounds (``pooled_ratio_median``, with its quartiles). 
 with the artifact's default Score-P mode against issue 24's targets (``#`` lines): met or missed only
 where the 95% interval of the median of its round ratios lies wholly on one side of a bound (and the
 runs of a merge agree), else not established, the rule ARTIFACT.md's targets lines use
-(``tools/cost_verdicts.py``).
+(``tools/cost_verdicts.py``); beside each bound, where the run has them, CUPTI alone against it and what
+the mode adds to the bare client that takes the launches the same way, paired per round against 0.
 
 Modes (a Score-P mode without a chunk of its own runs in Score-P's 8 kB chunks, whatever the caller set):
   untraced          no tracer

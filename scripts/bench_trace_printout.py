@@ -20,10 +20,13 @@ def show(doc: dict) -> None:
 
 def target_lines(doc: dict) -> list[str]:
     """The default mode's ratio targets, and "at most torch.profiler's cost", each met, missed or not
-    established by the rule the documents use (``tools/cost_verdicts.py``)."""
+    established by the rule the documents use (``tools/cost_verdicts.py``); beside each, where the run has them,
+    CUPTI alone against the same bound and what the mode adds to the bare client that takes the launches the
+    same way (against 0)."""
     from dnabert_scaling.tools import cost_verdicts as cv
     from dnabert_scaling.tools.docbench import SCOREP_RATIO_TARGETS
-    from dnabert_scaling.tools.docbench_targets import mode_of_file
+    from dnabert_scaling.tools.docbench import RECORDS_MODE
+    from dnabert_scaling.tools.docbench_targets import CLIENT_OF, beyond_client, beyond_client_said, cupti_alone, mode_of_file
 
     mode = mode_of_file(doc)  # the default of the build its runs list: records mode where it has the records patch
     lines = []
@@ -41,6 +44,21 @@ def target_lines(doc: dict) -> list[str]:
             lines.append(
                 f"#   {config}: at most torch.profiler's cost, paired in {len(paired.values)} rounds: {verdict} "
                 f"(Score-P's ratio minus torch's: {said})"
+            )
+        # what the bound leaves a tracer: CUPTI alone against it, and what Score-P adds to the bare client that takes
+        # the launches as the mode does (the bound the documents argue for), where the run has them beside it
+        alone = cupti_alone([("the run", doc)], config, bound)
+        if alone:
+            where, said, n, am = alone
+            lines.append(
+                f"#   {config}: CUPTI alone (no Score-P) {'-' if am is None else f'{am:.3f}x'} over {n} rounds: {where} ({said})"
+            )
+        beyond = beyond_client([("the run", doc)], config, 0.0)
+        if beyond:
+            how = "records" if mode == RECORDS_MODE else "callbacks"
+            lines.append(
+                f"#   {config}: Score-P beyond the bare client with the same launch {how} ({CLIENT_OF[mode]}), paired in "
+                f"{beyond[2]} rounds: {beyond_client_said(beyond)}"
             )
     if lines:
         lines[:0] = [

@@ -1009,3 +1009,20 @@ def test_the_printout_judges_the_default_mode_by_the_rule_of_the_documents(bt):
     )
     merged["rounds"][0].pop("source")  # a merge's round of no run: not judged, and why
     assert "not established (round 0 of the run is not attributed to one of its runs)" in bt.printout.target_lines(merged)[3]
+
+
+def test_the_printout_sets_the_mode_beside_cupti_alone_and_its_bare_client_where_they_ran(bt):
+    """Beside a ratio target the printout says where CUPTI alone lies against the same bound, and what the default
+    mode adds to the bare client that takes the launches the same way (against 0), by the documents' rule (call ZF's
+    merge, records mode); a run without those modes prints neither (call ZH's)."""
+    zf = json.loads((ROOT / "expected/reference/h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr-h100.json").read_text())
+    lines = bt.printout.target_lines(zf)
+    assert lines[3:] == [
+        "#   32x70: 1.165x over 58 rounds against <= 1.12x: missed (95% interval of the median 1.15-1.21)",
+        "#   32x70: CUPTI alone (no Score-P) 1.137x over 58 rounds: not told from the bound (95% interval of the median "
+        "1.119-1.154)",
+        "#   32x70: Score-P beyond the bare client with the same launch records (cupti-launch-records), paired in 58 rounds: "
+        "+0.056 of an untraced step, more than that client (the differences' 95% interval of the median 0.02-0.07)",
+    ]
+    zh = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-06-records/bench-zh.json").read_text())
+    assert not any("CUPTI alone" in line or "bare client" in line for line in bt.printout.target_lines(zh))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cliprocess import assert_refused, file_digests
 from conftest import DATA, PYTHON, ROOT, can_mount_read_only
 
 CLI = [PYTHON, "-m", "dnabert_scaling"]
@@ -27,24 +28,6 @@ REFERENCE = ROOT / "expected" / "reference-results" / "h200-b8"
 
 def _run(args, timeout=300, **kw):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
-
-
-def _tree(folder: Path) -> dict[str, str]:
-    """sha256 of every file under ``folder`` (relative names): what 'unchanged' means here."""
-    if not folder.exists():
-        return {}
-    if folder.is_file():
-        return {folder.name: hashlib.sha256(folder.read_bytes()).hexdigest()}
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
-def _refused(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    for needle in needles:
-        assert str(needle) in proc.stderr, (needle, proc.stderr[-2000:])
 
 
 def _run_processes(run_dir: Path) -> list[int]:
@@ -105,9 +88,9 @@ def _assert_run_ended(run_dir: Path, message: str) -> None:
     """No process of the run is left; its status is 'failed' and stays so."""
     assert _run_processes(run_dir) == []
     sizes = {p: p.stat().st_size for p in run_dir.glob("rank*/steps.jsonl")}
-    before = _tree(run_dir)
+    before = file_digests(run_dir)
     time.sleep(3)  # an orphaned rank would go on logging steps and then rewrite summary.json
-    assert _tree(run_dir) == before and {p: p.stat().st_size for p in sizes} == sizes
+    assert file_digests(run_dir) == before and {p: p.stat().st_size for p in sizes} == sizes
     for name in ("manifest.json", "summary.json"):
         data = json.loads((run_dir / name).read_text())
         assert data["status"] == "failed" and message in data["message"], data
@@ -210,16 +193,16 @@ def test_resume_refuses_changed_train_options(tmp_path, tiny_task):
         "3",
     ]
     assert _run(sweep1).returncode == 0
-    before = _tree(out)
+    before = file_digests(out)
     changed = [*sweep1[: sweep1.index("--batch-size")], "--batch-size", "2", *sweep1[sweep1.index("--batch-size") + 2 :]]
     proc = _run(changed)
-    _refused(proc, "--batch-size 4 -> 2", "ws1-none-r0", "--fresh", out)
-    assert _tree(out) == before
+    assert_refused(proc, "--batch-size 4 -> 2", "ws1-none-r0", "--fresh", out)
+    assert file_digests(out) == before
     # --fresh keeps the old sweep aside and starts a new one with the new options
     proc = _run([*changed[:1], "--fresh", *changed[1:]])
     assert proc.returncode == 0, proc.stderr[-2000:]
     kept = list(tmp_path.glob("runs.previous-*"))
-    assert len(kept) == 1 and _tree(kept[0]) == before
+    assert len(kept) == 1 and file_digests(kept[0]) == before
     assert json.loads((out / "ws1-none-r0" / "summary.json").read_text())["batch_size_per_rank"] == 2
 
 
@@ -247,10 +230,10 @@ def test_train_refuses_an_out_folder_holding_another_run(tmp_path, tiny_task):
         str(out),
     ]
     assert subprocess.run(two_ranks, capture_output=True, timeout=300).returncode == 0
-    before = _tree(out)
+    before = file_digests(out)
     one_rank = ["train", *TINY, "--steps", "2", "--no-ddp", "--device", "cpu", "--no-progress", "--data", tiny_task, "--out", out]
-    _refused(_run(one_rank), "--out holds the files of an earlier run", "--overwrite", out)
-    assert _tree(out) == before
+    assert_refused(_run(one_rank), "--out holds the files of an earlier run", "--overwrite", out)
+    assert file_digests(out) == before
     # --overwrite: the earlier run is gone entirely, not mixed with the new one
     assert _run([*one_rank, "--overwrite"]).returncode == 0
     assert not (out / "rank1").exists()
@@ -284,7 +267,7 @@ def _writers(tmp_path: Path, out: Path, tiny_task: Path) -> dict[str, list]:
 def test_output_folder_that_is_a_file(tmp_path, tiny_task, command):
     target = _an_existing_file(tmp_path)
     proc = _run(_writers(tmp_path, target, tiny_task)[command])
-    _refused(proc, "--out: exists and is not a folder", target)
+    assert_refused(proc, "--out: exists and is not a folder", target)
     assert target.read_text() == "keep me\n"
 
 
@@ -292,10 +275,10 @@ def test_output_file_that_is_a_folder(tmp_path):
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "x").write_text("x")
-    _refused(_run(["busbw", "--out", folder]), "--out: is a folder", folder)
+    assert_refused(_run(["busbw", "--out", folder]), "--out: is a folder", folder)
     trace = DATA / "traces" / "kineto-h200-1gpu-dnabert2" / "rank0.json.gz"
-    _refused(_run(["summarize", trace, "--json", folder]), "--json: is a folder", folder)
-    assert _tree(folder) == {"x": hashlib.sha256(b"x").hexdigest()}
+    assert_refused(_run(["summarize", trace, "--json", folder]), "--json: is a folder", folder)
+    assert file_digests(folder) == {"x": hashlib.sha256(b"x").hexdigest()}
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX only")
@@ -332,7 +315,7 @@ def test_output_folder_without_write_permission(tmp_path, tiny_task, command):
             cwd="/",
             env={**os.environ, "HOME": str(base), "PYTHONDONTWRITEBYTECODE": "1"},
         )
-        _refused(proc, "--out: cannot be created", "not writable", locked / "out")
+        assert_refused(proc, "--out: cannot be created", "not writable", locked / "out")
         assert sorted(p.name for p in locked.iterdir()) == ["old.txt"]
     finally:
         locked.chmod(0o755)
@@ -354,7 +337,7 @@ def test_output_folder_on_a_read_only_file_system(tmp_path, tiny_task, command):
         timeout=300,
         cwd=ROOT,
     )
-    _refused(proc, "--out: cannot be created", "read-only file system", target)
+    assert_refused(proc, "--out: cannot be created", "read-only file system", target)
     assert list(ro.iterdir()) == []
 
 
@@ -379,7 +362,7 @@ def test_output_folder_on_a_read_only_file_system(tmp_path, tiny_task, command):
 def test_non_positive_numbers_are_refused(tmp_path, args, option):
     out = tmp_path / "out"
     proc = _run([*args, "--out", out])
-    _refused(proc, f"argument {option}")
+    assert_refused(proc, f"argument {option}")
     assert not out.exists()
 
 
@@ -415,10 +398,10 @@ def test_check_and_report_refuse_malformed_metrics(tmp_path, damage, message):
     metrics = json.loads((folder / "metrics.json").read_text())
     damage(metrics)
     (folder / "metrics.json").write_text(json.dumps(metrics))
-    before = _tree(folder)
-    _refused(_run(["check", folder]), message, folder / "metrics.json")
-    _refused(_run(["report", folder, "--out", tmp_path / "report"]), message, folder / "metrics.json")
-    assert _tree(folder) == before and not (tmp_path / "report").exists()
+    before = file_digests(folder)
+    assert_refused(_run(["check", folder]), message, folder / "metrics.json")
+    assert_refused(_run(["report", folder, "--out", tmp_path / "report"]), message, folder / "metrics.json")
+    assert file_digests(folder) == before and not (tmp_path / "report").exists()
 
 
 def _trained_run(root: Path, name: str, tiny_task: Path, *extra: str) -> Path:
@@ -435,7 +418,7 @@ def test_analyze_refuses_mixed_configurations(tmp_path, tiny_task):
     results = tmp_path / "results"
     results.mkdir()
     (results / "metrics.json").write_text('{"old": true}\n')
-    _refused(_run(["analyze", runs, "--out", results]), "mix configurations", "batch_size_per_rank", "ws1-none-r1")
+    assert_refused(_run(["analyze", runs, "--out", results]), "mix configurations", "batch_size_per_rank", "ws1-none-r1")
     assert (results / "metrics.json").read_text() == '{"old": true}\n'
 
 
@@ -448,7 +431,7 @@ def test_analyze_refuses_bad_bare_trace_entries(tmp_path):
     ]:
         manifest = tmp_path / "m.toml"
         manifest.write_text(body)
-        _refused(_run(["analyze", "--trace-manifest", manifest, "--out", tmp_path / "out"]), message, manifest)
+        assert_refused(_run(["analyze", "--trace-manifest", manifest, "--out", tmp_path / "out"]), message, manifest)
         assert not (tmp_path / "out").exists()
 
 
@@ -464,7 +447,7 @@ def test_kernels_out_of_order_are_refused(tmp_path):
     broken = tmp_path / "rank0.json.gz"
     broken.write_bytes(gzip.compress(json.dumps(doc).encode()))
     for args in (["summarize", broken], ["analyze", "--world-size", "2", broken, "--out", tmp_path / "out"]):
-        _refused(
+        assert_refused(
             _run(args),
             f"out of order on rank 0 stream {moved['args']['stream']}",
             f"(launch {moved['args']['correlation']})",
@@ -480,7 +463,7 @@ def test_a_damaged_local_definition_file_is_named(tmp_path):
     data = bytearray(damaged.read_bytes())
     data[len(data) // 2 :] = b"\xff" * (len(data) - len(data) // 2)
     damaged.write_bytes(bytes(data))
-    _refused(_run(["summarize", archive]), "local definition file traces/1.def")
+    assert_refused(_run(["summarize", archive]), "local definition file traces/1.def")
 
 
 def test_untraced_run_with_nan_loss_is_not_used_for_scaling(tmp_path, tiny_task):

@@ -10,11 +10,9 @@ into something that is not a measurement; and no input file changes.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import gzip
 import hashlib
-import io
 import json
 import math
 import os
@@ -26,7 +24,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dnabert_scaling.cli import main as cli_main  # noqa: E402
+from cliprocess import cli_in_process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "expected" / "reference-results" / "h200-b8"
@@ -107,18 +105,6 @@ def _sha(paths) -> dict[str, str]:
     return out
 
 
-def run_cli(*argv) -> tuple[int, str]:
-    """A command in this process: its exit status and stderr (an exception other than the
-    command's clear errors propagates: the traceback a user would see)."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            status = cli_main([str(a) for a in argv])
-        except SystemExit as exc:  # argparse
-            status = int(exc.code or 0)
-    return status, err.getvalue()
-
-
 def _verdicts(out: Path) -> dict[str, str]:
     data = json.loads((out / "verdicts.json").read_text())
     return {c["id"]: c["verdict"] for c in data["claims"]}
@@ -143,7 +129,7 @@ def test_mutated_metrics(tmp_path_factory, data):
     tmp = tmp_path_factory.mktemp("m")
     (tmp / "metrics.json").write_text(json.dumps(doc))
     before = _sha([tmp / "metrics.json", CLAIMS])
-    status, err = run_cli("check", tmp, "--expected", CLAIMS, "--out", tmp / "v")
+    status, err = cli_in_process("check", tmp, "--expected", CLAIMS, "--out", tmp / "v")
     assert status in (0, 1, 2), err
     assert "Traceback" not in err
     assert _sha([tmp / "metrics.json", CLAIMS]) == before
@@ -189,7 +175,7 @@ def test_mutated_claims(tmp_path_factory, text):
     tmp = tmp_path_factory.mktemp("c")
     (tmp / "claims.toml").write_text(text)
     before = _sha([tmp / "claims.toml", SHIPPED / "metrics.json"])
-    status, err = run_cli("check", SHIPPED, "--expected", tmp / "claims.toml", "--out", tmp / "v")
+    status, err = cli_in_process("check", SHIPPED, "--expected", tmp / "claims.toml", "--out", tmp / "v")
     assert status in (0, 1, 2), err
     assert "Traceback" not in err
     assert _sha([tmp / "claims.toml", SHIPPED / "metrics.json"]) == before
@@ -244,14 +230,14 @@ def _write_trace(path: Path, doc) -> bool:
 
 def _analyze_and_check(tmp: Path, trace: Path) -> None:
     before = _sha([trace])
-    status, err = run_cli("summarize", trace)
+    status, err = cli_in_process("summarize", trace)
     assert status in (0, 2) and "Traceback" not in err, err
-    status, err = run_cli("analyze", "--world-size", "1", trace, "--out", tmp / "r")
+    status, err = cli_in_process("analyze", "--world-size", "1", trace, "--out", tmp / "r")
     assert status in (0, 2) and "Traceback" not in err, err
     if status == 2:
         assert "error:" in err
     else:
-        status, err = run_cli("check", tmp / "r", "--out", tmp / "r")
+        status, err = cli_in_process("check", tmp / "r", "--out", tmp / "r")
         assert status in (0, 1, 2) and "Traceback" not in err, err
     assert _sha([trace]) == before
 
@@ -268,7 +254,7 @@ def test_mutated_trace(tmp_path_factory, data):
 @pytest.mark.parametrize("name", sorted(WHOLE))
 def test_impossible_trace_is_refused(tmp_path, name):
     _write_trace(tmp_path / "rank0.json", WHOLE[name])
-    status, err = run_cli("analyze", "--world-size", "1", tmp_path / "rank0.json", "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", "--world-size", "1", tmp_path / "rank0.json", "--out", tmp_path / "r")
     assert "Traceback" not in err
     if name in ("twice", "zero_length", "deep"):
         assert status == 2 and "rank0.json" in err, err
@@ -280,13 +266,13 @@ def test_a_fifo_is_not_read(tmp_path):
     fifo = tmp_path / "rank0.json"
     os.mkfifo(fifo)
     for argv in (("summarize", fifo), ("analyze", "--world-size", "1", fifo, "--out", tmp_path / "r")):
-        status, err = run_cli(*argv)
+        status, err = cli_in_process(*argv)
         assert status == 2 and "not a regular file" in err, err
 
 
 def test_the_unmutated_inputs_pass_through(tmp_path):
     """The fuzzed inputs as shipped: the mutations above start from inputs that work."""
-    status, err = run_cli("check", SHIPPED, "--out", tmp_path / "v")
+    status, err = cli_in_process("check", SHIPPED, "--out", tmp_path / "v")
     assert status == 0, err
     assert _verdicts(tmp_path / "v")["C1"] == "PASS"
     _write_trace(tmp_path / "rank0.json", TRACE)

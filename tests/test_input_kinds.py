@@ -6,12 +6,12 @@ link loop where a trace file belongs: each refused with exit status 2, the path 
 something else (an output inside an input, damaged gzip data). Real processes on the shipped data.
 """
 
-import hashlib
 import shutil
 import subprocess
 
 import pytest
 
+from cliprocess import assert_refused, file_digests
 from conftest import PYTHON, ROOT
 
 CLI = [PYTHON, "-m", "dnabert_scaling"]
@@ -24,21 +24,6 @@ def _run(*args):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
-def _refused(proc, *needles, absent=()):
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    for needle in needles:
-        assert str(needle) in proc.stderr, (needle, proc.stderr[-2000:])
-    for word in absent:
-        assert word not in proc.stderr, (word, proc.stderr[-2000:])
-
-
-def _tree(folder):
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
-
-
 @pytest.fixture
 def results(tmp_path):
     shutil.copytree(RESULTS, tmp_path / "results")
@@ -47,23 +32,27 @@ def results(tmp_path):
 
 def test_a_claims_path_that_is_a_folder_is_named_as_one(tmp_path, results):
     """``--expected`` naming a folder: said so, not that the output "lies inside the input" folder."""
-    before = _tree(results)
+    before = file_digests(results)
     for args in (
         ["check", results, "--expected", tmp_path, "--quiet"],
         ["analyze", SWEEP, "--expected", tmp_path, "--out", tmp_path / "new"],
         ["report", results, "--expected", tmp_path, "--out", tmp_path / "report"],
     ):
-        _refused(_run(*args), f"{tmp_path}: is a folder, not a regular file: not read as a claims file", absent=["lies inside"])
-    assert _tree(results) == before and not (tmp_path / "new").exists() and not (tmp_path / "report").exists()
+        assert_refused(
+            _run(*args), f"{tmp_path}: is a folder, not a regular file: not read as a claims file", absent=["lies inside"]
+        )
+    assert file_digests(results) == before and not (tmp_path / "new").exists() and not (tmp_path / "report").exists()
 
 
 def test_a_table_given_for_a_results_folder_is_named_as_no_results(results):
     table = results / "tables" / "throughput.csv"
-    before = _tree(results)
+    before = file_digests(results)
     for command in ("check", "report"):
         args = [command, table] + (["--out", results.parent / "report"] if command == "report" else [])
-        _refused(_run(*args), f"{table}: is a regular file, not a results folder or its metrics.json", absent=["not a folder"])
-    assert _tree(results) == before
+        assert_refused(
+            _run(*args), f"{table}: is a regular file, not a results folder or its metrics.json", absent=["not a folder"]
+        )
+    assert file_digests(results) == before
 
 
 def _sweep_with(tmp_path, make):
@@ -78,8 +67,8 @@ def _sweep_with(tmp_path, make):
 
 def test_a_trace_that_is_a_folder_is_named_as_one(tmp_path):
     sweep, trace = _sweep_with(tmp_path, lambda p: p.mkdir())
-    _refused(_run("analyze", sweep, "--out", tmp_path / "r"), f"{trace}: is a folder, not a regular file", absent=["FIFO"])
-    _refused(_run("summarize", trace), f"{trace}: is a folder, not a regular file", absent=["FIFO"])
+    assert_refused(_run("analyze", sweep, "--out", tmp_path / "r"), f"{trace}: is a folder, not a regular file", absent=["FIFO"])
+    assert_refused(_run("summarize", trace), f"{trace}: is a folder, not a regular file", absent=["FIFO"])
     assert not (tmp_path / "r").exists()
 
 
@@ -92,11 +81,11 @@ def test_a_trace_that_is_a_symlink_loop_is_named_as_one(tmp_path):
         ["analyze", "--world-size", "1", trace, "--out", tmp_path / "r"],
         ["summarize", trace],
     ):
-        _refused(_run(*args), f"{trace}: {LOOP}", absent=["gzip", "Errno"])
+        assert_refused(_run(*args), f"{trace}: {LOOP}", absent=["gzip", "Errno"])
     assert not (tmp_path / "r").exists()
 
 
 def test_a_claims_file_that_is_a_symlink_loop_is_named_as_one(tmp_path, results):
     loop = tmp_path / "claims.toml"
     loop.symlink_to(loop.name)
-    _refused(_run("check", results, "--expected", loop, "--quiet"), f"{loop}: {LOOP}")
+    assert_refused(_run("check", results, "--expected", loop, "--quiet"), f"{loop}: {LOOP}")

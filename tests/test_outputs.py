@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from cliprocess import assert_refused, file_digests
 from conftest import DATA, PYTHON, ROOT, TEST_MARKER, can_mount_read_only, marked_processes
 
 from dnabert_scaling.errors import ArtifactError
@@ -33,22 +34,6 @@ def _env() -> dict[str, str]:
 
 def _run(args, cwd, timeout=300):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=_env())
-
-
-def _tree(folder: Path) -> dict[str, str]:
-    """sha256 of every file under ``folder`` (relative names, hidden files included)."""
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.is_symlink()
-    }
-
-
-def _refused(proc, *needles):
-    assert proc.returncode == 2, (proc.returncode, proc.stdout[-1000:], proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    for needle in needles:
-        assert str(needle) in proc.stderr, (needle, proc.stderr[-2000:])
 
 
 def _results(folder: Path) -> Path:
@@ -105,14 +90,14 @@ def _overlap_workspace(w: Path) -> None:
 @pytest.mark.parametrize("case", list(_overlap_cases(Path("."))))
 def test_no_output_over_an_input(tmp_path, case):
     _overlap_workspace(tmp_path)
-    before = _tree(tmp_path)
+    before = file_digests(tmp_path, links=False)
     args, words = _overlap_cases(tmp_path)[case]
     proc = _run(args, cwd=tmp_path)
     if case == "analyze --out inside an input run":  # a file on its path: refused as before
-        _refused(proc, "--out")
+        assert_refused(proc, "--out")
     else:
-        _refused(proc, words)
-    assert _tree(tmp_path) == before
+        assert_refused(proc, words)
+    assert file_digests(tmp_path, links=False) == before
 
 
 TINY = ["--model", "tiny", "--steps", "1", "--no-ddp", "--device", "cpu"]
@@ -122,13 +107,15 @@ TINY = ["--model", "tiny", "--steps", "1", "--no-ddp", "--device", "cpu"]
 def test_train_and_sweep_do_not_write_into_their_data(tmp_path, tiny_task, command):
     task = tmp_path / "task"
     shutil.copytree(tiny_task, task)
-    before = _tree(tmp_path)
+    before = file_digests(tmp_path, links=False)
     if command == "train":
         args = ["train", *TINY, "--data", task, "--out", task / "run"]
     else:
         args = ["sweep", "--gpus", "1", "--device", "cpu", "--data", task, "--out", task, "--", "--model", "tiny"]
-    _refused(_run(args, cwd=tmp_path), "--out:", "input")
-    assert _tree(tmp_path) == before and sorted(p.name for p in task.iterdir()) == sorted(p.name for p in tiny_task.iterdir())
+    assert_refused(_run(args, cwd=tmp_path), "--out:", "input")
+    assert file_digests(tmp_path, links=False) == before and sorted(p.name for p in task.iterdir()) == sorted(
+        p.name for p in tiny_task.iterdir()
+    )
 
 
 # every writing command with its output option last, and whether that output is a folder or a file
@@ -151,9 +138,9 @@ def test_an_empty_output_path_is_refused(tmp_path, args, kind):
     """``--out ''`` would be the current folder: its tables/ once went, with a user's file in it."""
     (tmp_path / "tables").mkdir()
     (tmp_path / "tables" / "mine.txt").write_text("the user's\n")
-    before = _tree(tmp_path)
-    _refused(_run([*args, ""], cwd=tmp_path), "empty path")
-    assert _tree(tmp_path) == before
+    before = file_digests(tmp_path, links=False)
+    assert_refused(_run([*args, ""], cwd=tmp_path), "empty path")
+    assert file_digests(tmp_path, links=False) == before
 
 
 @pytest.mark.parametrize("args, kind", WRITERS, ids=[a[0] for a, _ in WRITERS])
@@ -165,9 +152,14 @@ def test_an_output_path_that_is_a_symlink_is_refused_by_every_command(tmp_path, 
     (tmp_path / "real.json").write_text("{}\n")
     (tmp_path / "dir").symlink_to(tmp_path / "real")
     (tmp_path / "file").symlink_to(tmp_path / "real.json")
-    before = _tree(tmp_path)
-    _refused(_run([*args, tmp_path / kind], cwd=tmp_path), f"{tmp_path / kind}: ", "is a symbolic link; give the")
-    assert _tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file", "real", "real.json"]
+    before = file_digests(tmp_path, links=False)
+    assert_refused(_run([*args, tmp_path / kind], cwd=tmp_path), f"{tmp_path / kind}: ", "is a symbolic link; give the")
+    assert file_digests(tmp_path, links=False) == before and sorted(p.name for p in tmp_path.iterdir()) == [
+        "dir",
+        "file",
+        "real",
+        "real.json",
+    ]
 
 
 def test_analyze_refuses_a_folder_with_files_it_did_not_write(tmp_path):
@@ -177,16 +169,16 @@ def test_analyze_refuses_a_folder_with_files_it_did_not_write(tmp_path):
     (work / "tables").mkdir(parents=True)
     (work / "tables" / "mine.txt").write_text("the user's\n")
     (work / "notes.md").write_text("notes\n")
-    before = _tree(tmp_path)
+    before = file_digests(tmp_path, links=False)
     proc = _run(["analyze", "--world-size", "1", KINETO, "--out", work], cwd=tmp_path)
-    _refused(proc, "did not write", "notes.md", "tables/mine.txt")
+    assert_refused(proc, "did not write", "notes.md", "tables/mine.txt")
     for out, cwd in ((".", work), ("..", work / "tables")):
-        _refused(_run(["analyze", "--world-size", "1", KINETO, "--out", out], cwd=cwd), "current folder")
+        assert_refused(_run(["analyze", "--world-size", "1", KINETO, "--out", out], cwd=cwd), "current folder")
     (work / "notes.md").unlink()
     (work / "tables" / "mine.txt").unlink()
-    _refused(_run(["analyze", "--world-size", "1", KINETO, "--out", "."], cwd=work), "current folder")  # even when empty
+    assert_refused(_run(["analyze", "--world-size", "1", KINETO, "--out", "."], cwd=work), "current folder")  # even when empty
     assert sorted(p.name for p in work.iterdir()) == ["tables"]
-    assert {k: v for k, v in before.items() if "work" not in k} == _tree(tmp_path)
+    assert {k: v for k, v in before.items() if "work" not in k} == file_digests(tmp_path, links=False)
 
 
 def test_analyze_replaces_its_own_folder_and_keeps_the_other_commands_files(tmp_path):
@@ -213,16 +205,16 @@ def _umask() -> int:
 def test_predict_does_not_write_into_the_shipped_results(tmp_path):
     """Neither by default nor by an explicit --out (which replaced a shipped predictions.json, another
     file predict had written): the shipped evidence changes only by make refresh-reference."""
-    before = _tree(REFERENCE)
+    before = file_digests(REFERENCE, links=False)
     proc = _run(["predict", REFERENCE], cwd=ROOT)
-    _refused(proc, "inside the shipped evidence", "--out")
+    assert_refused(proc, "inside the shipped evidence", "--out")
     shipped = ROOT / "expected" / "reference-results" / "h200-buckets-b8"
     was = (shipped / "predictions.json").read_bytes()
     trace = ROOT / "expected" / "reference" / "h200-buckets-b8" / "ws1-torch-r0" / "traces" / "rank0.json.gz"
     proc = _run(["predict", trace, "--gpus", "8", "--out", shipped / "predictions.json"], cwd=tmp_path)
-    _refused(proc, "inside the shipped evidence")
+    assert_refused(proc, "inside the shipped evidence")
     assert (shipped / "predictions.json").read_bytes() == was
-    assert _tree(REFERENCE) == before and not (REFERENCE / "predictions.json").exists()
+    assert file_digests(REFERENCE, links=False) == before and not (REFERENCE / "predictions.json").exists()
 
 
 def _listing(folder: Path) -> dict[str, tuple[int, int]]:
@@ -275,9 +267,9 @@ def test_no_command_writes_inside_the_shipped_evidence(tmp_path):
         [PYTHON, ROOT / "scripts" / "reproduce.py", "--kick-tires", "--out", expected / "probe-reproduce"],
         capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300,
     )  # fmt: skip
-    _refused(proc, "inside the shipped evidence")
+    assert_refused(proc, "inside the shipped evidence")
     assert _listing(expected) == before  # nothing written, moved or deleted
-    assert _tree(results) == _tree(REFERENCE)
+    assert file_digests(results, links=False) == file_digests(REFERENCE, links=False)
 
 
 def test_an_installed_copy_protects_a_checkout_s_evidence_too(tmp_path):
@@ -295,7 +287,7 @@ def test_an_installed_copy_protects_a_checkout_s_evidence_too(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(installed)}
     args = ["analyze", "--world-size", "1", KINETO, "--out", shipped]
     proc = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
-    _refused(proc, "inside the shipped evidence", str(checkout))
+    assert_refused(proc, "inside the shipped evidence", str(checkout))
     assert _listing(checkout) == before
     # a folder named expected without the evidence's layout is an ordinary output folder
     plain = tmp_path / "elsewhere" / "expected"
@@ -307,7 +299,7 @@ def test_an_installed_copy_protects_a_checkout_s_evidence_too(tmp_path):
 
 def test_synth_data_rows_are_bounded(tmp_path):
     proc = _run(["synth-data", "--out", tmp_path / "task", "--rows", f"{10**12},1,1"], cwd=tmp_path, timeout=60)
-    _refused(proc, "at most 10,000,000 rows")
+    assert_refused(proc, "at most 10,000,000 rows")
     assert not (tmp_path / "task").exists()
 
 
@@ -337,10 +329,10 @@ def test_replaced_folder_is_whole_or_old_and_leaves_no_temporary(tmp_path):
         with replaced_folder(target, "--out", _owned) as fresh:
             (fresh / "a.txt").write_text("half\n")
             raise RuntimeError("failed midway")
-    assert _tree(target) == {"a.txt": hashlib.sha256(b"old\n").hexdigest()}
+    assert file_digests(target, links=False) == {"a.txt": hashlib.sha256(b"old\n").hexdigest()}
     with replaced_folder(target, "--out", _owned) as fresh:
         (fresh / "b.txt").write_text("new\n")
-    assert _tree(target) == {"b.txt": hashlib.sha256(b"new\n").hexdigest()}
+    assert file_digests(target, links=False) == {"b.txt": hashlib.sha256(b"new\n").hexdigest()}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     with pytest.raises(ArtifactError, match="did not write"):  # a file put there while it worked
         with replaced_folder(target, "--out", _owned) as fresh:
@@ -387,19 +379,19 @@ def test_sigkill_while_a_folder_is_being_rebuilt_leaves_the_old_one(tmp_path):
     target = tmp_path / "out"
     target.mkdir()
     (target / "a.txt").write_text("old\n")
-    before = _tree(target)
+    before = file_digests(target, links=False)
     proc = subprocess.Popen([PYTHON, "-c", SWAP_THEN_HANG, str(target)], stdout=subprocess.PIPE, text=True, env=_env())
     assert proc.stdout.readline().strip() == "writing"
     proc.kill()
     proc.wait()
-    assert _tree(target) == before
+    assert file_digests(target, links=False) == before
 
 
 def _analyze_new_tables(tmp_path: Path) -> dict[str, str]:
     ref = tmp_path / "new"
     proc = _run(["analyze", "--world-size", "1", KINETO, "--out", ref], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return {k: v for k, v in _tree(ref).items() if k.startswith("tables/")}
+    return {k: v for k, v in file_digests(ref, links=False).items() if k.startswith("tables/")}
 
 
 def test_sigkill_during_analyze_leaves_old_or_new_results_whole(tmp_path):
@@ -407,10 +399,10 @@ def test_sigkill_during_analyze_leaves_old_or_new_results_whole(tmp_path):
     exactly, or the new ones whole (every new table, a readable metrics.json, verdicts carried)."""
     new_tables = _analyze_new_tables(tmp_path)
     results = _results(tmp_path / "r")
-    old = _tree(results)
+    old = file_digests(results, links=False)
     outcomes = set()
     for delay in [0.1 * i for i in range(12)]:
-        if _tree(results) != old:
+        if file_digests(results, links=False) != old:
             shutil.rmtree(results)
             _results(results)
         proc = subprocess.Popen(
@@ -422,7 +414,7 @@ def test_sigkill_during_analyze_leaves_old_or_new_results_whole(tmp_path):
         time.sleep(delay)
         proc.kill()
         proc.wait()
-        now = _tree(results)
+        now = file_digests(results, links=False)
         if now == old:
             outcomes.add("old")
             continue
@@ -457,7 +449,7 @@ def test_a_stopped_report_exits_128_plus_the_signal_and_leaves_the_last_report(t
     out = tmp_path / "report"
     first = _run(["report", results, "--out", out], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]
-    before, inputs = _tree(out), _tree(results)
+    before, inputs = file_digests(out, links=False), file_digests(results, links=False)
     proc = subprocess.Popen(
         [*CLI, "report", str(results), "--out", str(out)], stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env()
     )
@@ -467,7 +459,9 @@ def test_a_stopped_report_exits_128_plus_the_signal_and_leaves_the_last_report(t
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code, err[-3000:]
     assert err.strip() == f"dnabert-scaling report: interrupted by {sig.name}", err[-3000:]
-    assert _tree(out) == before and _tree(results) == inputs  # no temporary, no failed notebook
+    assert (
+        file_digests(out, links=False) == before and file_digests(results, links=False) == inputs
+    )  # no temporary, no failed notebook
     deadline = time.monotonic() + 10
     while marked_processes(os.environ[TEST_MARKER]) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -479,7 +473,7 @@ def test_sigkill_during_report_leaves_the_last_report_whole(tmp_path):
     results = _results(tmp_path / "r")
     out = tmp_path / "report"
     assert _run(["report", results, "--out", out], cwd=tmp_path).returncode == 0
-    before, inputs = _tree(out), _tree(results)
+    before, inputs = file_digests(out, links=False), file_digests(results, links=False)
     scratch = tmp_path / "tmp"  # a killed process cannot remove its scratch folder: keep it out of the machine's /tmp
     scratch.mkdir()
     proc = subprocess.Popen(
@@ -492,7 +486,7 @@ def test_sigkill_during_report_leaves_the_last_report_whole(tmp_path):
     time.sleep(0.5)
     proc.kill()
     proc.wait()
-    assert _tree(out) == before and _tree(results) == inputs
+    assert file_digests(out, links=False) == before and file_digests(results, links=False) == inputs
 
 
 @pytest.mark.skipif(not can_mount_read_only(), reason="needs unshare -m and mount (root or user namespaces)")

@@ -15,6 +15,7 @@ from dnabert_scaling.checker import FAIL, NOT_RUN, PASS
 from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.metrics_schema import validate_metrics
 from dnabert_scaling.errors import ArtifactError
+from cliprocess import cli_in_process
 from reportfixtures import gpu_results, set_metric
 
 EQUALS = """
@@ -173,20 +174,10 @@ H200_B8 = ROOT / "expected" / "reference" / "h200-b8"
 TRACE = H200_B8 / "ws1-torch-r0" / "traces" / "rank0.json.gz"
 
 
-def _run(*argv) -> tuple[int, str]:
-    import contextlib
-    import io
-
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        status = cli_main([str(a) for a in argv])
-    return status, err.getvalue()
-
-
 def test_a_sweep_given_twice_is_refused(tmp_path):
-    status, err = _run("analyze", H200_B8, H200_B8, "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", H200_B8, H200_B8, "--out", tmp_path / "r")
     assert status == 2 and "given twice" in err
-    status, err = _run("analyze", H200_B8, H200_B8 / "ws1-none-r0", "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", H200_B8, H200_B8 / "ws1-none-r0", "--out", tmp_path / "r")
     assert status == 2 and "run ws1-none-r0 is given twice" in err
 
 
@@ -196,7 +187,7 @@ def test_a_copied_run_is_refused(tmp_path):
     sweep = tmp_path / "sweep"
     shutil.copytree(H200_B8, sweep, ignore=shutil.ignore_patterns("synthetic-data", "*.json.gz"))
     shutil.copytree(sweep / "ws1-none-r0", sweep / "ws1-none-r7")
-    status, err = _run("analyze", sweep, "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", sweep, "--out", tmp_path / "r")
     assert status == 2 and "have the same summary.json" in err, err
 
 
@@ -209,18 +200,22 @@ def test_one_trace_twice_is_not_two_ranks(tmp_path):
     doc.pop("distributedInfo")
     (tmp_path / "a.json").write_text(json.dumps(doc))
     shutil.copy(tmp_path / "a.json", tmp_path / "b.json")
-    status, err = _run("analyze", "--world-size", "2", tmp_path / "a.json", tmp_path / "b.json", "--out", tmp_path / "r")
+    status, err = cli_in_process(
+        "analyze", "--world-size", "2", tmp_path / "a.json", tmp_path / "b.json", "--out", tmp_path / "r"
+    )
     assert status == 2 and "have the same content (sha256" in err, err
     doc["traceName"] = "edited, so the bytes differ"
     (tmp_path / "b.json").write_text(json.dumps(doc))
-    status, err = _run("analyze", "--world-size", "2", tmp_path / "a.json", tmp_path / "b.json", "--out", tmp_path / "r")
+    status, err = cli_in_process(
+        "analyze", "--world-size", "2", tmp_path / "a.json", tmp_path / "b.json", "--out", tmp_path / "r"
+    )
     assert status == 2 and "have the same GPU timeline" in err, err
 
 
 def test_the_inputs_are_recorded_by_sha256(tmp_path):
     import hashlib
 
-    assert _run("analyze", "--world-size", "1", TRACE, "--out", tmp_path / "r")[0] == 0
+    assert cli_in_process("analyze", "--world-size", "1", TRACE, "--out", tmp_path / "r")[0] == 0
     (inp,) = json.loads((tmp_path / "r" / "metrics.json").read_text())["world_sizes"]["1"]["traced"]["inputs"]
     assert inp["sha256"] == hashlib.sha256(TRACE.read_bytes()).hexdigest() and inp["rank"] == 0
     assert inp["path"].endswith("rank0.json.gz") and len(inp["gpu_timeline_sha256"]) == 64
@@ -228,7 +223,7 @@ def test_the_inputs_are_recorded_by_sha256(tmp_path):
 
 @pytest.mark.parametrize("written", ["08", "0", "-1", "x"])
 def test_a_world_size_is_written_as_one(tmp_path, written):
-    status, err = _run("analyze", "--world-size", written, TRACE, "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", "--world-size", written, TRACE, "--out", tmp_path / "r")
     assert status == 2 and f"not {written!r}" in err, err
 
 
@@ -241,7 +236,7 @@ def test_a_world_size_08_in_a_summary_is_refused(tmp_path):
     (run / "summary.json").write_text(json.dumps(dict(summary, world_size="08")))
     if (run / "manifest.json").is_file():
         (run / "manifest.json").unlink()
-    status, err = _run("analyze", run, "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", run, "--out", tmp_path / "r")
     assert status == 2 and "world_size must be a JSON integer, not '08'" in err, err
 
 
@@ -271,11 +266,11 @@ def test_a_fifo_inside_an_experiment_folder_is_not_opened(tmp_path):
     exp = tmp_path / "scorep-rank0"
     shutil.copytree(ROOT / "expected" / "reference" / "h200-scorep-b8" / "ws1-scorep-r0" / "traces" / "scorep-rank0", exp)
     os.mkfifo(exp / "traces" / "0.evt.fifo")
-    status, err = _run("summarize", exp)
+    status, err = cli_in_process("summarize", exp)
     assert status == 2 and "FIFO" in err and "0.evt.fifo" in err, err
     (exp / "traces" / "0.evt.fifo").unlink()
     (exp / "traces.otf2").unlink()
     os.mkfifo(exp / "traces.otf2")
     for given in (exp, exp / "traces.otf2"):
-        status, err = _run("summarize", given)
+        status, err = cli_in_process("summarize", given)
         assert status == 2 and "Traceback" not in err, err

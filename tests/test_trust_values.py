@@ -7,18 +7,16 @@ and check write nothing over other results."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from cliprocess import cli_in_process
 from dnabert_scaling import checker
 from dnabert_scaling.checker import INVALID, PASS
-from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.metrics_schema import validate_metrics
 
@@ -197,13 +195,6 @@ def test_a_check_may_not_judge_a_claim_where_the_claim_does_not_speak(tmp_path, 
         checker.load_claims(path)
 
 
-def _cli(*argv) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        status = cli_main([str(a) for a in argv])
-    return status, err.getvalue()
-
-
 def test_a_report_refused_for_its_output_writes_no_verdicts_and_no_folder(tmp_path):
     results = tmp_path / "X"
     shutil.copytree(RESULTS / "h200-b8", results)
@@ -211,7 +202,7 @@ def test_a_report_refused_for_its_output_writes_no_verdicts_and_no_folder(tmp_pa
     (results / "verdicts.txt").unlink()
     before = sorted(p.name for p in results.rglob("*"))
     for out in (results / "tables", results / "tables" / "new"):
-        status, err = _cli("report", results, "--out", out)
+        status, err = cli_in_process("report", results, "--out", out)
         assert status == 2 and "lies inside the input" in err, err
     assert sorted(p.name for p in results.rglob("*")) == before
 
@@ -220,7 +211,7 @@ def test_check_writes_no_verdicts_beside_another_sets_metrics(tmp_path):
     other = tmp_path / "other"
     shutil.copytree(RESULTS / "h200-b32", other)
     verdicts = (other / "verdicts.json").read_bytes()
-    status, err = _cli("check", RESULTS / "h200-b8", "--out", other)
+    status, err = cli_in_process("check", RESULTS / "h200-b8", "--out", other)
     assert status == 2 and "holds another results set's metrics.json" in err, err
     assert (other / "verdicts.json").read_bytes() == verdicts
 
@@ -231,7 +222,7 @@ def test_a_key_twice_in_one_object_is_refused(tmp_path):
     text = (results / "metrics.json").read_text()
     text = text.replace('"schema": "dnabert-scaling/metrics/1",', '"schema": "dnabert-scaling/metrics/1", "label": "x",', 1)
     (results / "metrics.json").write_text(text)
-    status, err = _cli("check", results, "--out", tmp_path / "v")
+    status, err = cli_in_process("check", results, "--out", tmp_path / "v")
     assert status == 2 and "the key 'label' appears twice" in err, err
 
 
@@ -273,7 +264,7 @@ def test_a_monotone_check_with_more_points_than_world_sizes_is_refused(tmp_path)
 
 
 def test_a_results_folder_given_twice_is_refused(tmp_path):
-    status, err = _cli("report", RESULTS / "h200-b8", RESULTS / "h200-b8" / "metrics.json", "--out", tmp_path / "r")
+    status, err = cli_in_process("report", RESULTS / "h200-b8", RESULTS / "h200-b8" / "metrics.json", "--out", tmp_path / "r")
     assert status == 2 and "given twice" in err and not (tmp_path / "r").exists(), err
 
 
@@ -282,7 +273,7 @@ def test_one_multi_rank_archive_stands_for_its_ranks_but_a_copy_does_not(tmp_pat
     is one input file twice with two GPU timelines, not a duplicated trace; the same bytes under
     another name still are."""
     archive = ROOT / "tests" / "data" / "traces" / "scorep-cuda-2rank"
-    status, err = _cli("analyze", "--world-size", "2", archive, "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", "--world-size", "2", archive, "--out", tmp_path / "r")
     assert status == 0, err
     m = _metrics_at(tmp_path / "r")
     inputs = m["world_sizes"]["2"]["traced"]["inputs"]
@@ -304,7 +295,7 @@ def test_ranks_that_mark_different_step_counts_fail_a_sanity_item(tmp_path):
     synth.study_rank(0, steps=4, warmup=1, kernels_per_step=40, buckets=3, host_factor=0).write(tmp_path / "a" / "scorep-rank0")
     synth.study_rank(1, steps=12, warmup=1, kernels_per_step=200, buckets=3, host_factor=0).write(tmp_path / "b" / "scorep-rank1")
     ranks = [tmp_path / "a" / "scorep-rank0", tmp_path / "b" / "scorep-rank1"]
-    status, err = _cli("analyze", "--world-size", "2", *ranks, "--batch-size", "8", "--out", tmp_path / "r")
+    status, err = cli_in_process("analyze", "--world-size", "2", *ranks, "--batch-size", "8", "--out", tmp_path / "r")
     assert status == 0, err
     sanity = _metrics_at(tmp_path / "r")["world_sizes"]["2"]["traced"]["sanity"]
     assert sanity["steps_complete"] is False
@@ -321,7 +312,7 @@ def test_a_rank_whose_gpu_work_spans_two_devices_fails_the_streams_item(tmp_path
     gpu = s.gpu.copy()
     gpu.loc[gpu["category"] == "nccl", "device"] = 9
     write_tables(gpu, s.host, tmp_path / "t" / "scorep-rank0", creator="Score-P 9.0")
-    status, err = _cli(
+    status, err = cli_in_process(
         "analyze", "--world-size", "1", tmp_path / "t" / "scorep-rank0", "--batch-size", "8", "--out", tmp_path / "r"
     )
     assert status == 0, err

@@ -44,6 +44,11 @@ PY=${PYTHON:-python3}
 TRACERS=(); SIZES=""; REHEARSE=0; STEPS=""; WARMUP=""; BATCHES=""; REPEATS=""; HOOK=auto; BUSBW=1
 BENCH=""; MODEL=base; DEVICE=cuda; KIT=.gpu-kit; WHEELS=.whl; BUDGET=0; PACK=""; NAME=h200; RUN_TIMEOUT=3600; OUTDIR=""
 while [ $# -gt 0 ]; do
+  case $1 in  # an option that takes a value: one must follow, and not an empty one
+    --tracer|--sizes|--steps|--warmup|--batch|--repeats|--bucket-hook|--bench|--kit|--wheels|--budget|--pack|--name|\
+    --run-timeout|--model|--device)
+      [ $# -ge 2 ] || die "$1 needs a value"; [ -n "$2" ] || die "$1 needs a value, not an empty one" ;;
+  esac
   case $1 in
     --tracer) TRACERS+=("${2:?--tracer needs NAME[:SIZES]}"); shift 2 ;;
     --sizes) SIZES=${2:?}; shift 2 ;;
@@ -74,6 +79,8 @@ done
 # a rehearsal runs no untraced throughput runs: a --repeats given with it would be dropped unsaid (as sweep refuses it)
 [ $REHEARSE = 0 ] || [ -z "$REPEATS" ] || die "--repeats $REPEATS --rehearse: a rehearsal runs no untraced throughput runs; leave out --repeats"
 [ -n "$REPEATS" ] || REPEATS=3
+[[ $REPEATS =~ ^[0-9]+$ ]] && [ "$((10#$REPEATS))" -ge 1 ] && [ "${#REPEATS}" -le 9 ] && [ "$((10#$REPEATS))" -le 1000 ] \
+  || die "--repeats must be a whole number within 1..1000 (untraced runs per world size), not $REPEATS"
 [ -n "$BENCH" ] || { [ $REHEARSE = 1 ] && BENCH=none || BENCH=train,trace; }
 for n in "$STEPS" "$WARMUP" "$REPEATS" "$BUDGET" "$RUN_TIMEOUT" $BATCHES; do
   [ -z "$n" ] || [[ $n =~ ^[0-9]+$ ]] || die "not a whole number: $n"

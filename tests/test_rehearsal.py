@@ -151,6 +151,9 @@ def test_reference_run_refuses_bad_options(tmp_path):
         (["--tracer", "nsys", str(tmp_path)], "the tracer must be torch or scorep"),
         (["--steps", "many", str(tmp_path)], "not a whole number"),
         (["--rehearse", "--repeats", "2", str(tmp_path / "o")], "--repeats 2 --rehearse: a rehearsal runs no untraced"),
+        (["--repeats", "0", "--device", "cpu", str(tmp_path / "o")], "--repeats must be a whole number within 1..1000"),
+        (["--repeats", "", str(tmp_path / "o")], "--repeats needs a value, not an empty one"),
+        ([str(tmp_path / "o"), "--repeats"], "--repeats needs a value"),
         (["--tracer", "scorep", "--kit", str(tmp_path / "nokit"), "--device", "cpu", str(tmp_path / "o")], "Score-P kit"),
     ]:
         proc = subprocess.run(["bash", str(ROOT / "scripts" / "reference_run.sh"), *args], capture_output=True, text=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cliprocess import cli_in_process
 from dnabert_scaling.cli import main as cli_main
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.run.sweep import driver
@@ -67,3 +68,27 @@ def test_repeats_given_to_a_rehearsal_exit_2_and_write_nothing(tmp_path, capsys,
     assert not out.exists()
     assert all(spec.tracer != "none" for spec in _planned(["--rehearse", "--gpus", "1,2"]))
     assert sum(spec.tracer == "none" for spec in _planned(["--gpus", "1"])) == 2 * driver.REPEATS  # with DDP and without
+
+
+def test_repeats_has_one_upper_bound_in_the_sweep_and_its_shell_twins(tmp_path):
+    """--repeats above REPEATS_MAX is refused before anything is written (a huge one once hung building the plan);
+    scripts/slurm/sweep.sh and scripts/reference_run.sh hold the same bound."""
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--repeats", str(driver.REPEATS_MAX + 1), "--device", "cpu", "--gpus", "1", "--out", str(out)]
+    status, err = cli_in_process(*argv, "--", "--model", "tiny")
+    assert status == 2 and f"argument --repeats: must be within 1..{driver.REPEATS_MAX}" in err and "Traceback" not in err
+    assert not out.exists()
+    root = Path(__file__).resolve().parents[1]
+    assert f"REPEATS_MAX={driver.REPEATS_MAX} " in (root / "scripts/slurm/sweep.sh").read_text()
+    assert f"within 1..{driver.REPEATS_MAX} (untraced runs" in (root / "scripts/reference_run.sh").read_text()
+
+
+def test_rehearse_among_the_train_options_is_refused(tmp_path, capsys):
+    """--rehearse after '--' rehearsed every run while sweep.json said no rehearsal: it is the sweep's option."""
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--device", "cpu", "--gpus", "1", "--tracer", "none", "--out", str(out)]
+    assert cli_main([*argv, "--", "--model", "tiny", "--rehearse"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("--rehearse in the train options (after '--'): a rehearsal is the sweep's, which then runs only "
+                        "the traced runs and records it in sweep.json; give --rehearse before '--'")  # fmt: skip
+    assert not out.exists()

@@ -57,10 +57,18 @@ usage() {
 
 # --- the command line ------------------------------------------------------------------------
 config="${DNABERT_SLURM_CONFIG:-}"
+REPEATS_MAX=1000         # runs per world size and tracer at most (run.sweep.driver.REPEATS_MAX)
 declare -A F=()          # settings given as flags (override the config file)
 extra_sbatch=() binds=() job_dirs=() train_args=()
 world_sizes="" tracers="" repeats="" out="" after="" mode=submit command=""
 while [ $# -gt 0 ]; do
+    case "$1" in  # an option that takes a value: one must follow, and not an empty one (but --pass-env's)
+        --config|--partition|--account|--time|--mem|--gpus-per-node|--max-nodes|--cpus-per-task|--gres-type|\
+        --gpu-bind|--image|--apptainer|--bind|--cli|--pass-env|--job-name-prefix|--sbatch-arg|--command|--after|\
+        --job-dir|--world-sizes|--tracers|--repeats|--out)
+            [ $# -ge 2 ] || die "$1 needs a value"
+            [ -n "$2" ] || [ "$1" = --pass-env ] || die "$1 needs a value, not an empty one" ;;
+    esac
     case "$1" in
         --config) config="${2:?--config needs a file}"; shift 2 ;;
         --partition) F[PARTITION]="${2:?}"; shift 2 ;;
@@ -255,6 +263,7 @@ if [ -n "$world_sizes" ]; then  # simple mode: job directories <out>/slurm/ws<N>
     [ "${#job_dirs[@]}" -eq 0 ] || die "--world-sizes and --job-dir exclude each other"
     [ -n "$out" ] || die "--world-sizes needs --out DIR (where the run directories go)"
     decimal repeats "${repeats:-1}" 1 --repeats
+    [ "$repeats" -le "$REPEATS_MAX" ] || die "--repeats: '$repeats' is more than $REPEATS_MAX runs per world size and tracer"
     declare -A seen=()
     IFS=',' read -r -a items <<<"$world_sizes,"  # the extra comma keeps a trailing empty item
     for item in "${items[@]}"; do
@@ -276,6 +285,11 @@ if [ -n "$world_sizes" ]; then  # simple mode: job directories <out>/slurm/ws<N>
             --tracer|--tracer=*) die "--tracer is set by the sweep for each run (--tracers); leave it out of the train options (after --)" ;;
         esac
     done
+    # the path as pathlib reads it (sweep's): no trailing '/' or '/.', which would make the tests below follow a link
+    while [ "${#out}" -gt 1 ] && [[ "$out" == */ || "$out" == */. ]]; do
+        case "$out" in */) out="${out%/}" ;; *) out="${out%/.}" ;; esac
+    done
+    out="${out:-/}"
     # a link: the runs would land where the command line does not name (outputs.refuse_link, as sweep refuses it)
     [ ! -L "$out" ] || die "--out '$out' is a symbolic link; give the folder it points to"
     if [ -e "$out" ]; then

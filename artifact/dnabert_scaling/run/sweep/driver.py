@@ -34,7 +34,7 @@ from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import MANIFEST, SYNTHETIC_DATA, RunLayout, SweepLayout, parse_run_name
-from dnabert_scaling.options import positive_float, positive_int
+from dnabert_scaling.options import positive_float, ranged
 from dnabert_scaling.outputs import output_path, refuse_link, refuse_overlap, writable_dir, write_text_atomic
 from dnabert_scaling.provenance import Fallback, now_iso
 from dnabert_scaling.run.folders import check_sweep_out
@@ -64,6 +64,7 @@ from dnabert_scaling.run.sweep.record import (
 REHEARSAL_WARMUP = 3
 REHEARSAL_STEPS = 8
 REPEATS = 3  # untraced throughput runs per world size, unless --repeats says otherwise
+REPEATS_MAX = 1000  # at most (scripts/slurm/sweep.sh and scripts/reference_run.sh hold the same)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -91,7 +92,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--repeats",
-        type=positive_int,
+        type=ranged(int, 1, REPEATS_MAX),
         default=None,
         help=f"untraced throughput runs per world size (default {REPEATS}; none with --rehearse)",
     )
@@ -196,6 +197,11 @@ def _train_options(args: argparse.Namespace) -> tuple[list[str], dict | None]:
         if dest in given:
             flag = TrainOptions.flag(dest)
             raise ArtifactError(f"{flag} is set by the sweep for each run; leave it out of the train options")
+    if "rehearse" in given:  # the sweep's own: in the train options it would rehearse runs the sweep records as measured
+        raise ArtifactError(
+            "--rehearse in the train options (after '--'): a rehearsal is the sweep's, which then runs only the traced "
+            "runs and records it in sweep.json; give --rehearse before '--'"
+        )
     if args.rehearse:
         return rehearsal_options(args, train_args)
     if args.repeats is None:
@@ -377,7 +383,7 @@ def rehearsal_options(args: argparse.Namespace, train_args: list[str], device: s
             "no scaling evidence), so these repeats would not run; leave out --repeats, or --rehearse for a sweep that runs them"
         )
     given = TrainOptions.parse(train_args).given
-    extra = ["--rehearse"] if "rehearse" not in given else []
+    extra = ["--rehearse"]  # never among the train options: _train_options refuses it there
     if "steps" not in given:
         extra += ["--steps", str(REHEARSAL_STEPS)]
     if "warmup_steps" not in given:

@@ -131,6 +131,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the modules beside t
 from bench_trace_child import child
 from bench_trace_modes import DEFAULT_MODES, MODES, RECORDS_DEFAULT, default_modes
 from bench_trace_parent import parent
+from dnabert_scaling.outputs import output_path
 
 
 def main(argv=None) -> int:
@@ -179,7 +180,7 @@ def main(argv=None) -> int:
         "which also samples where it waits",
     )
     p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
-    p.add_argument("--json", default=None)
+    p.add_argument("--json", type=output_path, default=None, help="write the document here (never over an input)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help=argparse.SUPPRESS)  # cpu: the tests' protocol run
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -57,7 +57,10 @@ def read_inputs(names: list[str]) -> list[tuple[str, dict]] | None:
     for name in names:
         try:
             raw = Path(name).read_bytes()
-            doc = json.loads(raw)
+            try:
+                doc = json.loads(raw)
+            except RecursionError:  # nested deeper than Python's parser goes: no bench-trace output is
+                raise ValueError("nested too deeply to be read") from None
             why = merge_input_problem(doc)
             if why:
                 raise ValueError(why)
@@ -168,10 +171,36 @@ def round_problem(r: dict) -> str | None:
     return None
 
 
+def machine_problem(machine) -> str | None:
+    """What in a run's machine record the documents could not read (they pool runs by its device and Score-P
+    patches), or None; a record may be missing (null)."""
+    if machine is None:
+        return None
+    if not isinstance(machine, dict):
+        return "'machine' is not a record of the machine"
+    patches = machine.get("scorep_patches")
+    if patches is not None and not (isinstance(patches, list) and all(isinstance(p, str) for p in patches)):
+        return "'machine.scorep_patches' is not a list of patch file names"
+    if machine.get("device") is not None and not isinstance(machine["device"], str):
+        return "'machine.device' is not a device name"
+    return None
+
+
 def merge_input_problem(doc) -> str | None:
     """What makes ``doc`` unfit for a merge (the shapes ``summarise`` reads), or None."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list):
+    if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list) or not doc["rounds"]:
         return "no rounds"
+    for where, machine in [
+        ("", doc.get("machine")),
+        *(
+            (f"merged run {i}: ", e.get("machine"))
+            for i, e in enumerate(doc.get("merged_from") if isinstance(doc.get("merged_from"), list) else [])
+            if isinstance(e, dict)
+        ),
+    ]:
+        why = machine_problem(machine)
+        if why:
+            return where + why
     configs = doc.get("configs")
     if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
         return "no list of configurations"

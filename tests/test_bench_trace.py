@@ -1026,3 +1026,39 @@ def test_the_printout_sets_the_mode_beside_cupti_alone_and_its_bare_client_where
     ]
     zh = json.loads((ROOT / "expected/reference/h200-bench/gpu-call-2026-12-06-records/bench-zh.json").read_text())
     assert not any("CUPTI alone" in line or "bare client" in line for line in bt.printout.target_lines(zh))
+
+
+ZF_RUN = ROOT / "expected/reference/h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr3h.json"
+
+
+@pytest.mark.parametrize(
+    "damage,message",
+    [
+        (lambda d: d["machine"].update(scorep_patches=[[], "a.patch"]), "'machine.scorep_patches' is not a list of patch"),
+        (lambda d: d.update(machine="x"), "'machine' is not a record of the machine"),
+        (lambda d: d["machine"].update(device=7), "'machine.device' is not a device name"),
+        (lambda d: d.update(rounds=[]), "no rounds"),
+    ],
+)
+def test_a_merge_input_the_documents_could_not_read_is_refused_with_exit_2(tmp_path, damage, message):
+    """A tester's inputs: a machine record whose patches or device the documents pool runs by (a list of lists once
+    gave a TypeError traceback), and a run without rounds, are refused as inputs, exit 2, nothing written."""
+    doc = json.loads(ZF_RUN.read_text())
+    damage(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    out = tmp_path / "merged.json"
+    proc = _merge(str(bad), str(ZF_RUN), "--json", str(out))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"bench-trace: {bad}: not a bench-trace output ({message}" in proc.stderr
+    assert not out.exists()
+
+
+def test_a_merge_input_nested_too_deeply_and_an_empty_json_path_are_refused(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    proc = _merge(str(deep), str(ZF_RUN))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"bench-trace: {deep}: not a bench-trace output (nested too deeply to be read)" in proc.stderr
+    proc = _merge(str(ZF_RUN), "--json", "")  # once read as "no --json": exit 0, nothing written, nothing said
+    assert proc.returncode == 2 and "--json: empty path: name the file or folder to write" in proc.stderr, proc.stderr

@@ -233,3 +233,24 @@ def test_a_merged_archive_reads_back_with_its_ranks(tmp_path):
     back = read_trace(out / "all-ranks" / "traces.otf2")
     assert sorted(back.ranks) == [3, 5]
     assert not any("definition order" in w for m in back.ranks.values() for w in m["warnings"])
+
+
+def test_more_workers_than_traces_start_one_process_per_trace(monkeypatch):
+    """--workers larger than the traces given (a tester's 10**20; with fork, the pool would start every one of them)
+    asks the pool for one process per trace at most; then, with the real pool, the two real traces read as alone."""
+    from dnabert_scaling.traces import loader
+
+    paths = [A100, H200]
+    asked = []
+    real_pool = loader.ProcessPoolExecutor
+
+    def pool(max_workers, mp_context):  # the real pool, the number it was asked for noted
+        asked.append(max_workers)
+        assert max_workers <= len(paths), max_workers  # before the pool: a fork pool would start them all
+        return real_pool(max_workers=max_workers, mp_context=mp_context)
+
+    monkeypatch.setattr(loader, "ProcessPoolExecutor", pool)
+    read = loader.read_many(paths, workers=10**20)
+    assert asked == [2]
+    alone = [loader.read_many([p], workers=1)[0] for p in paths]
+    assert [len(t.gpu) for t in read] == [len(t.gpu) for t in alone] and all(len(t.gpu) for t in read)

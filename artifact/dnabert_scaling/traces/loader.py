@@ -285,7 +285,7 @@ def read_many(paths: list[Path], workers: int | None = None) -> list[Trace]:
             workers = 1
     if workers <= 1 or len(paths) <= 1:
         return [_read_one(str(p)) for p in paths]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=_pool_context()) as pool:  # one per trace at most
         return list(pool.map(_read_one, [str(p) for p in paths]))
 
 

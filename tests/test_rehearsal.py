@@ -10,7 +10,7 @@ import tarfile
 import pytest
 
 from conftest import PYTHON, ROOT
-from dnabert_scaling.run.sweep.driver import REHEARSAL_STEPS, REHEARSAL_WARMUP, rehearsal_options
+from dnabert_scaling.run.sweep.rehearsal import REHEARSAL_STEPS, REHEARSAL_WARMUP, rehearsal_options
 from dnabert_scaling.layout import NCCL_LOG
 from dnabert_scaling.run.train.placement import (
     gpu_identity,

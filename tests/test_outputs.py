@@ -298,7 +298,7 @@ def test_an_installed_copy_protects_a_checkout_s_evidence_too(tmp_path):
 
 
 def test_synth_data_rows_are_bounded(tmp_path):
-    proc = _run(["synth-data", "--out", tmp_path / "task", "--rows", f"{10**12},1,1"], cwd=tmp_path, timeout=60)
+    proc = _run(["synth-data", "--out", tmp_path / "task", "--rows", f"{10**12},2,2"], cwd=tmp_path, timeout=60)
     assert_refused(proc, "at most 10,000,000 rows")
     assert not (tmp_path / "task").exists()
 
@@ -530,3 +530,32 @@ def test_an_otf2_anchor_stands_for_its_whole_archive(tmp_path, target):
     )
     assert proc.returncode == 2 and "write the output elsewhere" in proc.stderr, proc.stderr
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in archive.rglob("*") if p.is_file()} == before
+
+
+def test_summarize_replaces_only_its_own_summary_unless_forced(tmp_path):
+    """A tester's loss: summarize --json replaced any existing file (a user's notes, a trace not named as an input).
+    As predict does, it replaces only a summary it wrote; anything else needs --force."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    trace_copy = tmp_path / "other.json.gz"
+    trace_copy.write_bytes(KINETO.read_bytes())
+    for target, why in ((notes, "not a JSON file"), (trace_copy, "not a JSON file")):
+        before = target.read_bytes()
+        assert_refused(
+            _run(["summarize", KINETO, "--json", target], ROOT),
+            f"--json: exists and is not a summary written by summarize ({why}); not overwritten",
+            "--force to replace it",
+        )
+        assert target.read_bytes() == before
+    summary = tmp_path / "summary.json"
+    assert _run(["summarize", KINETO, "--json", summary], ROOT).returncode == 0
+    assert _run(["summarize", KINETO, "--json", summary], ROOT).returncode == 0  # its own: replaced
+    assert _run(["summarize", KINETO, "--json", notes, "--force"], ROOT).returncode == 0
+    assert json.loads(notes.read_text())["ranks"]
+
+
+def test_a_huge_world_size_is_refused_without_building_its_ranks(tmp_path):
+    """--world-size 10**20 built the set 0..N-1 and was killed for memory; the missing ranks are named from the
+    first ten and counted."""
+    proc = _run(["summarize", KINETO, "--world-size", str(10**20)], ROOT, timeout=120)
+    assert_refused(proc, "rank(s) 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 99,999,999,999,999,999,989 more of world size")

@@ -42,6 +42,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dnabert_scaling.errors import ArtifactError
 
@@ -366,3 +367,24 @@ def replaced_folder(target: Path | str, option: str, owned: Owned) -> Iterator[P
             fresh = old
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
+
+
+def foreign_json(path: Path, ours: Callable[[Any], str | None], limit: int = 64 << 20) -> str | None:
+    """Why the existing file at ``path`` is not one the command wrote, or None where it is, or where nothing is
+    there: not a regular file, larger than ``limit``, unreadable, not JSON, or ``ours(data)`` says why not (None:
+    it is). A command that replaces its own earlier output refuses anything else without ``--force``."""
+    from dnabert_scaling.errors import loads_json
+
+    if not path.exists() and not path.is_symlink():
+        return None
+    if not path.is_file():
+        return "not a regular file"
+    if path.stat().st_size > limit:
+        return f"a file of more than {limit >> 20} MiB"
+    try:
+        data = loads_json(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    except (ValueError, UnicodeDecodeError):
+        return "not a JSON file"
+    return ours(data)

@@ -82,7 +82,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.metrics_schema import MetricsFile
-from dnabert_scaling.outputs import output_path
+from dnabert_scaling.outputs import foreign_json, output_path
 from dnabert_scaling.provenance import below_cwd
 
 DEFAULT_GPUS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -396,24 +396,14 @@ def output_target(args: argparse.Namespace, reads: list[Path]) -> Path:
 def _not_predictions(path: Path) -> str | None:
     """Why the existing file at ``path`` is not one that predict wrote (judged by its content: a JSON
     object whose schema is ``SCHEMA``), or None where it is, or where nothing is there."""
-    from dnabert_scaling.errors import loads_json
 
-    if not path.exists() and not path.is_symlink():
+    def ours(data) -> str | None:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        if schema != SCHEMA:
+            return f"a JSON file with schema {schema!r}" if schema else "a JSON file without predict's schema field"
         return None
-    if not path.is_file():
-        return "not a regular file"
-    if path.stat().st_size > 64 << 20:  # predictions files are kilobytes
-        return "a file of more than 64 MiB"
-    try:
-        data = loads_json(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        return f"cannot be read: {exc.strerror or exc}"
-    except (ValueError, UnicodeDecodeError):
-        return "not a JSON file"
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema != SCHEMA:
-        return f"a JSON file with schema {schema!r}" if schema else "a JSON file without predict's schema field"
-    return None
+
+    return foreign_json(path, ours)
 
 
 def busbw_used(args: argparse.Namespace, layout: NodeLayout, sizes: list[int]) -> str:

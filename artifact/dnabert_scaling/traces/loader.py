@@ -15,6 +15,7 @@ missing from 0..world_size-1, are errors naming them.
 from __future__ import annotations
 
 import multiprocessing
+import itertools
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -346,13 +347,15 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
         sources = sorted({str(m.get("source")) for m in trace.ranks.values() if m.get("world_size") not in (None, world_size)})
         raise ArtifactError(f"expected world size {world_size}, but the traces record {sorted(sizes)} ({', '.join(sources)})")
     if world_size is not None:
-        expected = set(range(world_size))
-        missing = sorted(expected - set(trace.ranks))
-        extra = sorted(set(trace.ranks) - expected)
+        present = set(trace.ranks)
+        extra = sorted(r for r in present if not 0 <= r < world_size)
         where = str(paths_or_dir) if isinstance(paths_or_dir, (str, os.PathLike)) else "the given traces"
-        if missing:
+        n_missing = world_size - (len(present) - len(extra))
+        if n_missing:  # named without building 0..world_size-1, which a huge world size (given or recorded) would not fit
+            missing = list(itertools.islice((r for r in itertools.count() if r not in present), 10))
+            more = f" and {n_missing - len(missing):,} more" if n_missing > len(missing) else ""
             raise ArtifactError(
-                f"rank(s) {', '.join(map(str, missing))} of world size {world_size} missing in {where}"
+                f"rank(s) {', '.join(map(str, missing))}{more} of world size {world_size:,} missing in {where}"
                 f" (found ranks {sorted(trace.ranks)})"
             )
         if extra:

@@ -250,8 +250,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "several: the ranks of one run",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the summary as JSON ('-' for stdout only)")
+    parser.add_argument("--force", action="store_true", help="replace an existing --json file that is not a summary")
     parser.add_argument("--top", type=positive_int, default=TOP_KERNELS, help="number of top kernels to list")
     parser.add_argument("--world-size", type=positive_int, default=None, help="expected ranks 0..N-1 (directory input)")
+
+
+def _not_summary(data) -> str | None:
+    """Why a JSON document is not a summary this command wrote (its keys: ``source``, ``format``, ``ranks``), or None."""
+    if isinstance(data, dict) and {"source", "format", "ranks"} <= set(data) and isinstance(data["ranks"], list):
+        return None
+    return "a JSON file without a summary's source, format and ranks"
 
 
 def _json_safe(obj):
@@ -269,14 +277,21 @@ def run(args) -> int:
 
     paths = [Path(t) for t in args.trace]
     if args.json is not None and args.json != "-":
-        from dnabert_scaling.outputs import output_path, refuse_overlap, writable_file
+        from dnabert_scaling.outputs import foreign_json, output_path, refuse_overlap, writable_file
 
         try:
             output_path(args.json)
         except argparse.ArgumentTypeError as exc:
             raise ArtifactError(f"--json: {exc}") from None
-        writable_file(args.json, "--json")
         refuse_overlap([("--json", args.json)], paths)
+        writable_file(args.json, "--json")
+        foreign = None if args.force else foreign_json(Path(args.json), _not_summary)
+        if foreign:
+            raise ArtifactError(
+                f"--json: exists and is not a summary written by summarize ({foreign}); not overwritten: give another "
+                "path, or --force to replace it",
+                args.json,
+            )
     p = paths[0]
     if len(paths) > 1:
         trace = read_run_traces(paths, world_size=args.world_size)

@@ -600,3 +600,24 @@ def test_predict_finds_its_run_in_results_of_several_sweeps(tmp_path):
     assert main(["predict", str(results), "--out", str(tmp_path / "p.json")]) == 0
     replayed = json.loads((tmp_path / "p.json").read_text())["source"]
     assert replayed["run"].endswith("a/ws1-torch-r0"), replayed
+
+
+@pytest.mark.parametrize("bad", ["ds:bucket:0:100000000000000000000", "ds:bucket:0:0", "ds:bucket:4294967296:1024"])
+def test_a_bucket_range_out_of_range_is_refused_naming_it(tmp_path, capsys, bad):
+    """A tester's trace: a bucket range of 10**20 bytes ended in an OverflowError traceback. Its sizes are held to the
+    range of --busbw's (1 B to 1 TiB), its index below 2**31, before numpy holds them."""
+    import gzip
+
+    from conftest import ROOT
+
+    source = ROOT / "expected/reference/h200-buckets-b8/ws1-torch-r0/traces/rank0.json.gz"
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    first = next(e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ds:bucket:"))
+    first["name"] = bad
+    damaged = tmp_path / "rank0.json.gz"
+    damaged.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    out = tmp_path / "p.json"
+    assert main(["predict", str(damaged), "--gpus", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"the trace's bucket range '{bad[3:]}': its index must be below 2**31" in err and "Traceback" not in err
+    assert not out.exists()

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dnabert_scaling.analysis.predict_layouts import GB, US, Band, NodeLayout
+from dnabert_scaling.analysis.predict_layouts import BUCKET_BYTES, GB, US, Band, NodeLayout
 from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.provenance import below_cwd
 
@@ -172,7 +172,14 @@ class _MeasuredBuckets:
 
         b_start, b_end = bh["start_ns"].to_numpy(np.int64), bh["end_ns"].to_numpy(np.int64)
         b_step = tl.step_of(b_start)
-        args = [bucket_args(n) for n in bh["name"].astype(str)]
+        names = list(bh["name"].astype(str))
+        args = [bucket_args(n) for n in names]
+        for name, (index, nbytes) in zip(names, args, strict=True):  # as --busbw's sizes: before numpy holds them
+            if not (index < 1 << 31 and BUCKET_BYTES[0] <= nbytes <= BUCKET_BYTES[1]):
+                raise ArtifactError(
+                    f"the trace's bucket range {name[:80]!r}: its index must be below 2**31 and its size a whole number "
+                    f"of bytes from {BUCKET_BYTES[0]} to {BUCKET_BYTES[1]:,} (1 TiB)"
+                )
         b_index = np.array([a[0] for a in args], np.int64)
         b_bytes = np.array([a[1] for a in args], np.int64)
         inside = b_step >= 0

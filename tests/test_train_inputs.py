@@ -99,6 +99,8 @@ def test_missing_weights_folder_is_refused(tmp_path, capsys):
         (["--like", "prom_core_all", "--motif-length", "71"], "must be within 1..70"),
         (["--like", "nope"], "--like: unknown GUE task shape 'nope'"),
         (["--rows", "1,2"], "--rows must be three positive integers"),
+        (["--rows", "1,1,1"], "--rows 1,1,1: train and dev need at least 2 rows each, one per class of prom_300_all"),
+        (["--like", "covid", "--rows", "100,8,1"], "train and dev need at least 9 rows each, one per class of covid"),
     ],
 )
 def test_synth_data_impossible_combinations(tmp_path, capsys, extra, message):
@@ -281,3 +283,14 @@ def test_option_ranges_are_argparse_errors(tmp_path, capsys, option, value, mess
     code, err = _err(capsys, [*TRAIN, "--out", str(tmp_path / "r"), f"{option}={value}"])
     assert code == 2 and f"argument {option}: {message}" in err, err
     assert not (tmp_path / "r").exists()
+
+
+def test_synth_data_does_not_take_over_a_foreign_synthetic_json(tmp_path, capsys):
+    """A tester's loss: the existing-task check looked at the three CSV files only, so a synthetic.json of someone
+    else's in --out was replaced without --force."""
+    out = tmp_path / "meta"
+    out.mkdir()
+    (out / "synthetic.json").write_text('{"mine": 1}')
+    code, err = _err(capsys, ["synth-data", "--out", str(out), "--rows", "20,4,4"])
+    assert code == 2 and "already holds a task (pass --force to overwrite)" in err, err
+    assert (out / "synthetic.json").read_text() == '{"mine": 1}' and sorted(p.name for p in out.iterdir()) == ["synthetic.json"]

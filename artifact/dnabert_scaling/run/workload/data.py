@@ -328,7 +328,8 @@ def write_synthetic_task(
         raise ArtifactError(f"unknown GUE task shape {like!r}; known: {', '.join(sorted(GUE_TASKS))}")
     bp, num_labels, _ = GUE_TASKS[like]
     folder = Path(folder)
-    existing = [folder / f"{s}.csv" for s in SPLITS if (folder / f"{s}.csv").exists()]
+    names = [*(f"{s}.csv" for s in SPLITS), "synthetic.json"]  # all four are replaced: none is taken over unasked
+    existing = [folder / n for n in names if (folder / n).exists() or (folder / n).is_symlink()]
     if existing and not overwrite:
         raise ArtifactError("already holds a task (pass --force to overwrite)", existing[0].parent)
     check_motif_length(like, motif_length)
@@ -410,6 +411,9 @@ def run(args: argparse.Namespace) -> int:
         raise ArtifactError(f"--rows must be three positive integers, not {args.rows!r}")
     if args.like not in GUE_TASKS:
         raise ArtifactError(f"--like: unknown GUE task shape {args.like!r}; known: {', '.join(sorted(GUE_TASKS))}")
+    classes = GUE_TASKS[args.like][1]
+    if min(rows[:2]) < classes:  # labels go round the classes: fewer rows leave a class out, which train refuses
+        raise ArtifactError(f"--rows {args.rows}: train and dev need at least {classes} rows each, one per class of {args.like}")
     check_motif_length(args.like, args.motif_length)
     folder = write_synthetic_task(args.out, args.like, rows, args.motif_length, args.seed, args.force)
     print(f"wrote synthetic task shaped like {args.like} to {folder}")

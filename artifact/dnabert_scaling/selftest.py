@@ -22,6 +22,16 @@ MODEL_CARD_SEQ = "ACGTAGCATCGGATCTATCTATCGACACTTGGTTATCGATCTACGAGCATCTCGTTAGC"
 MODEL_CARD_IDS = [1, 5, 194, 32, 757, 1239, 2092, 294, 24, 359, 88, 93, 32, 75, 77, 19, 2]
 
 
+class CheckFailed(Exception):
+    """A check's finding: raised by ``_require``, never an ``assert``, which ``python -O`` would drop (and every
+    check would then pass)."""
+
+
+def _require(ok: bool, why: str) -> None:
+    if not ok:
+        raise CheckFailed(why)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip-train", action="store_true", help="skip the two-step training run")
 
@@ -30,7 +40,7 @@ def _tokenizer() -> str:
     from dnabert_scaling.run.workload.tokenizer import load_tokenizer
 
     ids = load_tokenizer()(MODEL_CARD_SEQ)["input_ids"]
-    assert ids == MODEL_CARD_IDS, f"model card example tokenizes to {ids}"
+    _require(ids == MODEL_CARD_IDS, f"model card example tokenizes to {ids}")
     return "17 ids of the model card example"
 
 
@@ -52,7 +62,7 @@ def _golden() -> str:
         err = max(
             float((out.logits - io["logits"]).abs().max()), float((out.last_hidden_state - io["last_hidden_state"]).abs().max())
         )
-        assert err < 1e-5, f"{attention}: max |difference| to the released code's outputs is {err:.2e}"
+        _require(err < 1e-5, f"{attention}: max |difference| to the released code's outputs is {err:.2e}")
         worst = max(worst, err)
     return f"port matches the released code's golden outputs (max |d| {worst:.1e}, sdpa/eager/unpad)"
 
@@ -78,9 +88,9 @@ def _train() -> str:
             str(Path(tmp) / "run"),
         ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"training run failed:\n{proc.stderr[-2000:]}"
+        _require(proc.returncode == 0, f"training run failed:\n{proc.stderr[-2000:]}")
         summary = json.loads(RunLayout(Path(tmp) / "run").summary.read_text())
-        assert summary["status"] == "ok" and summary["finite_loss"], "training summary is not ok"
+        _require(summary["status"] == "ok" and summary["finite_loss"], "training summary is not ok")
         return f"two-step CPU training run ok ({summary['samples_per_s']:.0f} samples/s)"
 
 

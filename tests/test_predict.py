@@ -621,3 +621,35 @@ def test_a_bucket_range_out_of_range_is_refused_naming_it(tmp_path, capsys, bad)
     err = capsys.readouterr().err
     assert f"the trace's bucket range '{bad[3:]}': its index must be below 2**31" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_an_incomplete_trace_is_refused_not_replayed(tmp_path, capsys):
+    """A tester's trace: every second kernel dropped. predict replayed it and printed its step as measured, saying
+    nothing; a trace that lost activities is refused, with its completeness."""
+    import gzip
+
+    from conftest import ROOT
+
+    source = ROOT / "expected/reference/h200-buckets-b8/ws1-torch-r0/traces/rank0.json.gz"
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    kernels = [i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel"]
+    dropped = set(kernels[::2])
+    doc["traceEvents"] = [e for i, e in enumerate(doc["traceEvents"]) if i not in dropped]
+    damaged = tmp_path / "rank0.json.gz"
+    damaged.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    out = tmp_path / "p.json"
+    assert main(["predict", str(damaged), "--gpus", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "the trace is incomplete (" in err and "predict needs a complete world-size-1 trace" in err, err
+    assert not out.exists()
+
+
+def test_the_printout_says_the_replays_notes():
+    """What the replay approximated (its source's notes) is printed beside the forecast, not only written to the file."""
+    from conftest import ROOT
+
+    from dnabert_scaling.analysis.predict import format_summary
+
+    out = json.loads((ROOT / "expected/reference-results/h200-buckets-b8/predictions.json").read_text())
+    out["source"]["notes"] = ["12 activities without a paired launch call: their GPU start stands in"]
+    assert format_summary(out).splitlines()[-1] == "  note: 12 activities without a paired launch call: their GPU start stands in"

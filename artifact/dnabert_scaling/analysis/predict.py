@@ -466,6 +466,7 @@ def run(args: argparse.Namespace) -> int:
     from dnabert_scaling.traces import read_run_traces
 
     trace = read_source(source)
+    refuse_incomplete(trace)
     profile = profile_from_trace(trace)
     replayed = trace.ranks[trace.rank_ids[0]] if len(trace.rank_ids) else {}
     measured, desc = source.measured, source.desc
@@ -548,4 +549,23 @@ def format_summary(out: dict[str, Any]) -> str:
             )
     for f in out["fallbacks"]:
         lines.append(f"  fallback: {f['what']}: {f['used']} ({f['why']})")
+    for note in out["source"].get("notes") or []:  # what the replay approximated: said here, not only in the file
+        lines.append(f"  note: {note}")
     return "\n".join(lines)
+
+
+def refuse_incomplete(trace) -> None:
+    """Refuse a trace that lost activities (completeness INCOMPLETE: steps whose launches found fewer activities
+    than the bound): the replay would leave the lost kernels out and forecast steps shorter than the run's, and
+    present the trace's own step as measured."""
+    from dnabert_scaling.analysis.completeness import INCOMPLETE, trace_completeness
+
+    found = trace_completeness(trace)
+    if found["status"] == INCOMPLETE:
+        ratio = found.get("ratio")
+        share = "" if ratio is None else f"{100 * ratio:.2f}% of its launches have their GPU activity; "
+        raise ArtifactError(
+            f"the trace is incomplete ({share}{found.get('reason')}): a replay would leave the lost activities out; "
+            "predict needs a complete world-size-1 trace",
+            trace.ranks[trace.rank_ids[0]].get("source") if len(trace.rank_ids) else None,
+        )

@@ -653,3 +653,29 @@ def test_the_printout_says_the_replays_notes():
     out = json.loads((ROOT / "expected/reference-results/h200-buckets-b8/predictions.json").read_text())
     out["source"]["notes"] = ["12 activities without a paired launch call: their GPU start stands in"]
     assert format_summary(out).splitlines()[-1] == "  note: 12 activities without a paired launch call: their GPU start stands in"
+
+
+def test_options_the_forecast_would_not_use_are_refused(tmp_path, runs, capsys):
+    """A tester's cases, each read and then dropped unsaid: a --busbw file of a world size not asked for; bandwidth and
+    latency options where every size asked has its measured file; --inter-busbw where every size fits in one node."""
+    bw = {"world_size": 8, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}
+    bw8 = tmp_path / "bw8.json"
+    bw8.write_text(json.dumps(bw))
+    bw2 = tmp_path / "bw2.json"
+    bw2.write_text(json.dumps({**bw, "world_size": 2}))
+    out = tmp_path / "p.json"
+    for argv, said in (
+        (["--gpus", "2,4", "--busbw", bw8], "--busbw: a file of world size 8, which --gpus (2, 4) does not ask for"),
+        (
+            ["--gpus", "2", "--busbw", bw2, "--intra-busbw", "5", "--alpha-us", "100"],
+            "--intra-busbw, --alpha-us: every world size",
+        ),
+        (
+            ["--gpus", "2,4", "--inter-busbw", "5"],
+            "--inter-busbw: every world size asked without a --busbw file fits in one node",
+        ),
+    ):
+        assert main(["predict", str(runs[1]), *map(str, argv), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err, err
+        assert not out.exists()

@@ -291,6 +291,31 @@ def layout_from_args(args) -> NodeLayout:
     return replace(lay, **changes, name=lay.name + " (changed by options)")
 
 
+def refuse_unused(args, gpus: list[int], busbw: dict[int, dict[str, Any]], layout: NodeLayout) -> None:
+    """Refuse what the forecast would read and then not use, before any trace is read: a --busbw file of a world
+    size not asked for, bandwidth or latency options where every world size asked has its measured --busbw file
+    (the model uses the measurement, with no latency term), and --inter-busbw where every world size asked fits in
+    one node."""
+    for n, data in busbw.items():
+        if n not in gpus:
+            raise ArtifactError(
+                f"--busbw: a file of world size {n}, which --gpus ({', '.join(map(str, gpus))}) does not ask for: it would "
+                f"not be used; add {n} to --gpus, or leave the file out",
+                data["_path"],
+            )
+    given = [f"--{o.replace('_', '-')}" for o in ("intra_busbw", "inter_busbw", "alpha_us") if getattr(args, o) is not None]
+    if given and all(n in busbw for n in gpus):
+        raise ArtifactError(
+            f"{', '.join(given)}: every world size asked ({', '.join(map(str, gpus))}) has a measured --busbw file, which "
+            "the model uses instead (with no latency term); leave them out"
+        )
+    if args.inter_busbw is not None and all(n <= layout.gpus_per_node for n in gpus if n not in busbw):
+        raise ArtifactError(
+            f"--inter-busbw: every world size asked without a --busbw file fits in one node of {layout.gpus_per_node} "
+            "GPUs, so no inter-node bandwidth is used; leave it out, or ask for a larger world size or fewer --gpus-per-node"
+        )
+
+
 def read_busbw(paths: list[Path]) -> dict[int, dict[str, Any]]:
     """``--busbw`` files by world size, each checked (``predict_layouts.check_busbw``); two for one
     world size are refused (one would silently replace the other)."""
@@ -458,6 +483,7 @@ def run(args: argparse.Namespace) -> int:
     layout = layout_from_args(args)
     given_contention = None if args.contention is None else _parse_band(args.contention, "--contention")
     busbw = read_busbw(args.busbw)
+    refuse_unused(args, gpus, busbw, layout)
     source = resolve_source(args.source)
     for m in args.measured:  # refused before any trace is read: a rehearsal, or no record of where its ranks ran
         measured_run(m)

@@ -104,3 +104,19 @@ def test_scorep_failed_directories_are_pointed_out(tmp_path):
     shutil.copytree(DATA / "traces" / "scorep-mpi-pingpong", traces / "scorep-failed-20250101_1200")
     with pytest.raises(ArtifactError, match="scorep-failed-20250101_1200"):
         read_run_traces(tmp_path)
+
+
+def test_an_untraced_run_folder_is_named_as_one(tmp_path):
+    """A tester's case: summarize or predict on an untraced run (tracer none) said its config.json was not a Kineto
+    trace; a run folder whose records are there and whose traces/ folder is not is named as one."""
+    import shutil
+
+    from conftest import ROOT
+
+    from dnabert_scaling.errors import ArtifactError
+    from dnabert_scaling.traces.loader import discover
+
+    run = tmp_path / "ws1-none-r0"
+    shutil.copytree(ROOT / "expected/reference/h200-b8/ws1-none-r0", run)
+    with pytest.raises(ArtifactError, match="a run folder without a traces/ folder: the run was not traced"):
+        discover(run)

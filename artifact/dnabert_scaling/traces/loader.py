@@ -14,8 +14,8 @@ missing from 0..world_size-1, are errors naming them.
 
 from __future__ import annotations
 
-import multiprocessing
 import itertools
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from dnabert_scaling.errors import FOLDER, MISSING, REGULAR_FILE, ArtifactError, path_kind, regular_file
-from dnabert_scaling.layout import TRACERS, TRACES
+from dnabert_scaling.layout import CONFIG, SUMMARY, TRACERS, TRACES
 from dnabert_scaling.traces import classify, identity
 from dnabert_scaling.traces.kineto_reader import is_kineto_path, read_kineto
 from dnabert_scaling.traces.model import Trace
@@ -240,6 +240,12 @@ def discover(path) -> list[Path]:
         regular_file(p, "a trace")
     if (p / ANCHOR_NAME).is_file():
         return [p]
+    if not (p / TRACES).is_dir() and (p / CONFIG).is_file() and (p / SUMMARY).is_file():  # a run's records, no traces
+        raise ArtifactError(
+            f"a run folder without a {TRACES}/ folder: the run was not traced (an untraced run, tracer none) or its "
+            "traces were moved; give a traced run",
+            p,
+        )
     base = p / TRACES if (p / TRACES).is_dir() else p
     kineto = sorted(x for x in base.iterdir() if x.is_file() and is_kineto_path(x))
     otf2 = sorted(x for x in base.iterdir() if x.is_dir() and (x / ANCHOR_NAME).is_file())
@@ -352,7 +358,7 @@ def read_run_traces(paths_or_dir, world_size: int | None = None, workers: int | 
         where = str(paths_or_dir) if isinstance(paths_or_dir, (str, os.PathLike)) else "the given traces"
         n_missing = world_size - (len(present) - len(extra))
         if n_missing:  # named without building 0..world_size-1, which a huge world size (given or recorded) would not fit
-            missing = list(itertools.islice((r for r in itertools.count() if r not in present), 10))
+            missing = list(itertools.islice((r for r in range(world_size) if r not in present), 10))  # range is lazy
             more = f" and {n_missing - len(missing):,} more" if n_missing > len(missing) else ""
             raise ArtifactError(
                 f"rank(s) {', '.join(map(str, missing))}{more} of world size {world_size:,} missing in {where}"

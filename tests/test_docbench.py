@@ -710,6 +710,9 @@ def test_the_floor_reading_holds_the_default_to_the_bound_and_to_both_bare_clien
         "call ZF's rounds of the default mode at 32x70 are not shipped"
     )
     build = ["8.4-cupti-launch-callbacks.patch", "8.4-cupti-launch-records.patch"]
+    series = tmp_path / docbench_targets.SERIES  # the build the artifact ships: the series' verified patches
+    series.parent.mkdir(parents=True)
+    series.write_text("".join(f"{p} verified\n" for p in build))
     records = [1.18 + 0.01 * (k % 5) for k in range(20)]
     rows = {
         docbench_parts.SCOREP_RECORDS: records,
@@ -732,3 +735,6 @@ def test_the_floor_reading_holds_the_default_to_the_bound_and_to_both_bare_clien
     assert text.endswith(
         "+0.050 of an untraced step, more than that client (the differences' 95% interval of the median 0.05-0.05)"
     )
+    series.write_text("8.4-cupti-launch-callbacks.patch verified\n")  # the file's runs no longer ran the shipped build
+    again = docbench_reading.scorep_target_reading(Facts(tmp_path), "floor")
+    assert "never pooled with the H200's), another build's default missed the bound" in again

@@ -23,7 +23,9 @@ from dnabert_scaling.tools.docbench_targets import (
     beyond_client_said,
     cupti_alone,
     mode_of_file,
+    ran_build,
     run_devices,
+    shipped_build,
     target_files,
 )
 from dnabert_scaling.tools.docfacts import Facts
@@ -123,10 +125,12 @@ def _floor_reading(facts: Facts) -> str:
         return f"call ZF's rounds of the default mode at {config} are not shipped"
     devices = sorted({str(d) for d in run_devices(data)})
     verdict, interval = cv.judge([rounds], bound)
+    against = {"met": "met the bound", "missed": "missed the bound"}.get(verdict, "is not established against the bound")
+    whose = "the shipped build's" if ran_build(data, shipped_build(facts)) else "another build's"
     m = cv.median_of([rounds])
     text = (
         f"on the lent cards of call ZF ({', '.join(devices)}; {len(rounds.values)} rounds in {len(_runs([rounds]))} runs at "
-        f"{config}, never pooled with the H200's), the shipped build's default {verdict} the bound"
+        f"{config}, never pooled with the H200's), {whose} default {against}"
         f" ({'' if m is None else cv.near(m, bound) + 'x, '}{interval})"
     )
     alone = cupti_alone([(label, data)], config, bound)

@@ -74,8 +74,14 @@ def target_files(facts: Facts) -> list[tuple[str, dict, bool]]:
             )
         mode = mode_of_file(data)
         if any(isinstance(m, dict) and m.get("mode") == mode for m in data.get("modes") or []):
-            found.append((said, data, build is not None and _build_of(data) == build))
+            found.append((said, data, ran_build(data, build)))
     return found
+
+
+def ran_build(data: dict, build: tuple[str, ...] | None) -> bool:
+    """Whether every run of a benchmark file lists ``build``'s patches (:func:`shipped_build`: the artifact's); never
+    where either is not known."""
+    return build is not None and _build_of(data) == build
 
 
 def cupti_alone(everyone: list, config: str, bound: float) -> tuple[str, str, int, float | None] | None:

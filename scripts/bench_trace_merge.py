@@ -190,14 +190,11 @@ def merge_input_problem(doc) -> str | None:
     """What makes ``doc`` unfit for a merge (the shapes ``summarise`` reads), or None."""
     if not isinstance(doc, dict) or not isinstance(doc.get("rounds"), list) or not doc["rounds"]:
         return "no rounds"
-    for where, machine in [
-        ("", doc.get("machine")),
-        *(
-            (f"merged run {i}: ", e.get("machine"))
-            for i, e in enumerate(doc.get("merged_from") if isinstance(doc.get("merged_from"), list) else [])
-            if isinstance(e, dict)
-        ),
-    ]:
+    runs = doc["merged_from"] if isinstance(doc.get("merged_from"), list) else []  # its shape is checked below
+    machines = [("", doc.get("machine"))] + [
+        (f"merged run {i}: ", e.get("machine")) for i, e in enumerate(runs) if isinstance(e, dict)
+    ]
+    for where, machine in machines:
         why = machine_problem(machine)
         if why:
             return where + why

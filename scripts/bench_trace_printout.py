@@ -24,8 +24,7 @@ def target_lines(doc: dict) -> list[str]:
     CUPTI alone against the same bound and what the mode adds to the bare client that takes the launches the
     same way (against 0)."""
     from dnabert_scaling.tools import cost_verdicts as cv
-    from dnabert_scaling.tools.docbench import SCOREP_RATIO_TARGETS
-    from dnabert_scaling.tools.docbench import RECORDS_MODE
+    from dnabert_scaling.tools.docbench import RECORDS_MODE, SCOREP_RATIO_TARGETS
     from dnabert_scaling.tools.docbench_targets import CLIENT_OF, beyond_client, beyond_client_said, cupti_alone, mode_of_file
 
     mode = mode_of_file(doc)  # the default of the build its runs list: records mode where it has the records patch

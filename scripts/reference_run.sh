@@ -79,7 +79,7 @@ done
 # a rehearsal runs no untraced throughput runs: a --repeats given with it would be dropped unsaid (as sweep refuses it)
 [ $REHEARSE = 0 ] || [ -z "$REPEATS" ] || die "--repeats $REPEATS --rehearse: a rehearsal runs no untraced throughput runs; leave out --repeats"
 [ -n "$REPEATS" ] || REPEATS=3
-[[ $REPEATS =~ ^[0-9]+$ ]] && [ "$((10#$REPEATS))" -ge 1 ] && [ "${#REPEATS}" -le 9 ] && [ "$((10#$REPEATS))" -le 1000 ] \
+[[ $REPEATS =~ ^[0-9]{1,9}$ ]] && [ "$((10#$REPEATS))" -ge 1 ] && [ "$((10#$REPEATS))" -le 1000 ] \
   || die "--repeats must be a whole number within 1..1000 (untraced runs per world size), not $REPEATS"
 [ -n "$BENCH" ] || { [ $REHEARSE = 1 ] && BENCH=none || BENCH=train,trace; }
 for n in "$STEPS" "$WARMUP" "$REPEATS" "$BUDGET" "$RUN_TIMEOUT" $BATCHES; do

@@ -228,10 +228,10 @@ def split_block(facts: Facts, split: Split) -> str:
     text += _paired_sentences(by, configs, names, pairs)
     text += _parts_sentence(data, configs, split, unread)
     text += _set_up_sentence(modes)
-    said = f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID
-    kept = [m for m in modes if m.get("mode") not in split.diagnostic]
     if not any(m.get("mode") == LAUNCH_MODE for m in modes):  # a call of records mode alone: its targets follow it
         return text
+    said = f"{LAUNCH_SAID}, stream reference cache on" if cached == runs else LAUNCH_SAID
+    kept = [m for m in modes if m.get("mode") not in split.diagnostic]
     return text + "\n\n" + scorep_targets(kept, data, said=said)
 
 

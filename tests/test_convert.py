@@ -254,3 +254,16 @@ def test_more_workers_than_traces_start_one_process_per_trace(monkeypatch):
     assert asked == [2]
     alone = [loader.read_many([p], workers=1)[0] for p in paths]
     assert [len(t.gpu) for t in read] == [len(t.gpu) for t in alone] and all(len(t.gpu) for t in read)
+
+
+def test_a_name_holding_nul_is_refused_with_the_file_not_cut_short(tmp_path, capsys):
+    """OTF2 keeps C strings: a kernel name with \\u0000 in the Kineto JSON would come back cut at the NUL. convert
+    refuses it, naming the file, the field and where the NUL is, and writes nothing."""
+    kernel = {"ph": "X", "cat": "kernel", "name": "gemm\u0000_hidden_tail", "pid": 0, "tid": 7, "ts": 1.0, "dur": 5.0,
+              "args": {"stream": 7, "device": 0}}  # fmt: skip
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps({"traceEvents": [kernel]}))
+    assert cli_main(["convert", str(p), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert str(p) in err and "GPU activity's name holds a NUL character" in err and "at character 5" in err, err
+    assert "Traceback" not in err and not (tmp_path / "out" / "scorep-rank0").exists()

@@ -94,6 +94,7 @@ def test_cli_json_and_table(tmp_path, capsys):
         "exp_mem_s",
         "idle_s",
         "total_s",
+        "complete",
     ]
     assert lines[2].split() == [
         "0",
@@ -107,7 +108,9 @@ def test_cli_json_and_table(tmp_path, capsys):
         "0.000000",
         "0.000000",
         "0.000002",
+        "yes",
     ]
+    assert lines[3] == ""  # every rank complete: no key to the words under the table
     assert "CUDA[0:13]  nccl" in table and "top kernels" in table
     doc = json.loads(out.read_text())
     assert set(doc) == {"source", "format", "ranks"} and doc["format"] == "otf2"
@@ -132,3 +135,34 @@ def test_cli_json_and_table(tmp_path, capsys):
     # a run directory works too (all ranks), and --json - prints JSON only
     assert cli_main(["summarize", str(tmp_path), "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)["ranks"][0]["ns"]["idle"] == 350
+
+
+def test_the_table_shows_control_characters_of_trace_names_as_escapes(tmp_path, capsys):
+    """A kernel name read from a trace may hold an ANSI escape or a bidi override: the table prints its escape
+    (``\\x1b``, ``\\u202e``), so that the terminal does not act on it and the reader sees it is there; the JSON
+    keeps the name as the trace has it."""
+    evil = "gemm\x1b[2J\x1b[31mFAKE\u202eelif\x07"
+    doc = {
+        "traceEvents": [
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 11, "ts": 1, "dur": 2,
+             "args": {"correlation": 5}},
+            {"ph": "X", "cat": "kernel", "name": evil, "pid": 0, "tid": 7, "ts": 4, "dur": 10,
+             "args": {"device": 0, "stream": 7, "correlation": 5}},
+        ]
+    }  # fmt: skip
+    trace = tmp_path / "rank0.json"
+    trace.write_text(json.dumps(doc))
+    assert cli_main(["summarize", str(trace), "--json", str(tmp_path / "s.json")]) == 0
+    table = capsys.readouterr().out
+    assert not any(c in table for c in "\x1b\x07\u202e")
+    assert "gemm\\x1b[2J\\x1b[31mFAKE\\u202eelif\\x07" in table
+    assert json.loads((tmp_path / "s.json").read_text())["ranks"][0]["top_kernels"][0]["name"] == evil
+
+
+def test_the_table_marks_a_rank_whose_completeness_is_not_known_and_says_what_the_words_mean(capsys):
+    """The H200 Kineto sample marks no measured step, so its completeness is unknown: the row says so beside the
+    figures, and a key under the table says what yes, NO and unknown mean (an INCOMPLETE rank's times read low)."""
+    assert cli_main(["summarize", str(H200)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-1] == "complete" and lines[2].split()[-1] == "unknown"
+    assert lines[3].startswith("(complete: yes where every measured step holds all its kernels; NO: kernels are missing")

@@ -35,7 +35,7 @@ import pandas as pd
 
 from dnabert_scaling import intervals as iv
 from dnabert_scaling.analysis.partition import partition_ns, stream_role
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, escape_hidden
 from dnabert_scaling.layout import ANCHOR
 from dnabert_scaling.options import positive_int
 from dnabert_scaling.traces.classify import distinct_short
@@ -194,12 +194,13 @@ def format_table(summary: dict) -> str:
         ("exp_mem_s", "exposed_memcpy_s"),
         ("idle_s", "idle_s"),
         ("total_s", "total_s"),
+        ("complete", "completeness"),
     ]
     rows = []
     for r in summary["ranks"]:
         row = []
         for _, k in cols:
-            v = r[k]
+            v = r[k] if k != "completeness" else _completeness_cell(r)
             if k == "overlap_ratio":
                 row.append("-" if v is None else f"{v:.3f}")
             elif isinstance(v, float):
@@ -211,6 +212,10 @@ def format_table(summary: dict) -> str:
     out.append("  ".join(h.rjust(w) for (h, _), w in zip(cols, widths)))
     for row in rows:
         out.append("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+    if any(_completeness_cell(r) != "yes" for r in summary["ranks"]):
+        out.append("(complete: yes where every measured step holds all its kernels; NO: kernels are missing from "
+                   "the rank's figures, so its kernel times read low and its idle high; unknown: the trace cannot tell; "
+                   "each rank's completeness line below says why)")  # fmt: skip
     for r in summary["ranks"]:
         out.append("")
         out.append(_completeness_line(r))
@@ -229,7 +234,17 @@ def format_table(summary: dict) -> str:
             out.append(f"  {k['sum_s']:.6f} s{share}  x{k['count']:<6} [{k['category']}] {name}")
         for w in r["warnings"]:
             out.append(f"  warning: {w}")
-    return "\n".join(out)
+    # kernel, stream and file names come from the trace: a control character in one (an ANSI escape) is shown
+    # as its escape, never sent to the terminal
+    return "\n".join(escape_hidden(line) for line in out)
+
+
+def _completeness_cell(r: dict) -> str:
+    """The table's word for a rank's completeness: yes, NO (INCOMPLETE: capitals, for its figures miss kernels), unknown."""
+    from dnabert_scaling.analysis.completeness import COMPLETE, INCOMPLETE
+
+    status = (r.get("completeness") or {}).get("status")
+    return {COMPLETE: "yes", INCOMPLETE: "NO"}.get(str(status), "unknown")
 
 
 def _completeness_line(r: dict) -> str:

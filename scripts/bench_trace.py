@@ -49,6 +49,13 @@ Diagnostic modes (run only where --modes names them):
                     nvidia-cuda-cupti); Score-P loads the toolkit's. On the lent H200 the two files
                     are the same build (one sha256, 2026-12-04: gpu-call-2026-12-04-profile/NOTES.md)
   cupti-kernels-8k  the same client with 8 kB buffers, Score-P's own chunk
+  cupti-kernels-pinned
+                    cupti-kernels with CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED = 1: CUPTI
+                    keeps the kernels' and copies' profiling data in page-locked host memory instead of
+                    device memory (its default since CUDA 12.0 Update 1); whether CUPTI's own cost moves
+  cupti-kernels-shared
+                    cupti-kernels with CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER = 0: one stream of
+                    activity buffers for all threads instead of one per thread (CUPTI's default)
   cupti-launch      cupti-kernels, and the client also subscribes to the driver callbacks launch-only
                     Score-P enables (the same name prefixes) and stores a timestamp, the callback id
                     and the correlation id at each call's entry and exit: the least a CUPTI tracer

@@ -25,6 +25,10 @@
  * each count. An id at or above 2^25, or a kernel record beyond the list's 2^24 entries, counts as not
  * linked. The client only counts: what a tracer's own handling of such records costs is not measured.
  *
+ * With one of CUPTI's own settings changed (`cupti-kernels-pinned`: the profiling data in page-locked host
+ * memory; `cupti-kernels-shared`: one stream of activity buffers for all threads) it asks for what
+ * `cupti-kernels` asks for: whether CUPTI's own cost, that floor, moves with the setting.
+ *
  * With the resource and synchronisation domains as well (`cupti-launch-domains`) it also enables the
  * two whole callback domains Score-P enables beside its driver callbacks (CUPTI_CB_DOMAIN_RESOURCE:
  * contexts, streams, modules; CUPTI_CB_DOMAIN_SYNCHRONIZE: context and stream synchronisations) and
@@ -238,8 +242,27 @@ completed( CUcontext context, uint32_t stream, uint8_t* buffer, size_t size, siz
 }
 
 /* options: BENCH_CUPTI_LAUNCHES (the launch callbacks), BENCH_CUPTI_DOMAINS (with them, the resource and
-   synchronisation domains), BENCH_CUPTI_LAUNCH_RECORDS (activity records of the same driver calls) */
-enum { BENCH_CUPTI_LAUNCHES = 1, BENCH_CUPTI_DOMAINS = 2, BENCH_CUPTI_LAUNCH_RECORDS = 4 };
+   synchronisation domains), BENCH_CUPTI_LAUNCH_RECORDS (activity records of the same driver calls), and two of
+   CUPTI's own settings, each against its default: BENCH_CUPTI_PINNED (CUPTI keeps the kernels', copies' and
+   memsets' profiling data in page-locked host memory, CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED = 1,
+   instead of device memory, which the host must then fetch), BENCH_CUPTI_SHARED_BUFFERS (one stream of
+   activity buffers for all threads, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER = 0, instead of buffers
+   per thread) */
+enum
+{
+    BENCH_CUPTI_LAUNCHES       = 1,
+    BENCH_CUPTI_DOMAINS        = 2,
+    BENCH_CUPTI_LAUNCH_RECORDS = 4,
+    BENCH_CUPTI_PINNED         = 8,
+    BENCH_CUPTI_SHARED_BUFFERS = 16
+};
+
+static CUptiResult
+set_flag( CUpti_ActivityAttribute attribute, uint8_t value )
+{
+    size_t size = sizeof( value );
+    return cuptiActivitySetAttribute( attribute, &size, &value );
+}
 
 int
 bench_cupti_start( unsigned long long bytes, int options )
@@ -249,7 +272,19 @@ bench_cupti_start( unsigned long long bytes, int options )
     {
         buffer_bytes = ( size_t )bytes;
     }
-    r = cuptiActivityRegisterCallbacks( requested, completed );
+    r = CUPTI_SUCCESS;
+    if ( options & BENCH_CUPTI_PINNED )
+    {
+        r = set_flag( CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, 1 );
+    }
+    if ( r == CUPTI_SUCCESS && ( options & BENCH_CUPTI_SHARED_BUFFERS ) )
+    {
+        r = set_flag( CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, 0 ); /* before the callbacks are registered */
+    }
+    if ( r == CUPTI_SUCCESS )
+    {
+        r = cuptiActivityRegisterCallbacks( requested, completed );
+    }
     if ( r == CUPTI_SUCCESS )
     {
         r = cuptiActivityEnable( CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL );

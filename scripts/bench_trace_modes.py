@@ -25,6 +25,11 @@ MODES: dict[str, tuple[str, str, dict[str, str]] | None] = {
     "cupti-launch": None,
     "cupti-launch-domains": None,
     "cupti-launch-records": None,
+    # cupti-kernels with one of CUPTI's own settings changed from its default: whether CUPTI's cost itself, the
+    # floor of any tracer built on it, moves with where CUPTI keeps its profiling data (page-locked host memory
+    # instead of device memory) or with one stream of activity buffers for all threads instead of one per thread
+    "cupti-kernels-pinned": None,
+    "cupti-kernels-shared": None,
     # the default mode with Score-P's TSC timer instead of the artifact's clock_gettime: whether reading the
     # clock is part of what a launch record costs on this machine (see scripts/clock_cost.c)
     "scorep-launch-chunk4m-tsc": (SCOREP_ENABLE, "launch", {"SCOREP_CUDA_BUFFER_CHUNK": "4M", "SCOREP_TIMER": "tsc"}),
@@ -63,11 +68,20 @@ CUPTI_CLIENT_MODES = {
     "cupti-launch": 4 << 20,
     "cupti-launch-domains": 4 << 20,
     "cupti-launch-records": 4 << 20,
+    "cupti-kernels-pinned": 4 << 20,
+    "cupti-kernels-shared": 4 << 20,
 }
 # the client's options per mode (bench_cupti_start's flags): 1 the launch callbacks, 2 with them the
 # resource and synchronisation callback domains Score-P enables, 4 instead of callbacks CUPTI's activity
-# records of the same driver calls (each with the correlation id of its kernel's record)
-CUPTI_CLIENT_OPTIONS = {"cupti-launch": 1, "cupti-launch-domains": 1 | 2, "cupti-launch-records": 4}
+# records of the same driver calls (each with the correlation id of its kernel's record), 8 CUPTI's profiling
+# data in page-locked host memory, 16 one stream of activity buffers for all threads
+CUPTI_CLIENT_OPTIONS = {
+    "cupti-launch": 1,
+    "cupti-launch-domains": 1 | 2,
+    "cupti-launch-records": 4,
+    "cupti-kernels-pinned": 8,
+    "cupti-kernels-shared": 16,
+}
 CUPTI_LAUNCH_MODES = tuple(m for m, o in CUPTI_CLIENT_OPTIONS.items() if o & 1)  # the modes that take the launch callbacks
 CUPTI_CLIENT_ENV = "BENCH_TRACE_CUPTI_CLIENT"  # the built client library, for a child of such a mode
 CUPTI_CLIENT_LIB = "libbench_trace_cupti.so"  # built in the run's work folder

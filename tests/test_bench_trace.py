@@ -627,12 +627,41 @@ def test_a_cupti_client_child_gets_the_built_library_and_no_score_p_variables(bt
         "cupti-launch": 4 << 20,
         "cupti-launch-domains": 4 << 20,
         "cupti-launch-records": 4 << 20,
+        "cupti-kernels-pinned": 4 << 20,
+        "cupti-kernels-shared": 4 << 20,
     }
     # the modes that also take the launch callbacks, the one that adds the resource and synchronisation domains,
-    # and the one that takes CUPTI's activity records of those driver calls instead of callbacks
-    assert bt.modes.CUPTI_CLIENT_OPTIONS == {"cupti-launch": 1, "cupti-launch-domains": 3, "cupti-launch-records": 4}
+    # the one that takes CUPTI's activity records of those driver calls instead of callbacks, and the two that
+    # change one of CUPTI's own settings
+    assert bt.modes.CUPTI_CLIENT_OPTIONS == {
+        "cupti-launch": 1,
+        "cupti-launch-domains": 3,
+        "cupti-launch-records": 4,
+        "cupti-kernels-pinned": 8,
+        "cupti-kernels-shared": 16,
+    }
     assert bt.modes.CUPTI_LAUNCH_MODES == ("cupti-launch", "cupti-launch-domains")
     assert bt.modes.mode_settings(["cupti-kernels", "cupti-launch"]) == {"cupti-kernels": None, "cupti-launch": None}
+
+
+def test_the_clients_option_flags_are_the_ones_its_c_source_defines(bt):
+    """The options a mode passes to bench_cupti_start are made of the flags bench_trace_cupti.c's enum defines, with
+    the values it gives them: a flag renumbered on one side only would switch on another setting on the GPU."""
+    import re
+
+    source = (ROOT / "scripts" / "bench_trace_cupti.c").read_text()
+    flags = {name: int(value) for name, value in re.findall(r"\b(BENCH_CUPTI_[A-Z_]+)\s*=\s*(\d+)", source)}
+    assert flags == {
+        "BENCH_CUPTI_LAUNCHES": 1,
+        "BENCH_CUPTI_DOMAINS": 2,
+        "BENCH_CUPTI_LAUNCH_RECORDS": 4,
+        "BENCH_CUPTI_PINNED": 8,
+        "BENCH_CUPTI_SHARED_BUFFERS": 16,
+    }
+    every = sum(flags.values())
+    assert all(options & ~every == 0 for options in bt.modes.CUPTI_CLIENT_OPTIONS.values())
+    assert "CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, 1" in source
+    assert "CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, 0" in source
 
 
 def test_every_mode_the_benchmark_accepts_is_described_in_its_help(bt):
@@ -843,7 +872,7 @@ def test_the_real_cupti_client_links_each_kernel_record_to_a_launch_record_by_co
     assert counts["linked_kernels"] == 2  # the two kernels of id 5; id 9 has no launch record, 2^25 is beyond
 
 
-@pytest.mark.parametrize("mode", ["cupti-kernels", "cupti-launch"])
+@pytest.mark.parametrize("mode", ["cupti-kernels", "cupti-launch", "cupti-kernels-pinned", "cupti-kernels-shared"])
 def test_a_cupti_client_run_without_a_gpu_reports_that_the_client_cannot_start(bt, tmp_path, monkeypatch, mode):
     import torch
 

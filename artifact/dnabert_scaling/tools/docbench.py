@@ -34,6 +34,8 @@ NAMES = {
     "scorep-nocuda": "Score-P loaded, no CUDA recording",
     "cupti-kernels": "CUPTI alone (bare client), 4 MB buffers",
     "cupti-kernels-8k": "CUPTI alone (bare client), 8 kB buffers",
+    "cupti-kernels-pinned": "CUPTI alone (bare client), 4 MB buffers, profiling data in pinned host memory",
+    "cupti-kernels-shared": "CUPTI alone (bare client), 4 MB buffers, one buffer stream for all threads",
     "cupti-launch": "CUPTI alone with launch callbacks (bare client), 4 MB buffers",
     "scorep-launch-nocache-chunk4m": "Score-P, launch-only, 4 MB buffers, stream reference cache off",
     "scorep-launch-chunk4m-tsc": "Score-P, launch-only, 4 MB buffers, TSC timer",

@@ -679,3 +679,44 @@ def test_options_the_forecast_would_not_use_are_refused(tmp_path, runs, capsys):
         err = capsys.readouterr().err
         assert said in err and "Traceback" not in err, err
         assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "node, said",
+    [
+        (None, "the trace ran on NVIDIA H200 and node layout a100-nvswitch is of A100s"),  # the default: the study's node
+        ("h100-nvswitch", "the trace ran on NVIDIA H200 and node layout h100-nvswitch is of H100s"),
+        ("h200-nvswitch", None),  # the GPU it ran on: nothing mixed
+        ("pcie-gen4", None),  # a layout of no one GPU
+    ],
+)
+def test_a_forecast_says_when_it_pairs_one_gpus_kernel_times_with_another_gpus_links(
+    kineto_results, capsys, tmp_path, node, said
+):
+    """The shipped H200 run's record names its GPU: a layout of other GPUs' links gives a forecast of neither node,
+    said beside the replay's notes in predictions.json and on the terminal; the H200 layout and PCIe do not."""
+    extra = [] if node is None else ["--node", node]
+    rc, out = _predict(tmp_path, kineto_results / "results", *extra)
+    assert rc == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    mixed = [n for n in out["source"]["notes"] if "link bandwidths" in n]
+    assert out["source"]["gpu_name"] == "NVIDIA H200"
+    if said is None:
+        assert mixed == [] and "link bandwidths" not in printed
+    else:
+        assert len(mixed) == 1 and mixed[0].startswith(said) and f"  note: {said}" in printed
+
+
+def test_a_bare_traces_forecast_says_its_gpu_is_not_recorded(runs, tmp_path, capsys):
+    """A trace given alone carries no record of its GPU: the forecast says that it replays the kernel times with the
+    layout's links; with a measured --busbw for every world size asked, the layout's links are not used and nothing
+    is said."""
+    rc, out = _predict(tmp_path, runs[1])
+    assert rc == 0 and out["source"].get("gpu_name") is None
+    assert any(n.startswith("the GPU the trace ran on is not recorded with it") for n in out["source"]["notes"])
+    bw = tmp_path / "busbw-ws4.json"
+    bw.write_text(json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}))
+    target = tmp_path / "measured.json"
+    assert main(["predict", str(runs[1]), "--gpus", "4", "--busbw", str(bw), "--out", str(target)]) == 0
+    assert not [n for n in json.loads(target.read_text())["source"].get("notes") or [] if "not recorded" in n]
+    capsys.readouterr()

@@ -65,6 +65,7 @@ from dnabert_scaling.analysis.predict_layouts import (  # noqa: F401
     Band,
     NodeLayout,
     check_busbw,
+    layout_gpu_note,
     within,
 )
 from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
@@ -190,7 +191,13 @@ def resolve_source(path: Path) -> Source:
     src.traces = trace_paths(run)
     if not src.traces:
         raise ArtifactError("the run has no traces (traces/rank*.json.gz or traces/scorep-rank*/)", path)
-    src.desc |= {"run": str(below_cwd(path)), "ddp_buckets": run.summary.get("ddp_buckets"), "ddp": run.summary.get("ddp")}
+    gpu_name = (run.summary.get("provenance") or {}).get("gpu_name")
+    src.desc |= {
+        "run": str(below_cwd(path)),
+        "ddp_buckets": run.summary.get("ddp_buckets"),
+        "ddp": run.summary.get("ddp"),
+        "gpu_name": gpu_name if isinstance(gpu_name, str) else None,
+    }
     if run.summary.get("ddp") is False:
         raise ArtifactError("this run ran without DDP (--no-ddp): it has no buckets to predict from", path)
     src.reads += _run_reads(run)
@@ -513,13 +520,17 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     result = predict(profile, gpus, layout, contention, busbw)
+    source_info = {**desc, **profile.info, "sha256": replayed.get("sha256")}
+    # the trace's GPU against the layout's: said where they differ, with what the replay approximated
+    if (mixed := layout_gpu_note(layout, desc.get("gpu_name"))) is not None and any(n not in busbw for n in gpus):
+        source_info["notes"] = [*(source_info.get("notes") or []), mixed]
     out = {
         "schema": SCHEMA,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "note": "predictions, never verdicts: claims are judged on measurements only",
         # what the forecast replayed, by content: the report shows it only for the set whose
         # metrics.json names this trace (its world-size-1 inputs' sha256)
-        "source": {**desc, **profile.info, "sha256": replayed.get("sha256")},
+        "source": source_info,
         "model": {
             "all_reduce": "alpha + 2(N-1)/N * bytes / busbw(N, bytes), buckets in order on one NCCL stream",
             "node": layout.as_dict(),

@@ -61,6 +61,7 @@ class NodeLayout:
     alpha_intra: Band  # s
     alpha_inter: Band  # s
     description: str = ""
+    gpu: str | None = None  # the GPU model the layout's links are of ("A100"), None: any GPU (PCIe)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +94,7 @@ NODES: dict[str, NodeLayout] = {
         _ALPHA_INTRA,
         _ALPHA_INTER,
         "8x A100 SXM, NVLink 3 / NVSwitch; 8 HDR InfiniBand NICs per node (DGX A100 layout): the study's node",
+        "A100",
     ),
     "h100-nvswitch": NodeLayout(
         "h100-nvswitch",
@@ -102,6 +104,7 @@ NODES: dict[str, NodeLayout] = {
         _ALPHA_INTRA,
         _ALPHA_INTER,
         "8x H100 SXM, NVLink 4 / NVSwitch; 8 NDR InfiniBand NICs per node",
+        "H100",
     ),
     "pcie-gen4": NodeLayout(
         "pcie-gen4",
@@ -117,9 +120,30 @@ NODES["h200-nvswitch"] = replace(
     NODES["h100-nvswitch"],
     name="h200-nvswitch",
     description="8x H200 SXM (same NVLink 4 / NVSwitch as H100); 8 NDR InfiniBand NICs per node",
+    gpu="H200",
 )
 DEFAULT_NODE = "a100-nvswitch"
 DEFAULT_CONTENTION = Band(1.05, 1.0, 1.15, "assumed default (no multi-GPU trace to measure it from)")
+
+
+def layout_gpu_note(layout: NodeLayout, gpu_name: str | None) -> str | None:
+    """What a forecast mixes where the trace's GPU is not the GPU of the layout's links: the replay keeps the trace's
+    kernel times and takes the layout's bandwidths, so a forecast for A100 links from an H200 trace is neither node.
+    None where they agree, or where the layout is of no one GPU (PCIe)."""
+    if layout.gpu is None:
+        return None
+    if not gpu_name:
+        return (
+            f"the GPU the trace ran on is not recorded with it (a bare trace, or a run without a GPU name): the "
+            f"forecast replays its kernel times with the links of node layout {layout.name} ({layout.gpu})"
+        )
+    if layout.gpu.lower() in str(gpu_name).lower():
+        return None
+    return (
+        f"the trace ran on {gpu_name} and node layout {layout.name} is of {layout.gpu}s: the forecast pairs the "
+        f"{gpu_name}'s kernel times with {layout.gpu} link bandwidths, which is neither node (--node picks the layout "
+        "of the GPU it ran on, where one is listed)"
+    )
 
 
 def within(x: Any, bounds: tuple[float, float]) -> bool:

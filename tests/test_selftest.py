@@ -11,6 +11,10 @@ def test_selftest_passes():
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "selftest model        ok" in proc.stdout and "0 failed" in proc.stdout
+    # the machine's GPU and Score-P are said, never passed as a check: here there is no GPU
+    environment = [line for line in proc.stdout.splitlines() if line.startswith("selftest environment")]
+    assert len(environment) == 1 and environment[0].startswith("selftest environment  info  ")
+    assert "2 passed, 0 failed" in proc.stdout  # tokenizer and model; the environment is not counted
 
 
 def test_a_failing_check_fails_under_python_O():

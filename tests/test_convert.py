@@ -265,5 +265,20 @@ def test_a_name_holding_nul_is_refused_with_the_file_not_cut_short(tmp_path, cap
     p.write_text(json.dumps({"traceEvents": [kernel]}))
     assert cli_main(["convert", str(p), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert str(p) in err and "GPU activity's name holds a NUL character" in err and "at character 5" in err, err
+    assert str(p) in err and "'name' holds a NUL character at character 5" in err, err
     assert "Traceback" not in err and not (tmp_path / "out" / "scorep-rank0").exists()
+
+
+def test_a_thread_name_holding_nul_is_refused_by_convert(tmp_path, capsys):
+    """The reader refuses NUL in names and argument texts; a string thread id (Chrome traces write them) reaches the
+    tables as the launch's thread name, which convert's own check refuses before OTF2 would cut it."""
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "main\u0000thread",
+              "ts": 1.0, "dur": 1.0, "args": {"correlation": 5}}  # fmt: skip
+    kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 3.0, "dur": 5.0,
+              "args": {"stream": 7, "device": 0, "correlation": 5}}  # fmt: skip
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps({"traceEvents": [launch, kernel]}))
+    assert cli_main(["convert", str(p), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert str(p) in err and "holds a NUL character" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out" / "scorep-rank0").exists()

@@ -684,8 +684,8 @@ def test_options_the_forecast_would_not_use_are_refused(tmp_path, runs, capsys):
 @pytest.mark.parametrize(
     "node, said",
     [
-        (None, "the trace ran on NVIDIA H200 and node layout a100-nvswitch is of A100s"),  # the default: the study's node
-        ("h100-nvswitch", "the trace ran on NVIDIA H200 and node layout h100-nvswitch is of H100s"),
+        (None, "the trace ran on NVIDIA H200 and node layout a100-nvswitch is of A100 SXM GPUs"),  # the default: the study's
+        ("h100-nvswitch", "the trace ran on NVIDIA H200 and node layout h100-nvswitch is of H100 SXM GPUs"),
         ("h200-nvswitch", None),  # the GPU it ran on: nothing mixed
         ("pcie-gen4", None),  # a layout of no one GPU
     ],
@@ -720,3 +720,68 @@ def test_a_bare_traces_forecast_says_its_gpu_is_not_recorded(runs, tmp_path, cap
     assert main(["predict", str(runs[1]), "--gpus", "4", "--busbw", str(bw), "--out", str(target)]) == 0
     assert not [n for n in json.loads(target.read_text())["source"].get("notes") or [] if "not recorded" in n]
     capsys.readouterr()
+
+
+def test_a_kineto_traces_own_device_name_is_its_gpu_and_given_links_are_not_the_tables(tmp_path, capsys):
+    """A Kineto trace given alone names its GPU in deviceProperties (the shipped H200 trace): the note names it, not
+    'not recorded'; with --intra-busbw for world sizes inside one node no link of the layout's table is used, so
+    nothing is said."""
+    from conftest import ROOT
+
+    trace = ROOT / "expected" / "reference" / "h200-buckets-b8" / "ws1-torch-r0" / "traces" / "rank0.json.gz"
+    target = tmp_path / "p.json"
+    assert main(["predict", str(trace), "--gpus", "2,8", "--out", str(target)]) == 0
+    source = json.loads(target.read_text())["source"]
+    assert source["gpu_name"] == "NVIDIA H200"
+    assert [n for n in source["notes"] if "link bandwidths" in n][0].startswith("the trace ran on NVIDIA H200 and")
+    assert main(["predict", str(trace), "--gpus", "2,8", "--intra-busbw", "100", "--out", str(target), "--force"]) == 0
+    assert not [n for n in json.loads(target.read_text())["source"]["notes"] if "link bandwidths" in n]
+    assert main(["predict", str(trace), "--gpus", "16", "--intra-busbw", "100", "--out", str(target), "--force"]) == 0
+    assert [n for n in json.loads(target.read_text())["source"]["notes"] if "link bandwidths" in n]  # inter-node: table
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "gpu_name, node, mixed",
+    [
+        ("NVIDIA A100-SXM4-80GB", "a100-nvswitch", False),
+        ("NVIDIA H100 80GB HBM3", "h100-nvswitch", False),
+        ("NVIDIA H200", "h200-nvswitch", False),
+        ("NVIDIA RTX A1000", "a100-nvswitch", True),  # another GPU whose name starts alike
+        ("NVIDIA GH200 480GB", "h200-nvswitch", True),  # the Grace Hopper superchip: not an H200 SXM node
+        ("NVIDIA A100-PCIE-40GB", "a100-nvswitch", True),  # PCIe and NVL forms have other links
+        ("NVIDIA H100 NVL", "h100-nvswitch", True),
+        ("NVIDIA H100 PCIe", "pcie-gen4", False),  # the PCIe layout is of no one GPU
+    ],
+)
+def test_the_layouts_gpu_is_matched_by_its_model_word_and_form(gpu_name, node, mixed):
+    from dnabert_scaling.analysis.predict_layouts import NODES, layout_gpu_note
+
+    note = layout_gpu_note(NODES[node], gpu_name)
+    assert (note is not None) == mixed, note
+    if mixed:
+        assert note.startswith(f"the trace ran on {gpu_name} and node layout {node}")
+
+
+@pytest.mark.parametrize("gpu_name", [None, "", "   ", 5, ["NVIDIA H200"]])
+def test_a_gpu_name_that_is_blank_or_not_text_is_not_a_record_of_the_gpu(gpu_name):
+    from dnabert_scaling.analysis.predict_layouts import NODES, layout_gpu_note
+
+    assert layout_gpu_note(NODES["a100-nvswitch"], gpu_name).startswith("the GPU the trace ran on is not recorded")
+
+
+def test_a_hostile_gpu_name_is_printed_as_escapes(kineto_results, tmp_path, capsys):
+    """The run record's gpu_name is the recorder's text: its ANSI escape and bidi override reach the note, which the
+    terminal gets as escapes (the file keeps the text)."""
+    import shutil
+
+    shutil.copytree(kineto_results / "sweep" / "ws1-torch-r0", tmp_path / "ws1-torch-r0")
+    summary = tmp_path / "ws1-torch-r0" / "summary.json"
+    doc = json.loads(summary.read_text())
+    doc["provenance"]["gpu_name"] = "NVIDIA \x1b[31mX\u202e"
+    summary.write_text(json.dumps(doc))
+    target = tmp_path / "p.json"
+    assert main(["predict", str(tmp_path / "ws1-torch-r0"), "--gpus", "2", "--out", str(target)]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\u202e" not in printed and "NVIDIA \\x1b[31mX\\u202e" in printed
+    assert json.loads(target.read_text())["source"]["gpu_name"] == "NVIDIA \x1b[31mX\u202e"

@@ -287,3 +287,17 @@ def test_the_first_screen_shows_a_forecast_of_no_spread_as_uninformative(tmp_pat
     c6 = cells["C6"]["predicted"]
     assert (c6["verdict"], c6["cls"], c6["band"]) == (UNINFORMATIVE, "notrun", "1 (no spread)"), c6
     assert cells["C5"]["predicted"]["verdict"] == FAIL and "[" in cells["C5"]["predicted"]["band"]
+
+
+def test_the_forecasts_notes_show_control_and_bidi_characters_as_escapes(tmp_path):
+    """A note quotes the run record's gpu_name: its ANSI escape, bidi override and line separator are shown in the
+    report as escapes (HTML escaping alone keeps them in the page, where a bidi override reorders the text)."""
+    from dnabert_scaling.report import predictions, results
+
+    folder = _shipped_set(tmp_path)
+    doc = json.loads((folder / "predictions.json").read_text())
+    doc["source"]["notes"] = ["the trace ran on NVIDIA \x1b[31mX\u202eY\u2028Z <b>"]
+    (folder / "predictions.json").write_text(json.dumps(doc))
+    section = predictions.section_html(results.load_set(0, folder))
+    assert not any(c in section for c in "\x1b\u202e\u2028")
+    assert "NVIDIA \\x1b[31mX\\u202eY\\u2028Z &lt;b&gt;" in section

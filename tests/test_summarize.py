@@ -166,3 +166,39 @@ def test_the_table_marks_a_rank_whose_completeness_is_not_known_and_says_what_th
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[-1] == "complete" and lines[2].split()[-1] == "unknown"
     assert lines[3].startswith("(complete: yes where every measured step holds all its kernels; NO: kernels are missing")
+
+
+def test_an_error_naming_a_hostile_file_shows_its_control_characters_as_escapes(tmp_path, capsys):
+    """Every command's error names the file: a file name (or a name quoted from the trace) holding an ANSI escape or a
+    bidi override reaches the terminal as escapes (cli.shown), with the error's own line breaks kept."""
+    bad = tmp_path / "bad\x1b[31m\u202e.json"
+    bad.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k\x07", "pid": 0, "tid": 7,
+                                                "ts": "x", "dur": 1, "args": {"stream": 7}}]}))  # fmt: skip
+    assert cli_main(["summarize", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert not any(c in err for c in "\x1b\u202e\x07"), err
+    assert "bad\\x1b[31m\\u202e.json" in err and "name 'k\\x07'" in err and "Traceback" not in err
+
+
+def test_the_error_printer_keeps_a_messages_own_line_breaks():
+    from dnabert_scaling.cli import shown
+
+    assert shown("first\nsecond \x1b[2J") == "first\nsecond \\x1b[2J"
+
+
+def test_an_incomplete_rank_reads_no_beside_its_figures(tmp_path, capsys):
+    """One measured step whose ten launches found five kernels: the row says NO, and the key under the table says its
+    kernel times read low, above the completeness line that gives the counts."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": "ds:step", "pid": 9, "tid": 9, "ts": 0, "dur": 1000}]
+    for i in range(10):
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9,
+                       "ts": 10 + 10 * i, "dur": 2, "args": {"correlation": i + 1}})  # fmt: skip
+        if i < 5:
+            events.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 200 + 10 * i,
+                           "dur": 5, "args": {"stream": 7, "device": 0, "correlation": i + 1}})  # fmt: skip
+    trace = tmp_path / "rank0.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    assert cli_main(["summarize", str(trace)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split()[-1] == "NO" and "its kernel times read low" in lines[3]
+    assert lines[5].startswith("completeness INCOMPLETE: rank 0: GPU activities for 5 of 10 launches")

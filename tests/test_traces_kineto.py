@@ -6,6 +6,7 @@ import json
 import pytest
 
 from conftest import DATA
+from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.traces import read_trace
 from dnabert_scaling.traces.kineto_reader import us_to_ns
 from dnabert_scaling.traces.model import validate
@@ -158,3 +159,27 @@ def test_gzip_and_plain_json_read_the_same(tmp_path, h200):
     p.write_bytes(raw)
     plain = read_trace(p)
     assert plain.gpu.equals(h200.gpu) and plain.host.equals(h200.host)
+
+
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("gemm\u0000tail", "'name' holds a NUL character at character 5, which C strings would cut there"),
+        ("_Z3fooi\u0000bar", "'name' holds a NUL character at character 8"),  # the demangler would stop at it
+        ("gemm\ud800", "'name' holds a lone surrogate (U+D800) at character 5, which is no character"),
+    ],
+)
+def test_a_name_no_table_or_archive_can_keep_is_refused_naming_the_event(tmp_path, name, said):
+    """JSON can spell a NUL (\\u0000) and a lone surrogate (\\ud800): the first would be cut by C strings (OTF2, the
+    demangler) and the second cannot be encoded at all (a traceback from the table library). Both are refused where
+    the event is read, naming the file and the event, in a kernel's name and in an argument's text alike."""
+    kernel = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}
+    p = tmp_path / "rank0.json"
+    p.write_text(json.dumps({"traceEvents": [kernel]}))
+    with pytest.raises(ArtifactError, match="trace event 0 of traceEvents") as caught:
+        read_trace(p)
+    assert said in str(caught.value) and caught.value.path == str(p)
+    nccl = {**kernel, "name": "ncclDevKernel_Generic_1(x)", "args": {"stream": 7, "Collective name": name}}
+    p.write_text(json.dumps({"traceEvents": [nccl]}))
+    with pytest.raises(ArtifactError, match="args.Collective name holds"):
+        read_trace(p)

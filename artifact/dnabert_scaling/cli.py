@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from dnabert_scaling import __version__
-from dnabert_scaling.errors import ArtifactError, Stopped, stop_on_signals
+from dnabert_scaling.errors import ArtifactError, Stopped, escape_hidden, stop_on_signals
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -103,6 +103,13 @@ def main(
         return stop.exit_code
 
 
+def shown(message: str) -> str:
+    """An error message as the terminal gets it: the file names and trace names in it are the user's or the trace's,
+    so their control, format and separator characters are written as escapes (``errors.escape_hidden``); the line
+    breaks a message holds on purpose are kept."""
+    return "\n".join(escape_hidden(line) for line in message.split("\n"))
+
+
 def _run_reporting_errors(module, args: argparse.Namespace, command: str, received: list[int]) -> int:
     """``module.run(args)``: a user-facing error as one line and exit status 2 (``ArtifactError``,
     a write that failed); a stop signal's number is appended to ``received``."""
@@ -114,13 +121,13 @@ def _run_reporting_errors(module, args: argparse.Namespace, command: str, receiv
     except ArtifactError as exc:
         if received:
             raise
-        print(f"{command}: error: {exc}", file=sys.stderr)
+        print(f"{command}: error: {shown(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # a write that failed after the up-front checks (disk full, a folder removed)
         if received:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"{command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"{command}: error: {shown(f'{where}{exc.strerror or exc}')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a SIGINT a subcommand's own handler turned into KeyboardInterrupt (sweep)
         print(f"{command}: interrupted", file=sys.stderr)

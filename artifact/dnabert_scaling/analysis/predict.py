@@ -80,7 +80,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
     simulate,
     step_figures,
 )
-from dnabert_scaling.errors import ArtifactError
+from dnabert_scaling.errors import ArtifactError, escape_hidden
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.metrics_schema import MetricsFile
 from dnabert_scaling.outputs import foreign_json, output_path
@@ -196,7 +196,7 @@ def resolve_source(path: Path) -> Source:
         "run": str(below_cwd(path)),
         "ddp_buckets": run.summary.get("ddp_buckets"),
         "ddp": run.summary.get("ddp"),
-        "gpu_name": gpu_name if isinstance(gpu_name, str) else None,
+        "gpu_name": gpu_name.strip() if isinstance(gpu_name, str) and gpu_name.strip() else None,
     }
     if run.summary.get("ddp") is False:
         raise ArtifactError("this run ran without DDP (--no-ddp): it has no buckets to predict from", path)
@@ -462,6 +462,24 @@ def busbw_used(args: argparse.Namespace, layout: NodeLayout, sizes: list[int]) -
     return "; ".join(parts)
 
 
+def trace_gpu_name(meta: dict[str, Any]) -> str | None:
+    """The GPU a trace names for itself (Kineto's ``deviceProperties``, as the reader keeps them), where it names one
+    model only; None otherwise (Score-P's OTF2 names none)."""
+    names = {n.strip() for n in meta.get("device_names") or [] if isinstance(n, str) and n.strip()}
+    return names.pop() if len(names) == 1 else None
+
+
+def table_links_used(args: argparse.Namespace, layout: NodeLayout, gpus: list[int], busbw: dict[int, Any]) -> bool:
+    """Whether the node layout's table gives the bus bandwidth of some world size asked: one without a --busbw file,
+    inside a node without --intra-busbw, or across nodes without both --intra-busbw and --inter-busbw."""
+    for n in gpus:
+        if n in busbw:
+            continue
+        if args.intra_busbw is None or (n > layout.gpus_per_node and args.inter_busbw is None):
+            return True
+    return False
+
+
 def _contention(given: Band | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:
     """``--contention`` (parsed), else the band of the measured multi-GPU traces, else the default (a fallback)."""
     if given is not None:
@@ -521,8 +539,10 @@ def run(args: argparse.Namespace) -> int:
         )
     result = predict(profile, gpus, layout, contention, busbw)
     source_info = {**desc, **profile.info, "sha256": replayed.get("sha256")}
-    # the trace's GPU against the layout's: said where they differ, with what the replay approximated
-    if (mixed := layout_gpu_note(layout, desc.get("gpu_name"))) is not None and any(n not in busbw for n in gpus):
+    # the trace's GPU (the run's record, else the trace's own device names) against the layout's: said where the
+    # layout's table gives the links of some world size, with what the replay approximated
+    source_info["gpu_name"] = desc.get("gpu_name") or trace_gpu_name(replayed)
+    if (mixed := layout_gpu_note(layout, source_info["gpu_name"])) is not None and table_links_used(args, layout, gpus, busbw):
         source_info["notes"] = [*(source_info.get("notes") or []), mixed]
     out = {
         "schema": SCHEMA,
@@ -588,7 +608,7 @@ def format_summary(out: dict[str, Any]) -> str:
         lines.append(f"  fallback: {f['what']}: {f['used']} ({f['why']})")
     for note in out["source"].get("notes") or []:  # what the replay approximated: said here, not only in the file
         lines.append(f"  note: {note}")
-    return "\n".join(lines)
+    return "\n".join(escape_hidden(line) for line in lines)  # names from records and traces: never control characters
 
 
 def refuse_incomplete(trace) -> None:

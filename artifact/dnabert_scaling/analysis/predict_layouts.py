@@ -126,23 +126,35 @@ DEFAULT_NODE = "a100-nvswitch"
 DEFAULT_CONTENTION = Band(1.05, 1.0, 1.15, "assumed default (no multi-GPU trace to measure it from)")
 
 
-def layout_gpu_note(layout: NodeLayout, gpu_name: str | None) -> str | None:
+def _names_gpu(gpu_name: str, gpu: str) -> bool:
+    """Whether a device name (``NVIDIA H200``, ``NVIDIA A100-SXM4-80GB``) is of the layout's GPU ``gpu`` in its
+    NVSwitch form: the model as a word of its own (``A1000`` and ``GH200`` are other GPUs), and no PCIe or NVL
+    variant, whose links are not NVSwitch's."""
+    import re
+
+    words = re.split(r"[^0-9a-z]+", gpu_name.lower())
+    return gpu.lower() in words and not {"pcie", "nvl"} & set(words)
+
+
+def layout_gpu_note(layout: NodeLayout, gpu_name: object) -> str | None:
     """What a forecast mixes where the trace's GPU is not the GPU of the layout's links: the replay keeps the trace's
     kernel times and takes the layout's bandwidths, so a forecast for A100 links from an H200 trace is neither node.
-    None where they agree, or where the layout is of no one GPU (PCIe)."""
+    None where they agree, or where the layout is of no one GPU (PCIe). A name that is not a string or is blank is not
+    a record of the GPU."""
     if layout.gpu is None:
         return None
-    if not gpu_name:
+    if not isinstance(gpu_name, str) or not gpu_name.strip():
         return (
-            f"the GPU the trace ran on is not recorded with it (a bare trace, or a run without a GPU name): the "
-            f"forecast replays its kernel times with the links of node layout {layout.name} ({layout.gpu})"
+            f"the GPU the trace ran on is not recorded with it: the forecast replays its kernel times with the links of "
+            f"node layout {layout.name} ({layout.gpu})"
         )
-    if layout.gpu.lower() in str(gpu_name).lower():
+    name = gpu_name.strip()
+    if _names_gpu(name, layout.gpu):
         return None
     return (
-        f"the trace ran on {gpu_name} and node layout {layout.name} is of {layout.gpu}s: the forecast pairs the "
-        f"{gpu_name}'s kernel times with {layout.gpu} link bandwidths, which is neither node (--node picks the layout "
-        "of the GPU it ran on, where one is listed)"
+        f"the trace ran on {name} and node layout {layout.name} is of {layout.gpu} SXM GPUs: the forecast pairs the "
+        f"{name}'s kernel times with {layout.gpu} link bandwidths, which is neither node (--node picks the layout of "
+        "the GPU it ran on, where one is listed)"
     )
 
 

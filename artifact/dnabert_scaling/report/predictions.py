@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dnabert_scaling.analysis.predict_replay import FIGURES
-from dnabert_scaling.errors import ArtifactError, read_json_object
+from dnabert_scaling.errors import ArtifactError, escape_hidden, read_json_object
 from dnabert_scaling.provenance import BUCKET_HOOK_DEVIATION
 from dnabert_scaling.report.results import badge, band_text, esc, fmt
 from dnabert_scaling.report.figures import NotAvailable, _png, plt
@@ -398,7 +398,7 @@ def section_html(rs, claims: list | None = None, study_sizes: list[int] | None =
         render(
             "prediction.html.j2",
             src={
-                "source": src.get("source"),
+                "source": escape_hidden(src["source"]) if isinstance(src.get("source"), str) else src.get("source"),
                 "buckets": _num(src.get("buckets_per_step")),
                 "mib": _num(grad / 2**20 if isinstance(grad, (int, float)) else 0),
                 "readiness": src.get("readiness_method"),
@@ -418,7 +418,8 @@ def section_html(rs, claims: list | None = None, study_sizes: list[int] | None =
                 {k: f.get(k) for k in ("what", "used", "why")} for f in pred.get("fallbacks") or [] if isinstance(f, dict)
             ],
             # what the replay of the source trace approximated (predictions.json source.notes)
-            source_notes=[str(n) for n in src.get("notes") or [] if isinstance(n, str)],
+            # (the notes quote names from records and traces: their control and bidi characters shown as escapes)
+            source_notes=[escape_hidden(n) for n in src.get("notes") or [] if isinstance(n, str)],
         )
     )
 

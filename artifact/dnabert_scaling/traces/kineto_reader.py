@@ -295,6 +295,20 @@ def _described(value) -> str:
     return f"{kind} ({_short(json.dumps(value, default=str))})"
 
 
+def _unstorable(text: str) -> str | None:
+    """What makes a trace's text one no table or archive keeps as it is: a NUL character (OTF2 and the C demangler
+    read C strings, so the name would end there, silently) or a lone surrogate (JSON's \\ud800 escape; no UTF-8
+    encoding exists for it). None where it is neither: checked per event, so the common ASCII name costs two scans."""
+    if "\x00" in text:
+        return f"holds a NUL character at character {text.index(chr(0)) + 1}, which C strings would cut there"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start + 1}, which is no character"
+    return None
+
+
 class _Event:
     """One event the reader uses, each field checked for the JSON type it needs where it is read: a
     wrong one is an ArtifactError naming the file, the event's index, its category and name."""
@@ -306,6 +320,8 @@ class _Event:
         name = e.get("name", _MISSING)
         if type(name) is not str:
             raise _Event.refuse(i, e, path, f"'name' is {_described(name)}, not a string")
+        if (problem := _unstorable(name)) is not None:
+            raise _Event.refuse(i, e, path, f"'name' {problem}")
         self.name = name
         args = e.get("args", {})
         if type(args) is not dict:
@@ -355,6 +371,8 @@ class _Event:
         value = self.args.get(key)
         if value is not None and type(value) is not str:
             raise self.bad(f"args.{key} is {_described(value)}, not a string")
+        if value is not None and (problem := _unstorable(value)) is not None:
+            raise self.bad(f"args.{key} {problem}")
         return value
 
     def ident(self, key: str) -> int | str | None:

@@ -65,7 +65,10 @@ from dnabert_scaling.analysis.predict_layouts import (  # noqa: F401
     Band,
     NodeLayout,
     check_busbw,
+    busbw_used,
     layout_gpu_note,
+    table_links_used,
+    trace_gpu_name,
     within,
 )
 from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
@@ -436,48 +439,6 @@ def _not_predictions(path: Path) -> str | None:
         return None
 
     return foreign_json(path, ours)
-
-
-def busbw_used(args: argparse.Namespace, layout: NodeLayout, sizes: list[int]) -> str:
-    """What bus bandwidth the model used for ``sizes`` (those without a --busbw file): within a node
-    the intra-node value, across nodes the smaller of intra- and inter-node; each either given by its
-    option or the node layout's table."""
-    table = f"table of node layout {args.node}"
-    if args.intra_busbw is None and args.inter_busbw is None:
-        return table
-
-    def said(opt: str, text: str | None, which: str) -> str:
-        return f"{which} {text} GB/s given by {opt}" if text is not None else f"{which} from the {table}"
-
-    one = [n for n in sizes if n <= layout.gpus_per_node]
-    more = [n for n in sizes if n > layout.gpus_per_node]
-    parts = []
-    if one:
-        parts.append(f"world sizes {one} (one node): {said('--intra-busbw', args.intra_busbw, 'intra-node')}")
-    if more:
-        parts.append(
-            f"world sizes {more} (across nodes, the smaller of): {said('--intra-busbw', args.intra_busbw, 'intra-node')}, "
-            f"{said('--inter-busbw', args.inter_busbw, 'inter-node')}"
-        )
-    return "; ".join(parts)
-
-
-def trace_gpu_name(meta: dict[str, Any]) -> str | None:
-    """The GPU a trace names for itself (Kineto's ``deviceProperties``, as the reader keeps them), where it names one
-    model only; None otherwise (Score-P's OTF2 names none)."""
-    names = {n.strip() for n in meta.get("device_names") or [] if isinstance(n, str) and n.strip()}
-    return names.pop() if len(names) == 1 else None
-
-
-def table_links_used(args: argparse.Namespace, layout: NodeLayout, gpus: list[int], busbw: dict[int, Any]) -> bool:
-    """Whether the node layout's table gives the bus bandwidth of some world size asked: one without a --busbw file,
-    inside a node without --intra-busbw, or across nodes without both --intra-busbw and --inter-busbw."""
-    for n in gpus:
-        if n in busbw:
-            continue
-        if args.intra_busbw is None or (n > layout.gpus_per_node and args.inter_busbw is None):
-            return True
-    return False
 
 
 def _contention(given: Band | None, measured: dict[int, dict[str, Any]], fallbacks: list[dict[str, str]]) -> Band:

@@ -21,6 +21,7 @@ ran, else the node layout's table below. Sources of the table figures:
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,48 @@ def layout_gpu_note(layout: NodeLayout, gpu_name: object) -> str | None:
         f"{name}'s kernel times with {layout.gpu} link bandwidths, which is neither node (--node picks the layout of "
         "the GPU it ran on, where one is listed)"
     )
+
+
+def busbw_used(args: argparse.Namespace, layout: NodeLayout, sizes: list[int]) -> str:
+    """What bus bandwidth the model used for ``sizes`` (those without a --busbw file): within a node
+    the intra-node value, across nodes the smaller of intra- and inter-node; each either given by its
+    option or the node layout's table."""
+    table = f"table of node layout {args.node}"
+    if args.intra_busbw is None and args.inter_busbw is None:
+        return table
+
+    def said(opt: str, text: str | None, which: str) -> str:
+        return f"{which} {text} GB/s given by {opt}" if text is not None else f"{which} from the {table}"
+
+    one = [n for n in sizes if n <= layout.gpus_per_node]
+    more = [n for n in sizes if n > layout.gpus_per_node]
+    parts = []
+    if one:
+        parts.append(f"world sizes {one} (one node): {said('--intra-busbw', args.intra_busbw, 'intra-node')}")
+    if more:
+        parts.append(
+            f"world sizes {more} (across nodes, the smaller of): {said('--intra-busbw', args.intra_busbw, 'intra-node')}, "
+            f"{said('--inter-busbw', args.inter_busbw, 'inter-node')}"
+        )
+    return "; ".join(parts)
+
+
+def trace_gpu_name(meta: dict[str, Any]) -> str | None:
+    """The GPU a trace names for itself (Kineto's ``deviceProperties``, as the reader keeps them), where it names one
+    model only; None otherwise (Score-P's OTF2 names none)."""
+    names = {n.strip() for n in meta.get("device_names") or [] if isinstance(n, str) and n.strip()}
+    return names.pop() if len(names) == 1 else None
+
+
+def table_links_used(args: argparse.Namespace, layout: NodeLayout, gpus: list[int], busbw: dict[int, Any]) -> bool:
+    """Whether the node layout's table gives the bus bandwidth of some world size asked: one without a --busbw file,
+    inside a node without --intra-busbw, or across nodes without both --intra-busbw and --inter-busbw."""
+    for n in gpus:
+        if n in busbw:
+            continue
+        if args.intra_busbw is None or (n > layout.gpus_per_node and args.inter_busbw is None):
+            return True
+    return False
 
 
 def within(x: Any, bounds: tuple[float, float]) -> bool:

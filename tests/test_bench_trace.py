@@ -962,6 +962,9 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
     "../h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr-h100.json": [
         f"../h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr{c}h.json" for c in "345"
     ],
+    "../h100-bench/gpu-call-2026-12-06-cupti-settings/bench-zk-h100.json": [
+        f"../h100-bench/gpu-call-2026-12-06-cupti-settings/bench-zk{c}.json" for c in "12"
+    ],
 }  # fmt: skip
 
 

@@ -301,3 +301,20 @@ def test_the_forecasts_notes_show_control_and_bidi_characters_as_escapes(tmp_pat
     section = predictions.section_html(results.load_set(0, folder))
     assert not any(c in section for c in "\x1b\u202e\u2028")
     assert "NVIDIA \\x1b[31mX\\u202eY\\u2028Z &lt;b&gt;" in section
+
+
+def test_the_first_screens_forecast_says_on_what_node_and_whose_kernel_times_it_was_modelled(tmp_path):
+    """A forecast badge's hover text names the node layout the forecast took and the GPU whose kernel times it
+    replayed (the shipped H200 set on the study's A100 layout), and the key under the table says where the mix is
+    explained."""
+    from dnabert_scaling.report import results
+    from dnabert_scaling.report.html import render
+    from dnabert_scaling.report.summary import summary
+
+    report = results.Report([results.load_set(0, _shipped_set(tmp_path))], {"claims": str(ROOT / "expected" / "claims.toml")})
+    s = summary(report, report.params["claims"], [1, 2, 4, 8])
+    cells = [c["predicted"] for c in s["rows"][0]["cells"] if c["predicted"]]
+    assert cells and {c["modelled"] for c in cells} == {"node layout a100-nvswitch, kernel times of the NVIDIA H200"}
+    html = str(render("summary.html.j2", s=s))
+    assert "modelled on node layout a100-nvswitch, kernel times of the NVIDIA H200" in html
+    assert "says where it pairs one GPU's kernel times with another GPU's links" in html

@@ -22,6 +22,7 @@ from dnabert_scaling import checker
 from dnabert_scaling.checker import INVALID, NOT_RUN
 from dnabert_scaling.checker.placement import not_one_gpu_per_rank, placement_of
 from dnabert_scaling.checker.predicted import BLIND_SPOTS, predicted_verdicts
+from dnabert_scaling.errors import escape_hidden
 from dnabert_scaling.report.html import Markup, render
 from dnabert_scaling.report.results import VERDICT_CLASS, Report, ResultSet, band_text
 
@@ -233,6 +234,7 @@ def _predicted_cell(pred: dict | None, rs: ResultSet) -> dict[str, Any] | None:
         "bound": row["bounds_text"] if row else "",
         # a band of no spread decides nothing: its figures go to the hover text only, keeping the row short
         "brief": bool(row and row.get("no_spread")),
+        "modelled": pred.get("modelled", ""),
     }
 
 
@@ -243,7 +245,13 @@ def _predictions(rs: ResultSet, claims: list | None, study: list[int]) -> dict[s
     if data is None or not claims:
         return {}
     measured = P.measured_of(rs)
-    return {p["id"]: p for p in predicted_verdicts(data, claims, study, measured)}
+    # what the forecast modelled, for the hover text: the node layout it took and the GPU whose kernel times it replayed
+    node = ((data.get("model") or {}).get("node") or {}).get("name")
+    gpu = (data.get("source") or {}).get("gpu_name")
+    modelled = f"node layout {node}" if isinstance(node, str) else "a modelled node"
+    if isinstance(gpu, str) and gpu.strip():
+        modelled += f", kernel times of the {gpu.strip()}"
+    return {p["id"]: {**p, "modelled": escape_hidden(modelled)} for p in predicted_verdicts(data, claims, study, measured)}
 
 
 def load_claim_file(path: str | None) -> list | None:

@@ -270,8 +270,8 @@ def test_a_name_holding_nul_is_refused_with_the_file_not_cut_short(tmp_path, cap
 
 
 def test_a_thread_name_holding_nul_is_refused_by_convert(tmp_path, capsys):
-    """The reader refuses NUL in names and argument texts; a string thread id (Chrome traces write them) reaches the
-    tables as the launch's thread name, which convert's own check refuses before OTF2 would cut it."""
+    """A string thread id (Chrome traces write them) becomes the launch's thread name in the tables: the reader refuses
+    one holding NUL as it refuses names and argument texts, so convert never hands OTF2 a name it would cut."""
     launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": "main\u0000thread",
               "ts": 1.0, "dur": 1.0, "args": {"correlation": 5}}  # fmt: skip
     kernel = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 3.0, "dur": 5.0,

@@ -161,33 +161,32 @@ BLANK_LOOKING = {0x115F: "a Hangul filler", 0x1160: "a Hangul filler", 0x3164: "
                  0xFFA0: "a Hangul filler", 0x2800: "a blank Braille pattern"}  # fmt: skip
 
 
+def _hidden_kind(c: str) -> str | None:
+    """What hides in the character ``c``: its ``HIDDEN_CATEGORIES`` or ``BLANK_LOOKING`` words, or None."""
+    import unicodedata
+
+    category = unicodedata.category(c)
+    if category in HIDDEN_CATEGORIES:
+        return HIDDEN_CATEGORIES[category]
+    if ord(c) in BLANK_LOOKING:
+        return f"{BLANK_LOOKING[ord(c)]} (shows as blank)"
+    return None
+
+
 def escape_hidden(text: str) -> str:
     """``text`` with each character of ``HIDDEN_CATEGORIES`` and of ``BLANK_LOOKING`` written as a Python escape
     (``\\x1b``, ``\\u202e``): safe to print where the text comes from a file (a kernel name in a trace), since a
     terminal then shows the escape instead of acting on it, and a reader sees that the name holds it."""
-    import unicodedata
-
     if text.isprintable() and text.isascii():  # the common case: nothing to look at
         return text
-    out = []
-    for c in text:
-        if unicodedata.category(c) in HIDDEN_CATEGORIES or ord(c) in BLANK_LOOKING:
-            out.append(ascii(c)[1:-1])
-        else:
-            out.append(c)
-    return "".join(out)
+    return "".join(ascii(c)[1:-1] if _hidden_kind(c) else c for c in text)
 
 
 def hidden_character(text: str) -> str | None:
     """Where ``text`` holds a character of ``HIDDEN_CATEGORIES`` or of ``BLANK_LOOKING``: "U+202E at character 2, a
     format (invisible or bidi) character" (never the character itself, which a terminal would act on); None where it
     holds none."""
-    import unicodedata
-
     for i, c in enumerate(text):
-        category = unicodedata.category(c)
-        if category in HIDDEN_CATEGORIES:
-            return f"U+{ord(c):04X} at character {i + 1}, {HIDDEN_CATEGORIES[category]}"
-        if ord(c) in BLANK_LOOKING:
-            return f"U+{ord(c):04X} at character {i + 1}, {BLANK_LOOKING[ord(c)]} (shows as blank)"
+        if (kind := _hidden_kind(c)) is not None:
+            return f"U+{ord(c):04X} at character {i + 1}, {kind}"
     return None

@@ -64,26 +64,6 @@ def is_archive_entry(rel: Path, is_dir: bool) -> bool:
     return len(rel.parts) == 2 and rel.parts[0] == "traces" and not is_dir and rel.suffix in (".evt", ".def")
 
 
-def refuse_nul_strings(trace: Trace) -> None:
-    """An ArtifactError naming the trace where a name or other text of its activities holds a NUL character: OTF2
-    stores C strings, so the converted name would end there, silently (a Kineto JSON string may hold \\u0000)."""
-    for table, frame in (("GPU activity", trace.gpu), ("host event", trace.host)):
-        for column in frame.columns:
-            values = frame[column]
-            if values.dtype.kind != "O" and str(values.dtype) != "category":
-                continue
-            texts = values.cat.categories if str(values.dtype) == "category" else values.dropna().unique()
-            bad = next((v for v in texts if isinstance(v, str) and "\x00" in v), None)
-            if bad is not None:
-                where = ", ".join(m["source"] for m in trace.ranks.values()) or "the trace"
-                shown = ascii(bad[:60])
-                raise ArtifactError(
-                    f"a {table}'s {column} holds a NUL character ({shown}, at character {bad.index(chr(0)) + 1}): "
-                    "OTF2 stores C strings, so the converted text would be cut there; not converted",
-                    where,
-                )
-
-
 def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None = None, merged: bool = False) -> list[dict]:
     """Convert Kineto traces to one Score-P-9-layout archive per rank under ``out_dir``."""
     paths = [Path(p) for p in inputs]
@@ -93,8 +73,6 @@ def convert(inputs: list, out_dir, *, force: bool = False, workers: int | None =
         if not p.is_file():
             raise ArtifactError("trace file not found", p)
     traces = read_many(paths, workers) if len(paths) > 1 else [read_kineto(paths[0])]
-    for t in traces:
-        refuse_nul_strings(t)
     seen: dict[int, str] = {}
     for t in traces:
         for r, m in t.ranks.items():

@@ -378,6 +378,8 @@ class _Event:
     def ident(self, key: str) -> int | str | None:
         """``pid`` or ``tid``: an integer or a string (Chrome traces write both), or None when absent."""
         value = self.e.get(key)
+        if type(value) is str and (problem := _unstorable(value)) is not None:  # it becomes a thread's name
+            raise self.bad(f"'{key}' {problem}")
         if value is None or type(value) is str:
             return value
         if type(value) is not int or not -_INT_LIMIT <= value < _INT_LIMIT:

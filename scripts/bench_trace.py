@@ -193,6 +193,16 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.child:
         return child(args)
+    if args.merge:  # a merge measures nothing: an option of the measurement would be silently ignored
+        given = [
+            f"--{k.replace('_', '-')}" for k, v in vars(args).items() if k not in ("merge", "json") and v != p.get_default(k)
+        ]
+        if given:
+            print(
+                f"bench-trace: --merge: {', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a measurement, not to a merge; leave them out",
+                file=sys.stderr,
+            )
+            return 2
     return parent(args)
 
 

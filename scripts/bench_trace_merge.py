@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from bench_trace_modes import CUPTI_COUNT_KEYS, DOMAIN_FILTER_KEYS, MICRO_KEYS, STEP_FIGURES
-from bench_trace_printout import show
+from bench_trace_printout import say, show
 from bench_trace_summary import experiments_of, nonnegative_number, per_call, summarise
 
+from dnabert_scaling.errors import ArtifactError, loads_json, regular_file
 from dnabert_scaling.outputs import write_text_atomic
 
 MERGE_KEYS = ("model", "warmup", "steps", "configs", "step_sync")
+# what a run's machine record must hold alike in every run pooled (where the runs record it): the card, the Score-P
+# patches of the build, and the software that decides which kernels a step launches
+SAME_MACHINE = ("device", "scorep_patches", "torch", "cuda")
 
 
 def merge(args) -> int:
@@ -29,20 +32,41 @@ def merge(args) -> int:
     for name, doc in docs[1:]:
         differ = [k for k in MERGE_KEYS if doc.get(k) != first.get(k)]
         if differ:
-            print(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged", file=sys.stderr)
+            say(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged")
             return 2
+    why = unlike_runs(docs)
+    if why:
+        say(f"bench-trace: {why}; its rounds cannot be pooled with theirs, not merged")
+        return 2
     rounds, counts, sources = join_runs(docs)
     runs = [run["file"] for run in sources]
     twice = sorted({f for f in runs if runs.count(f) > 1})
     if twice:  # the merged rounds name their run by file name alone (an input's, or a run of a merged input)
-        print(
+        say(
             f"bench-trace: {', '.join(map(str, twice))}: another input has the same file name (a run of a merged input "
-            "counts); the merged rounds name their run by it, so give each run a name of its own (copy or rename one)",
-            file=sys.stderr,
+            "counts); the merged rounds name their run by it, so give each run a name of its own (copy or rename one)"
         )
         return 2
+    identities: dict[tuple, str] = {}
+    for run in sources:  # one run given twice under two names, or edited: the documents tell runs apart by these
+        ident = tuple(str(run.get(k)) for k in ("date", "revision", "wall_s", "rounds"))
+        if all(run.get(k) is None for k in ("date", "revision", "wall_s")):
+            continue  # nothing to tell it by: the documents judge no merge of such runs (tools/cost_verdicts.py)
+        if ident in identities:
+            say(
+                f"bench-trace: {run['file']}: the same run as {identities[ident]} (its date, revision, wall time and "
+                "number of rounds): a copy of a run, edited or cut, is not a second run; give each run once"
+            )
+            return 2
+        identities[ident] = run["file"]
     out = {k: first.get(k) for k in ("method", "device", *MERGE_KEYS)}
-    out.update(merged_from=sources, modes=summarise(rounds, first["configs"], counts), per_call=per_call(rounds))
+    settings = {m: v for _, doc in docs for m, v in (doc.get("mode_settings") or {}).items()}  # alike, checked above
+    out.update(
+        mode_settings=settings or None,
+        merged_from=sources,
+        modes=summarise(rounds, first["configs"], counts),
+        per_call=per_call(rounds),
+    )
     out.update(counts=counts, rounds=rounds)
     show(out)
     if args.json:
@@ -56,24 +80,30 @@ def read_inputs(names: list[str]) -> list[tuple[str, dict]] | None:
     docs, seen, rounds_seen = [], {}, {}
     for name in names:
         try:
+            regular_file(name, "a bench-trace output")
             raw = Path(name).read_bytes()
             try:
-                doc = json.loads(raw)
+                doc = loads_json(raw.decode("utf-8"))  # a key twice is refused: which one counts is a parser's choice
+            except UnicodeDecodeError:
+                raise ValueError("not UTF-8 text") from None
             except RecursionError:  # nested deeper than Python's parser goes: no bench-trace output is
                 raise ValueError("nested too deeply to be read") from None
             why = merge_input_problem(doc)
             if why:
                 raise ValueError(why)
             doc.setdefault("step_sync", "device")  # the first lockstep version (d6ee75a) knew no other
+        except ArtifactError as exc:
+            say(f"bench-trace: {exc}")
+            return None
         except OSError as exc:
-            print(f"bench-trace: {name}: cannot be read ({exc.strerror or exc})", file=sys.stderr)
+            say(f"bench-trace: {name}: cannot be read ({exc.strerror or exc})")
             return None
         except ValueError as exc:
-            print(f"bench-trace: {name}: not a bench-trace output ({exc})", file=sys.stderr)
+            say(f"bench-trace: {name}: not a bench-trace output ({exc})")
             return None
         digest = hashlib.sha256(raw).hexdigest()
         if digest in seen:  # the same rounds twice would count twice
-            print(f"bench-trace: {name}: the same content as {seen[digest]}; give each output once", file=sys.stderr)
+            say(f"bench-trace: {name}: the same content as {seen[digest]}; give each output once")
             return None
         seen[digest] = name
         for r in doc["rounds"]:  # a round already given, in another file or a merge that holds it
@@ -82,15 +112,42 @@ def read_inputs(names: list[str]) -> list[tuple[str, dict]] | None:
             mark = round_mark(r)
             if mark in rounds_seen:
                 where = rounds_seen[mark]
-                print(
+                say(
                     f"bench-trace: {name}: its round {r['round']} is also {where} (the same step times): "
-                    "a merge that holds a run is not merged with that run again; give each run once",
-                    file=sys.stderr,
+                    "a merge that holds a run is not merged with that run again; give each run once"
                 )
                 return None
             rounds_seen[mark] = f"round {r['round']} of {name}"
         docs.append((name, doc))
     return docs
+
+
+def runs_of(name: str, doc: dict) -> list[tuple[str, dict]]:
+    """The runs an input holds, as (how to name it, its document's record of it): the file itself, or each run a
+    merged input lists."""
+    inner = doc.get("merged_from")
+    if inner:
+        return [(f"{name}'s run {e['file']}", e) for e in inner]
+    return [(name, doc)]
+
+
+def unlike_runs(docs: list[tuple[str, dict]]) -> str | None:
+    """Where two runs to be pooled ran unlike set-ups, which and how (the first such); else None: the machine
+    records' ``SAME_MACHINE`` fields, where both runs record one, and the settings of a mode both ran."""
+    runs = [run for name, doc in docs for run in runs_of(name, doc)]
+    for key in SAME_MACHINE:
+        known = [(where, (run.get("machine") or {}).get(key)) for where, run in runs]
+        known = [(where, value) for where, value in known if value is not None]
+        for where, value in known[1:]:
+            if value != known[0][1]:
+                return f"{where}: machine.{key} is {value!r}, but {known[0][0]}'s is {known[0][1]!r}"
+    settings: dict[str, tuple[str, object]] = {}
+    for name, doc in docs:  # a merge keeps no settings of its own: only single runs' are compared
+        for mode, value in (doc.get("mode_settings") or {}).items():
+            first = settings.setdefault(mode, (name, value))
+            if first[1] != value:
+                return f"{name}: its mode {mode} ran with {value!r}, but {first[0]}'s with {first[1]!r}"
+    return None
 
 
 def join_runs(docs: list[tuple[str, dict]]) -> tuple[list[dict], dict[str, dict], list[dict]]:
@@ -201,14 +258,29 @@ def merge_input_problem(doc) -> str | None:
     configs = doc.get("configs")
     if not isinstance(configs, list) or not configs or not all(isinstance(c, str) for c in configs):
         return "no list of configurations"
+    if doc.get("device") is not None and not isinstance(doc["device"], str):
+        return "'device' is not a device name"
+    if not (type(doc.get("steps")) is int and doc["steps"] > 0):
+        return "'steps' (the measured steps of a turn) is not a positive whole number"
+    settings = doc.get("mode_settings")
+    if settings is not None and not (
+        isinstance(settings, dict) and all(v is None or isinstance(v, dict) for v in settings.values())
+    ):
+        return "'mode_settings' is not one record (or null) per mode"
     for r in doc["rounds"]:
         if not isinstance(r, dict) or type(r.get("round")) is not int or not isinstance(r.get("steps_ms", {}), dict):
             return "a round without its number or its step times"
-        for times in r.get("steps_ms", {}).values():
-            for steps in times.values() if isinstance(times, dict) else [None]:
+        for cfg, times in r.get("steps_ms", {}).items():
+            for mode, steps in times.items() if isinstance(times, dict) else [("", None)]:
                 ok = isinstance(steps, list) and all(type(t) in (int, float) and 0 < t < float("inf") for t in steps)
                 if not ok:
                     return f"round {r['round']}: step times that are not positive numbers"
+                if len(steps) > doc["steps"] or (len(steps) < doc["steps"] and "error" not in r):
+                    # only a round whose process failed stops short; a list of another length is no round this ran
+                    return (
+                        f"round {r['round']}: {len(steps)} step times of {mode} at {cfg}, but its turns measure "
+                        f"{doc['steps']} steps and the round records no error"
+                    )
         why = round_problem(r)
         if why:
             return f"round {r['round']}: {why}"

@@ -13,12 +13,20 @@ from pathlib import Path
 from bench_trace_lockstep import run_round
 from bench_trace_merge import merge
 from bench_trace_modes import CUPTI_CLIENT_MODES, DOMAIN_FILTER_MODES, mode_settings, parse_configs
-from bench_trace_printout import show
+from bench_trace_printout import say, show
 from bench_trace_setup import build_cupti_client, build_domain_filter, build_sampler, check_setup, machine, revision
 from bench_trace_summary import count_kernels, per_call, summarise
 
 from dnabert_scaling.errors import ArtifactError
-from dnabert_scaling.outputs import refuse_overlap, writable_file, write_text_atomic
+from dnabert_scaling.outputs import foreign_json, refuse_overlap, writable_file, write_text_atomic
+
+
+def bench_output_problem(data) -> str | None:
+    """Why a JSON document is not one bench_trace.py wrote (a run or a merge: its method, configurations, modes and
+    rounds), or None where it is."""
+    if not isinstance(data, dict) or not all(k in data for k in ("method", "configs", "modes", "rounds")):
+        return "a JSON file without a bench-trace output's method, configs, modes and rounds"
+    return None
 
 
 def parent(args) -> int:
@@ -26,10 +34,17 @@ def parent(args) -> int:
         try:
             refuse_overlap([("--json", args.json)], args.merge or [])
             writable_file(args.json, "--json")
+            foreign = foreign_json(Path(args.json), bench_output_problem)
+            if foreign:  # a device, a FIFO, somebody's notes: replaced by a rename, they would be gone
+                raise ArtifactError(
+                    f"--json: exists and is not a bench-trace output ({foreign}); not overwritten: give another path "
+                    "or remove it first",
+                    args.json,
+                )
             if args.sample and Path(args.sample).resolve() == Path(args.json).resolve():  # the folder would take its place
                 raise ArtifactError("--json: is also the --sample folder; write them to two places", args.json)
         except ArtifactError as exc:
-            print(f"bench-trace: {exc}", file=sys.stderr)
+            say(f"bench-trace: {exc}")
             return 2
     if args.merge:
         return merge(args)

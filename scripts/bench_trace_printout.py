@@ -5,6 +5,15 @@ documents use (``tools/cost_verdicts.py``)."""
 from __future__ import annotations
 
 import json
+import sys
+
+from dnabert_scaling.errors import escape_hidden
+
+
+def say(text: str) -> None:
+    """A message on stderr, each hidden character of it (a control or bidi character of a file's name or content)
+    written as an escape, never acted on by the terminal."""
+    print(escape_hidden(text), file=sys.stderr)
 
 
 def show(doc: dict) -> None:
@@ -15,7 +24,7 @@ def show(doc: dict) -> None:
     for r in doc.get("per_call") or []:
         print(json.dumps({k: v for k, v in r.items() if not k.endswith("_all")}))
     for line in target_lines(doc):
-        print(line)
+        print(escape_hidden(line))  # they name runs by their files' names
 
 
 def target_lines(doc: dict) -> list[str]:

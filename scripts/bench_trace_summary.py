@@ -30,6 +30,9 @@ def paired_ratios(row: dict, cfg: str, mode: str) -> list[float]:
     mine, base = times.get(mode) or [], times.get("untraced") or []
     if len(mine) != len(base):  # a round cut short: its turns are not paired
         return []
+    procs = row.get("processes") or {}
+    if any(isinstance(procs.get(m), dict) and procs[m].get("exit_status") not in (0, None) for m in (mode, "untraced")):
+        return []  # a process of the pair that failed (even after its last step) measured no set-up that works
     return [t / u for t, u in zip(mine, base) if u > 0]
 
 

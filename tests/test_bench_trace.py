@@ -9,6 +9,7 @@ import importlib
 import json
 import os
 import subprocess
+import stat
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -333,7 +334,10 @@ def test_a_child_that_fails_is_reported_not_hidden(tmp_path):
 
 
 def _doc(path, rounds, **over):
-    doc = {"model": "base", "warmup": 1, "steps": 3, "configs": ["8x70"], "step_sync": "stream", "rounds": rounds}
+    """A bench-trace output of these rounds; its turns measure as many steps as the rounds' longest list of times."""
+    lengths = [len(xs) for r in rounds if isinstance(r, dict) for t in (r.get("steps_ms") or {}).values() for xs in t.values()]
+    steps = max(lengths, default=3)
+    doc = {"model": "base", "warmup": 1, "steps": steps, "configs": ["8x70"], "step_sync": "stream", "rounds": rounds}
     doc.update(over)
     path.write_text(json.dumps(doc))
     return str(path)
@@ -411,7 +415,7 @@ def test_merge_refuses_the_same_rounds_twice_an_output_over_an_input_and_edited_
     proc = _merge(str(tmp_path / "e.json"))
     assert proc.returncode == 2 and "a round without its number" in proc.stderr and "Traceback" not in proc.stderr
     proc = _merge(str(tmp_path / "missing.json"))
-    assert proc.returncode == 2 and "missing.json: cannot be read (No such file or directory)" in proc.stderr
+    assert proc.returncode == 2 and "missing.json: a bench-trace output not found" in proc.stderr
 
 
 def test_a_merged_output_merged_again_keeps_every_counted_experiment_and_edited_counts_are_refused(tmp_path):
@@ -1094,3 +1098,93 @@ def test_a_merge_input_nested_too_deeply_and_an_empty_json_path_are_refused(tmp_
     assert f"bench-trace: {deep}: not a bench-trace output (nested too deeply to be read)" in proc.stderr
     proc = _merge(str(ZF_RUN), "--json", "")  # once read as "no --json": exit 0, nothing written, nothing said
     assert proc.returncode == 2 and "--json: empty path: name the file or folder to write" in proc.stderr, proc.stderr
+
+
+def _run_doc(path, untraced, traced, device="NVIDIA H100", patches=("a.patch",), **over):
+    """A single run of the benchmark as a file: one round, a machine record and a run's identity."""
+    machine = {"device": device, "scorep_patches": list(patches), "torch": "2.11", "cuda": "13.0"}
+    ident = {"date": "2026-12-06T10:00:00", "revision": "abc1234", "wall_s": 100.0 + len(str(path))}
+    return _doc(path, [_round(0, untraced, traced)], machine=machine, method="lockstep", **{**ident, **over})
+
+
+@pytest.mark.parametrize(
+    "other, said",
+    [
+        ({"device": "NVIDIA H200"}, "machine.device is 'NVIDIA H200', but"),
+        ({"patches": ("a.patch", "b.patch")}, "machine.scorep_patches is ['a.patch', 'b.patch'], but"),
+        ({"mode_settings": {"scorep-launch": {"SCOREP_CUDA_BUFFER_CHUNK": "8k"}}}, "its mode scorep-launch ran with"),
+    ],
+)
+def test_merge_refuses_runs_of_another_card_build_or_mode_setting(tmp_path, other, said):
+    """Rounds of an H100 and an H200, or of two Score-P builds, or of one mode run two ways are no one
+    set-up's: pooled, their verdict would be a figure of neither."""
+    settings = {"scorep-launch": {"SCOREP_CUDA_BUFFER_CHUNK": "4M"}}
+    a = _run_doc(tmp_path / "a.json", [10.0] * 3, [11.0] * 3, mode_settings=settings)
+    b = _run_doc(tmp_path / "bb.json", [10.0] * 3, [12.0] * 3, **{"mode_settings": settings, **other})
+    out = tmp_path / "m.json"
+    proc = _merge(a, b, "--json", str(out))
+    assert proc.returncode == 2 and said in proc.stderr and "cannot be pooled" in proc.stderr, proc.stderr
+    assert not out.exists() and "Traceback" not in proc.stderr
+    c = _run_doc(tmp_path / "ccc.json", [10.0] * 3, [13.0] * 3, mode_settings=settings)
+    assert _merge(a, c, "--json", str(out)).returncode == 0  # the same set-up: merged, its settings kept
+    assert json.loads(out.read_text())["mode_settings"] == settings
+
+
+def test_merge_refuses_a_copy_of_a_run_cut_or_rescaled_and_rounds_of_another_length(tmp_path):
+    """Only identical bytes or step times were found before: a copy with one step less, or every time x 1.000001,
+    counted as a second run and turned "not established" into "met"."""
+    a = _run_doc(tmp_path / "a.json", [10.0, 10.0, 10.0], [11.0, 11.0, 11.0])
+    doc = json.loads(Path(a).read_text())
+    for times in doc["rounds"][0]["steps_ms"]["8x70"].values():
+        times[:] = [t * 1.000001 for t in times]
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    proc = _merge(a, str(tmp_path / "b.json"))
+    assert proc.returncode == 2 and "b.json: the same run as" in proc.stderr and "is not a second run" in proc.stderr
+    for times in doc["rounds"][0]["steps_ms"]["8x70"].values():
+        del times[-1]  # every list one short: still paired, yet no turn of this run measured 2 steps
+    doc["wall_s"] = 7.0
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    proc = _merge(a, str(tmp_path / "b.json"))
+    assert proc.returncode == 2 and "round 0: 2 step times of untraced at 8x70, but its turns measure 3 steps" in proc.stderr
+    doc["rounds"][0]["error"] = "r0-untraced: no reply within 300 s"  # a round cut short says so: merged, not paired
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    proc = _merge(a, str(tmp_path / "b.json"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_round_whose_traced_process_failed_gives_no_ratio(bt, tmp_path):
+    """A process that exited with a status other than 0 (even after its last step, as a Score-P that fails to
+    write its trace) measured no set-up that works: its steps feed no ratio, and the verdict says so."""
+    rounds = [_round(i, [10.0] * 3, [10.5] * 3) for i in range(7)]
+    rounds[6]["processes"]["scorep-launch"]["exit_status"] = -11
+    rounds[6]["error"] = "a process exited with a status other than 0"
+    row = next(r for r in bt.summary.summarise(rounds, ["8x70"]) if r["mode"] == "scorep-launch")
+    assert row["rounds"] == 6 and [k for k, _ in row["round_ratios"]] == [0, 1, 2, 3, 4, 5]
+
+
+def test_merge_writes_no_file_it_did_not_write_and_shows_a_file_s_controls_escaped(tmp_path):
+    a = _run_doc(tmp_path / "a.json", [10.0] * 3, [11.0] * 3)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    proc = _merge(a, "--json", str(notes))
+    assert proc.returncode == 2 and "--json: exists and is not a bench-trace output" in proc.stderr
+    assert notes.read_text() == "my notes\n"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = _merge(a, "--json", str(fifo))
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr and stat.S_ISFIFO(fifo.stat().st_mode)
+    earlier = tmp_path / "earlier.json"
+    assert _merge(a, "--json", str(earlier)).returncode == 0
+    assert _merge(a, "--json", str(earlier)).returncode == 0  # its own earlier output is replaced
+    doc = json.loads(Path(a).read_text())
+    doc["counts"] = {"\x1b[31mRED\u202eevil": {"launches": "x", "kernels": 1}}
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    proc = _merge(str(tmp_path / "c.json"))
+    assert proc.returncode == 2 and "\\x1b[31mRED\\u202eevil" in proc.stderr and "\x1b" not in proc.stderr
+    (tmp_path / "twice.json").write_text(Path(a).read_text()[:-1] + ', "rounds": []}')
+    proc = _merge(str(tmp_path / "twice.json"))
+    assert proc.returncode == 2 and "the key 'rounds' appears twice" in proc.stderr
+    proc = _merge("/dev/zero")
+    assert proc.returncode == 2 and "/dev/zero: is a device, not a regular file" in proc.stderr
+    proc = _merge(a, "--rounds", "3", "--modes", "untraced")
+    assert proc.returncode == 2 and "--modes, --rounds apply to a measurement, not to a merge" in proc.stderr

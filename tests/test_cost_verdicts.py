@@ -138,7 +138,7 @@ def test_a_size_that_ran_without_ratios_and_rounds_cut_short_are_said():
     assert judge([got], 1.25)[0] == "not established"
     doc = _merge([("a.json", 4), ("b.json", 4)], [1.10] * 7)  # round 7 started the mode and gave no ratio
     verdict, said = judge([rounds_of(doc, "8x70", "scorep-launch-chunk4m")], 1.25)
-    assert verdict == "met" and said.endswith("; 1 round cut short, not counted")
+    assert verdict == "met" and said.endswith("; 1 round cut short or with a failed process, not counted")
     assert rounds_of({"modes": []}, "8x70", "scorep-launch-chunk4m").values == ()  # not run at all: nothing to judge, no problem
     assert not rounds_of({"modes": []}, "8x70", "scorep-launch-chunk4m").ran
     doc = _merge([("a.json", 4), ("b.json", 4)], [])  # every round started the mode, none gave a ratio
@@ -146,7 +146,7 @@ def test_a_size_that_ran_without_ratios_and_rounds_cut_short_are_said():
     assert got.ran and got.short == 8  # said, never passed over as a file that did not run the mode
     assert judge([got], 1.25) == (
         "not established",
-        "0 rounds, too few for a 95% interval of the median; 8 rounds cut short, not counted",
+        "0 rounds, too few for a 95% interval of the median; 8 rounds cut short or with a failed process, not counted",
     )
 
 

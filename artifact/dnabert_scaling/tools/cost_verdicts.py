@@ -161,7 +161,9 @@ def judge(sets: list[Rounds], bound: float) -> tuple[str, str]:
     shown = {(name if names[name] == 1 else f"{name} (pooled file {i})"): xs for name, i, xs in runs.values()}
     verdict, said = bound_verdict([x for s in sets for x in s.numbers], bound, shown)
     short = sum(s.short for s in sets)
-    return verdict, said + (f"; {short} round{'s' if short > 1 else ''} cut short, not counted" if short else "")
+    return verdict, said + (
+        f"; {short} round{'s' if short > 1 else ''} cut short or with a failed process, not counted" if short else ""
+    )
 
 
 def bound_verdict(

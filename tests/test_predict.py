@@ -444,13 +444,90 @@ def test_two_busbw_files_for_one_world_size_are_refused(tmp_path, runs, capsys):
     assert "second file for world size 4" in capsys.readouterr().err
 
 
-def test_a_shipped_busbw_file_is_accepted():
+def test_a_shipped_busbw_file_reads_but_a_rehearsal_s_or_the_cpu_s_bandwidth_is_refused():
+    """The shipped busbw files are a rehearsal's (ranks sharing one GPU, NCCL over sockets): their format reads,
+    but their bandwidth is no node's GPU links, so a forecast of GPUs refuses them, as it does gloo on the CPU."""
     from conftest import ROOT
 
     from dnabert_scaling.analysis.predict_layouts import check_busbw
+    from dnabert_scaling.errors import ArtifactError
 
-    for path in sorted((ROOT / "expected" / "reference" / "h200-rehearsal").glob("busbw-ws*.json")):
-        assert check_busbw(json.loads(path.read_text()), path) >= 2
+    shipped = sorted((ROOT / "expected" / "reference" / "h200-rehearsal").glob("busbw-ws*.json"))
+    assert shipped
+    for path in shipped:
+        data = json.loads(path.read_text())
+        with pytest.raises(ArtifactError, match="a rehearsal's .ranks sharing one GPU"):
+            check_busbw(data, path)
+        assert check_busbw({**data, "rehearsal": False}, path) >= 2
+        with pytest.raises(ArtifactError, match="the CPU's .gloo."):
+            check_busbw({**data, "rehearsal": False, "backend": "gloo", "device_type": "cpu"}, path)
+
+
+def test_a_busbw_file_with_one_size_twice_is_refused_and_sizes_outside_it_are_noted(tmp_path, runs, capsys):
+    bw = tmp_path / "busbw.json"
+    bw.write_text(json.dumps({"world_size": 2, "sizes": [GOOD_ROW, GOOD_ROW | {"busbw_Bps": 1e4}]}))
+    assert main(["predict", str(runs[1]), "--gpus", "2", "--busbw", str(bw), "--out", str(tmp_path / "p.json")]) == 2
+    assert "sizes holds 1,048,576 bytes more than once" in capsys.readouterr().err
+    bw.write_text(json.dumps({"world_size": 2, "sizes": [{"bytes": 1, "busbw_Bps": 1e11}]}))
+    assert main(["predict", str(runs[1]), "--gpus", "2", "--busbw", str(bw), "--out", str(tmp_path / "p.json")]) == 0
+    notes = json.loads((tmp_path / "p.json").read_text())["source"]["notes"]
+    said = [n for n in notes if "lie outside the sizes --busbw measured at world size 2 (1-1 bytes)" in n]
+    assert said and "nearest measured size" in said[0] and said[0] in capsys.readouterr().out
+
+
+def test_json_nested_too_deeply_and_a_world_size_twice_are_refused(tmp_path, runs, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 3000 + "]" * 3000)
+    assert main(["predict", str(runs[1]), "--gpus", "2", "--busbw", str(deep), "--out", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "deep.json: cannot read JSON: nested too deeply" in err and "Traceback" not in err
+    for gpus in ("2,2", "2,,4"):
+        assert main(["predict", str(runs[1]), "--gpus", gpus, "--out", str(tmp_path / "p.json")]) == 2
+    assert "--gpus names a world size twice: '2,2'" in capsys.readouterr().err
+
+
+def _edited_bucket_trace(tmp_path, edit):
+    """The shipped one-GPU trace with bucket marks, its ``ds:bucket`` events edited by ``edit(events)``."""
+    import gzip
+
+    from conftest import ROOT
+
+    src = ROOT / "expected" / "reference" / "h200-buckets-b8" / "ws1-torch-r0" / "traces" / "rank0.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    edit([e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ds:bucket:")])
+    out = tmp_path / "rank0.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def _every_first_bucket_unread(events):
+    for e in events:
+        if e["name"].startswith("ds:bucket:0:"):
+            e["name"] = "ds:bucket:0:-11814920"
+
+
+def _size_of_last(events):
+    index, _ = events[-1]["name"].rsplit(":", 2)[1:]
+    events[-1]["name"] = f"ds:bucket:{index}:99"
+
+
+@pytest.mark.parametrize(
+    "edit, said",
+    [
+        (lambda ev: ev[-1].update(name="ds:bucket:x:5"), "hands other buckets to all-reduce than step 0"),
+        (_every_first_bucket_unread, "without bucket 0: DDP numbers its buckets from 0"),
+        (_size_of_last, "hands other buckets to all-reduce than step 0"),
+        (lambda ev: ev[-1].update(name=ev[-2]["name"]), "to all-reduce twice"),
+    ],
+)
+def test_a_bucket_mark_that_does_not_read_or_a_step_of_other_buckets_is_refused(tmp_path, capsys, edit, said):
+    """Dropped before, such a bucket's all-reduce was simply left out of the forecast, with no note."""
+    trace = _edited_bucket_trace(tmp_path, edit)
+    out = tmp_path / "p.json"
+    assert main(["predict", str(trace), "--gpus", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "rank0.json" in err and "Traceback" not in err, err
+    assert not out.exists()
 
 
 def test_a_timeline_past_the_clock_is_refused(runs):

@@ -64,6 +64,7 @@ from dnabert_scaling.analysis.predict_layouts import (  # noqa: F401
     US,
     Band,
     NodeLayout,
+    busbw_range_note,
     check_busbw,
     busbw_used,
     layout_gpu_note,
@@ -83,7 +84,7 @@ from dnabert_scaling.analysis.predict_replay import (  # noqa: F401
     simulate,
     step_figures,
 )
-from dnabert_scaling.errors import ArtifactError, escape_hidden
+from dnabert_scaling.errors import ArtifactError, escape_hidden, loads_json, read_text_file
 from dnabert_scaling.layout import RunLayout, SweepLayout, parse_run_name
 from dnabert_scaling.metrics_schema import MetricsFile
 from dnabert_scaling.outputs import foreign_json, output_path
@@ -97,10 +98,12 @@ SCHEMA = "dnabert-scaling/predictions/1"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ArtifactError(f"cannot read JSON: {exc}", path) from None
+    try:  # a file, UTF-8 without NUL, each key once, nested no deeper than the parser goes
+        data = loads_json(read_text_file(path, "a JSON file"))
+    except (ValueError, RecursionError) as exc:
+        raise ArtifactError(
+            f"cannot read JSON: {'nested too deeply' if isinstance(exc, RecursionError) else exc}", path
+        ) from None
     if not isinstance(data, dict):
         raise ArtifactError("expected a JSON object", path)
     return data
@@ -269,9 +272,12 @@ def _parse_band(text: str, what: str) -> Band:
 
 def _parse_gpus(text: str) -> list[int]:
     try:
-        vals = sorted({int(x) for x in text.split(",") if x.strip()})
+        given = [int(x) for x in text.split(",")]
     except ValueError:
         raise ArtifactError(f"--gpus must be a comma-separated list of integers, not {text!r}") from None
+    if len(set(given)) != len(given):
+        raise ArtifactError(f"--gpus names a world size twice: {text!r}")
+    vals = sorted(given)
     if not vals or min(vals) < 2 or max(vals) > MAX_WORLD_SIZE:
         raise ArtifactError(f"--gpus: world sizes must be from 2 to {MAX_WORLD_SIZE:,}, got {text!r}")
     return vals
@@ -505,6 +511,8 @@ def run(args: argparse.Namespace) -> int:
     source_info["gpu_name"] = desc.get("gpu_name") or trace_gpu_name(replayed)
     if (mixed := layout_gpu_note(layout, source_info["gpu_name"])) is not None and table_links_used(args, layout, gpus, busbw):
         source_info["notes"] = [*(source_info.get("notes") or []), mixed]
+    if (outside := busbw_range_note(busbw, source_info["bucket_bytes"])) is not None:
+        source_info["notes"] = [*(source_info.get("notes") or []), outside]
     out = {
         "schema": SCHEMA,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -216,6 +216,12 @@ def check_busbw(data: Any, path: Path) -> int:
     ws = data["world_size"]
     if not isinstance(ws, int) or isinstance(ws, bool) or not 2 <= ws <= MAX_WORLD_SIZE:
         raise ArtifactError(f"--busbw: world_size must be an integer from 2 to {MAX_WORLD_SIZE:,}, not {ws!r:.80}", path)
+    if data.get("rehearsal") is True or data.get("device_type") == "cpu" or data.get("backend") == "gloo":
+        what = "a rehearsal's (ranks sharing one GPU, NCCL over sockets)" if data.get("rehearsal") is True else "the CPU's (gloo)"
+        raise ArtifactError(
+            f"--busbw: the bandwidth is {what}, not a node's GPU links; a forecast of GPUs needs a measurement on them",
+            path,
+        )
     sizes = data["sizes"]
     if not isinstance(sizes, list) or not sizes:
         raise ArtifactError(f"--busbw: sizes must be a non-empty list of {{bytes, busbw_Bps}}, not {sizes!r:.80}", path)
@@ -236,4 +242,24 @@ def check_busbw(data: Any, path: Path) -> int:
                 f"to {hi_bw:g} (100 TB/s), not {bw!r:.80}",
                 path,
             )
+    given = [row["bytes"] for row in sizes]
+    twice = sorted({b for b in given if given.count(b) > 1})
+    if twice:  # two bandwidths for one size: the interpolation would take one of them at random
+        raise ArtifactError(f"--busbw: sizes holds {twice[0]:,} bytes more than once; give one bandwidth per size", path)
     return ws
+
+
+def busbw_range_note(busbw: dict[int, dict[str, Any]], bucket_bytes: list[int]) -> str | None:
+    """Where the trace's buckets lie outside the sizes a ``--busbw`` file measured (the model then takes the
+    nearest measured size's bandwidth for them): said, naming the world sizes; None where every bucket lies within."""
+    outside = []
+    for ws, data in sorted(busbw.items()):
+        measured = [int(row["bytes"]) for row in data["sizes"]]
+        if bucket_bytes and (min(bucket_bytes) < min(measured) or max(bucket_bytes) > max(measured)):
+            outside.append(f"{ws} ({min(measured):,}-{max(measured):,} bytes)")
+    if not outside:
+        return None
+    return (
+        f"buckets of {min(bucket_bytes):,}-{max(bucket_bytes):,} bytes lie outside the sizes --busbw measured at world "
+        f"size {', '.join(outside)}: those take the bandwidth of the nearest measured size"
+    )

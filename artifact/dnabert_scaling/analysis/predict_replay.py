@@ -87,7 +87,7 @@ def profile_from_trace(trace) -> Profile:
     rows = _replayed_rows(gpu, att)
     start = gpu["start_ns"].to_numpy(np.int64)[rows]
     step = att.step[rows].astype(np.int64)
-    buckets = _MeasuredBuckets.from_hook_ranges(host[is_bucket], tl)
+    buckets = _MeasuredBuckets.from_hook_ranges(host[is_bucket], tl, meta.get("source"))
     ready, after = _bucket_readiness(step, launch[rows], buckets, tl.steps, notes)
     ok = ready >= 0
     return Profile(
@@ -128,7 +128,8 @@ def _bucket_hook_rows(host: pd.DataFrame, meta: dict) -> np.ndarray:
     from dnabert_scaling.traces.classify import bucket_args
 
     names = host["name"].astype(str).to_numpy()
-    is_bucket = (host["kind"] == "phase").to_numpy() & np.array([bucket_args(n) is not None for n in names], bool)
+    phase = (host["kind"] == "phase").to_numpy()
+    is_bucket = phase & np.array([bucket_args(n) is not None for n in names], bool)
     if not is_bucket.any():
         raise ArtifactError(
             "the trace has no ds:bucket ranges, so bucket readiness is unknown: record the "
@@ -167,7 +168,7 @@ class _MeasuredBuckets:
     nbytes: np.ndarray
 
     @classmethod
-    def from_hook_ranges(cls, bh: pd.DataFrame, tl) -> _MeasuredBuckets:
+    def from_hook_ranges(cls, bh: pd.DataFrame, tl, source=None) -> _MeasuredBuckets:
         from dnabert_scaling.traces.classify import bucket_args
 
         b_start, b_end = bh["start_ns"].to_numpy(np.int64), bh["end_ns"].to_numpy(np.int64)
@@ -185,7 +186,43 @@ class _MeasuredBuckets:
         inside = b_step >= 0
         b_start, b_end, b_step, b_index, b_bytes = (x[inside] for x in (b_start, b_end, b_step, b_index, b_bytes))
         order = np.lexsort((b_start, b_step))
-        return cls(b_end[order], b_step[order], b_index[order], b_bytes[order])
+        out = cls(b_end[order], b_step[order], b_index[order], b_bytes[order])
+        out.refuse_unlike_steps(source)
+        return out
+
+    def refuse_unlike_steps(self, source) -> None:
+        """DDP hands the same buckets to all-reduce in every step once it has built them: a measured step holding
+        one bucket twice, or other buckets (or sizes) than another, is no step of one run; refused, naming both."""
+        first: tuple | None = None
+        for k in np.unique(self.step):
+            mine = self.step == k
+            pairs = tuple(sorted(zip(self.index[mine].tolist(), self.nbytes[mine].tolist())))
+            indices = [i for i, _ in pairs]
+            if len(set(indices)) != len(indices):
+                twice = next(i for i in indices if indices.count(i) > 1)
+                raise ArtifactError(f"measured step {k} of the trace hands bucket {twice} to all-reduce twice", source)
+            if first is None:
+                first = (k, pairs)
+                if indices != list(range(len(indices))):  # a mark the reader could not read is missing from every step
+                    gone = min(set(range(max(indices) + 1)) - set(indices))
+                    raise ArtifactError(
+                        f"measured step {k} of the trace hands DDP buckets {indices[:6]}{'...' if len(indices) > 6 else ''} "
+                        f"to all-reduce, without bucket {gone}: DDP numbers its buckets from 0, so a bucket mark "
+                        "(ds:bucket:<index>:<bytes>) is missing or does not read, and its all-reduce would be left out",
+                        source,
+                    )
+            elif pairs != first[1]:
+                raise ArtifactError(
+                    f"measured step {k} of the trace hands other buckets to all-reduce than step {first[0]} "
+                    f"({_shown_buckets(pairs)} against {_shown_buckets(first[1])}); DDP all-reduces the same buckets "
+                    "every step",
+                    source,
+                )
+
+
+def _shown_buckets(pairs: tuple) -> str:
+    shown = ", ".join(f"{i}: {b:,} B" for i, b in pairs[:4])
+    return f"{len(pairs)} buckets: {shown}" + (", ..." if len(pairs) > 4 else "")
 
 
 def _bucket_readiness(step: np.ndarray, lt: np.ndarray, buckets: _MeasuredBuckets, steps: int, notes: list[str]):

@@ -969,6 +969,9 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
     "../h100-bench/gpu-call-2026-12-06-cupti-settings/bench-zk-h100.json": [
         f"../h100-bench/gpu-call-2026-12-06-cupti-settings/bench-zk{c}.json" for c in "12"
     ],
+    "../h100-bench/gpu-call-2026-12-06-cupti-shared/bench-zm-h100.json": [
+        f"../h100-bench/gpu-call-2026-12-06-cupti-shared/bench-zm{c}.json" for c in "123"
+    ],
 }  # fmt: skip
 
 

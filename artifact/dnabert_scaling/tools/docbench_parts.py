@@ -1,4 +1,4 @@
-"""The generated blocks of GPU calls T, U, V, W (2026-12-05), Z, ZH, ZF and ZK (2026-12-06): where the default Score-P mode's cost beyond the bare
+"""The generated blocks of GPU calls T, U, V, W (2026-12-05), Z, ZH, ZF, ZK and ZM (2026-12-06): where the default Score-P mode's cost beyond the bare
 CUPTI client with the same launch callbacks lies. Each call ran the default mode beside modes that differ from it,
 or from the bare client, in one part (call T: the default without its stream reference and with Score-P's tracing
 off, its callbacks run and CUPTI's records are taken, nothing is written; call U: the bare client with the
@@ -8,7 +8,8 @@ records of the launch calls instead of callbacks; call W: Score-P taking its lau
 with the candidate 8.4-cupti-launch-records.patch; call Z: that patch's present code, built on a CPU, with torch.profiler
 in place of the bare client; call ZH: call Z's build and modes on the H200; call ZF: that build's default, records mode,
 beside CUPTI alone and the bare client with the same records, at 32 x 70, on H100s; call ZK: the same with CUPTI alone
-keeping its profiling data in pinned host memory as well, on an H100), the bare client and no tracer, in lockstep rounds. Each part of the cost
+keeping its profiling data in pinned host memory as well, on an H100; call ZM: CUPTI alone with one stream of activity
+buffers for all threads beside its default, per-thread buffers, on an H100), the bare client and no tracer, in lockstep rounds. Each part of the cost
 is the paired per-round difference of two modes, judged against 0 by the rule of :mod:`cost_verdicts` (the 95%
 interval of the median of the rounds); the default mode's targets are read on these rounds, the diagnostic modes
 left out. The shared table, wording and targets come from :mod:`docbench` and :mod:`docbench_calls`."""
@@ -140,6 +141,19 @@ CALL_ZK = Split(
     ),
     lead="Whether one of CUPTI's own settings moves CUPTI's cost, and what the shipped build's default adds to the bare clients",
 )
+SHARED = "cupti-kernels-shared"  # CUPTI alone with one stream of activity buffers for all threads, not one per thread
+CUPTI_SHARED_BENCH = "h100-bench/gpu-call-2026-12-06-cupti-shared/bench-zm-h100.json"  # on a lent H100, as call ZK
+CALL_ZM = Split(
+    CUPTI_SHARED_BENCH,
+    "call ZM",
+    (
+        ("one stream of activity buffers for all threads, to CUPTI alone (buffers per thread)", KERNELS, SHARED),
+        ("the launch records, to CUPTI alone", KERNELS, RECORDS),
+        ("Score-P in records mode beyond the client with the same records", RECORDS, SCOREP_RECORDS),
+        ("Score-P in records mode beyond CUPTI alone", KERNELS, SCOREP_RECORDS),
+    ),
+    lead="Whether CUPTI's other buffer setting moves CUPTI's cost, and what the shipped build's default adds to the bare clients",
+)
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0
     "missed": "a cost",
     "met": "no cost",
@@ -190,6 +204,13 @@ def bench_trace_cupti_settings(facts: Facts, _: str | None) -> str:
     with the launch records and the shipped build's default, at 32 x 70, on an H100), and records mode against the
     default mode's bounds."""
     return _records_split_block(facts, CALL_ZK)
+
+
+def bench_trace_cupti_shared(facts: Facts, _: str | None) -> str:
+    """Call ZM's block (CUPTI alone with one stream of activity buffers for all threads beside its default, the bare
+    client with the launch records and the shipped build's default, at 32 x 70, on an H100), and records mode against
+    the default mode's bounds."""
+    return _records_split_block(facts, CALL_ZM)
 
 
 def _records_split_block(facts: Facts, split: Split) -> str:

@@ -583,6 +583,7 @@ BLOCKS: dict[str, Callable[[Facts, str | None], str]] = {
     "bench-trace-records-h200": docbench_parts.bench_trace_records_h200,
     "bench-trace-cupti-floor": docbench_parts.bench_trace_cupti_floor,
     "bench-trace-cupti-settings": docbench_parts.bench_trace_cupti_settings,
+    "bench-trace-cupti-shared": docbench_parts.bench_trace_cupti_shared,
     "scorep-targets-summary": docbench_targets.scorep_targets_summary,
     "scorep-target-reading": docbench_reading.scorep_target_reading,
     "bench-hook": bench_hook,

@@ -117,15 +117,16 @@ CALL_ZH = Split(
     (("launch-only Score-P beyond Score-P with its launches from activity records", SCOREP_RECORDS, LAUNCH_MODE),),
     lead="What launch-only Score-P adds to Score-P with its launches from CUPTI's activity records (call Z's build with the records patch, on the H200)",
 )
+FLOOR_PARTS = (  # what records mode adds to the bare clients, and the launch records to CUPTI alone: calls ZF, ZK, ZM
+    ("the launch records, to CUPTI alone", KERNELS, RECORDS),
+    ("Score-P in records mode beyond the client with the same records", RECORDS, SCOREP_RECORDS),
+    ("Score-P in records mode beyond CUPTI alone", KERNELS, SCOREP_RECORDS),
+)
 CUPTI_FLOOR_BENCH = "h100-bench/gpu-call-2026-12-06-cupti-floor/bench-zr-h100.json"  # on lent H100s, as call Z
 CALL_ZF = Split(
     CUPTI_FLOOR_BENCH,
     "call ZF",
-    (
-        ("the launch records, to CUPTI alone", KERNELS, RECORDS),
-        ("Score-P in records mode beyond the client with the same records", RECORDS, SCOREP_RECORDS),
-        ("Score-P in records mode beyond CUPTI alone", KERNELS, SCOREP_RECORDS),
-    ),
+    FLOOR_PARTS,
     lead="What the shipped build's default (records mode) adds to the bare client with the same records, and what those records add to CUPTI alone",
 )
 PINNED = "cupti-kernels-pinned"  # CUPTI alone with its profiling data in pinned host memory instead of device memory
@@ -135,9 +136,7 @@ CALL_ZK = Split(
     "call ZK",
     (
         ("CUPTI's profiling data in pinned host memory, to CUPTI alone (device memory)", KERNELS, PINNED),
-        ("the launch records, to CUPTI alone", KERNELS, RECORDS),
-        ("Score-P in records mode beyond the client with the same records", RECORDS, SCOREP_RECORDS),
-        ("Score-P in records mode beyond CUPTI alone", KERNELS, SCOREP_RECORDS),
+        *FLOOR_PARTS,
     ),
     lead="Whether one of CUPTI's own settings moves CUPTI's cost, and what the shipped build's default adds to the bare clients",
 )
@@ -148,9 +147,7 @@ CALL_ZM = Split(
     "call ZM",
     (
         ("one stream of activity buffers for all threads, to CUPTI alone (buffers per thread)", KERNELS, SHARED),
-        ("the launch records, to CUPTI alone", KERNELS, RECORDS),
-        ("Score-P in records mode beyond the client with the same records", RECORDS, SCOREP_RECORDS),
-        ("Score-P in records mode beyond CUPTI alone", KERNELS, SCOREP_RECORDS),
+        *FLOOR_PARTS,
     ),
     lead="Whether CUPTI's other buffer setting moves CUPTI's cost, and what the shipped build's default adds to the bare clients",
 )

@@ -141,6 +141,12 @@ def unlike_runs(docs: list[tuple[str, dict]]) -> str | None:
         for where, value in known[1:]:
             if value != known[0][1]:
                 return f"{where}: machine.{key} is {value!r}, but {known[0][0]}'s is {known[0][1]!r}"
+    pinned = [(where, run.get("cpus")) for where, run in runs]  # null: not pinned, itself a set-up
+    for where, cpus in pinned[1:]:
+        if cpus != pinned[0][1]:
+            return (
+                f"{where}: its processes ran pinned to CPUs {cpus!r}, but {pinned[0][0]}'s to {pinned[0][1]!r} (null: not pinned)"
+            )
     settings: dict[str, tuple[str, object]] = {}
     for name, doc in docs:  # a merge keeps no settings of its own: only single runs' are compared
         for mode, value in (doc.get("mode_settings") or {}).items():

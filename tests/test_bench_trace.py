@@ -1116,6 +1116,7 @@ def _run_doc(path, untraced, traced, device="NVIDIA H100", patches=("a.patch",),
         ({"device": "NVIDIA H200"}, "machine.device is 'NVIDIA H200', but"),
         ({"patches": ("a.patch", "b.patch")}, "machine.scorep_patches is ['a.patch', 'b.patch'], but"),
         ({"mode_settings": {"scorep-launch": {"SCOREP_CUDA_BUFFER_CHUNK": "8k"}}}, "its mode scorep-launch ran with"),
+        ({"cpus": "2-7"}, "its processes ran pinned to CPUs '2-7', but"),
     ],
 )
 def test_merge_refuses_runs_of_another_card_build_or_mode_setting(tmp_path, other, said):

@@ -187,6 +187,12 @@ def main(argv=None) -> int:
         "which also samples where it waits",
     )
     p.add_argument("--merge", nargs="+", metavar="JSON", help="summarise the rounds of these earlier outputs together")
+    p.add_argument(
+        "--pool-unrecorded",
+        action="store_true",
+        help="with --merge: pool a run that records no card, Score-P patch list, torch, CUDA or mode settings with runs "
+        "that do (runs recorded before that bookkeeping); otherwise refused, since they cannot be told alike",
+    )
     p.add_argument("--json", type=output_path, default=None, help="write the document here (never over an input)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help=argparse.SUPPRESS)  # cpu: the tests' protocol run
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -195,7 +201,9 @@ def main(argv=None) -> int:
         return child(args)
     if args.merge:  # a merge measures nothing: an option of the measurement would be silently ignored
         given = [
-            f"--{k.replace('_', '-')}" for k, v in vars(args).items() if k not in ("merge", "json") and v != p.get_default(k)
+            f"--{k.replace('_', '-')}"
+            for k, v in vars(args).items()
+            if k not in ("merge", "json", "pool_unrecorded") and v != p.get_default(k)
         ]
         if given:
             print(

@@ -34,7 +34,7 @@ def merge(args) -> int:
         if differ:
             say(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged")
             return 2
-    why = unlike_runs(docs)
+    why = unlike_runs(docs, getattr(args, "pool_unrecorded", False))
     if why:
         say(f"bench-trace: {why}; its rounds cannot be pooled with theirs, not merged")
         return 2
@@ -49,13 +49,16 @@ def merge(args) -> int:
         return 2
     identities: dict[tuple, str] = {}
     for run in sources:  # one run given twice under two names, or edited: the documents tell runs apart by these
-        ident = tuple(str(run.get(k)) for k in ("date", "revision", "wall_s", "rounds"))
         if all(run.get(k) is None for k in ("date", "revision", "wall_s")):
             continue  # nothing to tell it by: the documents judge no merge of such runs (tools/cost_verdicts.py)
+        # a run's wall time, to 0.1 s, with its date and revision: a copy cut to fewer rounds keeps them; without a
+        # wall time, its number of rounds as well
+        keys = ("date", "revision", "wall_s") if run.get("wall_s") is not None else ("date", "revision", "rounds")
+        ident = tuple(str(run.get(k)) for k in keys)
         if ident in identities:
             say(
-                f"bench-trace: {run['file']}: the same run as {identities[ident]} (its date, revision, wall time and "
-                "number of rounds): a copy of a run, edited or cut, is not a second run; give each run once"
+                f"bench-trace: {run['file']}: the same run as {identities[ident]} (its {', '.join(keys)}): a copy of "
+                "a run, edited or cut, is not a second run; give each run once"
             )
             return 2
         identities[ident] = run["file"]
@@ -113,7 +116,8 @@ def read_inputs(names: list[str]) -> list[tuple[str, dict]] | None:
             if mark in rounds_seen:
                 where = rounds_seen[mark]
                 say(
-                    f"bench-trace: {name}: its round {r['round']} is also {where} (the same step times): "
+                    f"bench-trace: {name}: its round {r['round']} is also {where} (the same step times, or all of them "
+                    "scaled by one factor): "
                     "a merge that holds a run is not merged with that run again; give each run once"
                 )
                 return None
@@ -131,16 +135,25 @@ def runs_of(name: str, doc: dict) -> list[tuple[str, dict]]:
     return [(name, doc)]
 
 
-def unlike_runs(docs: list[tuple[str, dict]]) -> str | None:
+def unlike_runs(docs: list[tuple[str, dict]], pool_unrecorded: bool = False) -> str | None:
     """Where two runs to be pooled ran unlike set-ups, which and how (the first such); else None: the machine
-    records' ``SAME_MACHINE`` fields, where both runs record one, and the settings of a mode both ran."""
+    records' ``SAME_MACHINE`` fields (a run that records none of a field another run records cannot be told
+    alike, unless ``pool_unrecorded``), the CPU pinning, and the settings of a mode two runs ran."""
     runs = [run for name, doc in docs for run in runs_of(name, doc)]
-    for key in SAME_MACHINE:
-        known = [(where, (run.get("machine") or {}).get(key)) for where, run in runs]
+    for key in SAME_MACHINE:  # the card: the machine record's, else the run's own device name
+        known = [
+            (where, (run.get("machine") or {}).get(key) or (run.get(key) if key == "device" else None)) for where, run in runs
+        ]
+        unknown = [where for where, value in known if value is None]
         known = [(where, value) for where, value in known if value is not None]
         for where, value in known[1:]:
             if value != known[0][1]:
                 return f"{where}: machine.{key} is {value!r}, but {known[0][0]}'s is {known[0][1]!r}"
+        if known and unknown and not pool_unrecorded:
+            return (
+                f"{unknown[0]}: records no machine.{key}, so it cannot be told to match {known[0][0]}'s {known[0][1]!r} "
+                "(--pool-unrecorded pools it: runs recorded before that bookkeeping)"
+            )
     pinned = [(where, run.get("cpus")) for where, run in runs]  # null: not pinned, itself a set-up
     for where, cpus in pinned[1:]:
         if cpus != pinned[0][1]:
@@ -148,11 +161,16 @@ def unlike_runs(docs: list[tuple[str, dict]]) -> str | None:
                 f"{where}: its processes ran pinned to CPUs {cpus!r}, but {pinned[0][0]}'s to {pinned[0][1]!r} (null: not pinned)"
             )
     settings: dict[str, tuple[str, object]] = {}
-    for name, doc in docs:  # a merge keeps no settings of its own: only single runs' are compared
+    for name, doc in docs:
         for mode, value in (doc.get("mode_settings") or {}).items():
             first = settings.setdefault(mode, (name, value))
             if first[1] != value:
                 return f"{name}: its mode {mode} ran with {value!r}, but {first[0]}'s with {first[1]!r}"
+    for name, doc in docs:  # a mode run without its settings recorded, beside a run that records them
+        ran = {m for r in doc["rounds"] for m in (r.get("processes") or {})}
+        unrecorded = sorted(m for m in ran if m in settings and m not in (doc.get("mode_settings") or {}))
+        if unrecorded and not pool_unrecorded:
+            return f"{name}: ran {unrecorded[0]} but records no settings of it, so it cannot be told to match {settings[unrecorded[0]][0]}'s"
     return None
 
 
@@ -183,9 +201,13 @@ def join_runs(docs: list[tuple[str, dict]]) -> tuple[list[dict], dict[str, dict]
 
 
 def round_mark(r: dict) -> str:
-    """What identifies a measured round across files: its step times, which a merge copies unchanged
-    (two rounds measured apart never share every step time to the microsecond)."""
-    return hashlib.sha256(json.dumps(r.get("steps_ms"), sort_keys=True).encode()).hexdigest()
+    """What identifies a measured round across files: its step times, which a merge copies unchanged, each over the
+    round's first step time and rounded to 6 significant digits, so that a copy with every time scaled by one factor
+    is the same round too (two rounds measured apart never share every step time's proportion to the others)."""
+    times = r.get("steps_ms") or {}
+    first = next((xs[0] for per_mode in times.values() for xs in per_mode.values() if xs), 1.0)
+    shape = {c: {m: [float(f"{t / first:.6g}") for t in xs] for m, xs in per_mode.items()} for c, per_mode in times.items()}
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
 
 
 def _count(x) -> bool:
@@ -281,7 +303,7 @@ def merge_input_problem(doc) -> str | None:
                 ok = isinstance(steps, list) and all(type(t) in (int, float) and 0 < t < float("inf") for t in steps)
                 if not ok:
                     return f"round {r['round']}: step times that are not positive numbers"
-                if len(steps) > doc["steps"] or (len(steps) < doc["steps"] and "error" not in r):
+                if len(steps) > doc["steps"] or (len(steps) < doc["steps"] and not r.get("error")):
                     # only a round whose process failed stops short; a list of another length is no round this ran
                     return (
                         f"round {r['round']}: {len(steps)} step times of {mode} at {cfg}, but its turns measure "

@@ -22,10 +22,13 @@ from dnabert_scaling.outputs import foreign_json, refuse_overlap, writable_file,
 
 
 def bench_output_problem(data) -> str | None:
-    """Why a JSON document is not one bench_trace.py wrote (a run or a merge: its method, configurations, modes and
-    rounds), or None where it is."""
-    if not isinstance(data, dict) or not all(k in data for k in ("method", "configs", "modes", "rounds")):
-        return "a JSON file without a bench-trace output's method, configs, modes and rounds"
+    """Why ``--json`` may not replace the JSON document found there, or None where it may: only an earlier merge,
+    which its runs make again, is replaced; a run's own measurements are not (no command makes them again)."""
+    shape = {"method": str, "configs": list, "modes": list, "rounds": list}
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), t) for k, t in shape.items()):
+        return "a JSON file that is not a bench-trace output"
+    if not (isinstance(data.get("merged_from"), list) and data["merged_from"]):
+        return "a run's own measurements, which no command makes again"
     return None
 
 
@@ -37,8 +40,8 @@ def parent(args) -> int:
             foreign = foreign_json(Path(args.json), bench_output_problem)
             if foreign:  # a device, a FIFO, somebody's notes: replaced by a rename, they would be gone
                 raise ArtifactError(
-                    f"--json: exists and is not a bench-trace output ({foreign}); not overwritten: give another path "
-                    "or remove it first",
+                    f"--json: exists ({foreign}); only an earlier bench-trace merge is replaced, so it is not "
+                    "overwritten: give another path, or remove it first",
                     args.json,
                 )
             if args.sample and Path(args.sample).resolve() == Path(args.json).resolve():  # the folder would take its place

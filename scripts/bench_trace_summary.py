@@ -31,7 +31,8 @@ def paired_ratios(row: dict, cfg: str, mode: str) -> list[float]:
     if len(mine) != len(base):  # a round cut short: its turns are not paired
         return []
     procs = row.get("processes") or {}
-    if any(isinstance(procs.get(m), dict) and procs[m].get("exit_status") not in (0, None) for m in (mode, "untraced")):
+    statuses = [procs[m].get("exit_status") for m in (mode, "untraced") if isinstance(procs.get(m), dict)]
+    if any(st is not None and not (type(st) is int and st == 0) for st in statuses):
         return []  # a process of the pair that failed (even after its last step) measured no set-up that works
     return [t / u for t, u in zip(mine, base) if u > 0]
 

@@ -975,10 +975,15 @@ SHIPPED_MERGES = {  # a shipped merge: its runs, in the order merged
 }  # fmt: skip
 
 
+# runs of 2026-12-04 that record no Score-P patch list pooled with runs that do (ARTIFACT.md G: "another build")
+POOLED_UNRECORDED = {"bench-trace-scorep.json"}
+
+
 @pytest.mark.parametrize("shipped", sorted(SHIPPED_MERGES))
 def test_a_shipped_merge_is_the_merge_of_the_runs_shipped_with_it(tmp_path, shipped):
     out = tmp_path / "again.json"
-    proc = _merge(*(str(H200 / run) for run in SHIPPED_MERGES[shipped]), "--json", str(out))
+    pool = ["--pool-unrecorded"] if shipped in POOLED_UNRECORDED else []
+    proc = _merge(*(str(H200 / run) for run in SHIPPED_MERGES[shipped]), *pool, "--json", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert out.read_bytes() == (H200 / shipped).read_bytes()
 
@@ -1143,6 +1148,11 @@ def test_merge_refuses_a_copy_of_a_run_cut_or_rescaled_and_rounds_of_another_len
         times[:] = [t * 1.000001 for t in times]
     (tmp_path / "b.json").write_text(json.dumps(doc))
     proc = _merge(a, str(tmp_path / "b.json"))
+    assert proc.returncode == 2 and "b.json: its round 0 is also round 0 of" in proc.stderr
+    assert "(the same step times, or all of them scaled by one factor)" in proc.stderr
+    doc["rounds"][0]["steps_ms"]["8x70"]["untraced"][0] = 10.5  # one time edited as well: its run still names it
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    proc = _merge(a, str(tmp_path / "b.json"))
     assert proc.returncode == 2 and "b.json: the same run as" in proc.stderr and "is not a second run" in proc.stderr
     for times in doc["rounds"][0]["steps_ms"]["8x70"].values():
         del times[-1]  # every list one short: still paired, yet no turn of this run measured 2 steps
@@ -1154,6 +1164,32 @@ def test_merge_refuses_a_copy_of_a_run_cut_or_rescaled_and_rounds_of_another_len
     (tmp_path / "b.json").write_text(json.dumps(doc))
     proc = _merge(a, str(tmp_path / "b.json"))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_merge_refuses_a_copy_cut_to_fewer_rounds_and_rescaled_by_its_wall_time(tmp_path):
+    """A reviewer's case: a copy cut to fewer rounds changes the number of rounds, rescaling changes every step time;
+    its date, revision and wall time still name the run it was copied from. A second run without a machine record
+    that names another card in its own device field is not pooled either."""
+    rounds = [_round(i, [10.0] * 3, [11.0 + i / 10] * 3) for i in range(4)]
+    a = _doc(tmp_path / "a.json", rounds, date="2026-12-06", revision="abc1234", wall_s=480.1, device="NVIDIA H200")
+    doc = json.loads(Path(a).read_text())
+    doc["rounds"] = doc["rounds"][:2]
+    for r in doc["rounds"]:
+        for times in r["steps_ms"]["8x70"].values():
+            times[:] = [t * 1.001 for t in times]
+    (tmp_path / "cut.json").write_text(json.dumps(doc))
+    proc = _merge(a, str(tmp_path / "cut.json"))
+    assert proc.returncode == 2 and "cut.json: its round 0 is also round 0 of" in proc.stderr
+    doc["rounds"][1]["steps_ms"]["8x70"]["untraced"][0] = 10.5  # one time edited as well: its run still names it
+    (tmp_path / "cut.json").write_text(json.dumps(doc))
+    doc2 = json.loads((tmp_path / "cut.json").read_text())
+    doc2["rounds"] = doc2["rounds"][1:]
+    (tmp_path / "cut.json").write_text(json.dumps(doc2))
+    proc = _merge(a, str(tmp_path / "cut.json"))
+    assert proc.returncode == 2 and "cut.json: the same run as a.json (its date, revision, wall_s)" in proc.stderr
+    other = _doc(tmp_path / "other.json", [_round(0, [9.0] * 3, [9.5] * 3)], date="2026-12-07", wall_s=300.0, device="H100")
+    proc = _merge(a, other)
+    assert proc.returncode == 2 and "machine.device is 'H100', but" in proc.stderr, proc.stderr
 
 
 def test_a_round_whose_traced_process_failed_gives_no_ratio(bt, tmp_path):
@@ -1171,7 +1207,9 @@ def test_merge_writes_no_file_it_did_not_write_and_shows_a_file_s_controls_escap
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     proc = _merge(a, "--json", str(notes))
-    assert proc.returncode == 2 and "--json: exists and is not a bench-trace output" in proc.stderr
+    assert (
+        proc.returncode == 2 and "--json: exists (not a JSON file); only an earlier bench-trace merge is replaced" in proc.stderr
+    )
     assert notes.read_text() == "my notes\n"
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -1180,6 +1218,12 @@ def test_merge_writes_no_file_it_did_not_write_and_shows_a_file_s_controls_escap
     earlier = tmp_path / "earlier.json"
     assert _merge(a, "--json", str(earlier)).returncode == 0
     assert _merge(a, "--json", str(earlier)).returncode == 0  # its own earlier output is replaced
+    run = tmp_path / "run.json"  # a run's own measurements, with every key a bench-trace output has: kept
+    run.write_text(json.dumps({**json.loads(Path(a).read_text()), "modes": []}))
+    before = run.read_bytes()
+    proc = _merge(str(earlier), "--json", str(run))
+    assert proc.returncode == 2 and "(a run's own measurements, which no command makes again)" in proc.stderr
+    assert run.read_bytes() == before
     doc = json.loads(Path(a).read_text())
     doc["counts"] = {"\x1b[31mRED\u202eevil": {"launches": "x", "kernels": 1}}
     (tmp_path / "c.json").write_text(json.dumps(doc))

@@ -111,7 +111,13 @@ def test_measured_busbw_replaces_the_table(tmp_path, runs):
     bw = tmp_path / "busbw-ws4.json"
     # 100 GB/s at every size: twice the formula's time at the 200 GB/s of the written traces
     bw.write_text(
-        json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}, {"bytes": 26 << 20, "busbw_Bps": 100e9}]})
+        json.dumps(
+            {
+                "world_size": 4,
+                "rehearsal": False,
+                "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}, {"bytes": 26 << 20, "busbw_Bps": 100e9}],
+            }
+        )
     )
     rc, out = _predict(tmp_path, runs[1], *OPTS, "--busbw", str(bw), "--measured", str(runs[4]))
     assert rc == 0
@@ -256,7 +262,6 @@ def test_kineto_reader_keeps_bucket_ranges(tmp_path):
             ann("ds:step", 10, 100),
             ann("ds:bucket:0:4096", 30, 2, tid=12),
             ann("ds:bucket", 40, 2, tid=12),
-            ann("ds:bucket:1:x", 50, 2, tid=12),
             {
                 "ph": "X",
                 "cat": "kernel",
@@ -277,6 +282,26 @@ def test_kineto_reader_keeps_bucket_ranges(tmp_path):
         ("step", 10000, "Master thread"),
         ("bucket:0:4096", 30000, "Thread 12"),
     ]
+    doc["traceEvents"].append(ann("ds:bucket:1:x", 50, 2, tid=12))  # named as a mark, yet unreadable: refused
+    p.write_text(json.dumps(doc))
+    from dnabert_scaling.errors import ArtifactError
+
+    with pytest.raises(ArtifactError, match=r"trace event 4 of traceEvents .*'ds:bucket:1:x'.*does not read"):
+        read_trace(p)
+
+
+def test_otf2_reader_refuses_a_bucket_region_that_does_not_read(tmp_path):
+    """As the Kineto reader: a region named as a bucket mark that does not read is refused, naming the archive,
+    never left out (its bucket's all-reduce would be lost to the analysis and the forecast)."""
+    from dnabert_scaling.errors import ArtifactError
+    from dnabert_scaling.traces import read_trace
+
+    rank = bucket_rank(0, 1, BucketModel(**MODEL))
+    first = rank.host.index[rank.host["name"] == "bucket:0:1048576"][0]
+    rank.host.loc[first, "name"] = "bucket:0:-1048576"
+    rank.write(tmp_path / "scorep-rank0", overwrite=True)
+    with pytest.raises(ArtifactError, match=r"region 'user:ds:bucket:0:-1048576' is a bucket mark that does not read"):
+        read_trace(tmp_path / "scorep-rank0" / "traces.otf2")
 
 
 # --- no input is ever the output (D1) ----------------------------------------------------------
@@ -352,7 +377,7 @@ def test_no_measured_run_or_busbw_file_is_overwritten(tmp_path, runs, capsys):
     write_bucket_run(ws4, 4, BucketModel(**MODEL))
     _write_summary(ws4, 4)
     bw = tmp_path / "busbw-ws4.json"
-    bw.write_text(json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}))
+    bw.write_text(json.dumps({"world_size": 4, "rehearsal": False, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}))
     for out in (ws4 / "summary.json", ws4 / "traces" / "scorep-rank0" / "traces.otf2", bw):
         before = _tree(ws4) | {bw: bw.read_bytes()}
         assert main(["predict", str(runs[1]), "--measured", str(ws4), "--busbw", str(bw), "--out", str(out)]) == 2
@@ -439,7 +464,7 @@ def test_two_busbw_files_for_one_world_size_are_refused(tmp_path, runs, capsys):
     files = []
     for name in ("a.json", "b.json"):
         files += ["--busbw", str(tmp_path / name)]
-        (tmp_path / name).write_text(json.dumps({"world_size": 4, "sizes": [GOOD_ROW]}))
+        (tmp_path / name).write_text(json.dumps({"world_size": 4, "rehearsal": False, "sizes": [GOOD_ROW]}))
     assert main(["predict", str(runs[1]), *files, "--out", str(tmp_path / "p.json")]) == 2
     assert "second file for world size 4" in capsys.readouterr().err
 
@@ -456,19 +481,29 @@ def test_a_shipped_busbw_file_reads_but_a_rehearsal_s_or_the_cpu_s_bandwidth_is_
     assert shipped
     for path in shipped:
         data = json.loads(path.read_text())
-        with pytest.raises(ArtifactError, match="a rehearsal's .ranks sharing one GPU"):
+        with pytest.raises(ArtifactError, match="a rehearsal's bandwidth .ranks sharing one GPU.*says it was one"):
             check_busbw(data, path)
-        assert check_busbw({**data, "rehearsal": False}, path) >= 2
-        with pytest.raises(ArtifactError, match="the CPU's .gloo."):
-            check_busbw({**data, "rehearsal": False, "backend": "gloo", "device_type": "cpu"}, path)
+        measured = {**data, "rehearsal": False, "provenance": {**data["provenance"], "gpu_count": data["world_size"]}}
+        assert check_busbw(measured, path) >= 2
+        for other, said in [
+            ({"backend": "GLOO"}, "the CPU's .gloo."),
+            ({"device_type": "CPU"}, "the CPU's .gloo."),
+            ({"rehearsal": "false"}, r"does not say it was none \(rehearsal: 'false'\)"),
+            ({"rehearsal": 0}, "does not say it was none"),
+            ({"provenance": {"gpu_count": 1}}, "1 GPU.s.' for"),
+        ]:
+            with pytest.raises(ArtifactError, match=said):
+                check_busbw({**measured, **other}, path)
+        with pytest.raises(ArtifactError, match="has no rehearsal field"):
+            check_busbw({k: v for k, v in measured.items() if k != "rehearsal"}, path)
 
 
 def test_a_busbw_file_with_one_size_twice_is_refused_and_sizes_outside_it_are_noted(tmp_path, runs, capsys):
     bw = tmp_path / "busbw.json"
-    bw.write_text(json.dumps({"world_size": 2, "sizes": [GOOD_ROW, GOOD_ROW | {"busbw_Bps": 1e4}]}))
+    bw.write_text(json.dumps({"world_size": 2, "rehearsal": False, "sizes": [GOOD_ROW, GOOD_ROW | {"busbw_Bps": 1e4}]}))
     assert main(["predict", str(runs[1]), "--gpus", "2", "--busbw", str(bw), "--out", str(tmp_path / "p.json")]) == 2
     assert "sizes holds 1,048,576 bytes more than once" in capsys.readouterr().err
-    bw.write_text(json.dumps({"world_size": 2, "sizes": [{"bytes": 1, "busbw_Bps": 1e11}]}))
+    bw.write_text(json.dumps({"world_size": 2, "rehearsal": False, "sizes": [{"bytes": 1, "busbw_Bps": 1e11}]}))
     assert main(["predict", str(runs[1]), "--gpus", "2", "--busbw", str(bw), "--out", str(tmp_path / "p.json")]) == 0
     notes = json.loads((tmp_path / "p.json").read_text())["source"]["notes"]
     said = [n for n in notes if "lie outside the sizes --busbw measured at world size 2 (1-1 bytes)" in n]
@@ -481,7 +516,7 @@ def test_json_nested_too_deeply_and_a_world_size_twice_are_refused(tmp_path, run
     assert main(["predict", str(runs[1]), "--gpus", "2", "--busbw", str(deep), "--out", str(tmp_path / "p.json")]) == 2
     err = capsys.readouterr().err
     assert "deep.json: cannot read JSON: nested too deeply" in err and "Traceback" not in err
-    for gpus in ("2,2", "2,,4"):
+    for gpus in ("2,2", "2,,4", "1_6", "\u0668"):
         assert main(["predict", str(runs[1]), "--gpus", gpus, "--out", str(tmp_path / "p.json")]) == 2
     assert "--gpus names a world size twice: '2,2'" in capsys.readouterr().err
 
@@ -506,6 +541,23 @@ def _every_first_bucket_unread(events):
             e["name"] = "ds:bucket:0:-11814920"
 
 
+def _last_bucket_unread(events):
+    for e in events:
+        if e["name"].startswith("ds:bucket:12:"):
+            e["name"] = "ds:bucket:12:-40925184"
+
+
+def _marks_in_step_zero_only(events):
+    for e in events[13:]:
+        e["name"] = "ds:renamed"
+
+
+def _every_first_bucket_gone(events):
+    for e in events:
+        if e["name"].startswith("ds:bucket:0:"):
+            e["name"] = "ds:renamed"
+
+
 def _size_of_last(events):
     index, _ = events[-1]["name"].rsplit(":", 2)[1:]
     events[-1]["name"] = f"ds:bucket:{index}:99"
@@ -514,8 +566,11 @@ def _size_of_last(events):
 @pytest.mark.parametrize(
     "edit, said",
     [
-        (lambda ev: ev[-1].update(name="ds:bucket:x:5"), "hands other buckets to all-reduce than step 0"),
-        (_every_first_bucket_unread, "without bucket 0: DDP numbers its buckets from 0"),
+        (lambda ev: ev[-1].update(name="ds:renamed"), "hands other buckets to all-reduce than step"),
+        (_every_first_bucket_unread, "a bucket mark that does not read as ds:bucket:<index>:<bytes>"),
+        (_last_bucket_unread, "a bucket mark that does not read as ds:bucket:<index>:<bytes>"),
+        (_every_first_bucket_gone, "without bucket 0: DDP numbers its buckets from 0"),
+        (_marks_in_step_zero_only, "measured steps hold no bucket mark"),
         (_size_of_last, "hands other buckets to all-reduce than step 0"),
         (lambda ev: ev[-1].update(name=ev[-2]["name"]), "to all-reduce twice"),
     ],
@@ -735,7 +790,7 @@ def test_the_printout_says_the_replays_notes():
 def test_options_the_forecast_would_not_use_are_refused(tmp_path, runs, capsys):
     """A tester's cases, each read and then dropped unsaid: a --busbw file of a world size not asked for; bandwidth and
     latency options where every size asked has its measured file; --inter-busbw where every size fits in one node."""
-    bw = {"world_size": 8, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}
+    bw = {"world_size": 8, "rehearsal": False, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}
     bw8 = tmp_path / "bw8.json"
     bw8.write_text(json.dumps(bw))
     bw2 = tmp_path / "bw2.json"
@@ -792,7 +847,7 @@ def test_a_bare_traces_forecast_says_its_gpu_is_not_recorded(runs, tmp_path, cap
     assert rc == 0 and out["source"].get("gpu_name") is None
     assert any(n.startswith("the GPU the trace ran on is not recorded with it") for n in out["source"]["notes"])
     bw = tmp_path / "busbw-ws4.json"
-    bw.write_text(json.dumps({"world_size": 4, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}))
+    bw.write_text(json.dumps({"world_size": 4, "rehearsal": False, "sizes": [{"bytes": 1 << 20, "busbw_Bps": 100e9}]}))
     target = tmp_path / "measured.json"
     assert main(["predict", str(runs[1]), "--gpus", "4", "--busbw", str(bw), "--out", str(target)]) == 0
     assert not [n for n in json.loads(target.read_text())["source"].get("notes") or [] if "not recorded" in n]

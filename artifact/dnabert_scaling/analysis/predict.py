@@ -271,10 +271,10 @@ def _parse_band(text: str, what: str) -> Band:
 
 
 def _parse_gpus(text: str) -> list[int]:
-    try:
-        given = [int(x) for x in text.split(",")]
-    except ValueError:
-        raise ArtifactError(f"--gpus must be a comma-separated list of integers, not {text!r}") from None
+    items = [x.strip() for x in text.split(",")]
+    if not all(x.isascii() and x.isdigit() for x in items):  # int() would also take "1_6" and other scripts' digits
+        raise ArtifactError(f"--gpus must be a comma-separated list of integers, not {text!r}")
+    given = [int(x) for x in items]
     if len(set(given)) != len(given):
         raise ArtifactError(f"--gpus names a world size twice: {text!r}")
     vals = sorted(given)
@@ -485,7 +485,7 @@ def run(args: argparse.Namespace) -> int:
 
     trace = read_source(source)
     refuse_incomplete(trace)
-    profile = profile_from_trace(trace)
+    profile = profile_from_trace(trace, source.desc.get("ddp_buckets"))
     replayed = trace.ranks[trace.rank_ids[0]] if len(trace.rank_ids) else {}
     measured, desc = source.measured, source.desc
     fallbacks: list[dict[str, str]] = []

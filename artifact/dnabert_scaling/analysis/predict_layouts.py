@@ -209,19 +209,14 @@ def within(x: Any, bounds: tuple[float, float]) -> bool:
 def check_busbw(data: Any, path: Path) -> int:
     """The world size of a ``dnabert-scaling busbw`` result, its fields checked: ``world_size`` an
     integer of at least 2, ``sizes`` a non-empty list of {bytes, busbw_Bps} with whole ``bytes`` in
-    ``BUCKET_BYTES`` and finite ``busbw_Bps`` in ``BUSBW_BPS``. Refuses (naming the file and the
-    key) anything else."""
+    ``BUCKET_BYTES`` and finite ``busbw_Bps`` in ``BUSBW_BPS``, each size once; ``rehearsal`` false (a rehearsal's
+    ranks share one GPU), not the CPU's (gloo), and no fewer GPUs than ranks where its provenance counts them.
+    Refuses (naming the file and the key) anything else."""
     if not isinstance(data, dict) or "world_size" not in data or "sizes" not in data:
         raise ArtifactError("--busbw: not a busbw result (needs world_size and sizes)", path)
     ws = data["world_size"]
     if not isinstance(ws, int) or isinstance(ws, bool) or not 2 <= ws <= MAX_WORLD_SIZE:
         raise ArtifactError(f"--busbw: world_size must be an integer from 2 to {MAX_WORLD_SIZE:,}, not {ws!r:.80}", path)
-    if data.get("rehearsal") is True or data.get("device_type") == "cpu" or data.get("backend") == "gloo":
-        what = "a rehearsal's (ranks sharing one GPU, NCCL over sockets)" if data.get("rehearsal") is True else "the CPU's (gloo)"
-        raise ArtifactError(
-            f"--busbw: the bandwidth is {what}, not a node's GPU links; a forecast of GPUs needs a measurement on them",
-            path,
-        )
     sizes = data["sizes"]
     if not isinstance(sizes, list) or not sizes:
         raise ArtifactError(f"--busbw: sizes must be a non-empty list of {{bytes, busbw_Bps}}, not {sizes!r:.80}", path)
@@ -242,6 +237,28 @@ def check_busbw(data: Any, path: Path) -> int:
                 f"to {hi_bw:g} (100 TB/s), not {bw!r:.80}",
                 path,
             )
+    if data.get("rehearsal") is not False:  # a measurement says it was none; a string "true" or a 1 is no answer
+        said = (
+            "says it was one"
+            if data.get("rehearsal") is True
+            else "has no rehearsal field to say it was none"
+            if "rehearsal" not in data
+            else f"does not say it was none (rehearsal: {data['rehearsal']!r:.40})"
+        )
+        raise ArtifactError(
+            f"--busbw: a rehearsal's bandwidth (ranks sharing one GPU, NCCL over sockets) is not a node's GPU links, and "
+            f"this file {said}; a forecast of GPUs needs a measurement on them",
+            path,
+        )
+    gpus = (data.get("provenance") or {}).get("gpu_count") if isinstance(data.get("provenance"), dict) else None
+    cpu = str(data.get("device_type", "")).lower() == "cpu" or str(data.get("backend", "")).lower() == "gloo"
+    if cpu or (type(gpus) is int and gpus < ws):
+        what = "the CPU's (gloo)" if cpu else f"{gpus} GPU(s)' for {ws} ranks"
+        raise ArtifactError(
+            f"--busbw: the bandwidth is {what}, not a node's GPU links, one GPU per rank; a forecast of GPUs needs a "
+            "measurement on them",
+            path,
+        )
     given = [row["bytes"] for row in sizes]
     twice = sorted({b for b in given if given.count(b) > 1})
     if twice:  # two bandwidths for one size: the interpolation would take one of them at random

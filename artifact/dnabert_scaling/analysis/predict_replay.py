@@ -71,8 +71,9 @@ def launch_times(gpu: pd.DataFrame, host: pd.DataFrame) -> tuple[np.ndarray, str
     return out, "stream-order"
 
 
-def profile_from_trace(trace) -> Profile:
-    """The model's inputs from a world-size-1 trace (``Trace`` with one rank)."""
+def profile_from_trace(trace, run_buckets: dict | None = None) -> Profile:
+    """The model's inputs from a world-size-1 trace (``Trace`` with one rank); ``run_buckets``: the run's own
+    record of its DDP buckets (its summary's ``ddp_buckets``), which the trace's bucket marks must match."""
     from dnabert_scaling.analysis.attribution import HostTimeline, attribute
 
     meta, gpu, host = _the_one_rank(trace)
@@ -88,7 +89,9 @@ def profile_from_trace(trace) -> Profile:
     start = gpu["start_ns"].to_numpy(np.int64)[rows]
     step = att.step[rows].astype(np.int64)
     buckets = _MeasuredBuckets.from_hook_ranges(host[is_bucket], tl, meta.get("source"))
-    ready, after = _bucket_readiness(step, launch[rows], buckets, tl.steps, notes)
+    buckets.refuse_steps_without(tl.steps, meta.get("source"))
+    buckets.refuse_unlike_run(run_buckets, meta.get("source"))
+    ready, after = _bucket_readiness(step, launch[rows], buckets, tl.steps)
     ok = ready >= 0
     return Profile(
         start,
@@ -219,26 +222,49 @@ class _MeasuredBuckets:
                     source,
                 )
 
+    def refuse_steps_without(self, steps: int, source) -> None:
+        """Every measured step hands its buckets to all-reduce (DDP does, each step): a measured step without a bucket
+        mark is refused, since the forecast would give it no all-reduce at all."""
+        empty = sorted(set(range(steps)) - set(self.step.tolist()))
+        if empty:
+            raise ArtifactError(
+                f"{len(empty)} of the trace's {steps} measured steps hold no bucket mark (ds:bucket:<index>:<bytes>; steps "
+                f"{empty[:5]}{'...' if len(empty) > 5 else ''}): DDP all-reduces its buckets every step, so marks are "
+                "missing, and the forecast would give those steps no all-reduce",
+                source,
+            )
+
+    def refuse_unlike_run(self, run_buckets: dict | None, source) -> None:
+        """The buckets of the trace's first measured step against those its run's summary records (``bucket_bytes`` by
+        index), where it records them: another list is refused (a damaged trace, or the trace of another run)."""
+        recorded = (run_buckets or {}).get("bucket_bytes") if isinstance(run_buckets, dict) else None
+        if not (isinstance(recorded, list) and recorded and all(type(b) is int for b in recorded)) or not len(self.step):
+            return
+        mine = self.step == self.step.min()
+        pairs = tuple(sorted(zip(self.index[mine].tolist(), self.nbytes[mine].tolist())))
+        if pairs != tuple(enumerate(recorded)):
+            raise ArtifactError(
+                f"the trace's bucket marks ({_shown_buckets(pairs)}) are not the buckets its run's summary.json records "
+                f"({_shown_buckets(tuple(enumerate(recorded)))}): a damaged trace, or the trace of another run",
+                source,
+            )
+
 
 def _shown_buckets(pairs: tuple) -> str:
     shown = ", ".join(f"{i}: {b:,} B" for i, b in pairs[:4])
     return f"{len(pairs)} buckets: {shown}" + (", ..." if len(pairs) > 4 else "")
 
 
-def _bucket_readiness(step: np.ndarray, lt: np.ndarray, buckets: _MeasuredBuckets, steps: int, notes: list[str]):
+def _bucket_readiness(step: np.ndarray, lt: np.ndarray, buckets: _MeasuredBuckets, steps: int):
     """Per bucket, the replayed activity whose end makes it ready (-1: none); per activity, whether
     it was launched after its step's last bucket hook. ``step`` and ``lt`` are the replayed
-    activities' step and launch time; notes the measured steps without buckets."""
+    activities' step and launch time (every measured step holds buckets: ``refuse_steps_without``)."""
     ready = np.full(len(buckets.end), -1, np.int64)
     after = np.zeros(len(step), bool)
-    missing_steps = []
     for k in range(steps):
         acts = np.flatnonzero(step == k)
         bs = np.flatnonzero(buckets.step == k)
-        if len(bs) == 0:
-            missing_steps.append(k)
-            continue
-        if len(acts) == 0:
+        if len(bs) == 0 or len(acts) == 0:
             continue
         for b in bs:
             # NCCL's stream waits for everything launched before the all-reduce call, which
@@ -246,10 +272,6 @@ def _bucket_readiness(step: np.ndarray, lt: np.ndarray, buckets: _MeasuredBucket
             before = acts[lt[acts] < buckets.end[b]]
             ready[b] = before[np.argmax(lt[before])] if len(before) else acts[0]
         after[acts] = lt[acts] >= buckets.end[bs].max()
-    if missing_steps:
-        notes.append(
-            f"{len(missing_steps)} measured steps without ds:bucket ranges (steps {missing_steps[:5]}...): they get no all-reduce"
-        )
     return ready, after
 
 

@@ -211,6 +211,14 @@ def phase_name(region: str) -> str | None:
     return p if p in PHASE_NAMES and p != BUCKET else None
 
 
+def unreadable_bucket_mark(region: str) -> bool:
+    """Whether ``region`` is named as a bucket mark (``ds:bucket:...``, under Score-P ``user:ds:bucket:...``) but does
+    not read as ``ds:bucket:<index>:<bytes>`` of whole numbers: a reader refuses it, since a mark left out would drop
+    its bucket's all-reduce from what the analysis and the forecast see."""
+    bare = region[len(USER_REGION_PREFIX) :] if region.startswith(USER_REGION_PREFIX) else region
+    return bare.startswith(PHASE_PREFIX + "bucket:") and phase_name(region) is None
+
+
 def bucket_args(name: str) -> tuple[int, int] | None:
     """(bucket index, bytes) of a host table name ``bucket:<index>:<bytes>``, else None."""
     m = _BUCKET_RE.match(name)

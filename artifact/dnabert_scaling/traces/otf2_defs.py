@@ -85,7 +85,7 @@ def attribute_refs(defs, anchor: Path | None = None) -> ll.AttributeRefs:
 class _Regions:
     """Per-region-ref classification, computed once per archive."""
 
-    def __init__(self, defs):
+    def __init__(self, defs, anchor: Path | None = None):
         import otf2
 
         role_artificial = otf2.RegionRole.ARTIFICIAL
@@ -104,6 +104,11 @@ class _Regions:
             p = classify.phase_name(name)
             if p is not None:
                 self.phase[ref] = p
+            elif classify.unreadable_bucket_mark(name):
+                raise ArtifactError(
+                    f"region {name[:80]!r} is a bucket mark that does not read as ds:bucket:<index>:<bytes> of whole numbers",
+                    anchor,
+                )
             if classify.is_launch_api(name) or classify.is_copy_api(name):
                 self.launch.add(ref)
             upper = name.upper()

@@ -158,7 +158,7 @@ def _read_open_archive(tr, anchor: Path, evt_dir: Path, errors) -> Trace:
     """The steps of reading an opened archive, in order."""
     defs = tr.definitions
     archive = _archive_facts(tr, defs, anchor)
-    regions = _Regions(defs)
+    regions = _Regions(defs, anchor)
     archive.assign_ranks(defs)
     attrs = attribute_refs(defs, anchor)
     locations = _classify_locations(defs, archive, regions, attrs)

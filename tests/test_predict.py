@@ -483,14 +483,13 @@ def test_a_shipped_busbw_file_reads_but_a_rehearsal_s_or_the_cpu_s_bandwidth_is_
         data = json.loads(path.read_text())
         with pytest.raises(ArtifactError, match="a rehearsal's bandwidth .ranks sharing one GPU.*says it was one"):
             check_busbw(data, path)
-        measured = {**data, "rehearsal": False, "provenance": {**data["provenance"], "gpu_count": data["world_size"]}}
+        measured = {**data, "rehearsal": False}
         assert check_busbw(measured, path) >= 2
         for other, said in [
             ({"backend": "GLOO"}, "the CPU's .gloo."),
             ({"device_type": "CPU"}, "the CPU's .gloo."),
             ({"rehearsal": "false"}, r"does not say it was none \(rehearsal: 'false'\)"),
             ({"rehearsal": 0}, "does not say it was none"),
-            ({"provenance": {"gpu_count": 1}}, "1 GPU.s.' for"),
         ]:
             with pytest.raises(ArtifactError, match=said):
                 check_busbw({**measured, **other}, path)

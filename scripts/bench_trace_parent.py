@@ -21,13 +21,14 @@ from dnabert_scaling.errors import ArtifactError
 from dnabert_scaling.outputs import foreign_json, refuse_overlap, writable_file, write_text_atomic
 
 
-def bench_output_problem(data) -> str | None:
-    """Why ``--json`` may not replace the JSON document found there, or None where it may: only an earlier merge,
-    which its runs make again, is replaced; a run's own measurements are not (no command makes them again)."""
+def bench_output_problem(data, merging: bool) -> str | None:
+    """Why ``--json`` may not replace the JSON document found there, or None where it may: a measurement replaces an
+    earlier bench-trace output (``make bench-trace`` run again); a merge only an earlier merge, which its runs make
+    again, never a run's own measurements (it may be one of the runs a shipped merge names)."""
     shape = {"method": str, "configs": list, "modes": list, "rounds": list}
     if not isinstance(data, dict) or not all(isinstance(data.get(k), t) for k, t in shape.items()):
         return "a JSON file that is not a bench-trace output"
-    if not (isinstance(data.get("merged_from"), list) and data["merged_from"]):
+    if merging and not (isinstance(data.get("merged_from"), list) and data["merged_from"]):
         return "a run's own measurements, which no command makes again"
     return None
 
@@ -37,11 +38,12 @@ def parent(args) -> int:
         try:
             refuse_overlap([("--json", args.json)], args.merge or [])
             writable_file(args.json, "--json")
-            foreign = foreign_json(Path(args.json), bench_output_problem)
+            foreign = foreign_json(Path(args.json), lambda data: bench_output_problem(data, bool(args.merge)))
             if foreign:  # a device, a FIFO, somebody's notes: replaced by a rename, they would be gone
                 raise ArtifactError(
-                    f"--json: exists ({foreign}); only an earlier bench-trace merge is replaced, so it is not "
-                    "overwritten: give another path, or remove it first",
+                    f"--json: exists ({foreign}); only an earlier bench-trace "
+                    f"{'merge' if args.merge else 'output'} is replaced, so it is not overwritten: give another path, "
+                    "or remove it first",
                     args.json,
                 )
             if args.sample and Path(args.sample).resolve() == Path(args.json).resolve():  # the folder would take its place

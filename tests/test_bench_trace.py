@@ -1236,3 +1236,21 @@ def test_merge_writes_no_file_it_did_not_write_and_shows_a_file_s_controls_escap
     assert proc.returncode == 2 and "/dev/zero: is a device, not a regular file" in proc.stderr
     proc = _merge(a, "--rounds", "3", "--modes", "untraced")
     assert proc.returncode == 2 and "--modes, --rounds apply to a measurement, not to a merge" in proc.stderr
+
+
+def test_a_measurement_replaces_an_earlier_output_but_no_other_file(bt, tmp_path):
+    """``make bench-trace`` run again replaces its earlier bench-trace.json; a merge replaces only a merge (a run's own
+    measurements may be what a shipped merge names); neither replaces a file no bench-trace wrote."""
+    run = {"method": "lockstep", "configs": ["8x70"], "modes": [], "rounds": []}
+    merged = {**run, "merged_from": [{"file": "a.json"}]}
+    assert bt.parent.bench_output_problem(run, merging=False) is None
+    assert bt.parent.bench_output_problem(run, merging=True) == "a run's own measurements, which no command makes again"
+    assert bt.parent.bench_output_problem(merged, merging=True) is None
+    assert bt.parent.bench_output_problem({**run, "method": 0}, merging=False) == "a JSON file that is not a bench-trace output"
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"mine": 1}\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "artifact")}
+    argv = [PYTHON, str(ROOT / "scripts" / "bench_trace.py"), "--device", "cpu", "--modes", "untraced", "--json", str(notes)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2 and "only an earlier bench-trace output is replaced" in proc.stderr
+    assert notes.read_text() == '{"mine": 1}\n'

@@ -34,7 +34,7 @@ def merge(args) -> int:
         if differ:
             say(f"bench-trace: {name}: another set-up than {docs[0][0]} ({', '.join(differ)}); not merged")
             return 2
-    why = unlike_runs(docs, getattr(args, "pool_unrecorded", False))
+    why = unlike_runs(docs, args.pool_unrecorded)
     if why:
         say(f"bench-trace: {why}; its rounds cannot be pooled with theirs, not merged")
         return 2
@@ -141,11 +141,11 @@ def unlike_runs(docs: list[tuple[str, dict]], pool_unrecorded: bool = False) -> 
     alike, unless ``pool_unrecorded``), the CPU pinning, and the settings of a mode two runs ran."""
     runs = [run for name, doc in docs for run in runs_of(name, doc)]
     for key in SAME_MACHINE:  # the card: the machine record's, else the run's own device name
-        known = [
+        values = [
             (where, (run.get("machine") or {}).get(key) or (run.get(key) if key == "device" else None)) for where, run in runs
         ]
-        unknown = [where for where, value in known if value is None]
-        known = [(where, value) for where, value in known if value is not None]
+        unknown = [where for where, value in values if value is None]
+        known = [(where, value) for where, value in values if value is not None]
         for where, value in known[1:]:
             if value != known[0][1]:
                 return f"{where}: machine.{key} is {value!r}, but {known[0][0]}'s is {known[0][1]!r}"

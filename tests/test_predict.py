@@ -534,27 +534,20 @@ def _edited_bucket_trace(tmp_path, edit):
     return out
 
 
-def _every_first_bucket_unread(events):
-    for e in events:
-        if e["name"].startswith("ds:bucket:0:"):
-            e["name"] = "ds:bucket:0:-11814920"
+def _renamed(index: int, name: str):
+    """An edit giving every mark of bucket ``index`` the name ``name``."""
 
+    def edit(events):
+        for e in events:
+            if e["name"].startswith(f"ds:bucket:{index}:"):
+                e["name"] = name
 
-def _last_bucket_unread(events):
-    for e in events:
-        if e["name"].startswith("ds:bucket:12:"):
-            e["name"] = "ds:bucket:12:-40925184"
+    return edit
 
 
 def _marks_in_step_zero_only(events):
     for e in events[13:]:
         e["name"] = "ds:renamed"
-
-
-def _every_first_bucket_gone(events):
-    for e in events:
-        if e["name"].startswith("ds:bucket:0:"):
-            e["name"] = "ds:renamed"
 
 
 def _size_of_last(events):
@@ -566,9 +559,9 @@ def _size_of_last(events):
     "edit, said",
     [
         (lambda ev: ev[-1].update(name="ds:renamed"), "hands other buckets to all-reduce than step"),
-        (_every_first_bucket_unread, "a bucket mark that does not read as ds:bucket:<index>:<bytes>"),
-        (_last_bucket_unread, "a bucket mark that does not read as ds:bucket:<index>:<bytes>"),
-        (_every_first_bucket_gone, "without bucket 0: DDP numbers its buckets from 0"),
+        (_renamed(0, "ds:bucket:0:-11814920"), "a bucket mark that does not read as ds:bucket:<index>:<bytes>"),
+        (_renamed(12, "ds:bucket:12:-40925184"), "a bucket mark that does not read as ds:bucket:<index>:<bytes>"),
+        (_renamed(0, "ds:renamed"), "without bucket 0: DDP numbers its buckets from 0"),
         (_marks_in_step_zero_only, "measured steps hold no bucket mark"),
         (_size_of_last, "hands other buckets to all-reduce than step 0"),
         (lambda ev: ev[-1].update(name=ev[-2]["name"]), "to all-reduce twice"),

@@ -88,9 +88,7 @@ def profile_from_trace(trace, run_buckets: dict | None = None) -> Profile:
     rows = _replayed_rows(gpu, att)
     start = gpu["start_ns"].to_numpy(np.int64)[rows]
     step = att.step[rows].astype(np.int64)
-    buckets = _MeasuredBuckets.from_hook_ranges(host[is_bucket], tl, meta.get("source"))
-    buckets.refuse_steps_without(tl.steps, meta.get("source"))
-    buckets.refuse_unlike_run(run_buckets, meta.get("source"))
+    buckets = _MeasuredBuckets.from_hook_ranges(host[is_bucket], tl, meta.get("source"), run_buckets)
     ready, after = _bucket_readiness(step, launch[rows], buckets, tl.steps)
     ok = ready >= 0
     return Profile(
@@ -131,8 +129,7 @@ def _bucket_hook_rows(host: pd.DataFrame, meta: dict) -> np.ndarray:
     from dnabert_scaling.traces.classify import bucket_args
 
     names = host["name"].astype(str).to_numpy()
-    phase = (host["kind"] == "phase").to_numpy()
-    is_bucket = phase & np.array([bucket_args(n) is not None for n in names], bool)
+    is_bucket = (host["kind"] == "phase").to_numpy() & np.array([bucket_args(n) is not None for n in names], bool)
     if not is_bucket.any():
         raise ArtifactError(
             "the trace has no ds:bucket ranges, so bucket readiness is unknown: record the "
@@ -171,7 +168,9 @@ class _MeasuredBuckets:
     nbytes: np.ndarray
 
     @classmethod
-    def from_hook_ranges(cls, bh: pd.DataFrame, tl, source=None) -> _MeasuredBuckets:
+    def from_hook_ranges(cls, bh: pd.DataFrame, tl, source=None, run_buckets: dict | None = None) -> _MeasuredBuckets:
+        """The hook's ranges inside measured steps; refused (naming ``source``) where a measured step holds none, where
+        steps hand unlike buckets, or where they are not ``run_buckets`` (the run's summary's record), where given."""
         from dnabert_scaling.traces.classify import bucket_args
 
         b_start, b_end = bh["start_ns"].to_numpy(np.int64), bh["end_ns"].to_numpy(np.int64)
@@ -191,15 +190,21 @@ class _MeasuredBuckets:
         order = np.lexsort((b_start, b_step))
         out = cls(b_end[order], b_step[order], b_index[order], b_bytes[order])
         out.refuse_unlike_steps(source)
+        out.refuse_steps_without(tl.steps, source)
+        out.refuse_unlike_run(run_buckets, source)
         return out
+
+    def step_buckets(self, k) -> tuple[tuple[int, int], ...]:
+        """Measured step ``k``'s buckets as (index, bytes) pairs, by index."""
+        mine = self.step == k
+        return tuple(sorted(zip(self.index[mine].tolist(), self.nbytes[mine].tolist())))
 
     def refuse_unlike_steps(self, source) -> None:
         """DDP hands the same buckets to all-reduce in every step once it has built them: a measured step holding
         one bucket twice, or other buckets (or sizes) than another, is no step of one run; refused, naming both."""
         first: tuple | None = None
         for k in np.unique(self.step):
-            mine = self.step == k
-            pairs = tuple(sorted(zip(self.index[mine].tolist(), self.nbytes[mine].tolist())))
+            pairs = self.step_buckets(k)
             indices = [i for i, _ in pairs]
             if len(set(indices)) != len(indices):
                 twice = next(i for i in indices if indices.count(i) > 1)
@@ -240,8 +245,7 @@ class _MeasuredBuckets:
         recorded = (run_buckets or {}).get("bucket_bytes") if isinstance(run_buckets, dict) else None
         if not (isinstance(recorded, list) and recorded and all(type(b) is int for b in recorded)) or not len(self.step):
             return
-        mine = self.step == self.step.min()
-        pairs = tuple(sorted(zip(self.index[mine].tolist(), self.nbytes[mine].tolist())))
+        pairs = self.step_buckets(self.step.min())
         if pairs != tuple(enumerate(recorded)):
             raise ArtifactError(
                 f"the trace's bucket marks ({_shown_buckets(pairs)}) are not the buckets its run's summary.json records "
@@ -258,7 +262,7 @@ def _shown_buckets(pairs: tuple) -> str:
 def _bucket_readiness(step: np.ndarray, lt: np.ndarray, buckets: _MeasuredBuckets, steps: int):
     """Per bucket, the replayed activity whose end makes it ready (-1: none); per activity, whether
     it was launched after its step's last bucket hook. ``step`` and ``lt`` are the replayed
-    activities' step and launch time (every measured step holds buckets: ``refuse_steps_without``)."""
+    activities' step and launch time (every measured step holds buckets: ``from_hook_ranges``)."""
     ready = np.full(len(buckets.end), -1, np.int64)
     after = np.zeros(len(step), bool)
     for k in range(steps):

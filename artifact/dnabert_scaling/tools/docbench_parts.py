@@ -131,24 +131,25 @@ CALL_ZF = Split(
 )
 PINNED = "cupti-kernels-pinned"  # CUPTI alone with its profiling data in pinned host memory instead of device memory
 CUPTI_SETTINGS_BENCH = "h100-bench/gpu-call-2026-12-06-cupti-settings/bench-zk-h100.json"  # on a lent H100, as call ZF
-CALL_ZK = Split(
+
+
+def cupti_setting_call(bench: str, label: str, setting: tuple[str, str, str], lead: str) -> Split:
+    """A call that ran CUPTI alone with one of CUPTI's own settings beside its default, and the floor parts."""
+    return Split(bench, label, (setting, *FLOOR_PARTS), lead=lead)
+
+
+CALL_ZK = cupti_setting_call(
     CUPTI_SETTINGS_BENCH,
     "call ZK",
-    (
-        ("CUPTI's profiling data in pinned host memory, to CUPTI alone (device memory)", KERNELS, PINNED),
-        *FLOOR_PARTS,
-    ),
+    ("CUPTI's profiling data in pinned host memory, to CUPTI alone (device memory)", KERNELS, PINNED),
     lead="Whether one of CUPTI's own settings moves CUPTI's cost, and what the shipped build's default adds to the bare clients",
 )
 SHARED = "cupti-kernels-shared"  # CUPTI alone with one stream of activity buffers for all threads, not one per thread
 CUPTI_SHARED_BENCH = "h100-bench/gpu-call-2026-12-06-cupti-shared/bench-zm-h100.json"  # on a lent H100, as call ZK
-CALL_ZM = Split(
+CALL_ZM = cupti_setting_call(
     CUPTI_SHARED_BENCH,
     "call ZM",
-    (
-        ("one stream of activity buffers for all threads, to CUPTI alone (buffers per thread)", KERNELS, SHARED),
-        *FLOOR_PARTS,
-    ),
+    ("one stream of activity buffers for all threads, to CUPTI alone (buffers per thread)", KERNELS, SHARED),
     lead="Whether CUPTI's other buffer setting moves CUPTI's cost, and what the shipped build's default adds to the bare clients",
 )
 VERDICT_WORDS = {  # a part's paired difference against 0: its interval wholly above, at or below, or around 0

@@ -211,6 +211,9 @@ def phase_name(region: str) -> str | None:
     return p if p in PHASE_NAMES and p != BUCKET else None
 
 
+UNREADABLE_BUCKET = "a bucket mark that does not read as ds:bucket:<index>:<bytes> of whole numbers"  # both readers say it
+
+
 def unreadable_bucket_mark(region: str) -> bool:
     """Whether ``region`` is named as a bucket mark (``ds:bucket:...``, under Score-P ``user:ds:bucket:...``) but does
     not read as ``ds:bucket:<index>:<bytes>`` of whole numbers: a reader refuses it, since a mark left out would drop

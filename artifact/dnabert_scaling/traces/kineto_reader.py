@@ -271,7 +271,7 @@ def _scan_events(events: list, path: Path) -> _Found:
             if p is not None:
                 f.phases.append((_thread_name(ev), p, start, end))
             elif classify.unreadable_bucket_mark(ev.name):
-                raise ev.bad("a bucket mark that does not read as ds:bucket:<index>:<bytes> of whole numbers")
+                raise ev.bad(classify.UNREADABLE_BUCKET)
         elif classify.is_launch_api(ev.name) or classify.is_copy_api(ev.name):
             f.launches.append((_thread_name(ev), ev.name, start, end, ev.count("correlation")))
     return f

@@ -105,10 +105,7 @@ class _Regions:
             if p is not None:
                 self.phase[ref] = p
             elif classify.unreadable_bucket_mark(name):
-                raise ArtifactError(
-                    f"region {name[:80]!r} is a bucket mark that does not read as ds:bucket:<index>:<bytes> of whole numbers",
-                    anchor,
-                )
+                raise ArtifactError(f"region {name[:80]!r} is {classify.UNREADABLE_BUCKET}", anchor)
             if classify.is_launch_api(name) or classify.is_copy_api(name):
                 self.launch.add(ref)
             upper = name.upper()
